@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <dlpack/dlpack.h>
+#include "abi.h" /* static ABI asserts of dlpack.h v1.3 (VER-10) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,6 +67,13 @@ typedef struct {
  * are DLC_DT_UNKNOWN. Never fails. */
 dlc_dtype_info dlc_dtype_classify(DLDataType dt, uint32_t spec_major, uint32_t spec_minor);
 
+/* Names (dlc_dtype_info.name) of valid dtypes: "int1".."int64", "uint1".."uint64" (bits 1, 2,
+ * 4, 8, 16, 32, 64), "float16/32/64", "bfloat16", "complex32/64/128", "bool", the fp8/fp6/fp4
+ * names of dlpack.h without the kDL prefix in lower case ("float8_e4m3fn"), and "opaque" for
+ * kDLOpaqueHandle whatever its bits. Vectors (lanes > 1, DT-10: int, uint, float, bfloat
+ * only) append "x<lanes>" ("float32x4") for lanes 2..64 and the literal "xN" above 64
+ * ("float32xN"). Invalid combinations are named "unknown". All names are static strings. */
+
 /* Bytes per element as the header's GetDataSize rounds it: ceil(bits*lanes/8). 0 when
  * bits or lanes is 0. */
 uint64_t dlc_dtype_itemsize(DLDataType dt);
@@ -100,6 +108,12 @@ dlc_extent dlc_extent_of(const DLTensor *t);
 
 /* Compact row-major strides (in elements) for shape; returns 0, or -1 on overflow. */
 int dlc_row_major_strides(int32_t ndim, const int64_t *shape, int64_t *strides_out);
+
+/* ---- devices ------------------------------------------------------------------------ */
+
+/* 1 when device_type is a DLDeviceType value of spec version (major, minor) (DEV-01):
+ * 1, 2, 3, 4, 7..16 always; kDLMAIA (17) from v1.0; kDLTrn (18) from v1.2. */
+int dlc_is_known_device(int32_t device_type, uint32_t spec_major, uint32_t spec_minor);
 
 /* ---- validators --------------------------------------------------------------------- */
 
