@@ -1,0 +1,13 @@
+"""dlconform: a conformance test suite and fuzzer for DLPack producers and consumers."""
+import os as _os
+
+__version__ = "0.1.0"
+
+#: harness/dlconform
+PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__))
+#: harness/
+HARNESS_DIR = _os.path.dirname(PACKAGE_DIR)
+#: the repository root
+REPO_DIR = _os.path.dirname(HARNESS_DIR)
+#: suites/
+SUITES_DIR = _os.path.join(REPO_DIR, "suites")

@@ -1,0 +1,196 @@
+"""`python3 -m dlconform run ...`: exit 0 when nothing fails, 1 on fail/crash/timeout, 2 on a
+usage error or when no target can be run."""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import sys
+import time
+
+from . import SUITES_DIR, __version__
+from . import environment as _environment
+from . import report as _report
+from .runner import Runner, child_env
+from .targets.loader import BUILTIN, probe
+from .verdicts import FAILING, VERDICTS
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+DEFAULT_OUT = os.path.join("reports", "out")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(EXIT_USAGE, "dlconform: error: %s (see `python3 -m dlconform %s--help`)\n"
+                  % (message, "run " if self.prog.endswith(" run") else ""))
+
+
+def build_parser():
+    p = _Parser(prog="dlconform", description="DLPack conformance suite.")
+    p.add_argument("--version", action="version", version="dlconform %s" % __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    r = sub.add_parser("run", help="run the suites against targets", prog="dlconform run")
+    r.add_argument("--target", action="append", default=[], metavar="T",
+                   help="target spec (repeatable): ref, ref:fault=NAME, numpy, torch, a module with "
+                        "from_dlpack, module:attr or path/file.py:attr. Default: every built-in target "
+                        "that can be imported.")
+    r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
+    r.add_argument("--clause", default=None, metavar="GLOB", help="only clauses matching this glob (e.g. 'CAP-*')")
+    r.add_argument("--timeout", type=_positive, default=30.0, metavar="SECONDS", help="per-test limit (default 30)")
+    r.add_argument("--target-timeout", type=_positive, default=3600.0, metavar="SECONDS",
+                   help="wall limit per target (default 3600)")
+    r.add_argument("--max-restarts", type=int, default=100, metavar="N",
+                   help="restarts of a target's child after crashes (default 100)")
+    r.add_argument("--suites", default=SUITES_DIR, metavar="DIR", help="the suites folder (default: <repo>/suites)")
+    r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def _positive(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number: %r" % text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError("must be > 0: %r" % text)
+    return v
+
+
+def _display(path):
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _say(msg):
+    print("dlconform: %s" % msg, file=sys.stderr, flush=True)
+
+
+class _Sink:
+    def __init__(self, path):
+        self.f = open(path, "w", encoding="utf-8")
+
+    def __call__(self, rec):
+        self.f.write(json.dumps(rec, default=str) + "\n")
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def _skip_record(spec, reason):
+    return {"target": spec, "role": "any", "clause": "*", "level": "MUST", "group": "*", "verdict": "skip",
+            "message": reason, "repro": "python3 -m dlconform run --target %s" % spec, "test": "<target>",
+            "duration": 0.0}
+
+
+def cmd_run(args):
+    suites = os.path.abspath(args.suites)
+    if not os.path.isdir(suites):
+        _say("error: no suites folder %s" % suites)
+        return EXIT_USAGE
+    python = args.python
+    if os.sep not in python:
+        python = shutil.which(python) or python
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        _say("error: --python %s is not an executable" % args.python)
+        return EXIT_USAGE
+    out = os.path.abspath(args.out)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        _say("error: cannot create --out %s: %s" % (out, e))
+        return EXIT_USAGE
+    env = child_env()
+    started = time.time()
+
+    explicit = bool(args.target)
+    specs = list(dict.fromkeys(args.target)) if explicit else list(BUILTIN)
+    sink = _Sink(os.path.join(out, "results.jsonl"))
+    targets, results = {}, []
+    runnable = []
+    for spec in specs:
+        info = probe(spec, python=python, env=env)
+        if info.get("ok"):
+            targets[spec] = {"status": "pending", "reason": "", "roles": info.get("roles", []),
+                             "versions": info.get("versions", {})}
+            runnable.append(spec)
+        else:
+            reason = info.get("reason") or "unavailable"
+            targets[spec] = {"status": "skipped", "reason": reason, "roles": [], "versions": {}}
+            if explicit or spec == "ref":
+                _say("target %r: %s" % (spec, reason))
+                rec = _skip_record(spec, reason)
+                results.append(rec)
+                sink(rec)
+    environment = _environment.collect(python, env=env)
+    run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": args.clause,
+                "timeout": args.timeout, "target_timeout": args.target_timeout,
+                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
+
+    def finish(code):
+        run_info["duration"] = round(time.time() - started, 3)
+        run_info["exit_status"] = code
+        doc = _report.json_report.build(targets, results, environment, run_info)
+        paths = _report.write_all(out, doc)
+        sink.close()
+        if not args.quiet:
+            print("dlconform: wrote %s" % ", ".join(_display(p) for p in paths.values()))
+        return code
+
+    if not runnable:
+        _say("error: no target can be run")
+        return finish(EXIT_USAGE)
+
+    progress = None
+    runner = Runner(suites, out, python=python, clause=args.clause, timeout=args.timeout,
+                    target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
+                    progress=progress)
+    try:
+        for spec in runnable:
+            if not args.quiet:
+                print("dlconform: running %s ..." % spec, flush=True)
+            run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"])
+            results.extend(run.records)
+            targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts,
+                                 duration=round(run.duration, 3))
+            if not args.quiet:
+                counts = run.summary()
+                print("dlconform: %s: %s" % (spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v))
+                                             or "no results"), flush=True)
+    except KeyboardInterrupt:
+        runner.kill()
+        for spec in runnable:
+            if targets[spec]["status"] == "pending":
+                targets[spec].update(status="skipped", reason="interrupted")
+        finish(EXIT_FAIL)
+        _say("interrupted")
+        return 130
+    code = EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK
+    return finish(code)
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # never a traceback for the user; keep it for us
+        import traceback
+
+        try:
+            path = os.path.join(os.path.abspath(getattr(args, "out", DEFAULT_OUT)), "harness-error.txt")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                traceback.print_exc(file=f)
+            where = " (traceback in %s)" % path
+        except OSError:
+            where = ""
+        _say("internal error: %s: %s%s" % (type(e).__name__, e, where))
+        return EXIT_FAIL
+    parser.error("unknown command")
+    return EXIT_USAGE

@@ -1,0 +1,109 @@
+"""Python producers built on `_ref.Forge`.
+
+`RecordingProducer` records how a consumer calls it and negotiates like a correct DLPack 1.3
+producer. The `forge` argument is one of:
+  - a callable `f(versioned=bool) -> Forge` (e.g. `forges(shape=(3,))`, or the class `_ref.Forge`),
+    called once per capsule kind;
+  - a mapping `{"legacy": Forge, "versioned": Forge}`;
+  - a single `_ref.Forge`, used for every capsule whatever was negotiated (its own kind).
+"""
+from collections.abc import Mapping
+
+KNOWN_KEYWORDS = ("stream", "max_version", "dl_device", "copy")
+
+
+def forges(**forge_kwargs):
+    """A factory for RecordingProducer: `_ref.Forge(versioned=..., **forge_kwargs)`, one per kind."""
+    from . import _ref
+
+    made = {}
+
+    def factory(versioned=True):
+        if versioned not in made:
+            made[versioned] = _ref.Forge(versioned=versioned, **forge_kwargs)
+        return made[versioned]
+
+    factory.made = made
+    return factory
+
+
+class RecordingProducer:
+    """A producer that records `__dlpack_device__` / `__dlpack__` calls.
+
+    - `.calls`: one dict of keywords per `__dlpack__` call (positional arguments under "args");
+    - `.events`: method names in call order;
+    - `.forges`: {"legacy"/"versioned": forge} used so far; `.last_kind`.
+    Negotiation: max_version None or major 0 -> legacy capsule, major >= 1 -> versioned.
+    `legacy_only`: an old producer whose `__dlpack__` takes only `stream` (TypeError otherwise).
+    `versioned_only`: a producer that cannot export legacy capsules (BufferError when the
+    consumer does not ask for >= 1.0).
+    """
+
+    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False):
+        if legacy_only and versioned_only:
+            raise ValueError("legacy_only and versioned_only exclude each other")
+        self._forge = forge
+        self.legacy_only = legacy_only
+        self.versioned_only = versioned_only
+        self.device = tuple(device)
+        self.calls = []
+        self.events = []
+        self.forges = {}
+        self.last_kind = None
+
+    def _forge_for(self, versioned):
+        kind = "versioned" if versioned else "legacy"
+        f = self._forge
+        if kind in self.forges:
+            forge = self.forges[kind]
+        elif isinstance(f, Mapping):
+            forge = f[kind]
+        elif isinstance(f, type) or (callable(f) and not hasattr(f, "capsule")):
+            forge = f(versioned=versioned)  # a factory, or a Forge class: one forge per kind
+        else:
+            forge = f
+        self.forges[kind] = forge
+        self.last_kind = kind
+        return forge
+
+    def __dlpack_device__(self):
+        self.events.append("__dlpack_device__")
+        return self.device
+
+    def __dlpack__(self, *args, **kw):
+        self.events.append("__dlpack__")
+        record = dict(kw)
+        if args:
+            record["args"] = args
+        self.calls.append(record)
+        if args:
+            raise TypeError("__dlpack__() takes keyword arguments only (%d positional given)" % len(args))
+        unknown = [k for k in kw if k not in KNOWN_KEYWORDS]
+        if unknown:
+            raise TypeError("__dlpack__() got an unexpected keyword argument %r" % unknown[0])
+        if self.legacy_only:
+            extra = [k for k in kw if k != "stream"]
+            if extra:
+                raise TypeError("__dlpack__() got an unexpected keyword argument %r" % extra[0])
+        stream = kw.get("stream")
+        if stream is not None and self.device[0] == 1:
+            raise BufferError("stream must be None for a CPU tensor (got %r)" % (stream,))
+        dl_device = kw.get("dl_device")
+        if dl_device is not None and tuple(dl_device) != self.device:
+            raise BufferError("cannot export to device %r" % (dl_device,))
+        if kw.get("copy") is not None and not isinstance(kw.get("copy"), bool):
+            raise TypeError("copy must be None or a bool")
+        max_version = kw.get("max_version")
+        if max_version is not None:
+            if not (isinstance(max_version, tuple) and len(max_version) == 2
+                    and all(isinstance(v, int) for v in max_version)):
+                raise TypeError("max_version must be a tuple of two ints (got %r)" % (max_version,))
+        versioned = max_version is not None and max_version[0] >= 1 and not self.legacy_only
+        if self.versioned_only and not versioned:
+            raise BufferError("this producer exports only versioned (DLPack >= 1.0) capsules")
+        return self._forge_for(versioned).capsule()
+
+
+def legacy_producer(forge, **kw):
+    """An old producer: `__dlpack__(stream=None)` only, legacy capsules (VER-06)."""
+    return RecordingProducer(forge, legacy_only=True, **kw)

@@ -1,0 +1,388 @@
+"""The pytest plugin that runs inside each target's child process.
+
+Load with `-p dlconform.pytest_plugin`. Options: --dlc-target SPEC, --dlc-results FILE,
+--dlc-clause GLOB (repeatable, comma-separated), --dlc-exclude-file FILE, --dlc-catalogue FILE.
+It writes the results protocol of harness/README.md to --dlc-results: a `begin` line before
+each test, one `result` line per clause after it, `end` when the session finishes; each line
+is flushed as it is written so that nothing is lost when the process dies.
+"""
+import fnmatch
+import json
+import os
+import time
+
+import pytest
+
+from . import catalogue as _catalogue
+from . import repro as _repro
+from .verdicts import CheckFailure, Unsupported, Warn, check_verdict, worst
+
+UNMARKED = "UNMARKED"
+_MAX_MESSAGE = 2000
+
+
+# ---------------------------------------------------------------------------- options
+def pytest_addoption(parser):
+    group = parser.getgroup("dlconform")
+    group.addoption("--dlc-target", default=None, help="target spec (default: ref)")
+    group.addoption("--dlc-results", default=None, help="append JSON-lines results to this file")
+    group.addoption("--dlc-clause", action="append", default=[],
+                    help="run only tests with a clause id matching this glob (repeatable, comma-separated)")
+    group.addoption("--dlc-exclude-file", default=None, help="file of pytest node ids to deselect, one a line")
+    group.addoption("--dlc-catalogue", default=None, help="clauses.json (default: next to the suites)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "clause(*ids): the catalogue clauses a test checks")
+    config.addinivalue_line("markers", "role(name): producer, consumer or both: what the target must be")
+    state = _State(config)
+    config._dlc_state = state
+    config.pluginmanager.register(state, "dlconform-state")
+
+
+def pytest_unconfigure(config):
+    state = getattr(config, "_dlc_state", None)
+    if state is not None:
+        state.close()
+
+
+# ---------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="session")
+def target(request):
+    """The adapter of --dlc-target (harness/dlconform/targets/base.py)."""
+    return request.config._dlc_state.get_target()
+
+
+@pytest.fixture
+def check(request):
+    """Records verdicts for the test's clauses (suites/README.md)."""
+    st = getattr(request.node, "_dlc", None)
+    if st is None:  # not run through our protocol hook (should not happen)
+        state = request.config._dlc_state
+        st = state.item_state(request.node)
+    return st.check
+
+
+# ---------------------------------------------------------------------------- helpers
+def _short(value, limit=200):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        value = bytes(value)
+        text = value.hex() if len(value) <= limit // 2 else value[: limit // 2].hex() + "...(%d bytes)" % len(value)
+        return "bytes " + text
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _first_difference(a, b):
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n if len(a) != len(b) else None
+
+
+def _truncate(text, limit=_MAX_MESSAGE):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + " ...[truncated]"
+
+
+def item_clauses(item):
+    ids = []
+    for mark in reversed(list(item.iter_markers("clause"))):  # outermost (module/class) first
+        for arg in mark.args:
+            for cid in (arg if isinstance(arg, (list, tuple)) else [arg]):
+                if cid not in ids:
+                    ids.append(str(cid))
+    return ids
+
+
+def item_role(item):
+    mark = item.get_closest_marker("role")
+    if mark is None or not mark.args:
+        return None
+    return str(mark.args[0])
+
+
+class Check:
+    """The `check` fixture: explicit verdicts for a test's clauses."""
+
+    def __init__(self, level_of):
+        self._level_of = level_of
+        self.records = []  # (clause, verdict, message)
+        self.repro_text = None
+
+    def level(self, clause):
+        return self._level_of(clause)
+
+    def _breach(self, clause):
+        return "fail" if self._level_of(clause) == "MUST" else "warn"
+
+    def record(self, clause, verdict, message=""):
+        check_verdict(verdict)
+        self.records.append((str(clause), verdict, _truncate(message)))
+
+    def that(self, cond, clause, message=""):
+        """Records pass, or fail (MUST) / warn (SHOULD, MAY, INFO); returns bool(cond)."""
+        ok = bool(cond)
+        self.record(clause, "pass" if ok else self._breach(clause), message if not ok else "")
+        return ok
+
+    def require(self, cond, clause, message=""):
+        """Like that(), but stops the test when the check fails."""
+        if not self.that(cond, clause, message):
+            raise CheckFailure("%s: %s" % (clause, message))
+        return True
+
+    def equal(self, actual, expected, clause, message=""):
+        try:
+            ok = bool(actual == expected)
+        except Exception:
+            ok = False
+        if ok:
+            return self.that(True, clause)
+        detail = "got %s, expected %s" % (_short(actual), _short(expected))
+        if isinstance(actual, (bytes, bytearray)) and isinstance(expected, (bytes, bytearray)):
+            i = _first_difference(actual, expected)
+            detail += " (first difference at byte %s; lengths %d and %d)" % (i, len(actual), len(expected))
+        return self.that(False, clause, "%s: %s" % (message, detail) if message else detail)
+
+    def warn(self, clause, message=""):
+        self.record(clause, "warn", message)
+
+    def repro(self, lines):
+        """Sets the reproducer snippet for every non-pass result of this test."""
+        if lines is None:
+            self.repro_text = None
+        elif isinstance(lines, str) and "\n" in lines:
+            self.repro_text = lines if lines.endswith("\n") else lines + "\n"
+        else:
+            self.repro_text = _repro.snippet([], lines)
+
+
+class _ItemState:
+    def __init__(self, check, clauses, role):
+        self.check = check
+        self.clauses = clauses
+        self.role = role
+        self.forced = None  # (verdict, message): decided without running the test
+        self.phases = {}  # when -> (report, excinfo)
+        self.start = time.perf_counter()
+
+
+def _location(excinfo):
+    try:
+        entry = excinfo.traceback[-1]
+        return "%s:%d" % (os.path.basename(str(entry.path)), entry.lineno + 1)
+    except Exception:
+        return "?"
+
+
+def _exc_message(e):
+    text = str(e)
+    return text.splitlines()[0] if text else ""
+
+
+class _State:
+    def __init__(self, config):
+        self.config = config
+        self.spec = config.getoption("--dlc-target") or "ref"
+        self.explicit_target = config.getoption("--dlc-target") is not None
+        self._target = None
+        self._target_error = None
+        path = config.getoption("--dlc-results")
+        self._out = open(path, "a", encoding="utf-8") if path else None
+        self.globs = [g.strip() for arg in config.getoption("--dlc-clause") for g in arg.split(",") if g.strip()]
+        self.exclude = set()
+        ex = config.getoption("--dlc-exclude-file")
+        if ex:
+            try:
+                with open(ex, encoding="utf-8") as f:
+                    self.exclude = {line.rstrip("\n") for line in f if line.strip()}
+            except OSError as e:
+                raise pytest.UsageError("dlconform: cannot read --dlc-exclude-file %s: %s" % (ex, e))
+        self.catalogue = self._load_catalogue(config)
+        if self.explicit_target:
+            self.get_target()  # fail early, as a usage error, when the target cannot load
+
+    def _load_catalogue(self, config):
+        path = config.getoption("--dlc-catalogue")
+        if not path:
+            for arg in config.args or []:
+                base = arg.split("::")[0]
+                d = base if os.path.isdir(base) else os.path.dirname(base)
+                if os.path.isfile(os.path.join(d, "clauses.json")):
+                    path = os.path.join(d, "clauses.json")
+                    break
+        try:
+            return _catalogue.Catalogue.load(path)
+        except _catalogue.CatalogueError as e:
+            raise pytest.UsageError("dlconform: %s" % e)
+
+    def get_target(self):
+        if self._target is None:
+            from .targets.base import TargetError
+            from .targets.loader import load
+
+            try:
+                self._target = load(self.spec)
+            except TargetError as e:
+                raise pytest.UsageError("dlconform: target %r: %s" % (self.spec, e))
+        return self._target
+
+    # ---- output
+    def write(self, event):
+        if self._out is None:
+            return
+        self._out.write(json.dumps(event, default=str) + "\n")
+        self._out.flush()
+
+    def close(self):
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def level(self, clause):
+        return self.catalogue.level(clause) if clause != UNMARKED else "MUST"
+
+    def item_state(self, item):
+        st = getattr(item, "_dlc", None)
+        if st is None:
+            st = _ItemState(Check(self.level), item_clauses(item) or [UNMARKED], item_role(item))
+            item._dlc = st
+        return st
+
+    # ---- hooks
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep, drop = [], []
+        for item in items:
+            if item.nodeid in self.exclude:
+                drop.append(item)
+                continue
+            if self.globs:
+                clauses = item_clauses(item)
+                if not any(fnmatch.fnmatchcase(c, g) for c in clauses for g in self.globs):
+                    drop.append(item)
+                    continue
+            keep.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            text = str(report.longrepr) if report.longrepr is not None else "collection failed"
+            tail = "\n".join(text.strip().splitlines()[-15:])
+            self.write(self._record(report.nodeid or "<collection>", "*", None, "crash",
+                                    "collection error in %s: %s" % (report.nodeid or "suites", tail), "", 0.0))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        st = self.item_state(item)
+        st.start = time.perf_counter()
+        self.write({"event": "begin", "test": item.nodeid, "clauses": st.clauses, "role": st.role or "any",
+                    "time": time.time()})
+        yield
+        try:
+            for rec in self.results(item, st):
+                self.write(rec)
+        except Exception as e:  # the plugin must never lose a test silently
+            for clause in st.clauses:
+                self.write(self._record(item.nodeid, clause, st.role, "fail",
+                                        "unexpected %s in the dlconform plugin: %s" % (type(e).__name__, e),
+                                        "", time.perf_counter() - st.start))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        st = self.item_state(item)
+        if st.role:
+            target = self.get_target()
+            if not target.has_role(st.role):
+                st.forced = ("unsupported", "target %s is not a %s (roles: %s)"
+                             % (self.spec, st.role, ", ".join(sorted(target.roles)) or "none"))
+                pytest.skip(st.forced[1])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        st = getattr(item, "_dlc", None)
+        if st is not None:
+            st.phases[call.when] = (outcome.get_result(), call.excinfo)
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),
+                    "time": time.time()})
+
+    # ---- verdicts
+    def _outcome(self, st):
+        """(kind, message, warn_clause) from the test's phases; kind in pass/skip/unsupported/
+        warn/assert/unexpected."""
+        for when in ("setup", "call", "teardown"):
+            rep_exc = st.phases.get(when)
+            if rep_exc is None:
+                continue
+            rep, excinfo = rep_exc
+            if excinfo is None:
+                if getattr(rep, "wasxfail", None) is not None and rep.passed:
+                    continue
+                continue
+            e = excinfo.value
+            where = "" if when == "call" else " in %s" % when
+            if isinstance(e, Unsupported):
+                return "unsupported", str(e) or "not supported by the target", None
+            if isinstance(e, Warn):
+                return "warn", e.message or str(e), e.clause
+            if isinstance(e, pytest.skip.Exception):
+                if getattr(rep, "wasxfail", None) is not None:
+                    return "skip", "xfail: %s" % rep.wasxfail, None
+                return "skip", getattr(e, "msg", None) or str(e), None
+            if hasattr(pytest, "xfail") and isinstance(e, pytest.xfail.Exception):
+                return "skip", "xfail: %s" % _exc_message(e), None
+            if isinstance(e, AssertionError):
+                text = str(e).strip() or "assertion failed"
+                return "assert", _truncate("%s (at %s%s)" % (text, _location(excinfo), where)), None
+            return "unexpected", _truncate("unexpected %s%s: %s (at %s)" % (
+                type(e).__name__, where, _exc_message(e), _location(excinfo))), None
+        return "pass", "", None
+
+    def _record(self, nodeid, clause, role, verdict, message, repro, duration):
+        return {
+            "event": "result", "target": self.spec, "role": role or "any", "clause": clause,
+            "level": self.level(clause) if clause not in ("*", UNMARKED) else "MUST",
+            "group": _catalogue.group_of(clause) if clause not in self.catalogue else self.catalogue.group(clause),
+            "verdict": verdict, "message": message, "repro": repro, "test": nodeid,
+            "duration": round(duration, 6),
+        }
+
+    def results(self, item, st):
+        duration = sum(rep.duration for rep, _ in st.phases.values()) if st.phases else time.perf_counter() - st.start
+        explicit = {}
+        for clause, verdict, message in st.check.records:
+            explicit.setdefault(clause, []).append((verdict, message))
+        clauses = list(st.clauses) + [c for c in explicit if c not in st.clauses]
+        if st.forced:
+            kind, message, warn_clause = st.forced[0], st.forced[1], None
+        else:
+            kind, message, warn_clause = self._outcome(st)
+        out = []
+        for clause in clauses:
+            if clause in explicit and not st.forced:
+                recs = explicit[clause]
+                verdict = worst(v for v, _ in recs)
+                msgs = [m for v, m in recs if v == verdict and m] or [m for v, m in recs if v != "pass" and m]
+                msg = "; ".join(dict.fromkeys(msgs))
+            elif kind == "assert":
+                verdict, msg = ("fail" if self.level(clause) == "MUST" else "warn"), message
+            elif kind == "unexpected":
+                verdict, msg = "fail", message
+            elif kind == "warn":
+                verdict = "warn"
+                msg = message if warn_clause in (None, clause) else "%s (raised for %s)" % (message, warn_clause)
+            else:
+                verdict, msg = kind, message
+            repro = ""
+            if verdict != "pass":
+                repro = st.check.repro_text or _repro.run_command(self.spec, clause if clause != UNMARKED else "*",
+                                                                  item.nodeid)
+            out.append(self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration))
+        return out

@@ -1,0 +1,100 @@
+"""results.md: counts per target, everything that did not pass, and a per-clause roll-up."""
+from ..verdicts import VERDICTS, worst
+
+_ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "skip",
+         "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
+
+
+def _cell(text, limit=300):
+    text = " ".join(str(text or "").split())
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code(text):
+    fence = "```"
+    while fence in text:
+        fence += "`"
+    return "%s\n%s\n%s" % (fence, text.rstrip("\n"), fence)
+
+
+def render(doc):
+    targets = doc.get("targets", {})
+    results = doc.get("results", [])
+    summary = doc.get("summary", {})
+    env = doc.get("environment", {})
+    lines = ["# dlconform results", ""]
+    py = env.get("python", {})
+    lines.append("Generated %s; Python %s on %s; dlpack header %s; dlconform %s." % (
+        doc.get("generated", "?"), py.get("version", "?"), env.get("machine", "?"),
+        ".".join(str(x) for x in env.get("dlpack_header") or []) or "?",
+        (env.get("dlconform") or {}).get("git") or (env.get("dlconform") or {}).get("version", "?")))
+    lines.append("")
+
+    # ---- targets
+    lines += ["## Targets", "", "| target | status | versions | " + " | ".join(VERDICTS) + " |",
+              "| --- | --- | --- | " + " | ".join("---:" for _ in VERDICTS) + " |"]
+    for name, info in targets.items():
+        counts = summary.get(name, {})
+        versions = ", ".join("%s %s" % kv for kv in (info.get("versions") or {}).items())
+        status = info.get("status", "?")
+        if info.get("reason"):
+            status += ": " + info["reason"]
+        lines.append("| %s | %s | %s | %s |" % (_cell(name), _cell(status, 200), _cell(versions),
+                                                 " | ".join(str(counts.get(v, 0)) for v in VERDICTS)))
+    lines.append("")
+
+    # ---- findings
+    bad = [r for r in results if r.get("verdict") != "pass"]
+    lines += ["## Findings (everything that did not pass)", ""]
+    if not bad:
+        lines += ["Every check passed.", ""]
+    else:
+        order = {v: i for i, v in enumerate(VERDICTS)}
+        bad.sort(key=lambda r: (-order.get(r["verdict"], 99), r["target"], r["clause"], r["test"]))
+        lines += ["| target | clause | level | verdict | test | message |", "| --- | --- | --- | --- | --- | --- |"]
+        for r in bad:
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                _cell(r["target"]), _cell(r["clause"]), _cell(r["level"]), _ICON.get(r["verdict"], r["verdict"]),
+                _cell(r["test"], 120), _cell(r["message"])))
+        lines.append("")
+        lines += ["### Reproducers", ""]
+        for r in bad:
+            if r["verdict"] in ("skip", "unsupported") or not r.get("repro"):
+                continue
+            lines.append("<details><summary>%s %s %s: %s</summary>" % (
+                _cell(r["target"]), _cell(r["clause"]), r["verdict"], _cell(r["test"], 120)))
+            lines.append("")
+            lines.append(_code(r["repro"]))
+            if r.get("evidence"):
+                lines += ["", "Evidence (child stderr):", "", _code(r["evidence"])]
+            lines += ["", "</details>", ""]
+
+    # ---- per clause roll-up
+    names = list(targets)
+    for r in results:
+        if r["target"] not in names:
+            names.append(r["target"])
+    clauses = []
+    worst_of = {}
+    level_of = {}
+    for r in results:
+        if r["clause"] not in clauses:
+            clauses.append(r["clause"])
+        worst_of.setdefault((r["clause"], r["target"]), []).append(r["verdict"])
+        level_of[r["clause"]] = r.get("level", "")
+    lines += ["## Per clause (worst verdict)", ""]
+    if clauses:
+        lines += ["| clause | level | " + " | ".join(_cell(n) for n in names) + " |",
+                  "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+        for c in sorted(clauses):
+            cells = []
+            for n in names:
+                vs = worst_of.get((c, n))
+                cells.append(_ICON.get(worst(vs), worst(vs)) if vs else "")
+            lines.append("| %s | %s | %s |" % (_cell(c), _cell(level_of.get(c)), " | ".join(cells)))
+    else:
+        lines.append("No results.")
+    lines.append("")
+    return "\n".join(lines)

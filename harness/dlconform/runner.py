@@ -1,0 +1,422 @@
+"""Runs the suites against one target in a child process, with crash and timeout capture.
+
+The child is `PYTHON -m pytest SUITES -p dlconform.pytest_plugin ...` in its own process group.
+It appends the results protocol (harness/README.md) to a file which the runner tails. When the
+child dies before its `end` line, the test that had begun gets `crash` (with the signal) and
+the child is restarted with every begun test deselected; a test running longer than the
+per-test limit gets `timeout` the same way.
+"""
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from . import HARNESS_DIR, REPO_DIR
+from . import catalogue as _catalogue
+from . import repro as _repro
+from .targets.loader import describe_status
+
+RECORD_FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test", "duration")
+
+
+def child_env(base=None):
+    """The caller's environment with harness/ prepended to PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    parts = [HARNESS_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != HARNESS_DIR]
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    env.setdefault("PYTHONFAULTHANDLER", "1")
+    return env
+
+
+def safe_name(spec):
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec).strip("_") or "target"
+
+
+def _tail(path, lines=30, limit=4000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    text = "\n".join(text.rstrip().splitlines()[-lines:])
+    return text[-limit:]
+
+
+_MARKERS = ("Fatal Python error", "Timeout (", "Traceback (most recent call last)")
+
+
+def _evidence(err_path, out_path, lines=25):
+    """The most useful part of a dead child's output: faulthandler's dump (innermost frames
+    first) when there is one, else the tail of stderr, else of stdout."""
+    try:
+        with open(err_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 256 * 1024))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for marker in _MARKERS:
+        i = text.rfind(marker)
+        if i >= 0:
+            return "\n".join(text[i:].splitlines()[:lines])[:4000]
+    return _tail(err_path, lines) or _tail(out_path, lines)
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class TargetRun:
+    """What happened to one target: status ran/skipped/crashed, its records, notes."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.status = "ran"
+        self.reason = ""
+        self.roles = []
+        self.versions = {}
+        self.records = []
+        self.attempts = 0
+        self.notes = []
+        self.duration = 0.0
+
+    def summary(self):
+        out = {}
+        for r in self.records:
+            out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+        return out
+
+
+class _Attempt:
+    def __init__(self):
+        self.ended = None  # the end event
+        self.current = None  # {"test", "clauses", "role", "t0", "done": set()}
+        self.begun = 0
+        self.results = 0
+        self.killed = None  # "timeout" / "between" / "exit" / "collect" / "wall"
+        self.ended_t = None
+        self.rc = None
+
+
+class Runner:
+    def __init__(self, suites, out_dir, python=None, clause=None, timeout=30.0, target_timeout=3600.0,
+                 env=None, max_restarts=100, sink=None, catalogue=None, poll=0.05, extra_args=(),
+                 progress=None, collect_timeout=None):
+        self.suites = os.path.abspath(suites)
+        self.out_dir = os.path.abspath(out_dir)
+        self.python = python or sys.executable
+        self.clause = clause
+        self.timeout = float(timeout)
+        self.target_timeout = float(target_timeout)
+        self.env = child_env(env)
+        self.max_restarts = int(max_restarts)
+        self.sink = sink
+        if catalogue is None:
+            path = os.path.join(self.suites, "clauses.json") if os.path.isdir(self.suites) else None
+            try:
+                catalogue = _catalogue.Catalogue.load(path)
+            except _catalogue.CatalogueError:
+                catalogue = _catalogue.Catalogue()
+        self.catalogue = catalogue
+        self.poll = poll
+        self.extra_args = list(extra_args)
+        self.progress = progress
+        #: limit for startup + collection (no `begin` yet)
+        self.collect_timeout = float(collect_timeout) if collect_timeout else max(300.0, 10 * self.timeout)
+        self._proc = None
+
+    # ---- records
+    def normalize(self, spec, rec):
+        out = {k: rec.get(k) for k in RECORD_FIELDS}
+        out["target"] = spec
+        clause = out["clause"] or "*"
+        out["clause"] = clause
+        if not out["level"]:
+            out["level"] = self.catalogue.level(clause) if clause != "*" else "MUST"
+        if not out["group"]:
+            out["group"] = self.catalogue.group(clause) if clause != "*" else "*"
+        out["role"] = out["role"] or "any"
+        out["message"] = out["message"] or ""
+        out["repro"] = out["repro"] or ""
+        out["test"] = out["test"] or ""
+        out["duration"] = float(out["duration"] or 0.0)
+        if rec.get("evidence"):
+            out["evidence"] = rec["evidence"]
+        return out
+
+    def _emit(self, run, rec):
+        rec = self.normalize(run.spec, rec)
+        run.records.append(rec)
+        if self.sink is not None:
+            self.sink(rec)
+        return rec
+
+    def _session_record(self, run, test, verdict, message, evidence=""):
+        rec = {"clause": "*", "level": "MUST", "group": "*", "role": "any", "verdict": verdict,
+               "message": message, "test": test, "duration": 0.0,
+               "repro": _repro.run_command(run.spec, self.clause or "*")}
+        if evidence:
+            rec["evidence"] = evidence
+        return self._emit(run, rec)
+
+    def _lost_test(self, run, current, verdict, message, evidence=""):
+        """crash/timeout records for the clauses of a begun test that has no result."""
+        elapsed = time.monotonic() - current["t0"]
+        for clause in current["clauses"] or ["*"]:
+            if clause in current["done"]:
+                continue
+            self._emit(run, {
+                "clause": clause, "role": current.get("role"), "verdict": verdict, "message": message,
+                "test": current["test"], "duration": elapsed, "evidence": evidence,
+                "repro": _repro.run_command(run.spec, clause, current["test"])
+                + "\n# or: PYTHONPATH=harness python3 -m pytest %s --rootdir %s -p dlconform.pytest_plugin "
+                "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current["test"])),
+                                     shlex.quote(_rel(self.suites)), shlex.quote(run.spec)),
+            })
+
+    # ---- child
+    def command(self, spec, results_path, exclude_path):
+        cmd = [self.python, "-m", "pytest", self.suites, "-p", "dlconform.pytest_plugin", "-q",
+               "-p", "no:cacheprovider", "--continue-on-collection-errors", "--rootdir", self.suites,
+               "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9)),
+               "--dlc-target", spec, "--dlc-results", results_path]
+        if self.clause:
+            cmd += ["--dlc-clause", self.clause]
+        if exclude_path:
+            cmd += ["--dlc-exclude-file", exclude_path]
+        catalogue = os.path.join(self.suites, "clauses.json")
+        if os.path.isfile(catalogue):
+            cmd += ["--dlc-catalogue", catalogue]
+        return cmd + self.extra_args
+
+    def run_target(self, spec, roles=(), versions=None):
+        run = TargetRun(spec)
+        run.roles = list(roles)
+        run.versions = dict(versions or {})
+        work = os.path.join(self.out_dir, "work", safe_name(spec))
+        logs = os.path.join(self.out_dir, "logs")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(logs, exist_ok=True)
+        exclude_path = os.path.join(work, "exclude.txt")
+        begun = []
+        begun_set = set()
+        start = time.monotonic()
+        deadline = start + self.target_timeout
+        tested = 0
+        while True:
+            run.attempts += 1
+            n = run.attempts
+            results_path = os.path.join(work, "attempt-%d.jsonl" % n)
+            open(results_path, "w").close()
+            with open(exclude_path, "w", encoding="utf-8") as f:
+                f.write("".join(t + "\n" for t in begun))
+            out_path = os.path.join(logs, "%s.%d.out" % (safe_name(spec), n))
+            err_path = os.path.join(logs, "%s.%d.err" % (safe_name(spec), n))
+            att = _Attempt()
+            try:
+                with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+                    proc = subprocess.Popen(
+                        self.command(spec, results_path, exclude_path if begun else None),
+                        stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=self.env,
+                        cwd=os.path.dirname(self.suites), start_new_session=True,
+                    )
+            except OSError as e:
+                self._session_record(run, "<start>", "crash", "cannot start %s: %s" % (self.python, e))
+                run.status = "crashed"
+                break
+            self._proc = proc
+            try:
+                self._watch(run, proc, results_path, att, begun, begun_set, deadline)
+            finally:
+                if proc.poll() is None:
+                    _kill_group(proc)
+                self._proc = None
+            att.rc = proc.returncode
+            tested += att.begun
+            evidence = _evidence(err_path, out_path)
+            restart = False
+            if att.killed == "timeout":
+                self._lost_test(run, att.current, "timeout",
+                                "no result after %gs (per-test limit); process group killed" % self.timeout, evidence)
+                restart = True
+            elif att.killed == "between":
+                self._session_record(run, att.current["test"] + " (after it finished)", "timeout",
+                                     "no next test within %gs after this one finished; process group killed"
+                                     % self.timeout, evidence)
+                restart = True
+            elif att.killed == "collect":
+                self._session_record(run, "<collection>", "timeout", "no test began within %gs of starting the child "
+                                     "(collection hung?); process group killed" % self.collect_timeout, evidence)
+            elif att.killed == "exit":
+                self._session_record(run, "<interpreter exit>", "timeout", "the child did not exit within %gs after "
+                                     "the session ended; process group killed" % self.timeout, evidence)
+            elif att.killed == "wall":
+                if att.current is not None:
+                    self._lost_test(run, att.current, "timeout",
+                                    "per-target limit of %gs reached during this test" % self.target_timeout, evidence)
+                run.notes.append("per-target limit of %gs reached; the remaining tests did not run" % self.target_timeout)
+            elif att.ended is not None:
+                status = att.ended.get("exitstatus")
+                if status in (2, 3, 4) and att.results == 0 and att.begun == 0:
+                    self._session_record(run, "<session>", "crash", "pytest stopped with exit status %s before running any "
+                                         "test: %s" % (status, _last_lines(evidence)), evidence)
+                if att.rc is not None and att.rc < 0:
+                    self._session_record(run, "<interpreter exit>", "crash", "%s after the session ended "
+                                         "(a deleter or finalizer at shutdown?)" % describe_status(att.rc), evidence)
+            elif att.current is not None and att.current["done"] >= set(att.current["clauses"] or ["*"]):
+                # every result of the last test was written, then the process died
+                self._session_record(run, att.current["test"] + " (after it finished)", "crash",
+                                     "%s after the test finished (a deferred deleter or finalizer?)"
+                                     % describe_status(att.rc), evidence)
+                restart = True
+            elif att.current is not None:
+                self._lost_test(run, att.current, "crash", describe_status(att.rc), evidence)
+                restart = True
+            elif att.begun == 0:
+                what = "pytest usage error" if att.rc == 4 else "the child died before running any test"
+                self._session_record(run, "<session>", "crash", "%s (%s): %s" % (
+                    what, describe_status(att.rc), _last_lines(evidence)), evidence)
+            else:
+                self._session_record(run, "<between tests>", "crash", "%s between tests" % describe_status(att.rc),
+                                     evidence)
+            if not restart:
+                break
+            if time.monotonic() >= deadline:
+                run.notes.append("per-target limit of %gs reached; the remaining tests did not run" % self.target_timeout)
+                break
+            if run.attempts > self.max_restarts:
+                run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
+                break
+        run.duration = time.monotonic() - start
+        session_bad = [r for r in run.records if r["clause"] == "*" and r["verdict"] in ("crash", "timeout")]
+        if tested == 0 and session_bad:
+            run.status = "crashed"
+            run.reason = "; ".join([session_bad[0]["message"].splitlines()[0][:300]] + run.notes)
+        elif run.notes:
+            run.reason = "; ".join(run.notes)
+        return run
+
+    def _watch(self, run, proc, path, att, begun, begun_set, deadline):
+        pos = 0
+        pending = b""
+        started = time.monotonic()
+
+        def drain():
+            nonlocal pos, pending
+            try:
+                with open(path, "rb") as f:
+                    f.seek(pos)
+                    data = f.read()
+            except OSError:
+                return
+            if not data:
+                return
+            pos += len(data)
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    self._event(run, line, att, begun, begun_set)
+
+        while True:
+            drain()
+            if proc.poll() is not None:
+                drain()
+                return
+            now = time.monotonic()
+            if att.ended is not None:
+                if now - att.ended_t > self.timeout:
+                    _kill_group(proc)
+                    att.killed = "exit"
+                    return
+            elif att.current is None and now - started > self.collect_timeout:
+                _kill_group(proc)
+                drain()
+                if att.current is None and att.ended is None:
+                    att.killed = "collect"
+                return
+            elif att.current is not None and now - att.current["t0"] > self.timeout:
+                _kill_group(proc)
+                drain()
+                if att.ended is None and att.current is not None:
+                    att.killed = "between" if att.current["finished"] else "timeout"
+                return
+            if now > deadline:
+                _kill_group(proc)
+                drain()
+                att.killed = "wall"
+                return
+            time.sleep(self.poll)
+
+    def _event(self, run, line, att, begun, begun_set):
+        try:
+            ev = json.loads(line.decode("utf-8", errors="replace"))
+        except ValueError:
+            return
+        if not isinstance(ev, dict):
+            return
+        kind = ev.get("event")
+        if kind == "begin":
+            test = str(ev.get("test", ""))
+            att.begun += 1
+            if test not in begun_set:
+                begun_set.add(test)
+                begun.append(test)
+            att.current = {"test": test, "clauses": list(ev.get("clauses") or []), "role": ev.get("role"),
+                           "t0": time.monotonic(), "done": set(), "finished": False}
+            if self.progress:
+                self.progress(run.spec, test)
+        elif kind == "result":
+            att.results += 1
+            self._emit(run, ev)
+            cur = att.current
+            if cur is not None and ev.get("test") == cur["test"]:
+                cur["done"].add(ev.get("clause"))
+                if cur["done"] >= set(cur["clauses"] or ["*"]):
+                    cur["finished"] = True
+                    cur["t0"] = time.monotonic()  # now timing the gap to the next test
+        elif kind == "end":
+            att.ended = ev
+            att.ended_t = time.monotonic()
+
+    def kill(self):
+        """Kills the running child's process group (for KeyboardInterrupt)."""
+        if self._proc is not None and self._proc.poll() is None:
+            _kill_group(self._proc)
+
+
+def _last_lines(text, n=3):
+    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
+    return " | ".join(lines[-n:])[-600:] if lines else "(no output)"
+
+
+def _rel(path):
+    """path relative to the repository root when it lies inside it."""
+    try:
+        rel = os.path.relpath(path, REPO_DIR)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _shell_node(suites, nodeid):
+    return _rel(os.path.join(suites, nodeid))

@@ -1,0 +1,36 @@
+"""Helpers shared by the library adapters."""
+import inspect
+
+
+def keywords_of(func, candidates=("device", "copy")):
+    """Which of `candidates` func accepts as keywords; None when its signature is unknown."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return frozenset(candidates)
+    return frozenset(
+        p.name for p in params
+        if p.name in candidates and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
+
+
+def version_tuple(v):
+    out = []
+    for part in str(v).split("+")[0].split("."):
+        digits = ""
+        for ch in part:
+            if ch.isdigit():
+                digits += ch
+            else:
+                break
+        out.append(int(digits or 0))
+    return tuple(out)
+
+
+def index(ndim, dim, sl):
+    idx = [slice(None)] * ndim
+    idx[dim] = sl
+    return tuple(idx)

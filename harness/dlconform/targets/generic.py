@@ -1,0 +1,191 @@
+"""A generic target: any importable module with `from_dlpack`.
+
+Its tensors are reference tensors imported through `module.from_dlpack`; views are taken on the
+reference tensor before importing. The value oracle is a side table keyed by id() that keeps
+both the imported object and its reference tensor alive.
+"""
+import ctypes
+import importlib
+
+from . import _views
+from ._util import keywords_of
+from .base import Target, TargetError, row_major_strides
+from .ref import _import_ref
+
+
+class _Py_buffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("strides", ctypes.POINTER(ctypes.c_ssize_t)), ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+_PyBUF_RECORDS_RO = 0x0010 | 0x0008 | 0x0004  # STRIDES | ND | FORMAT
+
+
+def buffer_info(obj):
+    """Address, shape, byte strides, itemsize and readonly of an object's buffer (PEP 3118)."""
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = [ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int]
+    get.restype = ctypes.c_int
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = [ctypes.POINTER(_Py_buffer)]
+    release.restype = None
+    view = _Py_buffer()
+    if get(obj, ctypes.byref(view), _PyBUF_RECORDS_RO) != 0:
+        raise TypeError("no buffer")
+    try:
+        nd = view.ndim
+        shape = tuple(view.shape[i] for i in range(nd)) if view.shape else ((view.len // max(view.itemsize, 1),) if nd else ())
+        strides = tuple(view.strides[i] for i in range(nd)) if view.strides else None
+        return {"ptr": view.buf or 0, "shape": shape, "byte_strides": strides,
+                "itemsize": view.itemsize, "readonly": bool(view.readonly)}
+    finally:
+        release(ctypes.byref(view))
+
+
+class GenericTarget(Target):
+    def __init__(self, name, module=None):
+        super().__init__(name)
+        if module is None:
+            try:
+                module = importlib.import_module(name)
+            except Exception as e:
+                raise TargetError("cannot import module %r (%s)" % (name, type(e).__name__))
+        if not callable(getattr(module, "from_dlpack", None)):
+            raise TargetError("module %r has no from_dlpack" % name)
+        self.module = module
+        self.library = module.__name__
+        self._ref = _import_ref()
+        self._table = {}
+        self._dtypes = None
+        roles = {"consumer"}
+        try:
+            probe = module.from_dlpack(self._ref.Tensor("float32", (2,)))
+            if hasattr(probe, "__dlpack__"):
+                roles.add("producer")
+        except Exception:
+            pass
+        self.roles = frozenset(roles)
+
+    def versions(self):
+        top = self.library.split(".")[0]
+        try:
+            from importlib import metadata
+
+            return {top: metadata.version(top)}
+        except Exception:
+            return {top: str(getattr(self.module, "__version__", "unknown"))}
+
+    def dtypes(self):
+        if self._dtypes is None:
+            from .ref import ref_dtypes
+
+            names = ref_dtypes(self._ref)
+            ok = []
+            for name in names:
+                try:
+                    self.module.from_dlpack(self._ref.Tensor(name, (1,)))
+                except Exception:
+                    continue
+                ok.append(name)
+            self._dtypes = ok
+        return list(self._dtypes)
+
+    # ---- import ref tensors and remember them
+    def _import(self, ref_tensor):
+        y = self.module.from_dlpack(ref_tensor)
+        self._table[id(y)] = (y, ref_tensor)
+        return y
+
+    def _ref_of(self, x):
+        entry = self._table.get(id(x))
+        if entry is None or entry[0] is not x:
+            raise TargetError("%s: this object was not made by the target" % self.name)
+        return entry[1]
+
+    def make(self, dtype, shape, values):
+        return self._import(self._ref.Tensor(dtype, tuple(shape), data=bytes(values)))
+
+    def _view(self, x, geometry):
+        r = self._ref_of(x)
+        shape, strides, offset = geometry
+        return self._import(r.view(shape, strides, r.byte_offset + offset * r.itemsize))
+
+    def transpose(self, x, perm):
+        r = self._ref_of(x)
+        return self._view(x, _views.transpose(r.shape, r.strides, perm))
+
+    def slice(self, x, dim, start, stop, step=1):
+        r = self._ref_of(x)
+        return self._view(x, _views.slice_(r.shape, r.strides, dim, start, stop, step))
+
+    def flip(self, x, dim):
+        r = self._ref_of(x)
+        return self._view(x, _views.flip(r.shape, r.strides, dim))
+
+    def readonly(self, x):
+        r = self._ref_of(x)
+        try:
+            return self._import(self._ref.Tensor(r.dtype, tuple(r.shape), data=r.tobytes(), readonly=True))
+        except Exception:
+            return None
+
+    def expected(self, x):
+        return self._ref_of(x).tobytes()
+
+    def from_dlpack(self, obj, **kw):
+        return self.module.from_dlpack(obj, **kw)
+
+    def consumer_keywords(self):
+        kws = keywords_of(self.module.from_dlpack)
+        return kws if kws is not None else frozenset()
+
+    def describe(self, y):
+        ai = getattr(y, "__array_interface__", None)
+        if isinstance(ai, dict) and "data" in ai:
+            ptr, ro = ai["data"]
+            shape = tuple(ai["shape"])
+            itemsize = int(ai["typestr"][2:]) if ai.get("typestr") else 1
+            st = ai.get("strides")
+            strides = row_major_strides(shape) if st is None else tuple(s // itemsize for s in st)
+            return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
+        try:
+            info = buffer_info(y)
+        except TypeError:
+            info = None
+        if info is not None:
+            itemsize = info["itemsize"]
+            st = info["byte_strides"]
+            strides = row_major_strides(info["shape"]) if st is None else tuple(s // itemsize for s in st)
+            return {"ptr": info["ptr"], "shape": info["shape"], "strides": strides,
+                    "itemsize": itemsize, "readonly": info["readonly"]}
+        if hasattr(y, "__dlpack__"):
+            from .. import _probe
+
+            try:
+                cap = y.__dlpack__(max_version=(1, 3))
+            except TypeError:
+                cap = y.__dlpack__()
+            d = _probe.inspect(cap)
+            _code, bits, lanes = d["dtype"]
+            itemsize = (bits * lanes + 7) // 8
+            shape = tuple(d["shape"] or ())
+            strides = tuple(d["strides"]) if d.get("strides") is not None else row_major_strides(shape)
+            flags = d.get("flags") or 0
+            return {"ptr": (d["data"] or 0) + d["byte_offset"], "shape": shape, "strides": strides,
+                    "itemsize": itemsize, "readonly": bool(flags & 1)}
+        raise TypeError("%s: cannot describe %s (no __array_interface__, buffer or __dlpack__)"
+                        % (self.name, type(y).__name__))
+
+    def repro_setup(self):
+        return ["import %s" % self.library, "from dlconform import _ref, _probe"]
+
+    def repro_make(self, dtype, shape, values, var="x"):
+        from ..repro import bytes_literal
+
+        return ["%s = %s.from_dlpack(_ref.Tensor(%r, %r, data=%s))"
+                % (var, self.library, dtype, tuple(shape), bytes_literal(values))]

@@ -1,0 +1,216 @@
+"""Resolve a target spec string to a Target.
+
+Specs: `ref`, `ref:fault=NAME`, `numpy`, `torch`, `module:attr`, `path/to/file.py:attr`, or any
+importable module with `from_dlpack` (generic target).
+
+`load()` imports the library and must only run in a child process. The parent calls `probe()`,
+which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
+"""
+import importlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from .base import Target, TargetError
+
+BUILTIN = ("ref", "numpy", "torch")
+
+
+def _exc_name(e):
+    return type(e).__name__
+
+
+def _builtin(name):
+    if name == "numpy":
+        from .numpy_target import NumpyTarget
+
+        return NumpyTarget()
+    if name == "torch":
+        from .torch_target import TorchTarget
+
+        return TorchTarget()
+    raise KeyError(name)
+
+
+def _parse_ref(spec):
+    if spec == "ref":
+        return None
+    rest = spec[len("ref:"):]
+    if not rest.startswith("fault=") or not rest[len("fault="):]:
+        raise TargetError("bad ref spec %r (expected ref or ref:fault=NAME)" % spec)
+    return rest[len("fault="):]
+
+
+def _load_file(path, attr):
+    if not os.path.isfile(path):
+        raise TargetError("no adapter file %r" % path)
+    modname = "dlconform_adapter_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    try:
+        spec = importlib.util.spec_from_file_location(modname, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = module
+        spec.loader.exec_module(module)
+    except BaseException as e:  # SystemExit and friends from user code too
+        sys.modules.pop(modname, None)
+        raise TargetError("cannot load adapter file %r (%s: %s)" % (path, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
+    return module
+
+
+def _instantiate(obj, spec):
+    try:
+        if isinstance(obj, Target):
+            inst = obj
+        elif isinstance(obj, type) and issubclass(obj, Target):
+            inst = obj()
+        elif callable(obj):
+            inst = obj()
+        else:
+            raise TargetError("adapter %r is not a Target subclass or factory" % spec)
+    except TargetError:
+        raise
+    except BaseException as e:
+        raise TargetError("adapter %r failed to start (%s: %s)" % (spec, _exc_name(e), e))
+    if not hasattr(inst, "roles") or not hasattr(inst, "make"):
+        raise TargetError("adapter %r did not give a Target (got %s)" % (spec, type(inst).__name__))
+    return inst
+
+
+def load(spec, check_available=True):
+    """The Target for spec; TargetError with a one-line reason otherwise."""
+    if not spec or not isinstance(spec, str):
+        raise TargetError("empty target spec")
+    if spec == "ref" or spec.startswith("ref:"):
+        from .ref import RefTarget
+
+        target = RefTarget(fault=_parse_ref(spec))
+    elif spec in BUILTIN:
+        target = _builtin(spec)
+    elif ":" in spec:
+        left, attr = spec.rsplit(":", 1)
+        if not left or not attr:
+            raise TargetError("bad target spec %r (expected module:attr or file.py:attr)" % spec)
+        if left.endswith(".py") or os.sep in left:
+            module = _load_file(left, attr)
+        else:
+            module = _import(left)
+        if not hasattr(module, attr):
+            raise TargetError("%r has no attribute %r" % (left, attr))
+        target = _instantiate(getattr(module, attr), spec)
+    else:
+        from .generic import GenericTarget
+
+        target = GenericTarget(spec, _import(spec))
+    if check_available:
+        try:
+            ok, reason = target.available()
+        except BaseException as e:
+            ok, reason = False, "available() raised %s: %s" % (_exc_name(e), e)
+        if not ok:
+            raise TargetError(reason or "not available")
+    return target
+
+
+def _import(name):
+    try:
+        found = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as e:
+        raise TargetError("cannot import module %r (%s)" % (name, _exc_name(e)))
+    if found is None:
+        raise TargetError("cannot import module %r (ModuleNotFoundError)" % name)
+    try:
+        return importlib.import_module(name)
+    except BaseException as e:
+        raise TargetError("cannot import module %r (%s: %s)" % (name, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
+
+
+def describe_status(returncode):
+    """'killed by SIGSEGV' / 'exit status 3' for a child's return code."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return "killed by %s" % signal.Signals(-returncode).name
+        except ValueError:
+            return "killed by signal %d" % -returncode
+    return "exit status %d" % returncode
+
+
+def info(spec):
+    """What probe() reports, computed in this process."""
+    try:
+        t = load(spec)
+        versions = t.versions()
+        return {"ok": True, "reason": "", "roles": sorted(t.roles),
+                "versions": {k: str(v) for k, v in (versions or {}).items()}}
+    except TargetError as e:
+        return {"ok": False, "reason": str(e) or "unavailable", "roles": [], "versions": {}}
+    except BaseException as e:
+        return {"ok": False, "reason": "%s: %s" % (_exc_name(e), e), "roles": [], "versions": {}}
+
+
+def quick_check(spec, python=None):
+    """A reason when spec certainly cannot load (decided without importing), else None."""
+    if python not in (None, sys.executable):
+        return None
+    if spec in BUILTIN or spec.startswith("ref:") or ":" in spec:
+        if spec in ("numpy", "torch"):
+            try:
+                if importlib.util.find_spec(spec) is None:
+                    return "cannot import module %r (ModuleNotFoundError)" % spec
+            except (ImportError, ValueError) as e:
+                return "cannot import module %r (%s)" % (spec, _exc_name(e))
+        return None
+    top = spec.split(".")[0]
+    try:
+        if importlib.util.find_spec(top) is None:
+            return "cannot import module %r (ModuleNotFoundError)" % spec
+    except (ImportError, ValueError) as e:
+        return "cannot import module %r (%s)" % (spec, _exc_name(e))
+    return None
+
+
+def probe(spec, python=None, env=None, timeout=120, cwd=None):
+    """Load spec in a subprocess; {"ok", "reason", "roles", "versions"}. Never raises."""
+    reason = quick_check(spec, python)
+    if reason:
+        return {"ok": False, "reason": reason, "roles": [], "versions": {}}
+    python = python or sys.executable
+    try:
+        proc = subprocess.run(
+            [python, "-m", "dlconform.targets.loader", spec],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
+            timeout=timeout, check=False, start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "reason": "loading took longer than %ds" % timeout, "roles": [], "versions": {}}
+    except OSError as e:
+        return {"ok": False, "reason": "cannot run %s (%s)" % (python, e), "roles": [], "versions": {}}
+    for line in reversed(proc.stdout.decode(errors="replace").splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+                if isinstance(data, dict) and "ok" in data:
+                    return data
+            except ValueError:
+                pass
+    tail = proc.stderr.decode(errors="replace").strip().splitlines()
+    why = describe_status(proc.returncode)
+    return {"ok": False, "reason": "loading the target crashed (%s)%s" % (why, (": " + tail[-1][:200]) if tail else ""),
+            "roles": [], "versions": {}}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m dlconform.targets.loader SPEC", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    print(json.dumps(info(argv[0])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

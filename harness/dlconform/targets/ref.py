@@ -1,0 +1,103 @@
+"""The reference target: dlconform._ref, optionally with a built-in fault active."""
+from . import _views
+from .base import STANDARD_DTYPES, Target, TargetError
+
+EXTRA_DTYPES = (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+)
+
+
+def ref_dtypes(_ref):
+    """The dtype names _ref.Tensor accepts, of the standard and float8 names."""
+    ok = []
+    for name in STANDARD_DTYPES + EXTRA_DTYPES:
+        try:
+            _ref.Tensor(name, (1,))
+        except Exception:
+            continue
+        ok.append(name)
+    return ok
+
+
+def _import_ref():
+    try:
+        from .. import _ref
+    except ImportError as e:
+        raise TargetError("cannot import dlconform._ref (%s: %s); run `make build`" % (type(e).__name__, e))
+    return _ref
+
+
+class RefTarget(Target):
+    name = "ref"
+    library = "dlconform._ref"
+    roles = frozenset({"producer", "consumer"})
+
+    def __init__(self, name=None, fault=None):
+        super().__init__(name or ("ref:fault=%s" % fault if fault else "ref"))
+        self._ref = _import_ref()
+        self.fault = fault
+        if fault:
+            faults = getattr(self._ref, "FAULTS", {})
+            if fault not in faults:
+                raise TargetError("unknown ref fault %r (known: %s)" % (fault, ", ".join(sorted(faults)) or "none"))
+            self._ref.set_fault(fault)
+        self._dtypes = None
+
+    def versions(self):
+        from .. import __version__
+
+        return {"dlconform._ref": __version__}
+
+    def dtypes(self):
+        if self._dtypes is None:
+            self._dtypes = ref_dtypes(self._ref)
+        return list(self._dtypes)
+
+    def make(self, dtype, shape, values):
+        return self._ref.Tensor(dtype, tuple(shape), data=bytes(values))
+
+    def _view(self, x, geometry):
+        shape, strides, offset = geometry
+        return x.view(shape, strides, x.byte_offset + offset * x.itemsize)
+
+    def transpose(self, x, perm):
+        return self._view(x, _views.transpose(x.shape, x.strides, perm))
+
+    def slice(self, x, dim, start, stop, step=1):
+        return self._view(x, _views.slice_(x.shape, x.strides, dim, start, stop, step))
+
+    def flip(self, x, dim):
+        return self._view(x, _views.flip(x.shape, x.strides, dim))
+
+    def readonly(self, x):
+        return self._ref.Tensor(x.dtype, tuple(x.shape), data=x.tobytes(), readonly=True)
+
+    def expected(self, x):
+        return x.tobytes()
+
+    def from_dlpack(self, obj, **kw):
+        return self._ref.from_dlpack(obj, **kw)
+
+    def consumer_keywords(self):
+        return frozenset({"device", "copy"})
+
+    def describe(self, y):
+        return {
+            "ptr": y.data_ptr + y.byte_offset,
+            "shape": tuple(y.shape),
+            "strides": tuple(y.strides),
+            "itemsize": y.itemsize,
+            "readonly": bool(y.readonly),
+        }
+
+    def repro_setup(self):
+        lines = ["from dlconform import _ref, _probe"]
+        if self.fault:
+            lines.append("_ref.set_fault(%r)" % self.fault)
+        return lines
+
+    def repro_make(self, dtype, shape, values, var="x"):
+        from ..repro import bytes_literal
+
+        return ["%s = _ref.Tensor(%r, %r, data=%s)" % (var, dtype, tuple(shape), bytes_literal(values))]

@@ -1,0 +1,212 @@
+"""The pytest plugin in a child pytest: outcome mapping, roles, check, repro, filtering."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dlconform.runner import child_env
+from dlconform.testing import write_suite
+
+FAKE = "dlconform.testing:FakeTarget"
+PRODUCER_ONLY = "dlconform.testing:ProducerOnly"
+
+SUITE = '''
+import os, pytest
+from dlconform.verdicts import Warn, Unsupported
+
+@pytest.mark.clause("M-01")
+def test_pass(target, check):
+    assert target.make("uint8", (2,), b"ab").data == b"ab"
+
+@pytest.mark.clause("M-02")
+def test_assert_must():
+    assert 1 == 2
+
+@pytest.mark.clause("S-01")
+def test_assert_should():
+    assert False, "should breach"
+
+@pytest.mark.clause("M-03")
+def test_unsupported():
+    raise Unsupported("no such view")
+
+@pytest.mark.clause("M-04")
+def test_warn():
+    raise Warn("M-04", "ambiguous reading")
+
+@pytest.mark.clause("M-05")
+def test_skip():
+    pytest.skip("no GPU here")
+
+@pytest.mark.clause("M-06")
+def test_unexpected():
+    raise KeyError("boom")
+
+@pytest.mark.clause("M-07", "S-02")
+def test_explicit_wins(check):
+    check.repro(["x = 1", "assert x == 2"])
+    check.that(False, "M-07", "soft failure")
+    check.that(False, "S-02", "soft should")
+    raise ValueError("ignored for explicitly recorded clauses")
+
+@pytest.mark.clause("M-08")
+def test_equal_bytes(check):
+    check.equal(b"abcd", b"abXd", "M-08", "values")
+
+@pytest.mark.clause("M-09")
+def test_record(check):
+    check.record("M-09", "pass")
+    check.record("M-10", "unsupported", "extra clause")
+
+@pytest.mark.clause("M-11")
+@pytest.mark.role("consumer")
+def test_consumer_only():
+    open(os.environ["DLC_SENTINEL"], "w").close()
+
+@pytest.mark.clause("M-12")
+@pytest.mark.role("producer")
+def test_producer(target):
+    assert "producer" in target.roles
+
+@pytest.mark.clause("M-13")
+@pytest.mark.role("both")
+def test_both():
+    pass
+
+@pytest.mark.clause("M-14")
+def test_system_error():
+    raise SystemError("bad")
+'''
+LEVELS = {"M-%02d" % i: "MUST" for i in range(1, 15)}
+LEVELS.update({"S-01": "SHOULD", "S-02": "MAY"})
+
+
+def run_child(tmp_path, target=FAKE, extra=(), src=SUITE):
+    suite = write_suite(str(tmp_path / "suite"), {"test_m.py": src}, LEVELS)
+    results = tmp_path / "results.jsonl"
+    env = child_env()
+    env["DLC_SENTINEL"] = str(tmp_path / "sentinel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p", "dlconform.pytest_plugin", "-p", "no:cacheprovider",
+         "--dlc-target", target, "--dlc-results", str(results)] + list(extra),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=suite, timeout=60,
+    )
+    events = [json.loads(l) for l in results.read_text().splitlines()] if results.exists() else []
+    return proc, events
+
+
+@pytest.fixture(scope="module")
+def fake_events(tmp_path_factory):
+    proc, events = run_child(tmp_path_factory.mktemp("plugin"))
+    results = {e["clause"]: e for e in events if e["event"] == "result"}
+    return proc, events, results
+
+
+def test_protocol_shape(fake_events):
+    _, events, _ = fake_events
+    assert events[0]["event"] == "begin" and events[0]["test"] == "test_m.py::test_pass"
+    assert events[0]["clauses"] == ["M-01"]
+    assert events[-1]["event"] == "end"
+    begins = [e for e in events if e["event"] == "begin"]
+    assert len(begins) == 14
+    for e in events:
+        if e["event"] == "result":
+            for key in ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test",
+                        "duration"):
+                assert key in e
+            assert e["target"] == FAKE
+
+
+def test_outcome_mapping(fake_events):
+    _, _, r = fake_events
+    expect = {"M-01": "pass", "M-02": "fail", "S-01": "warn", "M-03": "unsupported", "M-04": "warn",
+              "M-05": "skip", "M-06": "fail", "M-14": "fail"}
+    assert {c: r[c]["verdict"] for c in expect} == expect
+    assert r["S-01"]["level"] == "SHOULD"
+    assert r["M-03"]["message"] == "no such view"
+    assert r["M-04"]["message"] == "ambiguous reading"
+    assert r["M-05"]["message"] == "no GPU here"
+    assert r["M-06"]["message"].startswith("unexpected KeyError: 'boom'")
+    assert r["M-14"]["message"].startswith("unexpected SystemError")
+
+
+def test_explicit_records_win_and_levels_apply(fake_events):
+    _, _, r = fake_events
+    assert r["M-07"]["verdict"] == "fail" and r["M-07"]["message"] == "soft failure"
+    assert r["S-02"]["verdict"] == "warn"
+    assert r["M-09"]["verdict"] == "pass"
+    assert r["M-10"]["verdict"] == "unsupported" and r["M-10"]["test"] == "test_m.py::test_record"
+
+
+def test_check_equal_message(fake_events):
+    _, _, r = fake_events
+    assert r["M-08"]["verdict"] == "fail"
+    assert "first difference at byte 2" in r["M-08"]["message"]
+
+
+def test_repro_snippet_and_generic_line(fake_events):
+    _, _, r = fake_events
+    assert r["M-07"]["repro"] == "x = 1\nassert x == 2\n"
+    assert r["M-02"]["repro"].startswith("python3 -m dlconform run --target %s --clause M-02" % FAKE)
+    assert "test_m.py::test_assert_must" in r["M-02"]["repro"]
+    assert r["M-01"]["repro"] == ""
+
+
+def test_roles_on_a_full_target(fake_events):
+    _, _, r = fake_events
+    assert r["M-11"]["verdict"] == "pass" and r["M-11"]["role"] == "consumer"
+    assert r["M-13"]["verdict"] == "pass"
+
+
+def test_missing_role_is_unsupported_without_running(tmp_path):
+    _, events = run_child(tmp_path, target=PRODUCER_ONLY)
+    r = {e["clause"]: e for e in events if e["event"] == "result"}
+    assert r["M-11"]["verdict"] == "unsupported"
+    assert "consumer" in r["M-11"]["message"]
+    assert not (tmp_path / "sentinel").exists()  # the test body never ran
+    assert r["M-12"]["verdict"] == "pass"
+    assert r["M-13"]["verdict"] == "unsupported"
+
+
+def test_clause_glob_and_exclude_file(tmp_path):
+    exclude = tmp_path / "exclude.txt"
+    exclude.write_text("test_m.py::test_pass\n")
+    _, events = run_child(tmp_path, extra=["--dlc-clause", "M-0[1-3]", "--dlc-exclude-file", str(exclude)])
+    tests = [e["test"] for e in events if e["event"] == "begin"]
+    assert tests == ["test_m.py::test_assert_must", "test_m.py::test_unsupported"]
+
+
+def test_unknown_target_is_usage_error(tmp_path):
+    proc, events = run_child(tmp_path, target="no_such_module_xyz")
+    assert proc.returncode == 4
+    assert b"cannot import module 'no_such_module_xyz'" in proc.stderr + proc.stdout
+    assert events == []
+
+
+def test_catalogue_lookup(tmp_path):
+    from dlconform import catalogue
+    from dlconform.testing import write_catalogue
+
+    path = write_catalogue(str(tmp_path), {"CAP-01": "MUST", "CAP-02": "SHOULD", "VER-01": "MAY"})
+    cat = catalogue.Catalogue.load(path)
+    assert cat.level("CAP-02") == "SHOULD" and cat.level("NEW-99") == "MUST"
+    assert cat.group("VER-01") == "VER" and cat.group("NEW-99") == "NEW"
+    assert cat.groups() == ["CAP", "VER"]
+    assert [c.id for c in cat.clauses] == ["CAP-01", "CAP-02", "VER-01"]
+    assert cat.get("CAP-01")["level"] == cat.get("CAP-01").level == "MUST"
+    assert cat.matching("CAP-*") == ["CAP-01", "CAP-02"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "other/1", "clauses": []}')
+    with pytest.raises(catalogue.CatalogueError):
+        catalogue.Catalogue.load(str(bad))
+
+
+def test_repository_catalogue_is_valid():
+    from dlconform import catalogue
+
+    cat = catalogue.load()
+    if not len(cat):
+        pytest.skip("suites/clauses.json not written yet")
+    assert all(c.level in ("MUST", "SHOULD", "MAY", "INFO") for c in cat.clauses)
+    assert all(c.binds in ("producer", "consumer", "both") for c in cat.clauses)

@@ -1,0 +1,181 @@
+"""The runner against tiny fake suites: crash capture with the signal, resume, timeout, streaming."""
+import json
+import os
+import sys
+
+import pytest
+
+from dlconform.runner import Runner, child_env
+from dlconform.testing import write_suite
+
+FAKE = "dlconform.testing:FakeTarget"
+
+SUITE = '''
+import os, signal, time, pytest
+
+@pytest.mark.clause("T-01")
+def test_a_pass(target):
+    assert target.name
+
+@pytest.mark.clause("T-02")
+def test_b_fail():
+    assert 1 == 2, "one is not two"
+
+@pytest.mark.clause("T-03")
+def test_c_abort():
+    os.abort()
+
+@pytest.mark.clause("T-04")
+def test_d_after_abort():
+    pass
+
+@pytest.mark.clause("T-05", "T-06")
+def test_e_segv():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+@pytest.mark.clause("T-07")
+def test_f_sleep():
+    time.sleep(60)
+
+@pytest.mark.clause("T-08")
+def test_g_last():
+    pass
+'''
+LEVELS = {"T-0%d" % i: "MUST" for i in range(1, 9)}
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runner")
+    suite = write_suite(str(base / "suite"), {"test_fake.py": SUITE}, LEVELS)
+    streamed = []
+    runner = Runner(suite, str(base / "out"), python=sys.executable, timeout=1.5, sink=streamed.append)
+    run = runner.run_target(FAKE)
+    by_clause = {r["clause"]: r for r in run.records}
+    return run, by_clause, streamed, base
+
+
+def test_pass_and_fail_mapped(fake_run):
+    run, by, _, _ = fake_run
+    assert by["T-01"]["verdict"] == "pass"
+    assert by["T-02"]["verdict"] == "fail"
+    assert "one is not two" in by["T-02"]["message"]
+
+
+def test_abort_is_crash_with_signal(fake_run):
+    _, by, _, _ = fake_run
+    assert by["T-03"]["verdict"] == "crash"
+    assert "SIGABRT" in by["T-03"]["message"]
+    assert by["T-03"]["test"].endswith("test_c_abort")
+    assert "Aborted" in by["T-03"].get("evidence", "")
+
+
+def test_segv_is_crash_for_every_clause_of_the_test(fake_run):
+    _, by, _, _ = fake_run
+    for clause in ("T-05", "T-06"):
+        assert by[clause]["verdict"] == "crash"
+        assert by[clause]["message"] == "killed by SIGSEGV"
+        assert by[clause]["repro"]
+
+
+def test_run_resumes_after_crash(fake_run):
+    run, by, _, _ = fake_run
+    assert by["T-04"]["verdict"] == "pass"   # right after the abort
+    assert by["T-08"]["verdict"] == "pass"   # after the segfault and the timeout
+    assert run.attempts == 4                 # abort, segv and timeout each restart the child
+    assert run.status == "ran"
+
+
+def test_timeout_verdict(fake_run):
+    _, by, _, _ = fake_run
+    assert by["T-07"]["verdict"] == "timeout"
+    assert "1.5s" in by["T-07"]["message"]
+    assert by["T-07"]["duration"] >= 1.5
+
+
+def test_each_test_reported_exactly_once(fake_run):
+    run, _, _, _ = fake_run
+    keys = [(r["test"], r["clause"]) for r in run.records]
+    assert len(keys) == len(set(keys)) == 8
+
+
+def test_records_stream_in_completion_order(fake_run):
+    run, _, streamed, base = fake_run
+    assert [r["clause"] for r in streamed] == [r["clause"] for r in run.records]
+    assert [r["clause"] for r in streamed][:3] == ["T-01", "T-02", "T-03"]
+    work = base / "out" / "work" / "dlconform.testing_FakeTarget"
+    first = [json.loads(l) for l in (work / "attempt-1.jsonl").read_text().splitlines()]
+    assert first[0]["event"] == "begin" and first[0]["clauses"] == ["T-01"]
+    assert first[-1] == {**first[-1], "event": "begin", "test": "test_fake.py::test_c_abort"}
+    assert not any(e["event"] == "end" for e in first)  # it died
+    excluded = (work / "exclude.txt").read_text().split()
+    assert "test_fake.py::test_c_abort" in excluded and "test_fake.py::test_f_sleep" in excluded
+
+
+def test_collection_error_is_one_crash_record(tmp_path):
+    suite = write_suite(str(tmp_path / "suite"), {"test_broken.py": "import nonexistent_module_xyz\n"}, {})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=5).run_target(FAKE)
+    assert len(run.records) == 1
+    rec = run.records[0]
+    assert rec["clause"] == "*" and rec["verdict"] == "crash"
+    assert "nonexistent_module_xyz" in rec["message"]
+    assert run.status == "crashed"
+
+
+def test_usage_error_in_child_is_crash_with_stderr(tmp_path):
+    suite = write_suite(str(tmp_path / "suite"), {"test_ok.py": "def test_x():\n    pass\n"}, {})
+    runner = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=5, extra_args=["--no-such-flag"])
+    run = runner.run_target(FAKE)
+    assert [r["verdict"] for r in run.records] == ["crash"]
+    assert run.records[0]["clause"] == "*"
+    assert "no-such-flag" in run.records[0]["message"]
+
+
+def test_crash_after_session_end_is_reported(tmp_path):
+    src = '''
+import atexit, os, signal, pytest
+
+@pytest.mark.clause("T-01")
+def test_register():
+    atexit.register(lambda: os.kill(os.getpid(), signal.SIGSEGV))
+'''
+    suite = write_suite(str(tmp_path / "suite"), {"test_exit.py": src}, {"T-01": "MUST"})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=5).run_target(FAKE)
+    verdicts = {(r["clause"], r["verdict"]) for r in run.records}
+    assert ("T-01", "pass") in verdicts
+    assert ("*", "crash") in verdicts
+    crash = [r for r in run.records if r["verdict"] == "crash"][0]
+    assert "SIGSEGV" in crash["message"] and crash["test"] == "<interpreter exit>"
+
+
+def test_target_wall_limit_stops_the_run(tmp_path):
+    src = '''
+import time, pytest
+
+@pytest.mark.clause("T-01")
+def test_slow():
+    time.sleep(30)
+
+@pytest.mark.clause("T-02")
+def test_never():
+    pass
+'''
+    suite = write_suite(str(tmp_path / "suite"), {"test_slow.py": src}, {"T-01": "MUST", "T-02": "MUST"})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=20, target_timeout=1.5).run_target(FAKE)
+    assert [(r["clause"], r["verdict"]) for r in run.records] == [("T-01", "timeout")]
+    assert "per-target limit" in run.reason
+
+
+def test_child_env_prepends_harness_and_keeps_pythonpath():
+    env = child_env({"PYTHONPATH": "/some/where", "HOME": "/x"})
+    parts = env["PYTHONPATH"].split(os.pathsep)
+    assert parts[0].endswith("harness") and parts[1] == "/some/where"
+    assert env["HOME"] == "/x"
+
+
+def test_hang_during_collection_is_a_timeout(tmp_path):
+    suite = write_suite(str(tmp_path / "suite"), {"test_hang.py": "import time\ntime.sleep(60)\n"}, {})
+    runner = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=5, collect_timeout=1.5)
+    run = runner.run_target(FAKE)
+    assert [(r["clause"], r["verdict"], r["test"]) for r in run.records] == [("*", "timeout", "<collection>")]
+    assert run.attempts == 1 and run.status == "crashed"

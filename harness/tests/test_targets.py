@@ -1,0 +1,236 @@
+"""Target adapters, the spec loader, and the recording producer."""
+import importlib.util
+import sys
+
+import pytest
+
+from dlconform.targets import loader
+from dlconform.targets.base import TargetError
+
+HAVE_NUMPY = importlib.util.find_spec("numpy") is not None
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def _have_ref():
+    try:
+        from dlconform import _probe, _ref  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+HAVE_REF = _have_ref()
+needs_ref = pytest.mark.skipif(not HAVE_REF, reason="dlconform._ref/_probe not built (make build)")
+
+VALUES = bytes(range(24))  # int32 (2, 3): elements 0x03020100, ...
+
+
+def int32_elements(raw):
+    return [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw), 4)]
+
+
+# ---------------------------------------------------------------------------- loader
+def test_unknown_module_reason_is_one_line():
+    with pytest.raises(TargetError) as e:
+        loader.load("no_such_module_xyz")
+    assert str(e.value) == "cannot import module 'no_such_module_xyz' (ModuleNotFoundError)"
+
+
+def test_module_without_from_dlpack():
+    with pytest.raises(TargetError, match="has no from_dlpack"):
+        loader.load("json")
+
+
+def test_module_attr_and_file_adapters(tmp_path):
+    t = loader.load("dlconform.testing:ProducerOnly")
+    assert t.roles == {"producer"}
+    f = tmp_path / "my_adapter.py"
+    f.write_text("from dlconform.testing import FakeTarget\nADAPTER = FakeTarget()\n")
+    assert loader.load("%s:ADAPTER" % f).roles == {"producer", "consumer"}
+    bad = tmp_path / "broken.py"
+    bad.write_text("raise RuntimeError('nope')\n")
+    with pytest.raises(TargetError, match="RuntimeError: nope"):
+        loader.load("%s:X" % bad)
+    with pytest.raises(TargetError, match="has no attribute 'Missing'"):
+        loader.load("dlconform.testing:Missing")
+
+
+def test_bad_ref_specs():
+    with pytest.raises(TargetError, match="bad ref spec"):
+        loader.load("ref:oops")
+    if HAVE_REF:
+        with pytest.raises(TargetError, match="unknown ref fault 'no_such_fault'"):
+            loader.load("ref:fault=no_such_fault")
+
+
+def test_probe_runs_in_a_subprocess():
+    info = loader.probe("dlconform.testing:FakeTarget", python=sys.executable)
+    assert info == {"ok": True, "reason": "", "roles": ["consumer", "producer"], "versions": {"fake": "1.0"}}
+    bad = loader.probe("no_such_module_xyz")
+    assert not bad["ok"] and "ModuleNotFoundError" in bad["reason"]
+
+
+def test_probe_reports_a_crashing_import(tmp_path):
+    f = tmp_path / "crashy.py"
+    f.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    info = loader.probe("%s:X" % f)
+    assert not info["ok"]
+    assert "SIGSEGV" in info["reason"]
+
+
+def test_describe_status():
+    assert loader.describe_status(-11) == "killed by SIGSEGV"
+    assert loader.describe_status(-6) == "killed by SIGABRT"
+    assert loader.describe_status(3) == "exit status 3"
+
+
+# ---------------------------------------------------------------------------- numpy
+@pytest.mark.skipif(not HAVE_NUMPY, reason="numpy not installed")
+def test_numpy_target_views_and_oracle():
+    t = loader.load("numpy")
+    assert t.roles == {"producer", "consumer"}
+    assert {"bool", "int8", "uint64", "float16", "complex128"} <= set(t.dtypes())
+    x = t.make("int32", (2, 3), VALUES)
+    assert t.expected(x) == VALUES
+    e = int32_elements(VALUES)
+    assert int32_elements(t.expected(t.transpose(x, (1, 0)))) == [e[0], e[3], e[1], e[4], e[2], e[5]]
+    assert int32_elements(t.expected(t.slice(x, 1, None, None, -2))) == [e[2], e[0], e[5], e[3]]
+    f = t.flip(x, 0)
+    assert int32_elements(t.expected(f)) == e[3:] + e[:3]
+    d = t.describe(f)
+    assert d["strides"] == (-3, 1) and d["itemsize"] == 4 and d["shape"] == (2, 3)
+    assert t.describe(t.readonly(x))["readonly"] is True
+    assert t.describe(x)["ptr"] == x.__array_interface__["data"][0]
+    assert t.make("float32", (0, 3), b"").shape == (0, 3)
+    assert t.expected(t.make("float64", (), bytes(8))) == bytes(8)
+    assert "import numpy as np" in t.repro_setup()
+    ns = {}
+    exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
+    assert t.expected(ns["x"]) == VALUES
+
+
+# ---------------------------------------------------------------------------- torch
+@pytest.fixture(scope="module")
+def torch_target():
+    if not HAVE_TORCH:
+        pytest.skip("torch not installed")
+    return loader.load("torch")
+
+
+def test_torch_dtypes(torch_target):
+    import torch
+
+    names = torch_target.dtypes()
+    assert {"bool", "bfloat16", "float16", "complex64", "uint8"} <= set(names)
+    for name in ("uint16", "uint32", "uint64"):
+        assert (name in names) == isinstance(getattr(torch, name, None), torch.dtype)
+
+
+def test_torch_make_views_oracle(torch_target):
+    t = torch_target
+    x = t.make("int32", (2, 3), VALUES)
+    assert t.expected(x) == VALUES
+    e = int32_elements(VALUES)
+    assert int32_elements(t.expected(t.transpose(x, (1, 0)))) == [e[0], e[3], e[1], e[4], e[2], e[5]]
+    assert int32_elements(t.expected(t.slice(x, 1, 0, 3, 2))) == [e[0], e[2], e[3], e[5]]
+    assert t.flip(x, 0) is None and t.readonly(x) is None and t.slice(x, 1, None, None, -1) is None
+    for dtype, raw in (("bfloat16", bytes(range(12))), ("bool", bytes([0, 1, 1, 0, 1, 0]))):
+        assert t.expected(t.make(dtype, (2, 3), raw)) == raw
+    assert t.expected(t.make("float32", (), bytes(4))) == bytes(4)
+    assert t.expected(t.make("float32", (2, 0), b"")) == b""
+    d = t.describe(t.transpose(x, (1, 0)))
+    assert d["strides"] == (1, 3) and d["itemsize"] == 4 and d["readonly"] is False
+
+
+# ---------------------------------------------------------------------------- ref and generic
+@needs_ref
+def test_ref_target_views_roundtrip():
+    t = loader.load("ref")
+    x = t.make("int32", (2, 3), VALUES)
+    e = int32_elements(VALUES)
+    f = t.flip(x, 0)
+    assert int32_elements(t.expected(f)) == e[3:] + e[:3]
+    s = t.slice(x, 1, 2, None, -2)
+    assert int32_elements(t.expected(s)) == [e[2], e[0], e[5], e[3]]
+    y = t.from_dlpack(f)
+    assert t.expected(y) == t.expected(f)
+    assert t.describe(y)["strides"] == (-3, 1)
+    assert t.readonly(x).readonly
+    assert {"bool", "bfloat16", "float8_e4m3fn"} <= set(t.dtypes())
+
+
+@needs_ref
+@pytest.mark.skipif(not HAVE_NUMPY, reason="numpy not installed")
+def test_generic_target_over_numpy():
+    from dlconform.targets.generic import GenericTarget
+
+    t = GenericTarget("numpy")
+    assert t.roles == {"producer", "consumer"}
+    x = t.make("int32", (2, 3), VALUES)
+    v = t.flip(t.transpose(x, (1, 0)), 1)
+    e = int32_elements(VALUES)
+    assert int32_elements(t.expected(v)) == [e[3], e[0], e[4], e[1], e[5], e[2]]
+    assert bytes(v.tobytes()) == t.expected(v)   # the oracle agrees with the library
+    assert t.describe(v)["strides"] == (1, -3)
+    with pytest.raises(TargetError):
+        t.expected(object())
+
+
+# ---------------------------------------------------------------------------- recording producer
+class FakeForge:
+    def __init__(self, versioned):
+        self.versioned = versioned
+        self.made = 0
+
+    def capsule(self):
+        self.made += 1
+        return ("versioned" if self.versioned else "legacy", self.made)
+
+
+def test_recording_producer_negotiates():
+    from dlconform.producers import RecordingProducer
+
+    p = RecordingProducer(FakeForge)
+    assert p.__dlpack_device__() == (1, 0)
+    assert p.__dlpack__()[0] == "legacy"
+    assert p.__dlpack__(max_version=(0, 8))[0] == "legacy"
+    assert p.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)[0] == "versioned"
+    assert p.__dlpack__(max_version=(2, 0))[0] == "versioned"
+    assert p.events == ["__dlpack_device__", "__dlpack__", "__dlpack__", "__dlpack__", "__dlpack__"]
+    assert p.calls[2] == {"max_version": (1, 3), "dl_device": (1, 0), "copy": False}
+    with pytest.raises(BufferError):
+        p.__dlpack__(stream=1)
+    with pytest.raises(TypeError):
+        p.__dlpack__(None)
+    with pytest.raises(TypeError):
+        p.__dlpack__(bogus=1)
+    assert p.calls[-1] == {"bogus": 1}
+
+
+def test_legacy_only_and_versioned_only_producers():
+    from dlconform.producers import RecordingProducer
+
+    old = RecordingProducer(FakeForge, legacy_only=True)
+    assert old.__dlpack__(stream=None)[0] == "legacy"
+    with pytest.raises(TypeError):
+        old.__dlpack__(max_version=(1, 3))
+    assert old.calls == [{"stream": None}, {"max_version": (1, 3)}]
+    new = RecordingProducer({"legacy": FakeForge(False), "versioned": FakeForge(True)}, versioned_only=True)
+    with pytest.raises(BufferError):
+        new.__dlpack__()
+    assert new.__dlpack__(max_version=(1, 0))[0] == "versioned"
+
+
+@needs_ref
+def test_recording_producer_with_ref_consumer():
+    from dlconform import _probe, _ref
+    from dlconform.producers import RecordingProducer, forges
+
+    factory = forges(shape=(4,))
+    p = RecordingProducer(factory)
+    y = _ref.from_dlpack(p)
+    assert p.events[-1] == "__dlpack__" and "__dlpack_device__" in p.events
+    assert p.calls[-1]["max_version"][0] >= 1
+    assert p.last_kind == "versioned"
+    del y
+    assert _probe.inspect(RecordingProducer(factory).__dlpack__())["kind"] == "legacy"
