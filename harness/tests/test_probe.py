@@ -73,11 +73,12 @@ NAMES = {n: n.encode() for n in ("dltensor", "dltensor_versioned", "used_dltenso
                                  "used_dltensor_versioned", "something_else",
                                  "dlpack_exchange_api", "not_the_api")}
 
-_capsule_new = ctypes.pythonapi.PyCapsule_New
+_pyapi = ctypes.PyDLL(None)  # private prototypes: ctypes.pythonapi is shared by every module
+_capsule_new = _pyapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 
-_capsule_get_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_get_name = _pyapi.PyCapsule_GetName
 _capsule_get_name.restype = ctypes.c_char_p
 _capsule_get_name.argtypes = [ctypes.py_object]
 
@@ -746,7 +747,7 @@ class XAPI(ctypes.Structure):
                 ("dlt_from_py", DLT_FROM_PY), ("stream", STREAM)]
 
 
-_incref = ctypes.pythonapi.Py_IncRef
+_incref = _pyapi.Py_IncRef
 _incref.argtypes = [ctypes.py_object]
 _incref.restype = None
 

@@ -1,0 +1,208 @@
+/* ref: the reference DLPack 1.3 implementation (CPython module dlconform._ref).
+ *
+ * Shared declarations of the module's C files:
+ *   buffer.c        refcounted buffers and strided element copies (no Python)
+ *   faults.c        the built-in faults ("mutants"), one clause each
+ *   tensor.c        the Tensor type
+ *   export.c        __dlpack__: capsules, the capsule destructor, managed-struct deleters
+ *   cache.c         the cached DLManagedTensorVersioned (one per tensor, C11 CAS)
+ *   exchange_api.c  the static DLPackExchangeAPI and __dlpack_c_exchange_api__
+ *   consume.c       from_dlpack, the reference consumer
+ *   forge.c         Forge: capsules with any metadata and counted deleters
+ *   module.c        module init
+ */
+#ifndef DLCONFORM_REF_H
+#define DLCONFORM_REF_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include "check.h"
+
+/* The spec version this reference implements (VER-07). */
+#define REF_SPEC_MAJOR 1u
+#define REF_SPEC_MINOR 3u
+/* Highest ndim accepted anywhere; bounds every loop over dims. */
+#define REF_MAX_NDIM 64
+#define REF_ALIGN 256
+
+/* ---- buffers (buffer.c) -----------------------------------------------------------
+ * A ref_buf is the memory behind one or more tensors. It is plain C: every holder (a
+ * Tensor, a view, each export in flight, the cached export) holds one reference, so
+ * exported memory stays valid after the Python tensor dies (OWN-05). The last release
+ * frees it, from any thread, without touching Python (OWN-04). */
+typedef struct ref_buf {
+  atomic_long refs;
+  char *mem;       /* owned allocation (REF_ALIGN-aligned) or NULL */
+  uintptr_t lo;    /* accessible byte range [lo, hi): views must stay inside it */
+  uintptr_t hi;
+  /* An imported tensor owned by this buffer: its deleter runs once, at the last
+   * release (OWN-03). At most one of the two is set. */
+  DLManagedTensor *legacy;
+  DLManagedTensorVersioned *versioned;
+  int deleter_calls; /* how often the last release calls that deleter: 1 (OWN-03) */
+  int null_check;    /* 1: a NULL deleter is skipped (OWN-01) */
+} ref_buf;
+
+/* A zero-filled owned buffer of size bytes; size 0 gives mem NULL. NULL on OOM. */
+ref_buf *ref_buf_alloc(size_t size);
+/* A buffer owning an imported managed tensor (exactly one of the two non-NULL). */
+ref_buf *ref_buf_foreign(DLManagedTensor *legacy, DLManagedTensorVersioned *versioned,
+                         uintptr_t lo, uintptr_t hi);
+void ref_buf_incref(ref_buf *b);
+void ref_buf_decref(ref_buf *b);
+
+/* Strided element copies. Strides are in elements (NULL: row-major). ndim <= REF_MAX_NDIM,
+ * the extent must have been validated. src/dst point at the first element (data +
+ * byte_offset). */
+void ref_gather(const char *src, int32_t ndim, const int64_t *shape, const int64_t *strides,
+                size_t itemsize, char *out);
+void ref_scatter(char *dst, int32_t ndim, const int64_t *shape, const int64_t *strides,
+                 size_t itemsize, const char *in);
+
+/* ---- faults (faults.c) ------------------------------------------------------------ */
+typedef enum {
+  FAULT_NONE = 0,
+  /* producer (Tensor) */
+  FAULT_LEGACY_CAPSULE_NAME,
+  FAULT_VERSIONED_CAPSULE_NAME,
+  FAULT_DESTRUCTOR_LEAKS,
+  FAULT_DESTRUCTOR_IGNORES_USED,
+  FAULT_VERSION_WRONG,
+  FAULT_IGNORE_MAX_VERSION,
+  FAULT_OLD_MAJOR_VERSIONED,
+  FAULT_READONLY_UNFLAGGED,
+  FAULT_COPY_UNFLAGGED,
+  FAULT_UNDEFINED_FLAG,
+  FAULT_COPY_IGNORED,
+  FAULT_BYTE_STRIDES,
+  FAULT_NULL_STRIDES,
+  FAULT_ZERO_SIZE_DATA,
+  FAULT_BOOL_BITS,
+  FAULT_STREAM_ACCEPTED,
+  FAULT_DL_DEVICE_VALUEERROR,
+  FAULT_DEVICE_MISMATCH,
+  FAULT_CPU_DEVICE_ID,
+  FAULT_POSITIONAL_ARGS,
+  FAULT_UNEXPORTABLE_TYPEERROR,
+  FAULT_CACHE_NO_CAS,
+  /* consumer (from_dlpack) */
+  FAULT_CONSUMER_NO_RENAME,
+  FAULT_CONSUMER_ACCEPTS_USED,
+  FAULT_CONSUMER_DOUBLE_DELETE,
+  FAULT_CONSUMER_DELETE_EARLY,
+  FAULT_CONSUMER_NO_DELETE,
+  FAULT_CONSUMER_IGNORES_BYTE_OFFSET,
+  FAULT_CONSUMER_REJECTS_NULL_STRIDES,
+  FAULT_CONSUMER_READS_MAJOR2,
+  FAULT_CONSUMER_NULL_DELETER_CALL,
+  FAULT_CONSUMER_REJECTS_ZERO_SIZE_NULL,
+  FAULT_CONSUMER_ACCEPTS_NEGATIVE_SHAPE,
+  FAULT_CONSUMER_ACCEPTS_UNKNOWN_DTYPE,
+  FAULT_CONSUMER_IGNORES_READONLY,
+  FAULT_CONSUMER_NO_RETRY,
+  FAULT_COUNT
+} ref_fault_id;
+
+typedef struct {
+  const char *name;
+  const char *clause;
+  const char *side;        /* "producer" or "consumer" */
+  int changes_export;      /* 1 when it alters what a versioned no-copy export carries:
+                              the cached export is bypassed while it is active */
+  const char *description;
+} ref_fault_info;
+
+extern const ref_fault_info ref_fault_table[FAULT_COUNT];
+
+/* 1 when fault f is the active one. The only test a fault site makes. */
+int ref_fault_is(ref_fault_id f);
+ref_fault_id ref_fault_current(void);
+/* 0, or -1 with ValueError for an unknown name. NULL clears. */
+int ref_fault_set_name(const char *name);
+
+/* ---- Tensor (tensor.c) ------------------------------------------------------------ */
+typedef struct {
+  PyObject_HEAD
+  ref_buf *buf;          /* holds one reference */
+  char *data;            /* DLTensor.data: buffer start, NULL when zero-size */
+  uint64_t byte_offset;
+  DLDataType dtype;
+  size_t itemsize;       /* dlc_dtype_itemsize: sub-byte types are stored padded */
+  int subbyte;
+  int32_t ndim;
+  int64_t *shape;        /* ndim entries; NULL when ndim == 0 */
+  int64_t *strides;      /* ndim entries, elements; NULL when ndim == 0 */
+  uint64_t numel;
+  int zero_size;
+  int readonly;          /* fixed for the tensor's life, so the cached export's flags are */
+  int exportable;        /* 0: __dlpack__ raises BufferError (ERR-01) */
+  /* The cached versioned export (created lazily, CAS-published), or NULL. The tensor
+   * holds one reference to it. */
+  _Atomic(DLManagedTensorVersioned *) cache;
+} RefTensor;
+
+extern PyTypeObject RefTensor_Type;
+#define RefTensor_Check(o) PyObject_TypeCheck((o), &RefTensor_Type)
+
+/* New tensor over buf (steals one reference to buf, also on failure). shape/strides are
+ * copied; strides NULL means row-major. The extent must fit buf (checked: ValueError). */
+RefTensor *ref_tensor_over(ref_buf *buf, char *data, uint64_t byte_offset, DLDataType dtype,
+                           int32_t ndim, const int64_t *shape, const int64_t *strides,
+                           int readonly);
+/* Fills a DLTensor that borrows the tensor's arrays (no allocation). */
+void ref_tensor_fill(const RefTensor *t, DLTensor *out);
+int ref_tensor_init_type(PyObject *module);
+
+/* ---- exports (export.c, cache.c) -------------------------------------------------- */
+/* Managed structs that take their own reference to buf and copy shape/strides (NULL
+ * stays NULL). manager_ctx is the struct itself. A versioned struct is refcounted (1 at
+ * creation): its deleter drops one reference and frees it at zero (OWN-02), so the cached
+ * export can hand the same struct out several times. Neither deleter touches Python
+ * (OWN-04). NULL when out of memory (no Python error set). */
+DLManagedTensorVersioned *ref_make_versioned(ref_buf *buf, const DLTensor *t, uint64_t flags);
+DLManagedTensor *ref_make_legacy(ref_buf *buf, const DLTensor *t);
+void ref_versioned_retain(DLManagedTensorVersioned *m);
+/* The versioned deleter: drops one reference. */
+void ref_versioned_release(DLManagedTensorVersioned *m);
+/* A compact row-major copy of t's elements in a new buffer (NULL + MemoryError). */
+ref_buf *ref_copy_compact(const RefTensor *t);
+/* The flags a no-copy versioned export of t carries. */
+uint64_t ref_export_flags(const RefTensor *t);
+/* One hand-out of t's cached versioned export (created on first use). Never touches
+ * Python; NULL only when out of memory. */
+DLManagedTensorVersioned *ref_cache_handout(RefTensor *t);
+/* A no-copy versioned export of t: the cached hand-out, or a fresh struct while a fault
+ * that alters exports is active. NULL only when out of memory. */
+DLManagedTensorVersioned *ref_export_versioned_nocopy(RefTensor *t);
+/* Drops the tensor's own reference to its cached export (tensor dealloc). */
+void ref_cache_release(RefTensor *t);
+
+/* Capsules. kind_versioned selects the struct; the destructor is the standard one
+ * (CAP-05..08). apply_faults: producer faults of the capsule destructor apply. On failure
+ * the struct's deleter is called and NULL returned. */
+PyObject *ref_capsule_new(void *managed, const char *name, int kind_versioned,
+                          int apply_faults);
+PyObject *ref_tensor_dlpack(RefTensor *self, PyObject *args, PyObject *kwargs);
+
+/* ---- exchange API (exchange_api.c) ----------------------------------------------- */
+int ref_exchange_api_install(PyTypeObject *type);
+
+/* ---- consumer (consume.c) --------------------------------------------------------- */
+PyObject *ref_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs);
+/* Imports an owning versioned tensor (stolen: on failure its deleter is called and NULL
+ * returned with BufferError). Used by managed_tensor_to_py_object_no_sync. */
+PyObject *ref_import_versioned(DLManagedTensorVersioned *m);
+
+/* ---- Forge (forge.c) -------------------------------------------------------------- */
+int ref_forge_init_type(PyObject *module);
+
+/* ---- dtype names (tensor.c) -------------------------------------------------------- */
+/* Parses a dtype name or (code, bits, lanes) tuple. -1 with TypeError/ValueError. */
+int ref_parse_dtype(PyObject *obj, DLDataType *out);
+/* Parses a tuple/list of int64 into out (at most REF_MAX_NDIM). Returns the count or -1. */
+int ref_parse_dims(PyObject *obj, const char *what, int64_t *out);
+PyObject *ref_dims_tuple(int32_t n, const int64_t *v);
+
+#endif /* DLCONFORM_REF_H */
