@@ -36,7 +36,8 @@ def build_parser():
                         "from_dlpack, module:attr or path/file.py:attr. Default: every built-in target "
                         "that can be imported.")
     r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
-    r.add_argument("--clause", default=None, metavar="GLOB", help="only clauses matching this glob (e.g. 'CAP-*')")
+    r.add_argument("--clause", action="append", default=None, metavar="GLOB",
+                   help="only clauses matching this glob (e.g. 'CAP-*'); repeat or separate with commas")
     r.add_argument("--timeout", type=_positive, default=30.0, metavar="SECONDS", help="per-test limit (default 30)")
     r.add_argument("--target-timeout", type=_positive, default=3600.0, metavar="SECONDS",
                    help="wall limit per target (default 3600)")
@@ -124,8 +125,9 @@ def cmd_run(args):
                 rec = _skip_record(spec, reason)
                 results.append(rec)
                 sink(rec)
+    clause = ",".join(args.clause) if args.clause else None
     environment = _environment.collect(python, env=env)
-    run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": args.clause,
+    run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
                 "timeout": args.timeout, "target_timeout": args.target_timeout,
                 "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
 
@@ -144,7 +146,7 @@ def cmd_run(args):
         return finish(EXIT_USAGE)
 
     progress = None
-    runner = Runner(suites, out, python=python, clause=args.clause, timeout=args.timeout,
+    runner = Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
                     target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
                     progress=progress)
     try:

@@ -367,7 +367,12 @@ class _State:
         out = []
         for clause in clauses:
             if clause in explicit and not st.forced:
-                recs = explicit[clause]
+                recs = list(explicit[clause])
+                # An exception after explicit records is a verdict too: earlier passes never hide it.
+                if kind == "assert":
+                    recs.append(("fail" if self.level(clause) == "MUST" else "warn", message))
+                elif kind == "unexpected":
+                    recs.append(("fail", message))
                 verdict = worst(v for v, _ in recs)
                 msgs = [m for v, m in recs if v == verdict and m] or [m for v, m in recs if v != "pass" and m]
                 msg = "; ".join(dict.fromkeys(msgs))

@@ -48,7 +48,11 @@ def test_explicit_wins(check):
     check.repro(["x = 1", "assert x == 2"])
     check.that(False, "M-07", "soft failure")
     check.that(False, "S-02", "soft should")
-    raise ValueError("ignored for explicitly recorded clauses")
+
+@pytest.mark.clause("M-15")
+def test_exception_after_a_recorded_pass(check):
+    check.record("M-15", "pass")
+    raise ValueError("raised after a pass was recorded")
 
 @pytest.mark.clause("M-08")
 def test_equal_bytes(check):
@@ -109,7 +113,7 @@ def test_protocol_shape(fake_events):
     assert events[0]["clauses"] == ["M-01"]
     assert events[-1]["event"] == "end"
     begins = [e for e in events if e["event"] == "begin"]
-    assert len(begins) == 14
+    assert len(begins) == 15
     for e in events:
         if e["event"] == "result":
             for key in ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test",
@@ -135,6 +139,9 @@ def test_explicit_records_win_and_levels_apply(fake_events):
     _, _, r = fake_events
     assert r["M-07"]["verdict"] == "fail" and r["M-07"]["message"] == "soft failure"
     assert r["S-02"]["verdict"] == "warn"
+    # an exception after explicit records is never hidden by a recorded pass
+    assert r["M-15"]["verdict"] == "fail"
+    assert "unexpected ValueError: raised after a pass was recorded" in r["M-15"]["message"]
     assert r["M-09"]["verdict"] == "pass"
     assert r["M-10"]["verdict"] == "unsupported" and r["M-10"]["test"] == "test_m.py::test_record"
 
