@@ -48,7 +48,8 @@ $(BUILD)/test_check: $(CHECK_TEST_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 
 conformance: deps
 	@$(MAKE) --no-print-directory build
-	$(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target $(t)) --out $(OUT) $(if $(CLAUSE),--clause '$(CLAUSE)')
+	@mkdir -p $(OUT); rc=0; $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) \
+	  $(if $(CLAUSE),--clause '$(CLAUSE)') || rc=$$?; echo $$rc > $(OUT)/exit-status; exit $$rc
 
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check

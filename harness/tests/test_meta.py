@@ -1,0 +1,98 @@
+"""Meta-tests: the suite is calibrated against the reference and its built-in faults.
+
+- `ref` passes every clause: a check that fails on the reference is a wrong check.
+- Every built-in fault is caught by a check on the clause it breaks: a check never seen
+  failing is not yet a check.
+- Every MUST clause of the spine groups that a CPU can check has at least one test.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlconform import catalogue
+
+REPO = Path(__file__).resolve().parents[2]
+SPINE_GROUPS = ("CAP", "OWN", "VER", "LAY", "DT", "FLG", "ERR")
+
+
+def run_dlconform(out, *args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--out", str(out), *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    results_file = Path(out) / "results.json"
+    data = json.loads(results_file.read_text()) if results_file.exists() else None
+    return proc, data
+
+
+def collected_clauses():
+    """Maps clause id -> node ids of the suite tests marked with it (collection only)."""
+    class Collector:
+        def __init__(self):
+            self.by_clause = {}
+
+        def pytest_collection_modifyitems(self, items):
+            for item in items:
+                for mark in item.iter_markers("clause"):
+                    for cid in mark.args:
+                        self.by_clause.setdefault(cid, []).append(item.nodeid)
+
+    collector = Collector()
+    rc = pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin",
+                      "--dlc-target", "ref", str(REPO / "suites")], plugins=[collector])
+    assert rc == 0, f"collecting suites/ failed with {rc}"
+    return collector.by_clause
+
+
+def test_every_cpu_must_clause_of_the_spine_groups_has_a_test():
+    by_clause = collected_clauses()
+    missing = [c.id for c in catalogue.load().clauses
+               if c.group in SPINE_GROUPS and c.level == "MUST" and c.needs == "cpu"
+               and not by_clause.get(c.id)]
+    assert not missing, f"MUST clauses without a test: {missing}"
+
+
+def test_every_marked_clause_is_in_the_catalogue():
+    known = {c.id for c in catalogue.load().clauses}
+    unknown = sorted(set(collected_clauses()) - known)
+    assert not unknown, f"tests cite clauses the catalogue lacks: {unknown}"
+
+
+def test_ref_passes_every_check(tmp_path):
+    proc, data = run_dlconform(tmp_path, "--target", "ref")
+    assert data is not None, proc.stderr
+    results = [r for r in data["results"] if r["target"] == "ref"]
+    assert len(results) > 100, f"only {len(results)} results for ref"
+    not_pass = [(r["clause"], r["verdict"], r["test"], r["message"]) for r in results
+                if r["verdict"] != "pass"]
+    assert not not_pass, "ref must pass everything:\n" + "\n".join(map(str, not_pass))
+    assert proc.returncode == 0, proc.stderr
+
+
+def _run_fault(tmp_path, name, clause):
+    out = tmp_path / name
+    proc, data = run_dlconform(out, "--target", f"ref:fault={name}", "--clause", clause)
+    if data is None:
+        return name, clause, [], f"no results.json (rc {proc.returncode}): {proc.stderr[-400:]}"
+    caught = sorted({f"{r['verdict']}:{r['test'].split('::')[-1]}" for r in data["results"]
+                     if r["clause"] == clause and r["verdict"] != "pass"})
+    return name, clause, caught, ""
+
+
+def test_every_builtin_fault_is_caught_on_its_clause(tmp_path):
+    from dlconform import _ref
+    faults = sorted(_ref.FAULTS.items())
+    assert len(faults) >= 12
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        rows = list(pool.map(lambda kv: _run_fault(tmp_path, kv[0], kv[1][0]), faults))
+    width = max(len(n) for n, *_ in rows)
+    print("\nfault -> clause -> caught by")
+    for name, clause, caught, err in rows:
+        print(f"  {name:<{width}}  {clause:<8} {', '.join(caught) or 'NOT CAUGHT ' + err}")
+    missed = [(name, clause, err) for name, clause, caught, err in rows if not caught]
+    assert not missed, f"faults no check catches: {missed}"

@@ -1,0 +1,690 @@
+"""CAP (the PyCapsule protocol) and API (method and function signatures).
+
+Producer checks export the target's own tensors and look at the capsules with `_probe`
+without consuming them (or consume them through `_probe.consume`, which owns the tensor and
+gives it back). Consumer checks hand `from_dlpack` forged capsules through Python producers
+and count the forge's deleter calls.
+"""
+import sys
+
+import pytest
+
+import _capsule_support as S
+from dlconform import _probe
+from dlconform.repro import bytes_literal
+from dlconform.verdicts import Unsupported, Warn
+
+def _exports(target, x, dtype="float32", shape=(2, 3)):
+    """[(kind, capsule factory)] for the capsule kinds the producer offers. Each call exports a
+    fresh tensor equal to x (versioned exports may share one cached struct per tensor, and the
+    deleter trampoline of _probe.instrument stays on a struct once installed)."""
+    keep = [x]
+    values = target.expected(x)
+
+    def fresh():
+        t = target.make(dtype, shape, values)
+        keep.append(t)
+        return t
+
+    candidates = [("legacy", lambda: fresh().__dlpack__())]
+    if not S.producer_is_legacy_only(x):
+        candidates.append(("versioned", lambda: fresh().__dlpack__(max_version=S.SUITE_VERSION)))
+    out, skipped = [], []
+    for kind, export in candidates:
+        # only capsules the probe may read: the right name (CAP-01/CAP-02) and, for versioned
+        # ones, major version 1 (VER-07); other clauses report those breaches
+        info = _probe.inspect(export())
+        want = S.LEGACY if kind == "legacy" else S.VERSIONED
+        if info["name"] != want:
+            skipped.append("%s exports are named %r (CAP-01/CAP-02)" % (kind, info["name"]))
+        elif not info.get("readable", True):
+            skipped.append("%s exports carry version %r, unreadable here (VER-07)" % (kind, info.get("version")))
+        else:
+            out.append((kind, export))
+    if not out:
+        raise Unsupported("no capsule this check can read: " + "; ".join(skipped))
+    return out
+
+
+def _export_line(kind):
+    return "cap = x.__dlpack__()" if kind == "legacy" else "cap = x.__dlpack__(max_version=%r)" % (S.SUITE_VERSION,)
+
+
+def _views(target, x):
+    """[(label, native view)] of a 2-d tensor: itself, transposed, sliced, flipped, when offered."""
+    out = [("x", x)]
+    for label, make in (("x.T", lambda: target.transpose(x, (1, 0))),
+                        ("x[:, ::2]", lambda: target.slice(x, 1, 0, None, 2)),
+                        ("flip(x, 0)", lambda: target.flip(x, 0))):
+        try:
+            v = make()
+        except Exception:
+            v = None
+        if v is not None:
+            out.append((label, v))
+    return out
+
+
+# ============================================================================ producer: names
+@pytest.mark.clause("CAP-01")
+@pytest.mark.role("producer")
+@S.guarded
+def test_legacy_capsule_named_dltensor(target, check):
+    """A legacy export (no max_version) is a PyCapsule named exactly "dltensor" whose pointer is
+    a DLManagedTensor describing the tensor's elements."""
+    for dtype in S.pick_dtypes(target)[:4]:
+        x, values, mk = S.make(target, dtype, (2, 3))
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            "cap = x.__dlpack__()",
+            "print(cap, _probe.inspect(cap)['name'])  # expected 'dltensor'",
+            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
+        ])
+        for label, v in _views(target, x):
+            cap = v.__dlpack__()
+            check.that(S.is_capsule(cap), "CAP-01", "%s %s.__dlpack__() returned %s, not a PyCapsule"
+                       % (dtype, label, type(cap).__name__))
+            if not S.is_capsule(cap):
+                continue
+            info = _probe.inspect(cap)
+            check.equal(info["name"], S.LEGACY, "CAP-01", "%s %s: legacy capsule name" % (dtype, label))
+            if info["name"] == S.LEGACY:
+                check.equal(_probe.read_elements(cap), target.expected(v), "CAP-01",
+                            "%s %s: elements read through the capsule's DLManagedTensor" % (dtype, label))
+            del cap
+
+
+@pytest.mark.clause("CAP-02")
+@pytest.mark.role("producer")
+@S.guarded
+def test_versioned_capsule_named_dltensor_versioned(target, check):
+    """With max_version >= (1, 0) the capsule is named "dltensor_versioned" and holds a
+    DLManagedTensorVersioned."""
+    for dtype in S.pick_dtypes(target)[:4]:
+        x, values, mk = S.make(target, dtype, (2, 3))
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            "cap = x.__dlpack__(max_version=(1, 3))",
+            "print(cap, _probe.inspect(cap)['name'])  # expected 'dltensor_versioned'",
+            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
+        ])
+        for label, v in _views(target, x):
+            cap = S.export_versioned(v)
+            if not S.is_capsule(cap):
+                check.that(False, "CAP-02", "%s __dlpack__(max_version=(1, 3)) returned %s, not a PyCapsule"
+                           % (label, type(cap).__name__))
+                continue
+            info = _probe.inspect(cap)
+            check.equal(info["name"], S.VERSIONED, "CAP-02", "%s %s: versioned capsule name" % (dtype, label))
+            if info["name"] == S.VERSIONED and info.get("readable"):
+                check.equal(_probe.read_elements(cap), target.expected(v), "CAP-02",
+                            "%s %s: elements read through the DLManagedTensorVersioned" % (dtype, label))
+            del cap
+
+
+# ============================================================================ producer: lifetime
+@pytest.mark.clause("CAP-04")
+@pytest.mark.role("producer")
+@S.guarded
+def test_each_export_is_a_fresh_capsule(target, check):
+    """A capsule is consumed once, so after one capsule was consumed the next __dlpack__ call must
+    hand out a new, unconsumed capsule, itself consumable."""
+    x, values, mk = S.make(target)
+    for kind, export in _exports(target, x):
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            _export_line(kind), "h1 = _probe.consume(cap)",
+            _export_line(kind).replace("cap =", "cap2 ="),
+            "print(cap2 is cap, _probe.inspect(cap2)['name'])",
+            "h2 = _probe.consume(cap2); print(h2.read_elements() == %s)" % bytes_literal(values),
+            "h1.release(); h2.release()",
+        ])
+        cap1 = export()
+        h1 = _probe.consume(cap1)
+        cap2 = export()
+        check.that(cap2 is not cap1, "CAP-04", "%s: __dlpack__ returned the capsule it handed out before" % kind)
+        name = _probe.inspect(cap2)["name"]
+        check.that(name in (S.LEGACY, S.VERSIONED), "CAP-04",
+                   "%s: the second export is named %r after the first was consumed" % (kind, name))
+        if name in (S.LEGACY, S.VERSIONED):
+            h2 = _probe.consume(cap2)
+            check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
+            h2.release()
+        h1.release()
+        # consumed capsules are kept: their destructor is CAP-06's business, not this check's
+        S.pin_forever(cap1)
+        S.pin_forever(cap2)
+        del cap1, cap2
+
+
+@pytest.mark.clause("CAP-05")
+@pytest.mark.role("producer")
+@S.guarded
+def test_unconsumed_capsule_calls_deleter(target, check):
+    """The capsule destructor calls the deleter when the capsule dies with its unconsumed name."""
+    x, values, mk = S.make(target)
+    for kind, export in _exports(target, x):
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            _export_line(kind), "t = _probe.instrument(cap)",
+            "del cap; gc.collect()",
+            "print(t.calls)  # expected 1: the capsule destructor calls the deleter",
+        ])
+        cap = export()
+        tracker = _probe.instrument(cap)
+        del cap
+        S.settle()
+        check.equal(tracker.calls, 1, "CAP-05",
+                    "%s: deleter calls after an unconsumed capsule died (0 = leak)" % kind)
+
+
+@pytest.mark.clause("CAP-06")
+@pytest.mark.role("producer")
+@S.guarded
+def test_used_capsule_destructor_does_nothing(target, check):
+    """After a consumer renamed the capsule used_*, the capsule destructor must not call the
+    deleter (the consumer owns the tensor and calls it once)."""
+    x, values, mk = S.make(target)
+    for kind, export in _exports(target, x):
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            _export_line(kind), "t = _probe.instrument(cap)",
+            "h = _probe.consume(cap)  # renamed used_*, h owns the tensor",
+            "del cap; gc.collect()",
+            "print(t.calls)  # expected 0: the destructor of a used capsule does nothing",
+            "h.release(); print(t.calls)  # expected 1",
+        ])
+        cap = export()
+        tracker = _probe.instrument(cap)
+        handle = _probe.consume(cap)
+        del cap
+        S.settle()
+        ok = check.equal(tracker.calls, 0, "CAP-06",
+                         "%s: deleter calls made by the destructor of a capsule renamed used_*" % kind)
+        if not ok:
+            S.pin_forever(handle)  # the destructor already freed it: never release twice
+            continue
+        check.that(handle.release(), "CAP-06", "%s: the consumer's release found no deleter to call" % kind)
+        check.equal(tracker.calls, 1, "CAP-06", "%s: deleter calls after the consumer released" % kind)
+
+
+_CAP07_SNIPPET = """
+import ctypes
+{export}
+info = _probe.inspect(cap)
+h = _probe.consume(cap)  # we own the managed struct now
+slot = info['pointer'] + {offset}
+orig = ctypes.c_void_p.from_address(slot).value or 0
+if orig != info['deleter']:
+    print('ABI-MISMATCH', hex(orig), hex(info['deleter'])); raise SystemExit(3)
+ctypes.c_void_p.from_address(slot).value = None  # deleter = NULL
+_probe.rename(cap, {name!r})  # back to the unconsumed name
+print('BEFORE', flush=True)
+del cap; gc.collect()  # the capsule destructor must skip the NULL deleter
+print('AFTER', flush=True)
+ctypes.c_void_p.from_address(slot).value = orig  # give the tensor back
+h.release()
+print('CAP-07 OK')
+"""
+
+
+@pytest.mark.clause("CAP-07")
+@pytest.mark.role("producer")
+@S.guarded
+def test_destructor_skips_null_deleter(target, check):
+    """The capsule destructor must skip a NULL deleter. When the producer exports NULL deleters
+    itself, its capsules just die; otherwise the deleter is set to NULL in a separate process
+    (after taking ownership) and the capsule dies there."""
+    x, values, mk = S.make(target)
+    for kind, export in _exports(target, x):
+        cap = export()
+        info = _probe.inspect(cap)
+        if info["deleter"] == 0:
+            S.repro_unless_failed(check, S.setup_lines(target) + mk + [_export_line(kind), "del cap; gc.collect()  # NULL deleter"])
+            del cap
+            S.settle()
+            check.that(True, "CAP-07")
+            continue
+        del cap
+        S.settle()
+        body = _CAP07_SNIPPET.format(export=_export_line(kind), offset=S.deleter_offset(kind),
+                                     name=S.LEGACY if kind == "legacy" else S.VERSIONED)
+        text = "\n".join(S.setup_lines(target) + mk) + "\n" + body
+        S.repro_unless_failed(check, text)
+        rc, out, err = S.run_snippet(text)
+        if "ABI-MISMATCH" in out:
+            raise Unsupported("%s: the managed struct's deleter is not where dlpack.h puts it (%s)" % (kind, out.strip()))
+        if rc == 0 and "CAP-07 OK" in out:
+            check.that(True, "CAP-07")
+        elif "BEFORE" in out and "AFTER" not in out:
+            # The destructor dereferenced a NULL deleter. The producer never exports one itself,
+            # so only a modified struct reaches this path: report, but not as a MUST breach.
+            check.warn("CAP-07", "%s: the capsule destructor calls a NULL deleter (the process died, rc=%s); "
+                       "the producer never sets deleter=NULL itself, so this path is reached only through a "
+                       "modified struct (CAP-07, python_spec example destructor)" % (kind, rc))
+        else:
+            tail = (err.strip().splitlines() or ["no output"])[-1]
+            check.warn("CAP-07", "%s: could not run the NULL-deleter check (rc=%s): %s" % (kind, rc, tail))
+
+
+_CAP08_SNIPPET = """
+import sys
+{export}
+t = _probe.instrument(cap)
+h = _probe.consume(cap)  # we own the tensor; the capsule is named used_*
+_probe.rename(cap, {wrong!r})  # a name the destructor cannot get the pointer with
+print('BEFORE', flush=True)
+leaked = None
+try:
+    del cap; gc.collect()
+    len([0])  # an exception left pending by the destructor would surface here as SystemError
+except BaseException as e:
+    leaked = e
+print('AFTER', flush=True)
+if leaked is not None:
+    print('LEAKED', type(leaked).__name__, leaked); raise SystemExit(4)
+print('CALLS', t.calls)  # expected 0: the destructor could not get the pointer
+if t.calls == 0:
+    h.release()
+print('CAP-08 OK')
+"""
+
+
+@pytest.mark.clause("CAP-08")
+@pytest.mark.role("producer")
+@S.guarded
+def test_destructor_cannot_get_pointer(target, check):
+    """A capsule destructor that cannot get the pointer (the capsule carries the other kind's
+    used name) reports an unraisable error at most and never lets an exception escape. Runs in a
+    separate process: reporting the error with the capsule being deallocated as its object (as
+    the python_spec example does) makes CPython deallocate it again and again."""
+    x, values, mk = S.make(target)
+    for kind, export in _exports(target, x):
+        wrong = S.USED_VERSIONED if kind == "legacy" else S.USED_LEGACY
+        text = "\n".join(S.setup_lines(target) + mk) + "\n" + _CAP08_SNIPPET.format(
+            export=_export_line(kind), wrong=wrong)
+        S.repro_unless_failed(check, text)
+        rc, out, err = S.run_snippet(text)
+        reported = "Exception ignored in" in err
+        if rc == 0 and "CAP-08 OK" in out:
+            calls = [l for l in out.splitlines() if l.startswith("CALLS")]
+            if calls and calls[-1] != "CALLS 0":
+                check.that(False, "CAP-08", "%s: the destructor called the deleter of a capsule renamed %s (%s)"
+                           % (kind, wrong, calls[-1]))
+            else:
+                check.record("CAP-08", "pass", "%s: %s" % (kind, "reported an unraisable error" if reported
+                                                           else "the destructor left the capsule alone"))
+        elif "LEAKED" in out:
+            check.that(False, "CAP-08", "%s: an exception escaped the capsule destructor: %s"
+                       % (kind, [l for l in out.splitlines() if l.startswith("LEAKED")][-1]))
+        elif "BEFORE" in out and "AFTER" not in out and err.count("Exception ignored in") > 1:
+            check.warn("CAP-08", "%s: the destructor reports the unraisable error with the dying capsule as its "
+                       "object (PyErr_WriteUnraisable(self), as in the python_spec example); CPython resurrects "
+                       "and deallocates it again, recursively, until the process dies (rc=%s). No exception "
+                       "escapes; reached only with a capsule renamed to the other kind's used name" % (kind, rc))
+        elif "BEFORE" in out and "AFTER" not in out:
+            check.that(False, "CAP-08", "%s: the process died (rc=%s) in the destructor of a capsule whose pointer "
+                       "it cannot get: %s" % (kind, rc, (err.strip().splitlines() or [""])[-1]))
+        else:
+            check.warn("CAP-08", "%s: could not run the check (rc=%s): %s"
+                       % (kind, rc, (err.strip().splitlines() or ["no output"])[-1]))
+
+        # a capsule dying while an exception is handled must leave that exception alone
+        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+            _export_line(kind), "t = _probe.instrument(cap)",
+            "try:", "    raise KeyError('in flight')", "except KeyError as e:",
+            "    del cap; gc.collect()", "    import sys; print(sys.exc_info()[1] is e)  # expected True",
+            "print(t.calls)  # expected 1",
+        ])
+        cap = export()
+        tracker = _probe.instrument(cap)
+        try:
+            raise KeyError("in flight")
+        except KeyError as e:
+            try:
+                del cap
+                S.settle()
+                current = sys.exc_info()[1]
+                leaked = None
+            except BaseException as inner:  # noqa: BLE001
+                current, leaked = None, inner
+            check.that(leaked is None and current is e, "CAP-08",
+                       "%s: a capsule dying during exception handling replaced the exception in flight (%s)"
+                       % (kind, S.describe_exc(leaked) if leaked else repr(current)))
+        check.that(tracker.calls <= 1, "CAP-08", "%s: %d deleter calls for a capsule that died during exception "
+                   "handling" % (kind, tracker.calls))
+
+
+@pytest.mark.clause("CAP-09")
+@pytest.mark.role("producer")
+@S.guarded
+def test_producer_capsule_names_static(target, check):
+    """Capsule names are statically allocated: every export's name pointer lies in a loaded
+    image (not the heap), and stays readable after the tensors are gone."""
+    dtypes = S.pick_dtypes(target)[:2]
+    x1, _, mk1 = S.make(target, dtypes[0], (2, 3), var="x")
+    x2, _, mk2 = S.make(target, dtypes[-1], (3,), var="x2", seed=1)
+    for kind, _export in _exports(target, x1):
+        line = _export_line(kind)
+        S.repro_unless_failed(check, S.setup_lines(target) + mk1 + mk2 + [
+            "import ctypes",
+            "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
+            line, line.replace("cap =", "cap2 =").replace("x.", "x2."),
+            "print(hex(f(cap)), hex(f(cap2)))",
+            "print([l for l in open('/proc/self/maps') if int(l.split('-')[0], 16) <= f(cap) "
+            "< int(l.split()[0].split('-')[1], 16)])",
+        ])
+        if kind == "legacy":
+            caps = [x1.__dlpack__(), x2.__dlpack__()]
+        else:
+            caps = [x1.__dlpack__(max_version=S.SUITE_VERSION), x2.__dlpack__(max_version=S.SUITE_VERSION)]
+        expected = S.LEGACY if kind == "legacy" else S.VERSIONED
+        names = [_probe.inspect(c)["name"] for c in caps]
+        if names != [expected, expected]:
+            raise Unsupported("%s: capsules are named %r (CAP-01/CAP-02), not checking their storage" % (kind, names))
+        pointers = [S.name_pointer(c) for c in caps]
+        verdict, message = S.static_name_verdict(pointers)
+        check.record("CAP-09", verdict, "%s: %s" % (kind, message))
+    # the names must still read right once the tensors are gone and memory was reused
+    caps = [x1.__dlpack__(), x2.__dlpack__()]
+    before = [_probe.inspect(c)["name"] for c in caps]
+    del x1, x2
+    S.settle()
+    churn = [bytes(64) + bytes([i & 0xFF]) for i in range(2000)]
+    del churn
+    for c, name in zip(caps, before):
+        check.equal(_probe.inspect(c)["name"], name, "CAP-09",
+                    "legacy capsule name after the exported tensor was freed and memory reused")
+
+
+# ============================================================================ producer: API
+@pytest.mark.clause("API-01")
+@pytest.mark.role("producer")
+@S.guarded
+def test_dlpack_signature_keyword_only(target, check):
+    """__dlpack__() and __dlpack__(stream=None) return a PyCapsule; arguments are keyword-only
+    (a positional stream is an extension: warn, not fail)."""
+    x, values, mk = S.make(target)
+    S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+        "print(type(x.__dlpack__()), type(x.__dlpack__(stream=None)))",
+        "x.__dlpack__(None)  # keyword-only: expected TypeError",
+    ])
+    for call, fn in (("__dlpack__()", lambda: x.__dlpack__()),
+                     ("__dlpack__(stream=None)", lambda: x.__dlpack__(stream=None))):
+        cap = fn()
+        check.that(S.is_capsule(cap), "API-01", "%s returned %s, not a PyCapsule" % (call, type(cap).__name__))
+        del cap
+    try:
+        cap = x.__dlpack__(None)
+    except TypeError:
+        check.that(True, "API-01")
+    except SystemError as e:
+        check.that(False, "API-01", "__dlpack__(None) raised %s" % S.describe_exc(e))
+    except Exception as e:  # noqa: BLE001
+        check.warn("API-01", "__dlpack__(None) (a positional argument) raised %s; the signature is keyword-only, "
+                   "so TypeError is the expected error" % S.describe_exc(e))
+    else:
+        kind = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
+        del cap
+        check.warn("API-01", "__dlpack__ accepts a positional argument (__dlpack__(None) returned %s); the array "
+                   "API signature is __dlpack__(self, /, *, stream=None, ...): keyword-only. A harmless "
+                   "extension for callers using keywords" % kind)
+
+
+@pytest.mark.clause("API-01")
+@pytest.mark.role("producer")
+@S.guarded
+def test_dlpack_2023_keywords(target, check):
+    """max_version, dl_device and copy (array API 2023.12) are accepted as keywords with their
+    default None, alone and together with stream, and give a PyCapsule."""
+    x, values, mk = S.make(target)
+    S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+        "for kw in ('max_version', 'dl_device', 'copy'):",
+        "    print(kw, x.__dlpack__(**{kw: None}))",
+        "print(x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None))",
+    ])
+    rejected, accepted = [], []
+    for kw in ("max_version", "dl_device", "copy"):
+        try:
+            cap = x.__dlpack__(**{kw: None})
+        except TypeError as e:
+            if S.keyword_rejected(e, kw):
+                rejected.append((kw, e))
+                continue
+            raise
+        accepted.append(kw)
+        check.that(S.is_capsule(cap), "API-01", "__dlpack__(%s=None) returned %s" % (kw, type(cap).__name__))
+        del cap
+    if not accepted:
+        raise Unsupported("legacy producer (array API 2021.12 signature): __dlpack__ rejects %s (%s)"
+                          % (", ".join(k for k, _ in rejected), S.describe_exc(rejected[0][1])))
+    if rejected:
+        check.warn("API-01", "__dlpack__ accepts %s but rejects %s: a partial 2023.12 signature"
+                   % (", ".join(accepted), ", ".join(k for k, _ in rejected)))
+        return
+    cap = x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None)
+    check.that(S.is_capsule(cap), "API-01", "__dlpack__ with all four keywords None returned %s" % type(cap).__name__)
+
+
+@pytest.mark.clause("API-02")
+@pytest.mark.role("producer")
+@S.guarded
+def test_dlpack_device_tuple(target, check):
+    """__dlpack_device__() returns a 2-tuple (device_type: int or IntEnum, device_id: int), for
+    tensors and their views."""
+    x, values, mk = S.make(target)
+    S.repro_unless_failed(check, S.setup_lines(target) + mk + ["d = x.__dlpack_device__()", "print(type(d), d)"])
+    for label, v in _views(target, x):
+        d = v.__dlpack_device__()
+        ok = (isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], int) and not isinstance(d[0], bool)
+              and isinstance(d[1], int) and not isinstance(d[1], bool))
+        check.that(ok, "API-02", "%s.__dlpack_device__() returned %r (%s); expected (int, int)"
+                   % (label, d, type(d).__name__))
+
+
+@pytest.mark.clause("API-06")
+@pytest.mark.role("producer")
+@S.guarded
+def test_producer_has_both_methods(target, check):
+    """An exporting library offers both methods (only a library that can never export omits
+    them, and then both)."""
+    x, values, mk = S.make(target)
+    S.repro_unless_failed(check, S.setup_lines(target) + mk + ["print(hasattr(x, '__dlpack__'), hasattr(x, '__dlpack_device__'))"])
+    for label, v in _views(target, x):
+        has = (callable(getattr(v, "__dlpack__", None)), callable(getattr(v, "__dlpack_device__", None)))
+        check.that(has == (True, True), "API-06", "%s has __dlpack__=%s, __dlpack_device__=%s" % (label, has[0], has[1]))
+
+
+# ============================================================================ consumer
+def _consumer_lines(target, producer_line, extra=()):
+    return (S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer")
+            + ["caps = []  # every capsule the producer hands out",
+               "class Keep(RecordingProducer):",
+               "    def __dlpack__(self, *a, **kw):",
+               "        c = super().__dlpack__(*a, **kw); caps.append(c); return c",
+               producer_line,
+               "y = %s" % S.consumer_expr(target, "p")]
+            + list(extra))
+
+
+def _check_import(target, check, versioned):
+    fk = {"shape": (2, 3), "dtype": (2, 32, 1)}
+    if versioned:
+        S.require_versioned_consumer(target)
+        p = S.Keep(S.forges(**fk))
+        pline = "p = Keep(forges(shape=(2, 3), dtype=(2, 32, 1)))"
+    else:
+        p = S.Keep(S.forges(**fk), legacy_only=True)
+        pline = "p = Keep(forges(shape=(2, 3), dtype=(2, 32, 1)), legacy_only=True)"
+    kind = "versioned" if versioned else "legacy"
+    used = S.USED_VERSIONED if versioned else S.USED_LEGACY
+    S.repro_unless_failed(check, _consumer_lines(target, pline, [
+        "f = p.forges[%r]" % kind,
+        "print(p.events, p.calls)",
+        "print([_probe.inspect(c)['name'] for c in caps])  # expected [%r]" % used,
+        "print(f.deleter_calls)  # expected 0 while y is alive",
+        "del y; gc.collect(); print(f.deleter_calls)  # expected 1",
+    ]))
+    y, exc = S.try_import(target, p)
+    clauses = ("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
+    if exc is not None:
+        first_new = bool(p.calls) and bool(set(p.calls[0]) - {"stream"})
+        retried = any(not (set(c) - {"stream"}) for c in p.calls[1:])
+        if isinstance(exc, TypeError) and not versioned and first_new and not retried:
+            check.warn("API-03", "import from an old producer (__dlpack__(stream=None) only) failed: the consumer "
+                       "passed %r and did not retry without the new keywords (VER-06 SHOULD): %s"
+                       % (p.calls[0], S.describe_exc(exc)))
+        else:
+            check.that(False, "API-03", "from_dlpack refused a %s capsule from a foreign producer (calls %r): %s"
+                       % (kind, p.calls, S.describe_exc(exc)))
+        for c in clauses[1:]:
+            check.record(c, "skip", "not reached: the import failed (API-03)")
+        return
+    forge = p.forges.get(kind)
+    if forge is None:
+        check.that(False, "API-03", "the producer handed out %s capsules, expected %s" % (p.last_kind, kind))
+        for c in clauses[1:]:
+            check.record(c, "skip", "not reached")
+        return
+    got, d = S.result_elements(target, y)
+    check.equal(got, forge.expected_elements(), "API-03", "%s import: element values" % kind)
+    check.equal(d["ptr"], forge.buffer_address, "SEM-01", "%s import: result address (zero-copy: the forge buffer)"
+                % kind)
+    dev = S.result_device(y)
+    check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
+    names = [_probe.inspect(c)["name"] for c in p.capsules]
+    check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
+    check.that(bool(names) and names[-1] == used, "CAP-03", "%s capsule name after import: %r, expected %r"
+               % (kind, names[-1] if names else None, used))
+    check.equal(forge.deleter_calls, 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
+    del y
+    S.settle()
+    check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the result died" % kind)
+    S.drop_capsules(p, imported=True)
+    S.settle()
+    check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the capsule died too" % kind)
+
+
+@pytest.mark.clause("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_import_legacy_from_foreign_producer(target, check):
+    """from_dlpack takes an old-style Python producer (legacy capsule): right values, zero-copy,
+    same device, capsule renamed used_dltensor, deleter called once when the result dies."""
+    _check_import(target, check, versioned=False)
+
+
+@pytest.mark.clause("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_import_versioned_from_foreign_producer(target, check):
+    """The same with a versioned capsule: renamed used_dltensor_versioned."""
+    _check_import(target, check, versioned=True)
+
+
+@pytest.mark.clause("CAP-04")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_refuses_used_capsule(target, check):
+    """A capsule already named used_* belongs to another consumer: from_dlpack must refuse it and
+    never call its deleter (the owner does, exactly once)."""
+    kinds = [False] + ([True] if S.consumer_takes_versioned(target) else [])
+    for versioned in kinds:
+        kind = "versioned" if versioned else "legacy"
+        fk = {"versioned": versioned, "shape": (2, 3)}
+        S.repro_unless_failed(check, S.setup_lines(target) + [
+            "f = %s" % S.forge_repr(fk),
+            "cap = f.capsule(); h = _probe.consume(cap)  # now named used_*, owned by h",
+            "class P:",
+            "    def __dlpack_device__(self): return (1, 0)",
+            "    def __dlpack__(self, **kw): return cap",
+            "y = %s  # expected: an exception" % S.consumer_expr(target, "P()"),
+        ])
+        forge = S._ref().Forge(**fk)
+        cap = forge.capsule()
+        handle = _probe.consume(cap)
+        p = S.CapsuleProducer(cap)
+        y, exc = S.try_import(target, p)
+        if exc is None:
+            check.that(False, "CAP-04", "%s: from_dlpack imported a capsule named %r" % (kind, _probe.inspect(cap)["name"]))
+            S.pin_forever(handle)  # the consumer now calls the deleter; the handle must not
+            del y
+            S.settle()
+            continue
+        check.that(not isinstance(exc, SystemError), "CAP-04", "%s: refused with %s" % (kind, S.describe_exc(exc)))
+        check.equal(forge.deleter_calls, 0, "CAP-04", "%s: deleter calls by the consumer that refused" % kind)
+        handle.release()
+        del p, cap
+        S.settle()
+        check.equal(forge.deleter_calls, 1, "CAP-04", "%s: deleter calls after the owner released it" % kind)
+
+
+@pytest.mark.clause("CAP-09")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_used_names_static(target, check):
+    """The used_* name a consumer sets is a statically allocated string."""
+    versioned = S.consumer_takes_versioned(target)
+    pointers, names = [], []
+    S.repro_unless_failed(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", [
+        "import ctypes",
+        "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
+        "print(_probe.inspect(caps[0])['name'], hex(f(caps[0])))",
+        "print([l for l in open('/proc/self/maps') if int(l.split('-')[0], 16) <= f(caps[0]) "
+        "< int(l.split()[0].split('-')[1], 16)])",
+    ]))
+    results = []
+    for i in range(2):
+        p = S.Keep(S.forges(shape=(3,)))
+        y, exc = S.try_import(target, p)
+        if exc is not None:
+            raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % S.describe_exc(exc))
+        results.append(y)
+        for c in p.capsules:
+            names.append(_probe.inspect(c)["name"])
+            pointers.append(S.name_pointer(c))
+        S.drop_capsules(p, imported=True)
+    renamed = [ptr for ptr, n in zip(pointers, names) if n in S.USED_NAMES]
+    if not renamed:
+        check.record("CAP-09", "pass", "the consumer did not rename the capsules (names %r; see CAP-03), so it set "
+                     "no name string" % names)
+        return
+    verdict, message = S.static_name_verdict(renamed)
+    check.record("CAP-09", verdict, "%s capsules renamed %s: %s" % ("versioned" if versioned else "legacy",
+                                                                     names[0], message))
+
+
+@pytest.mark.clause("API-04")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_calls_device_first(target, check):
+    """from_dlpack calls __dlpack_device__ (to choose stream and device) before __dlpack__.
+    Reading: a CPU consumer that skips it loses nothing, so missing or late is warn."""
+    p = S.Keep(S.forges(shape=(3,)))
+    S.repro_unless_failed(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", ["print(p.events)"]))
+    y, exc = S.try_import(target, p)
+    if exc is not None:
+        raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % S.describe_exc(exc))
+    events = list(p.events)
+    S.drop_capsules(p, imported=True)
+    if "__dlpack_device__" not in events:
+        raise Warn("API-04", "from_dlpack never calls __dlpack_device__ (calls: %s); the python spec has consumers "
+                   "call it first to pick stream and device" % events)
+    first_dev, first_dl = events.index("__dlpack_device__"), events.index("__dlpack__")
+    if first_dev > first_dl:
+        raise Warn("API-04", "from_dlpack calls __dlpack__ before __dlpack_device__ (calls: %s)" % events)
+    check.that(True, "API-04")
+
+
+@pytest.mark.clause("API-06")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_object_without_methods(target, check):
+    """An object of a library that never exports has neither method: from_dlpack raises
+    AttributeError."""
+    S.repro_unless_failed(check, S.setup_lines(target) + [
+        "class NoDLPack: pass",
+        "%s  # expected AttributeError" % S.consumer_expr(target, "NoDLPack()"),
+    ])
+    for obj in (S.NoDLPack(), object()):
+        y, exc = S.try_import(target, obj)
+        if exc is None:
+            check.that(False, "API-06", "from_dlpack(%r) returned %s" % (obj, type(y).__name__))
+        else:
+            check.that(isinstance(exc, AttributeError), "API-06", "from_dlpack(%r) raised %s, expected AttributeError"
+                       % (obj, S.describe_exc(exc)))

@@ -1,0 +1,396 @@
+"""VER: version negotiation (max_version), the version field, and the consumer's handling of
+versions it did not ask for.
+
+A producer whose __dlpack__ rejects max_version with TypeError is an old (pre-2023.12)
+producer: the versioned checks report `unsupported` for it, with the reason. A consumer that
+never passes max_version >= (1, 0) takes legacy capsules only ("consumers may delay using
+max_version"): its versioned checks report `unsupported` too.
+"""
+import pytest
+
+import _capsule_support as S
+from dlconform import _probe
+from dlconform.verdicts import Unsupported, Warn
+
+
+def _producer_lines(target, mk, *body):
+    return S.setup_lines(target) + mk + list(body)
+
+
+# ============================================================================ producer
+@pytest.mark.clause("VER-01")
+@pytest.mark.role("producer")
+@S.guarded
+def test_producer_accepts_max_version_tuple(target, check):
+    """__dlpack__ takes max_version as a (major, minor) tuple of ints and returns a capsule for
+    every consumer version: older (0, x), equal, newer minor and newer major."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "for mv in [(0, 8), (1, 0), (1, 3), (1, 99), (2, 0)]:",
+                                "    print(mv, x.__dlpack__(max_version=mv))"))
+    for mv in ((1, 0),) + ((0, 8), (1, 3), (1, 99), (2, 0)):
+        try:
+            cap = S.export_versioned(x, mv)
+        except BufferError as e:
+            # allowed for an older major (VER-04) and a newer one the producer cannot serve
+            check.that(mv[0] != 1, "VER-01", "max_version=%r: BufferError for the producer's own major: %s"
+                       % (mv, S.describe_exc(e)))
+            continue
+        check.that(S.is_capsule(cap), "VER-01", "max_version=%r returned %s, not a PyCapsule" % (mv, type(cap).__name__))
+        del cap
+
+
+@pytest.mark.clause("VER-02")
+@pytest.mark.role("producer")
+@S.guarded
+def test_no_max_version_gives_legacy(target, check):
+    """Without max_version (or with None) the producer returns the legacy "dltensor" capsule.
+    Reading: BufferError (allowed from March 2025) reports pass with a note."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__())['name'])  # expected 'dltensor'",
+                                "print(_probe.inspect(x.__dlpack__(max_version=None))['name'])"))
+    calls = [("__dlpack__()", lambda: x.__dlpack__())]
+    if not S.producer_is_legacy_only(x):
+        calls.append(("__dlpack__(max_version=None)", lambda: x.__dlpack__(max_version=None)))
+    for label, fn in calls:
+        try:
+            cap = fn()
+        except BufferError as e:
+            check.record("VER-02", "pass", "%s raised BufferError (allowed from March 2025 for producers that "
+                         "dropped DLManagedTensor): %s" % (label, S.describe_exc(e)))
+            continue
+        name = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
+        check.equal(name, S.LEGACY, "VER-02", "%s: capsule name" % label)
+        del cap
+
+
+def _own_version(x):
+    """The producer's own version: what it answers to a consumer newer than anything."""
+    cap = S.export_versioned(x, (99, 99))
+    info = _probe.inspect(cap)
+    return info["name"], info.get("version")
+
+
+@pytest.mark.clause("VER-03")
+@pytest.mark.role("producer")
+@S.guarded
+def test_versioned_capsule_at_producer_version(target, check):
+    """A consumer max of at least the producer's version, or the same major, gets a versioned
+    capsule at the producer's own version (or at max_version itself, recommended)."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0), (99, 99)]:",
+                                "    i = _probe.inspect(x.__dlpack__(max_version=mv)); print(mv, i['name'], i['version'])"))
+    name, own = _own_version(x)
+    if name != S.VERSIONED or own is None:
+        check.that(False, "VER-03", "max_version=(99, 99) gave a %r capsule with version %r" % (name, own))
+        return
+    for mv in S.MAX_VERSIONS:
+        if not (mv >= tuple(own) or mv[0] == own[0]):
+            continue
+        cap = S.export_versioned(x, mv)
+        info = _probe.inspect(cap)
+        if not check.equal(info["name"], S.VERSIONED, "VER-03", "max_version=%r: capsule name" % (mv,)):
+            continue
+        v = tuple(info["version"])
+        check.that(v == tuple(own) or (v == mv and v[0] == own[0]), "VER-03",
+                   "max_version=%r: capsule version %r; the producer's own version is %r" % (mv, v, tuple(own)))
+        del cap
+
+
+@pytest.mark.clause("VER-04")
+@pytest.mark.role("producer")
+@S.guarded
+def test_older_major_gets_legacy_or_buffererror(target, check):
+    """A consumer at major 0 gets the legacy DLManagedTensor capsule, or BufferError when the
+    producer no longer has it."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(0, 8)))['name'])"
+                                "  # expected 'dltensor' (or BufferError)"))
+    for mv in ((0, 8), (0, 0)):
+        try:
+            cap = S.export_versioned(x, mv)
+        except BufferError as e:
+            check.record("VER-04", "pass", "max_version=%r: BufferError (no legacy struct): %s" % (mv, S.describe_exc(e)))
+            continue
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001
+            check.that(False, "VER-04", "max_version=%r raised %s; expected a legacy capsule or BufferError"
+                       % (mv, S.describe_exc(e)))
+            continue
+        name = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
+        check.equal(name, S.LEGACY, "VER-04", "max_version=%r: capsule name" % (mv,))
+        del cap
+
+
+@pytest.mark.clause("VER-07")
+@pytest.mark.role("producer")
+@S.guarded
+def test_version_field(target, check):
+    """DLManagedTensorVersioned.version is the DLPack version the producer implements: major >= 1,
+    the same for every tensor, dtype and view."""
+    seen = []
+    dtypes = S.pick_dtypes(target)[:3]
+    x0, _, mk = S.make(target, dtypes[0])
+    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(1, 3)))['version'])"))
+    for dtype in dtypes:
+        x, values, _ = S.make(target, dtype, (2, 3))
+        v = target.transpose(x, (1, 0))
+        for label, t in (("x", x), ("x.T", v)):
+            if t is None:
+                continue
+            cap = S.export_versioned(t)
+            info = _probe.inspect(cap)
+            if info["kind"] != "versioned":
+                raise Unsupported("max_version=(1, 3) gave a %r capsule (see CAP-02/VER-03)" % info["name"])
+            ver = info["version"]
+            seen.append(tuple(ver))
+            check.that(ver[0] >= 1, "VER-07", "%s %s: version %r in a DLManagedTensorVersioned (major 0 is the "
+                       "legacy struct's era)" % (dtype, label, ver))
+            del cap
+    check.that(len(set(seen)) == 1, "VER-07", "versions differ between exports: %r" % sorted(set(seen)))
+    if seen and max(seen) > S.SUITE_VERSION:
+        check.record("VER-07", "pass", "version %r is newer than the suite's dlpack.h %r" % (max(seen), S.SUITE_VERSION))
+
+
+@pytest.mark.clause("VER-10")
+@pytest.mark.role("producer")
+@S.guarded
+def test_abi_prefix_deleter(target, check):
+    """The fields up to flags (version, manager_ctx, deleter, flags) sit at their ABI offsets, so
+    a consumer of any version can call the deleter: it is found and called through them."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
+                                "print(_probe.check(cap))", "t = _probe.instrument(cap); h = _probe.consume(cap)",
+                                "h.release(); print(t.calls)  # expected 1"))
+    cap = S.export_versioned(x)
+    info = _probe.inspect(cap)
+    if info["kind"] != "versioned":
+        raise Unsupported("max_version=(1, 3) gave a %r capsule" % info["name"])
+    word = S.read_word(info["pointer"] + S.deleter_offset("versioned"))
+    check.equal(word, info["deleter"], "VER-10", "the word at the deleter's ABI offset")
+    issues = [(c, m) for c, m in _probe.check(cap) if c == "VER-10"]
+    check.that(not issues, "VER-10", "; ".join(m for _, m in issues))
+    tracker = _probe.instrument(cap)
+    handle = _probe.consume(cap)
+    check.that(handle.release(), "VER-10", "no deleter found through the fixed-layout prefix")
+    check.equal(tracker.calls, 1, "VER-10", "deleter calls through the fixed-layout prefix")
+
+
+@pytest.mark.clause("VER-11")
+@pytest.mark.role("producer")
+@S.guarded
+def test_producer_offers_both_structs(target, check):
+    """During the transition a producer should export both DLManagedTensor (legacy) and
+    DLManagedTensorVersioned."""
+    x, values, mk = S.make(target)
+    check.repro(_producer_lines(target, mk, "print(x.__dlpack__(), x.__dlpack__(max_version=(1, 3)))"))
+    try:
+        legacy = _probe.inspect(x.__dlpack__())["name"]
+    except BufferError as e:
+        legacy = "BufferError: %s" % e
+    versioned = _probe.inspect(S.export_versioned(x))["name"]
+    check.that(legacy == S.LEGACY and versioned == S.VERSIONED, "VER-11",
+               "legacy export: %s; versioned export: %s" % (legacy, versioned))
+
+
+# ============================================================================ consumer
+def _consumer_lines(target, *body):
+    return S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer") + list(body)
+
+
+def _expect_import(target, check, clause, p, forge_of, what, used=None):
+    """Imports p; checks values, the rename and the deleter count. Returns True if it imported."""
+    y, exc = S.try_import(target, p)
+    if exc is not None:
+        check.that(False, clause, "%s: from_dlpack raised %s" % (what, S.describe_exc(exc)))
+        return False
+    forge = forge_of(p)
+    got, d = S.result_elements(target, y)
+    check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
+    if used is not None and getattr(p, "capsules", None):
+        check.equal(_probe.inspect(p.capsules[-1])["name"], used, clause, "%s: capsule name after import" % what)
+    check.equal(forge.deleter_calls, 0, clause, "%s: deleter calls while the result is alive" % what)
+    del y
+    S.settle()
+    check.equal(forge.deleter_calls, 1, clause, "%s: deleter calls after the result died" % what)
+    S.drop_capsules(p, imported=True)
+    return True
+
+
+def _expect_refusal(target, check, clause, p, forge, what):
+    """Imports p, which must be refused; the forge deleter runs exactly once when all is gone."""
+    y, exc = S.try_import(target, p)
+    if exc is None:
+        check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(y).__name__))
+        del y
+    else:
+        check.that(not isinstance(exc, SystemError), clause, "%s: refused with %s" % (what, S.describe_exc(exc)))
+    S.drop_capsules(p, imported=exc is None)
+    del p
+    S.settle()
+    return exc
+
+
+@pytest.mark.clause("VER-01")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_passes_max_version_tuple(target, check):
+    """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
+    seen, exc = S.consumer_max_versions(target)
+    check.repro(_consumer_lines(target, "p = RecordingProducer(forges(shape=(2,)))",
+                                "y = %s" % S.consumer_expr(target), "print(p.calls)"))
+    passed = [m for m in seen if m is not None]
+    if not passed:
+        raise Unsupported("the consumer does not pass max_version (calls: %r); consumers may delay using it" % (seen,))
+    for m in passed:
+        ok = (type(m) is tuple and len(m) == 2 and all(type(v) is int for v in m))
+        check.that(ok, "VER-01", "max_version=%r (%s): expected a tuple of two ints" % (m, type(m).__name__))
+        if ok:
+            check.that(m >= (1, 0), "VER-01", "max_version=%r is below (1, 0): the consumer asks for legacy "
+                       "capsules through max_version" % (m,))
+
+
+@pytest.mark.clause("VER-05")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_checks_name_and_version(target, check):
+    """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
+    from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
+    with an unknown name."""
+    S.require_versioned_consumer(target)
+    cases = [
+        ("legacy capsule although max_version was passed", {"versioned": False}, S.USED_LEGACY),
+        ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)}, S.USED_VERSIONED),
+    ]
+    for what, fk, used in cases:
+        fk = dict(fk, shape=(2, 3))
+        S.repro_unless_failed(check, _consumer_lines(
+            target, "p = RecordingProducer(%s)" % S.forge_repr(fk), "y = %s" % S.consumer_expr(target)))
+        forge = S._ref().Forge(**fk)
+        p = S.Keep(forge)
+        _expect_import(target, check, "VER-05", p, lambda _p: forge, what, used)
+        S.drop_capsules(p, imported=False)
+        S.settle()
+    fk = {"versioned": True, "shape": (2, 3), "capsule_name": "dltensor_v9"}
+    S.repro_unless_failed(check, _consumer_lines(
+        target, "p = RecordingProducer(%s)" % S.forge_repr(fk), "y = %s  # expected: refused" % S.consumer_expr(target)))
+    forge = S._ref().Forge(**fk)
+    _expect_refusal(target, check, "VER-05", S.Keep(forge), forge, "capsule named 'dltensor_v9'")
+    check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
+
+
+@pytest.mark.clause("VER-06")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_retries_without_new_keywords(target, check):
+    """An old producer's __dlpack__ takes only stream and raises TypeError for max_version,
+    dl_device or copy: the consumer retries without them and imports the legacy capsule."""
+    fk = {"shape": (2, 3)}
+    check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(2, 3)))",
+                                "y = %s" % S.consumer_expr(target), "print(p.calls)"))
+    p = S.Keep(S.forges(**fk), legacy_only=True)
+    y, exc = S.try_import(target, p)
+    S.drop_capsules(p, imported=exc is None)
+    calls = list(p.calls)
+    new_first = bool(calls) and bool(set(calls[0]) - {"stream", "args"})
+    if exc is not None:
+        check.that(False, "VER-06", "import from a legacy-only producer failed (calls %r): %s"
+                   % (calls, S.describe_exc(exc)))
+        return
+    forge = p.forges["legacy"]
+    got, d = S.result_elements(target, y)
+    check.equal(got, forge.expected_elements(), "VER-06", "element values")
+    if new_first:
+        check.that(len(calls) >= 2 and not (set(calls[-1]) - {"stream"}), "VER-06",
+                   "the last __dlpack__ call still passed new keywords: %r" % (calls,))
+        check.record("VER-06", "pass", "retried: %r" % (calls,))
+    else:
+        check.record("VER-06", "pass", "the consumer passes no new keywords (calls %r), so old producers work "
+                     "as is" % (calls,))
+    del y
+    S.settle()
+    check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
+
+
+@pytest.mark.clause("VER-08", "VER-10")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_refuses_other_major(target, check):
+    """A versioned capsule whose version.major is not 1 must be refused, reading nothing past
+    flags, and its deleter called exactly once (VER-10: the prefix keeps its layout, so that is
+    always possible). The hostile case has a NULL shape and NULL data behind the version."""
+    S.require_versioned_consumer(target)
+    cases = [
+        ("version (2, 0)", {"version": (2, 0)}),
+        ("version (0, 9)", {"version": (0, 9)}),
+        ("version (2, 0), hostile fields", {"version": (2, 0), "data": "null", "shape_null": True, "ndim": 3}),
+    ]
+    for what, extra in cases:
+        fk = dict({"versioned": True, "shape": (2, 3)}, **extra)
+        S.repro_unless_failed(check, _consumer_lines(
+            target, "f = %s" % S.forge_repr(fk), "p = RecordingProducer(f)",
+            "y = %s  # expected: refused" % S.consumer_expr(target),
+            "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
+        forge = S._ref().Forge(**fk)
+        p = S.Keep(forge)
+        _expect_refusal(target, check, "VER-08", p, forge, what)
+        check.equal(forge.deleter_calls, 1, "VER-08", "%s: deleter calls once the capsule is gone" % what)
+        check.that(forge.deleter_calls >= 1, "VER-10", "%s: the deleter was never called" % what)
+
+
+@pytest.mark.clause("VER-09")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_newer_minor(target, check):
+    """Version (1, 99) with fields the consumer knows is usable; with an unknown dtype code or
+    device type it must be refused, not misread."""
+    S.require_versioned_consumer(target)
+    fk = {"versioned": True, "version": (1, 99), "shape": (2, 3)}
+    S.repro_unless_failed(check, _consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
+                                                 "y = %s" % S.consumer_expr(target)))
+    forge = S._ref().Forge(**fk)
+    p = S.Keep(forge)
+    _expect_import(target, check, "VER-09", p, lambda _p: forge, "version (1, 99), known fields", S.USED_VERSIONED)
+    S.drop_capsules(p, imported=False)
+    S.settle()
+    for what, extra, device in (("unknown dtype code 99", {"dtype": (99, 32, 1)}, (1, 0)),
+                                ("unknown device type 99", {"device": (99, 0)}, (99, 0))):
+        fk = dict({"versioned": True, "version": (1, 99), "shape": (2, 3)}, **extra)
+        S.repro_unless_failed(check, _consumer_lines(
+            target, "f = %s" % S.forge_repr(fk), "p = RecordingProducer(f, device=%r)" % (device,),
+            "y = %s  # expected: refused" % S.consumer_expr(target),
+            "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
+        forge = S._ref().Forge(**fk)
+        p = S.Keep(forge, device=device)
+        _expect_refusal(target, check, "VER-09", p, forge, "version (1, 99), " + what)
+        check.equal(forge.deleter_calls, 1 if forge.capsules_made else 0, "VER-09",
+                    "%s: deleter calls once the refused capsule is gone" % what)
+
+
+@pytest.mark.clause("VER-11")
+@pytest.mark.role("consumer")
+@S.guarded
+def test_consumer_takes_both_structs(target, check):
+    """During the transition a consumer should import both capsule kinds."""
+    check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(3,)))", "y = %s" % S.consumer_expr(target),
+                                "p2 = RecordingProducer(forges(shape=(3,)))", "y2 = %s" % S.consumer_expr(target, "p2"),
+                                "print(p2.last_kind)"))
+    legacy = S.Keep(S.forges(shape=(3,)), legacy_only=True)
+    y, exc = S.try_import(target, legacy)
+    legacy_ok = exc is None and legacy.last_kind == "legacy"
+    S.drop_capsules(legacy, imported=exc is None)
+    del y
+    if not S.consumer_takes_versioned(target):
+        if legacy_ok:
+            raise Unsupported("the consumer imports legacy capsules only (it never asks for versioned ones)")
+        check.that(False, "VER-11", "the consumer imports neither kind: %s" % (S.describe_exc(exc) if exc else ""))
+        return
+    p = S.Keep(S.forges(shape=(3,)))
+    y2, exc2 = S.try_import(target, p)
+    versioned_ok = exc2 is None and p.last_kind == "versioned"
+    S.drop_capsules(p, imported=exc2 is None)
+    del y2
+    S.settle()
+    check.that(legacy_ok and versioned_ok, "VER-11", "legacy import: %s; versioned import: %s" % (
+        "ok" if legacy_ok else (S.describe_exc(exc) if exc else "got %s" % legacy.last_kind),
+        "ok" if versioned_ok else (S.describe_exc(exc2) if exc2 else "got %s" % p.last_kind)))
