@@ -103,8 +103,8 @@ def settle():
 def itemsize(dtype):
     if dtype in _ITEMSIZE:
         return _ITEMSIZE[dtype]
-    if dtype.startswith("float8"):
-        return 1
+    if dtype.startswith(("float8", "float6", "float4")):
+        return 1  # fp8, and sub-byte types padded to one byte per element (FLG-06)
     raise KeyError(dtype)
 
 

@@ -5,6 +5,8 @@ from .base import STANDARD_DTYPES, Target, TargetError
 EXTRA_DTYPES = (
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    # sub-byte types, stored one element per byte with IS_SUBBYTE_TYPE_PADDED (FLG-06)
+    "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
 )
 
 

@@ -1,0 +1,167 @@
+"""Hypothesis strategies shared by the suites: dtypes, shapes, strides and views.
+
+Everything here is plain data (names, tuples, ints); building tensors is the job of the
+tests and the target adapters. Strides are in elements, byte offsets in bytes.
+
+- `DTYPES`: name -> (code, bits, lanes) for every dtype the suite knows, sub-byte, fp8 and
+  vector types included; `dtypes()` draws names, `dtype_tuples()` draws the tuples.
+- `shapes()`: shapes with zero-size and 0-d cases; `high_ndim_shapes()`: ndim up to 32 with
+  a small element count.
+- `strides_for(shape)`: strides for a given shape: row-major, transposed, stepped, negative,
+  odd strides on size-1 dims.
+- `views()`: `View(shape, strides, byte_offset, buffer_size, itemsize)` over a buffer that
+  covers the view's extent exactly (plus padding), for forged capsules.
+- `view_ops(ndim)`: a list of native view operations (transpose/slice/flip) to apply to a
+  target's tensor.
+- `settings_bounded`: the suite-wide bounded, deterministic hypothesis settings.
+
+A failing example must be reproducible: tests call `hypothesis.note()` with the drawn case
+and put a self-contained snippet into `check.repro(...)`.
+"""
+from collections import namedtuple
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+#: name -> (code, bits, lanes), as dlc_dtype_classify names them
+DTYPES = {
+    "bool": (6, 8, 1),
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
+    "bfloat16": (4, 16, 1),
+    "complex32": (5, 32, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
+    "float8_e3m4": (7, 8, 1), "float8_e4m3": (8, 8, 1), "float8_e4m3b11fnuz": (9, 8, 1),
+    "float8_e4m3fn": (10, 8, 1), "float8_e4m3fnuz": (11, 8, 1), "float8_e5m2": (12, 8, 1),
+    "float8_e5m2fnuz": (13, 8, 1), "float8_e8m0fnu": (14, 8, 1),
+    "float6_e2m3fn": (15, 6, 1), "float6_e3m2fn": (16, 6, 1), "float4_e2m1fn": (17, 4, 1),
+    "int4": (0, 4, 1), "uint4": (1, 4, 1),
+}
+#: the array-API standard dtypes (DT-12)
+ARRAY_API_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float32", "float64", "complex64", "complex128")
+FLOAT8 = tuple(n for n, t in DTYPES.items() if 7 <= t[0] <= 14)
+SUBBYTE = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int4", "uint4")
+#: vector dtypes (DT-10): code, bits, lanes
+VECTOR_DTYPES = ((2, 32, 4), (2, 16, 2), (0, 8, 4))
+
+
+def itemsize_of(dtype):
+    """ceil(bits * lanes / 8) (the header's GetDataSize per element, LAY-10)."""
+    code, bits, lanes = DTYPES[dtype] if isinstance(dtype, str) else dtype
+    return (bits * lanes + 7) // 8
+
+
+def dtypes(names=None):
+    """Draws a dtype name (from `names`, default every known name)."""
+    return st.sampled_from(sorted(names if names is not None else DTYPES))
+
+
+def dtype_tuples(names=None):
+    return dtypes(names).map(lambda n: DTYPES[n])
+
+
+def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
+    """Shapes, 0-d and zero-size included; the element count stays under max_numel."""
+    side = st.integers(0 if allow_zero else 1, max_side)
+
+    def small(shape):
+        n = 1
+        for s in shape:
+            n *= max(s, 1)
+        return n <= max_numel
+
+    return st.lists(side, min_size=min_ndim, max_size=max_ndim).map(tuple).filter(small)
+
+
+def high_ndim_shapes(min_ndim=17, max_ndim=32):
+    """ndim up to 32: mostly size-1 dims, a few of size 2 or 0, so numel stays tiny."""
+    return st.lists(st.sampled_from((1, 1, 1, 2)), min_size=min_ndim, max_size=max_ndim).flatmap(
+        lambda dims: st.one_of(st.just(tuple(dims)),
+                               st.integers(0, len(dims) - 1).map(lambda i: tuple(dims[:i]) + (0,) + tuple(dims[i + 1:]))))
+
+
+def row_major(shape):
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+@st.composite
+def strides_for(draw, shape, allow_negative=True):
+    """Element strides for `shape`: a permuted compact base layout, stepped per dim, optionally
+    negated, with arbitrary (odd, negative, zero-like) strides on size-1 dims."""
+    ndim = len(shape)
+    if ndim == 0:
+        return ()
+    order = draw(st.permutations(range(ndim)))
+    steps = [draw(st.sampled_from((1, 1, 2, 3))) for _ in range(ndim)]
+    strides = [0] * ndim
+    acc = 1
+    for d in reversed(order):  # the last in `order` varies fastest
+        strides[d] = acc * steps[d]
+        acc *= max(shape[d], 1) * steps[d]
+    for d in range(ndim):
+        if shape[d] == 1:
+            strides[d] = draw(st.sampled_from((strides[d], 1, 7, 13, -5, 0)))
+            if not allow_negative and strides[d] < 0:
+                strides[d] = -strides[d]
+        elif allow_negative and draw(st.booleans()) and draw(st.booleans()):
+            strides[d] = -strides[d]
+    return tuple(strides)
+
+
+def extent(shape, strides):
+    """(lo, hi) in elements relative to the first element: every element lies in [lo, hi)."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    lo = hi = 0
+    for n, s in zip(shape, strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + 1
+
+
+View = namedtuple("View", "shape strides byte_offset buffer_size itemsize")
+
+
+@st.composite
+def views(draw, itemsize=4, min_ndim=0, max_ndim=4, max_side=4, allow_negative=True, allow_zero=True,
+          odd_offset=False):
+    """A strided view over a buffer: byte_offset puts the first element inside the buffer so
+    that every element, negative strides included, lies in [0, buffer_size)."""
+    shape = draw(shapes(min_ndim, max_ndim, max_side, allow_zero))
+    strides = draw(strides_for(shape, allow_negative))
+    lo, hi = extent(shape, strides)
+    pad = draw(st.integers(0, 3))
+    first = -lo + pad  # elements before the first element
+    extra = draw(st.integers(0, 7)) if odd_offset else 0  # bytes, breaks element alignment
+    byte_offset = first * itemsize + extra
+    buffer_size = byte_offset + max(hi, 0) * itemsize + draw(st.integers(0, 3)) * itemsize
+    return View(tuple(shape), tuple(strides), byte_offset, max(buffer_size, 1), itemsize)
+
+
+def view_ops(ndim, allow_flip=True, max_ops=3):
+    """Native view operations: ("transpose", perm), ("slice", dim, start, stop, step),
+    ("flip", dim). Slices use steps and possibly empty ranges; flips give negative strides."""
+    if ndim == 0:
+        return st.just([])
+    op = st.one_of(
+        st.permutations(range(ndim)).map(lambda p: ("transpose", tuple(p))),
+        st.tuples(st.just("slice"), st.integers(0, ndim - 1), st.integers(0, 2), st.sampled_from((None, 1, 3, 5)),
+                  st.sampled_from((1, 2, 3))),
+        *([st.tuples(st.just("flip"), st.integers(0, ndim - 1))] if allow_flip else []),
+    )
+    return st.lists(op, min_size=0, max_size=max_ops)
+
+
+def settings_bounded(max_examples=20, **kw):
+    """Bounded and reproducible: derandomized, no deadline, no example database."""
+    return settings(max_examples=min(max_examples, 20), derandomize=True, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+                    **kw)

@@ -1,0 +1,344 @@
+"""DT-01..13: dtype codes, bits and lanes, as exported (producer) and as imported (consumer).
+
+Producer: every dtype the library has exports the (code, bits, lanes) of the header and the
+same element bytes. Consumer: forged capsules of each dtype import with the right item size
+and bytes (a refusal is not a breach, except that refusing a dtype the library itself has is
+reported as warn), and invalid dtypes (unknown codes, fp6/fp4 with other bits) are refused.
+"""
+import ctypes
+
+import pytest
+
+import strategies as S
+from _layout_support import (
+    repro_once,
+    DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values, compare_layout, export, lib,
+    make_lines, result_bytes, setup_lines, values_for)
+from dlconform import _probe
+from dlconform.verdicts import Unsupported
+
+P = pytest.mark.role("producer")
+C = pytest.mark.role("consumer")
+
+
+def clause_of(name):
+    code = S.DTYPES[name][0]
+    if name == "bool":
+        return "DT-03"
+    if code == 5:
+        return "DT-04"
+    if code == 4:
+        return "DT-05"
+    if 7 <= code <= 14:
+        return "DT-06"
+    if code in (15, 16):
+        return "DT-07"
+    if code == 17:
+        return "DT-08"
+    return "DT-13"
+
+
+def _values(name, n, seed=0):
+    if name == "bool":
+        return bool_values(n)
+    if name in S.SUBBYTE:
+        bits = S.DTYPES[name][1]
+        return bytes((i * 5 + seed) & ((1 << bits) - 1) for i in range(n))
+    return values_for(S.itemsize_of(name), n, seed)
+
+
+# ============================================================================ producer
+@pytest.mark.clause("DT-01", "DT-03", "DT-04", "DT-05", "DT-06", "DT-10", "DT-13")
+@P
+def test_producer_dtype_fields_and_bytes(target, check):
+    """Each native dtype exports the header's (code, bits, lanes) and the same element bytes."""
+    seen = set()
+    refused = {}
+    for name in target.dtypes():
+        if name not in S.DTYPES or name in S.SUBBYTE:
+            continue
+        shape = (2, 3)
+        vals = _values(name, 6)
+        x = target.make(name, shape, vals)
+        repro_once(check, setup_lines(target) + make_lines(target, name, shape, vals) +
+                    ["cap = x.__dlpack__()", "i = _probe.inspect(cap); print(i['dtype'])  # expected %r"
+                     % (S.DTYPES[name],), "print(_probe.read_elements(cap) == %r)" % target.expected(x)])
+        try:
+            cap = x.__dlpack__()
+        except Exception as e:  # noqa: BLE001 - coverage is DT-12's business
+            refused[clause_of(name)] = "%s export refused (%s: %s)" % (name, type(e).__name__, e)
+            continue
+        cl = clause_of(name)
+        seen.add(cl)
+        info = _probe.inspect(cap)
+        code, bits, lanes = info["dtype"]
+        check.that(code in range(0, 18), "DT-01", "%s exported with code %d, not a DLDataTypeCode" % (name, code))
+        check.equal(lanes, 1, "DT-10", "%s lanes" % name)
+        check.equal((code, bits, lanes), S.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
+        for clause, msg in _probe.check(cap):
+            if clause.startswith("DT-"):
+                check.record(clause, "fail", "%s: %s" % (name, msg))
+        layout = compare_layout(target, x, info, S.itemsize_of(name))
+        for c, m in layout:
+            check.record(c, "fail", m)
+        if not layout and (code, bits, lanes) == S.DTYPES[name]:
+            check.equal(_probe.read_elements(cap), target.expected(x), cl, "%s element bytes" % name)
+    check.record("DT-01", "pass", "")
+    check.record("DT-10", "pass", "")
+    for cl in ("DT-03", "DT-04", "DT-05", "DT-06", "DT-13"):
+        if cl not in seen:
+            check.record(cl, "unsupported", refused.get(cl) or "%s has no dtype of this kind" % target.name)
+
+
+@pytest.mark.clause("DT-12")
+@P
+def test_producer_array_api_dtypes_export(target, check):
+    """Every array-API dtype the library has exports (DT-12 reading: a dtype the library lacks
+    is not counted)."""
+    have = [d for d in S.ARRAY_API_DTYPES if d in target.dtypes()]
+    if not have:
+        raise Unsupported("%s has none of the array-API dtypes" % target.name)
+    for name in have:
+        vals = _values(name, 3)
+        x = target.make(name, (3,), vals)
+        repro_once(check, setup_lines(target) + make_lines(target, name, (3,), vals) + ["cap = x.__dlpack__()"])
+        try:
+            x.__dlpack__()
+        except Exception as e:  # noqa: BLE001
+            why = bad_exception(type(e), str(e))
+            if name == "bool" and not why:
+                check.warn("DT-12", "bool export refused (%s: %s); DT-12 lists bool, but kDLBool exists only from "
+                           "DLPack 0.8 (DT-03) and a legacy-only producer does not say which version it implements"
+                           % (type(e).__name__, e))
+            else:
+                check.record("DT-12", "fail", "%s export refused (%s: %s)" % (name, type(e).__name__, e))
+            continue
+        check.record("DT-12", "pass", "")
+
+
+@pytest.mark.clause("DT-02")
+@P
+def test_producer_native_byte_order(target, check):
+    """Exports hold native-order bytes; a non-native-order array (numpy) should be refused."""
+    name = next((d for d in ("int32", "float32", "int16") if d in target.dtypes()), None)
+    if name is None:
+        raise Unsupported("no multi-byte dtype in %s" % target.name)
+    vals = _values(name, 4)
+    x = target.make(name, (4,), vals)
+    repro_once(check, setup_lines(target) + make_lines(target, name, (4,), vals) +
+                ["print(_probe.read_elements(x.__dlpack__()) == %r)" % vals])
+    cap = x.__dlpack__()
+    layout = compare_layout(target, x, _probe.inspect(cap), S.itemsize_of(name))
+    for c, m in layout:
+        check.record(c, "fail", m)
+    if not layout:
+        check.equal(_probe.read_elements(cap), vals, "DT-02", "native-order element bytes")
+    if lib(target) == "numpy":
+        y = x.astype(x.dtype.newbyteorder())
+        repro_once(check, setup_lines(target) + make_lines(target, name, (4,), vals) +
+                    ["y = x.astype(x.dtype.newbyteorder())", "y.__dlpack__()  # should raise"])
+        try:
+            y.__dlpack__()
+            check.warn("DT-02", "a non-native byte order %s array was exported" % y.dtype.str)
+        except Exception as e:  # noqa: BLE001
+            why = bad_exception(type(e), str(e))
+            check.that(why is None, "DT-02", "non-native byte order refused uncleanly: %s" % why)
+
+
+@pytest.mark.clause("DT-07", "DT-08", "DT-09")
+@P
+def test_producer_subbyte_dtypes(target, check):
+    """fp6 exports bits 6, fp4 bits 4 (lanes 1); packed data (no PADDED flag) is little
+    bit-endian, padded data holds one element per byte."""
+    done = set()
+    for name in S.SUBBYTE:
+        n = 5
+        vals = _values(name, n)
+        try:
+            x = target.make(name, (n,), vals)
+        except Exception:
+            continue
+        try:
+            cap = export(x, versioned=True)
+        except Unsupported:
+            try:
+                cap = x.__dlpack__()
+            except Exception:
+                continue
+        except Exception:
+            continue
+        info = _probe.inspect(cap)
+        repro_once(check, setup_lines(target) + make_lines(target, name, (n,), vals) +
+                    ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
+        code, bits, lanes = info["dtype"]
+        cl = clause_of(name)
+        if cl in ("DT-07", "DT-08"):
+            check.equal((code, bits, lanes), S.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
+            done.add(cl)
+        padded = bool((info.get("flags") or 0) & DLPACK_FLAG_SUBBYTE_PADDED)
+        expected = target.expected(x)
+        if padded:
+            check.equal(_probe.read_elements(cap), expected, "DT-09", "%s padded elements" % name)
+        else:
+            raw = ctypes.string_at(info["data"] + info["byte_offset"], (n * bits + 7) // 8)
+            got = bytes((int.from_bytes(raw, "little") >> (i * bits)) & ((1 << bits) - 1) for i in range(n))
+            check.equal(got, expected, "DT-09", "%s packed elements (little bit-endian)" % name)
+        done.add("DT-09")
+    if not done:
+        raise Unsupported("%s has no sub-byte dtype" % target.name)
+    for cl in ("DT-07", "DT-08", "DT-09"):
+        if cl not in done:
+            check.record(cl, "unsupported", "%s has no dtype of this kind" % target.name)
+
+
+# ============================================================================ consumer
+def _fill(name, n):
+    if name == "bool":
+        return bool_values(n)
+    return None
+
+
+def _kind_of_result(target, y):
+    k = lib(target)
+    try:
+        if k == "numpy":
+            return y.dtype.kind  # b i u f c
+        if k == "torch":
+            t = target.torch
+            if y.dtype == t.bool:
+                return "b"
+            if y.dtype.is_complex:
+                return "c"
+            if y.dtype.is_floating_point:
+                return "f"
+            return "i" if y.dtype.is_signed else "u"
+        if k == "ref":
+            return {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}.get(y.dtype[0], "f" if 7 <= y.dtype[0] <= 17
+                                                                        else None)
+    except Exception:
+        return None
+    return None
+
+
+_KIND = {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}
+
+
+@pytest.mark.clause("DT-03", "DT-04", "DT-05", "DT-06", "DT-13")
+@C
+def test_consumer_imports_dtypes(target, check):
+    """Forged capsules of each standard and fp8 dtype import with the right item size, kind and
+    bytes, or are refused (warn when the library itself has the dtype)."""
+    seen = set()
+    notes = {}
+    for name in list(S.DTYPES):
+        if name in S.SUBBYTE:
+            continue
+        cl = clause_of(name)
+        kw = dict(dtype=S.DTYPES[name], shape=(4,))
+        if _fill(name, 4) is not None:
+            kw["fill"] = _fill(name, 4)
+        repro_once(check, attempt_lines(target, kw))
+        att = Attempt(target, kw)
+        if att.refused:
+            why = bad_exception(att.etype, att.emsg)
+            if why:
+                check.record(cl, "fail", "%s refused uncleanly: %s" % (name, why))
+            elif name in target.dtypes():
+                seen.add(cl)
+                check.warn(cl, "%s, a dtype %s has, is refused on import (%s)" % (name, target.name, att.refusal()))
+            else:
+                notes.setdefault(cl, "%s refused (%s)" % (name, att.refusal()))
+            att.settle()
+            continue
+        seen.add(cl)
+        d, got = result_bytes(target, att.result)
+        check.equal(d["itemsize"], S.itemsize_of(name), cl, "%s result item size" % name)
+        check.equal(got, att.forge.expected_elements(), cl, "%s result bytes" % name)
+        kind = _kind_of_result(target, att.result)
+        want = _KIND.get(S.DTYPES[name][0]) if S.DTYPES[name][0] < 7 else None
+        if kind is not None and want is not None:
+            check.equal(kind, want, cl, "%s imported as kind %r" % (name, kind))
+        att.settle()
+    for cl in ("DT-03", "DT-04", "DT-05", "DT-06", "DT-13"):
+        if cl not in seen:
+            check.record(cl, "unsupported", notes.get(cl, "no dtype of this kind imported"))
+
+
+@pytest.mark.clause("DT-07", "DT-08")
+@C
+def test_consumer_refuses_wrong_subbyte_bits(target, check):
+    """fp6 (codes 15, 16) with bits != 6 and fp4 (17) with bits != 4: the consumer must stop."""
+    for dtype in [(15, 8, 1), (16, 8, 1), (17, 8, 1), (17, 2, 1), (15, 4, 1)]:
+        cl = "DT-08" if dtype[0] == 17 else "DT-07"
+        kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
+        repro_once(check, attempt_lines(target, kw))
+        att = Attempt(target, kw)
+        if not att.refused:
+            check.record(cl, "fail", "dtype %r was imported (result %r)" % (dtype, target.describe(att.result)))
+        else:
+            why = bad_exception(att.etype, att.emsg)
+            check.that(why is None, cl, "dtype %r refused uncleanly: %s" % (dtype, why))
+        after = att.settle()
+        check.equal(after, 1, cl, "deleter calls after dtype %r" % (dtype,))
+
+
+@pytest.mark.clause("DT-01")
+@C
+def test_consumer_refuses_unknown_dtype_codes(target, check):
+    """A code that is no DLDataTypeCode (18, 99, 255) is never imported as something else."""
+    for dtype in [(18, 32, 1), (99, 32, 1), (255, 8, 1)]:
+        kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
+        repro_once(check, attempt_lines(target, kw))
+        att = Attempt(target, kw)
+        if not att.refused:
+            check.record("DT-01", "fail", "unknown dtype %r was imported (result %r)"
+                         % (dtype, target.describe(att.result)))
+        else:
+            why = bad_exception(att.etype, att.emsg)
+            check.that(why is None, "DT-01", "dtype %r refused uncleanly: %s" % (dtype, why))
+        after = att.settle()
+        check.equal(after, 1, "DT-01", "deleter calls after dtype %r" % (dtype,))
+
+
+@pytest.mark.clause("DT-10", "DT-11", "DT-09")
+@C
+def test_consumer_lanes_opaque_packed(target, check):
+    """Vector lanes import with itemsize bits*lanes/8 or are refused; kDLOpaqueHandle is by
+    agreement (import or refuse); packed sub-byte data imports little bit-endian or is refused."""
+    for dtype in S.VECTOR_DTYPES:
+        kw = dict(dtype=dtype, shape=(3,))
+        repro_once(check, attempt_lines(target, kw))
+        att = Attempt(target, kw)
+        if att.refused:
+            why = bad_exception(att.etype, att.emsg)
+            check.that(why is None, "DT-10", "dtype %r refused uncleanly: %s" % (dtype, why))
+        else:
+            d, got = result_bytes(target, att.result)
+            ok = (d["itemsize"] == S.itemsize_of(dtype) and got == att.forge.expected_elements()) or (
+                d["itemsize"] == dtype[1] // 8 and tuple(d["shape"]) == (3, dtype[2]))
+            check.that(ok, "DT-10", "dtype %r imported with shape %r itemsize %d" % (dtype, d["shape"], d["itemsize"]))
+        att.settle()
+    kw = dict(dtype=(3, 64, 1), shape=(2,))
+    repro_once(check, attempt_lines(target, kw))
+    att = Attempt(target, kw)
+    if att.refused:
+        why = bad_exception(att.etype, att.emsg)
+        check.that(why is None, "DT-11", "opaque handle refused uncleanly: %s" % why)
+    else:
+        check.record("DT-11", "pass", "")
+    att.settle()
+    kw = dict(dtype=(17, 4, 1), shape=(4,), flags=0, fill=b"\x21\x43")
+    repro_once(check, attempt_lines(target, kw))
+    att = Attempt(target, kw)
+    if att.refused:
+        why = bad_exception(att.etype, att.emsg)
+        check.that(why is None, "DT-09", "packed fp4 refused uncleanly: %s" % why)
+    else:
+        d = target.describe(att.result)
+        if d["itemsize"] == 1 and tuple(d["shape"]) == (4,):
+            _, got = result_bytes(target, att.result)
+            check.equal(got, b"\x01\x02\x03\x04", "DT-09", "packed fp4 0x21 0x43 unpacked little bit-endian")
+        else:
+            check.warn("DT-09", "packed fp4 imported as shape %r itemsize %d: cannot tell its element order"
+                       % (d["shape"], d["itemsize"]))
+    att.settle()
