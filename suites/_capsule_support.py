@@ -5,7 +5,6 @@ and observe (capsule names, name pointers, deleter counts, who called what). The
 decide, clause by clause.
 """
 import ctypes
-import functools
 import gc
 import os
 import subprocess
@@ -13,7 +12,7 @@ import sys
 
 from dlconform import HARNESS_DIR, _probe
 from dlconform.producers import RecordingProducer, forges  # noqa: F401 (re-exported)
-from dlconform.verdicts import Unsupported, Warn
+from dlconform.verdicts import Unsupported
 
 LEGACY = "dltensor"
 VERSIONED = "dltensor_versioned"
@@ -47,35 +46,6 @@ def pin_forever(obj):
     """Keeps obj alive for the life of the process, also through module teardown."""
     _PINNED.append(obj)
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
-
-
-def guarded(fn):
-    """Innermost test decorator. The plugin lets explicit records win over the test's outcome,
-    so an exception raised after some check.that() calls would be lost for those clauses: turn
-    it into a record for every marked clause (fail, or the level's breach for an assertion)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (Unsupported, Warn):
-            raise
-        except BaseException as e:  # noqa: BLE001
-            check = kwargs.get("check")
-            if check is not None and check.records and isinstance(e, Exception):
-                clauses = []
-                for mark in getattr(wrapper, "pytestmark", []):
-                    if mark.name == "clause":
-                        clauses += [c for c in mark.args if c not in clauses]
-                text = "%s after partial checks: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
-                for clause in clauses:
-                    if isinstance(e, AssertionError):
-                        check.that(False, clause, text)
-                    else:
-                        check.record(clause, "fail", "unexpected " + text)
-            raise
-
-    return wrapper
 
 
 def _ref():
@@ -423,8 +393,6 @@ _CONSUMER_VERSIONED = {}
 
 def consumer_max_versions(target):
     """The max_version values the consumer passes on a plain import (cached per target)."""
-    from dlconform.producers import RecordingProducer, forges
-
     key = target.name
     if key not in _CONSUMER_VERSIONED:
         p = Keep(forges(shape=(2,)))

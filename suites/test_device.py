@@ -17,7 +17,6 @@ def _cpu_tensor(target, check):
 
 @pytest.mark.clause("DEV-01", "DEV-02", "DEV-03")
 @pytest.mark.role("producer")
-@S.guarded
 def test_reported_device_matches_exported_device(target, check):
     """__dlpack_device__() is a known (type, id) pair, and the capsule's DLTensor.device agrees
     with it when dl_device is None."""
@@ -36,7 +35,6 @@ def test_reported_device_matches_exported_device(target, check):
 
 @pytest.mark.clause("DEV-04")
 @pytest.mark.role("producer")
-@S.guarded
 def test_dl_device_of_own_device_exports_in_place(target, check):
     """dl_device equal to the tensor's own device (here the CPU) exports without a copy."""
     x, setup = _cpu_tensor(target, check)
@@ -54,7 +52,6 @@ def test_dl_device_of_own_device_exports_in_place(target, check):
 
 @pytest.mark.clause("DEV-05")
 @pytest.mark.role("producer")
-@S.guarded
 def test_impossible_dl_device_raises_buffererror(target, check):
     """A dl_device the producer cannot handle (kDLHexagon) must raise BufferError."""
     x, setup = _cpu_tensor(target, check)

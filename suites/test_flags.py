@@ -29,7 +29,6 @@ def _copied(target, x, info):
 # ============================================================================ producer
 @pytest.mark.clause("FLG-01")
 @pytest.mark.role("producer")
-@S.guarded
 def test_flags_default_zero(target, check):
     """A plain export (writable, not copied, byte-sized dtype) has flags 0; no undefined bit is
     ever set (a defined bit that does not apply is warn)."""
@@ -58,7 +57,6 @@ def test_flags_default_zero(target, check):
 
 @pytest.mark.clause("FLG-02")
 @pytest.mark.role("producer")
-@S.guarded
 def test_readonly_export_flagged(target, check):
     """A read-only tensor exported versioned carries READ_ONLY. A legacy capsule cannot carry it:
     refusing (BufferError) is the safe answer, a silent legacy export is warn."""
@@ -90,7 +88,6 @@ def test_readonly_export_flagged(target, check):
 
 @pytest.mark.clause("FLG-04")
 @pytest.mark.role("producer")
-@S.guarded
 def test_copy_sets_is_copied(target, check):
     """Whenever the producer copied (copy=True, or copy=None when it had to), IS_COPIED is set.
     IS_COPIED on memory that was not copied is warn (the consumer may then write to it)."""
@@ -125,7 +122,6 @@ def test_copy_sets_is_copied(target, check):
 
 @pytest.mark.clause("FLG-06")
 @pytest.mark.role("producer")
-@S.guarded
 def test_subbyte_padding_flag(target, check):
     """Sub-byte dtypes: IS_SUBBYTE_TYPE_PADDED is set exactly when elements are padded to a byte.
     Byte-sized dtypes never need it."""
@@ -167,7 +163,6 @@ def _library_has_readonly(target):
 
 @pytest.mark.clause("FLG-03")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_readonly_import(target, check):
     """A READ_ONLY capsule: a consumer with read-only arrays honours it (read-only result); one
     without ignores it (preferred over raising). Raising is allowed but warn; a writable result
@@ -202,7 +197,6 @@ def test_readonly_import(target, check):
 
 @pytest.mark.clause("FLG-05")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_is_copied_import(target, check):
     """An IS_COPIED capsule is the consumer's alone: it imports normally (values, deleter once)."""
     S.require_versioned_consumer(target)
@@ -228,7 +222,6 @@ def test_is_copied_import(target, check):
 
 @pytest.mark.clause("FLG-06")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_subbyte_import(target, check):
     """fp4 (code 17, bits 4) packed (flag clear) and padded (IS_SUBBYTE_TYPE_PADDED): a consumer
     that imports them reads the storage the flag describes; one that cannot refuses both."""

@@ -15,7 +15,6 @@ def _export_with_stream(x, stream):
 
 @pytest.mark.clause("STR-10")
 @pytest.mark.role("producer")
-@S.guarded
 def test_cpu_producer_accepts_only_stream_none(target, check):
     """On the CPU only stream=None is accepted: an integer stream must be rejected."""
     x, values, mk = S.make(target, "float32", (4,))
@@ -44,7 +43,6 @@ def test_cpu_producer_accepts_only_stream_none(target, check):
 
 @pytest.mark.clause("STR-02")
 @pytest.mark.role("producer")
-@S.guarded
 def test_stream_of_wrong_type_is_rejected(target, check):
     """A stream that is not an int (or None) is an error, never silently accepted."""
     x, values, mk = S.make(target, "float32", (4,))

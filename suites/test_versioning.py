@@ -10,7 +10,7 @@ import pytest
 
 import _capsule_support as S
 from dlconform import _probe
-from dlconform.verdicts import Unsupported, Warn
+from dlconform.verdicts import Unsupported
 
 
 def _producer_lines(target, mk, *body):
@@ -20,7 +20,6 @@ def _producer_lines(target, mk, *body):
 # ============================================================================ producer
 @pytest.mark.clause("VER-01")
 @pytest.mark.role("producer")
-@S.guarded
 def test_producer_accepts_max_version_tuple(target, check):
     """__dlpack__ takes max_version as a (major, minor) tuple of ints and returns a capsule for
     every consumer version: older (0, x), equal, newer minor and newer major."""
@@ -41,7 +40,6 @@ def test_producer_accepts_max_version_tuple(target, check):
 
 @pytest.mark.clause("VER-02")
 @pytest.mark.role("producer")
-@S.guarded
 def test_no_max_version_gives_legacy(target, check):
     """Without max_version (or with None) the producer returns the legacy "dltensor" capsule.
     Reading: BufferError (allowed from March 2025) reports pass with a note."""
@@ -72,7 +70,6 @@ def _own_version(x):
 
 @pytest.mark.clause("VER-03")
 @pytest.mark.role("producer")
-@S.guarded
 def test_versioned_capsule_at_producer_version(target, check):
     """A consumer max of at least the producer's version, or the same major, gets a versioned
     capsule at the producer's own version (or at max_version itself, recommended)."""
@@ -98,7 +95,6 @@ def test_versioned_capsule_at_producer_version(target, check):
 
 @pytest.mark.clause("VER-04")
 @pytest.mark.role("producer")
-@S.guarded
 def test_older_major_gets_legacy_or_buffererror(target, check):
     """A consumer at major 0 gets the legacy DLManagedTensor capsule, or BufferError when the
     producer no longer has it."""
@@ -124,7 +120,6 @@ def test_older_major_gets_legacy_or_buffererror(target, check):
 
 @pytest.mark.clause("VER-07")
 @pytest.mark.role("producer")
-@S.guarded
 def test_version_field(target, check):
     """DLManagedTensorVersioned.version is the DLPack version the producer implements: major >= 1,
     the same for every tensor, dtype and view."""
@@ -154,7 +149,6 @@ def test_version_field(target, check):
 
 @pytest.mark.clause("VER-10")
 @pytest.mark.role("producer")
-@S.guarded
 def test_abi_prefix_deleter(target, check):
     """The fields up to flags (version, manager_ctx, deleter, flags) sit at their ABI offsets, so
     a consumer of any version can call the deleter: it is found and called through them."""
@@ -178,7 +172,6 @@ def test_abi_prefix_deleter(target, check):
 
 @pytest.mark.clause("VER-11")
 @pytest.mark.role("producer")
-@S.guarded
 def test_producer_offers_both_structs(target, check):
     """During the transition a producer should export both DLManagedTensor (legacy) and
     DLManagedTensorVersioned."""
@@ -233,7 +226,6 @@ def _expect_refusal(target, check, clause, p, forge, what):
 
 @pytest.mark.clause("VER-01")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
     seen, exc = S.consumer_max_versions(target)
@@ -252,7 +244,6 @@ def test_consumer_passes_max_version_tuple(target, check):
 
 @pytest.mark.clause("VER-05")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
     from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
@@ -281,7 +272,6 @@ def test_consumer_checks_name_and_version(target, check):
 
 @pytest.mark.clause("VER-06")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_retries_without_new_keywords(target, check):
     """An old producer's __dlpack__ takes only stream and raises TypeError for max_version,
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
@@ -314,7 +304,6 @@ def test_consumer_retries_without_new_keywords(target, check):
 
 @pytest.mark.clause("VER-08", "VER-10")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_refuses_other_major(target, check):
     """A versioned capsule whose version.major is not 1 must be refused, reading nothing past
     flags, and its deleter called exactly once (VER-10: the prefix keeps its layout, so that is
@@ -340,7 +329,6 @@ def test_consumer_refuses_other_major(target, check):
 
 @pytest.mark.clause("VER-09")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_newer_minor(target, check):
     """Version (1, 99) with fields the consumer knows is usable; with an unknown dtype code or
     device type it must be refused, not misread."""
@@ -369,7 +357,6 @@ def test_consumer_newer_minor(target, check):
 
 @pytest.mark.clause("VER-11")
 @pytest.mark.role("consumer")
-@S.guarded
 def test_consumer_takes_both_structs(target, check):
     """During the transition a consumer should import both capsule kinds."""
     check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(3,)))", "y = %s" % S.consumer_expr(target),

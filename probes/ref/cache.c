@@ -9,6 +9,7 @@
  *  - its contents never change after publication: the flags depend only on readonly and
  *    the dtype, which are fixed per tensor, and faults that alter exports bypass the cache;
  *  - the hand-out path never touches Python, so it is safe without the GIL. */
+#include <time.h>
 #include "ref.h"
 
 DLManagedTensorVersioned *ref_cache_handout(RefTensor *t) {
@@ -21,7 +22,11 @@ DLManagedTensorVersioned *ref_cache_handout(RefTensor *t) {
     if (ref_fault_is(FAULT_CACHE_NO_CAS)) {
       /* fault cache_no_cas: a plain, non-atomic store (a data race for TSan). Racing
        * creators both publish; the overwritten candidate keeps the tensor's reference
-       * forever, and concurrent hand-outs get different structs. */
+       * forever, and concurrent hand-outs get different structs. The pause between the
+       * load of the slot and the store widens the race window so that checks see it
+       * reliably on a loaded machine; it changes nothing TSan sees. */
+      struct timespec pause = {0, 200 * 1000};
+      nanosleep(&pause, NULL);
       DLManagedTensorVersioned **plain = (DLManagedTensorVersioned **)(void *)&t->cache;
       *plain = cand;
       cur = cand;
