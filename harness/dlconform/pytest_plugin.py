@@ -106,8 +106,9 @@ def item_role(item):
 class Check:
     """The `check` fixture: explicit verdicts for a test's clauses."""
 
-    def __init__(self, level_of):
+    def __init__(self, level_of, on_repro=None):
         self._level_of = level_of
+        self._on_repro = on_repro  # streams the snippet, so a crash still has its reproducer
         self.records = []  # (clause, verdict, message)
         self.repro_text = None
 
@@ -157,6 +158,8 @@ class Check:
             self.repro_text = lines if lines.endswith("\n") else lines + "\n"
         else:
             self.repro_text = _repro.snippet([], lines)
+        if self._on_repro is not None and self.repro_text:
+            self._on_repro(self.repro_text)
 
 
 class _ItemState:
@@ -247,7 +250,14 @@ class _State:
     def item_state(self, item):
         st = getattr(item, "_dlc", None)
         if st is None:
-            st = _ItemState(Check(self.level), item_clauses(item) or [UNMARKED], item_role(item))
+            streamed = {}
+
+            def on_repro(text, nodeid=item.nodeid):
+                if streamed.get("text") != text:
+                    streamed["text"] = text
+                    self.write({"event": "repro", "test": nodeid, "repro": text})
+
+            st = _ItemState(Check(self.level, on_repro), item_clauses(item) or [UNMARKED], item_role(item))
             item._dlc = st
         return st
 

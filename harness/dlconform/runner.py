@@ -178,6 +178,17 @@ class Runner:
             rec["evidence"] = evidence
         return self._emit(run, rec)
 
+    def _lost_repro(self, run, clause, current):
+        """The test's own snippet when it streamed one before dying, then how to rerun it."""
+        rerun = (_repro.run_command(run.spec, clause, current["test"])
+                 + "\n# or: PYTHONPATH=harness python3 -m pytest %s --rootdir %s -p dlconform.pytest_plugin "
+                 "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current["test"])),
+                                      shlex.quote(_rel(self.suites)), shlex.quote(run.spec)))
+        snippet = current.get("repro")
+        if not snippet:
+            return rerun
+        return snippet + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
+
     def _lost_test(self, run, current, verdict, message, evidence=""):
         """crash/timeout records for the clauses of a begun test that has no result."""
         elapsed = time.monotonic() - current["t0"]
@@ -187,10 +198,7 @@ class Runner:
             self._emit(run, {
                 "clause": clause, "role": current.get("role"), "verdict": verdict, "message": message,
                 "test": current["test"], "duration": elapsed, "evidence": evidence,
-                "repro": _repro.run_command(run.spec, clause, current["test"])
-                + "\n# or: PYTHONPATH=harness python3 -m pytest %s --rootdir %s -p dlconform.pytest_plugin "
-                "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current["test"])),
-                                     shlex.quote(_rel(self.suites)), shlex.quote(run.spec)),
+                "repro": self._lost_repro(run, clause, current),
             })
 
     # ---- child
@@ -394,6 +402,10 @@ class Runner:
                 if cur["done"] >= set(cur["clauses"] or ["*"]):
                     cur["finished"] = True
                     cur["t0"] = time.monotonic()  # now timing the gap to the next test
+        elif kind == "repro":
+            cur = att.current
+            if cur is not None and ev.get("test") == cur["test"] and isinstance(ev.get("repro"), str):
+                cur["repro"] = ev["repro"]
         elif kind == "end":
             att.ended = ev
             att.ended_t = time.monotonic()

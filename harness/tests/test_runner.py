@@ -22,7 +22,8 @@ def test_b_fail():
     assert 1 == 2, "one is not two"
 
 @pytest.mark.clause("T-03")
-def test_c_abort():
+def test_c_abort(check):
+    check.repro(["import os", "os.abort()  # the snippet of the crashing check"])
     os.abort()
 
 @pytest.mark.clause("T-04")
@@ -68,6 +69,9 @@ def test_abort_is_crash_with_signal(fake_run):
     assert "SIGABRT" in by["T-03"]["message"]
     assert by["T-03"]["test"].endswith("test_c_abort")
     assert "Aborted" in by["T-03"].get("evidence", "")
+    # the snippet the test set before dying is the crash's reproducer
+    assert by["T-03"]["repro"].startswith("import os\nos.abort()  # the snippet of the crashing check\n")
+    assert "# rerun the check:" in by["T-03"]["repro"]
 
 
 def test_segv_is_crash_for_every_clause_of_the_test(fake_run):

@@ -1,0 +1,22 @@
+# Debian tiers (included from the top Makefile).
+#   make tier TIER=bookworm|trixie|sid [TIER_DIR=...]   build the tier, or reuse a complete one
+#   make tier-conformance TIER=sid [TARGETS=...] [CLAUSE=...] [OUT=...]
+#                                    run the suite inside the tier; reports in $(OUT)/$(TIER)/
+#   make tier-clean TIER=...         unmount and delete the tier
+# `make conformance TIER=...` should dispatch to tier-conformance (see the top Makefile).
+TIER ?=
+TIER_DIR ?= $(HOME)/.cache/dlconform/tiers
+TIER_SH := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/tier.sh
+OUT ?= reports/out
+# Single-quotes a value for the shell.
+tier_q = '$(subst ','\'',$(1))'
+TIER_ENV = TIER_DIR=$(call tier_q,$(TIER_DIR)) OUT=$(call tier_q,$(OUT)) \
+  TARGETS=$(call tier_q,$(TARGETS)) CLAUSE=$(call tier_q,$(CLAUSE))
+
+.PHONY: tier tier-conformance tier-clean
+tier:
+	@$(TIER_ENV) sh $(TIER_SH) build $(call tier_q,$(TIER))
+tier-conformance:
+	@$(TIER_ENV) sh $(TIER_SH) conformance $(call tier_q,$(TIER))
+tier-clean:
+	@$(TIER_ENV) sh $(TIER_SH) clean $(call tier_q,$(TIER))
