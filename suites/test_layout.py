@@ -548,6 +548,7 @@ def _view_import_body(target, check, state, view, dtype):
         l.replace(repr(kw["data"]), "holder.buffer_address + %d" % view.byte_offset)
         for l in attempt_lines(target, kw)[len(setup_lines(target)):]]
     note("\n".join(lines))
+    repro_once(check, lines)  # before the import: a consumer that dies here still has its snippet
     att = Attempt(target, kw)
     recs = []
     if att.refused:
