@@ -46,10 +46,17 @@ $(REF_SO): $(REF_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 $(BUILD)/test_check: $(CHECK_TEST_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 	$(CC) $(CFLAGS_STRICT) $(SAN_FLAGS) -o $@ $(CHECK_TEST_SRC) $(CHECK_SRC)
 
+include harness/tiers/tiers.mk
+
+ifneq ($(TIER),)
+# In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
+conformance: tier-conformance
+else
 conformance: deps
 	@$(MAKE) --no-print-directory build
 	@mkdir -p $(OUT); rc=0; $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) \
 	  $(if $(CLAUSE),--clause '$(CLAUSE)') || rc=$$?; echo $$rc > $(OUT)/exit-status; exit $$rc
+endif
 
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check

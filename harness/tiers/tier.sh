@@ -61,6 +61,7 @@ hdr_version() { # "major minor" of a dlpack.h
 }
 hdr_new_enough() { # DLPack >= 1.3
   [ -f "$1" ] || return 1
+  # shellcheck disable=SC2046  # "major minor" splits into $1 $2
   set -- $(hdr_version "$1")
   [ "$1" -gt 1 ] || { [ "$1" -eq 1 ] && [ "$2" -ge 3 ]; }
 }
@@ -171,6 +172,7 @@ ensure_mmdebstrap() {
 
 smoke() { # imports the tier's frameworks with its own python3; prints "py MODULE=VERSION" lines
   d=$1 t=$2
+  # shellcheck disable=SC2046  # one argument per module
   chroot "$d" /usr/bin/env -i PATH=$CHROOT_PATH HOME=/root LANG=C.UTF-8 \
     /usr/bin/python3 - $(modules "$t") <<'EOF'
 import importlib, platform, sys
@@ -236,7 +238,7 @@ copy_sources() { # the working tree's sources (tracked and untracked, not ignore
 }
 
 copy_reports() { # the reports of the run inside the tier, to $OUT/TIER on the host
-  rm -rf "$out/$t"
+  rm -rf "${out:?}/${t:?}"
   mkdir -p "$out/$t"
   if [ -d "$d$IN_TREE/reports/out" ]; then cp -R "$d$IN_TREE/reports/out/." "$out/$t/"; fi
   echo "$1" > "$out/$t/exit-status"
@@ -267,7 +269,7 @@ conformance() {
   say "running the suite"
   phase=suite   # from here on, any way out (Ctrl-C included) still copies what the runner wrote
   rc=0
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2016  # $env_in splits; the script is expanded inside the tier
   chroot "$d" $env_in TARGETS="${TARGETS:-}" CLAUSE="${CLAUSE:-}" PYTHONPATH="$IN_TREE/harness" /bin/sh -c '
     cd "$1" || exit 2
     set -- --out reports/out
@@ -275,7 +277,7 @@ conformance() {
     [ -z "$CLAUSE" ] || set -- "$@" --clause "$CLAUSE"
     mkdir -p reports/out
     exec /usr/bin/python3 -m dlconform run "$@"' sh "$IN_TREE" || rc=$?
-  phase=done
+  phase=finished
   copy_reports "$rc"
   exit "$rc"
 }
