@@ -47,6 +47,7 @@ $(BUILD)/test_check: $(CHECK_TEST_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 	$(CC) $(CFLAGS_STRICT) $(SAN_FLAGS) -o $@ $(CHECK_TEST_SRC) $(CHECK_SRC)
 
 include harness/tiers/tiers.mk
+include fuzz/fuzz.mk
 
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.

@@ -1,0 +1,81 @@
+/* forge: capsules over materialised records, with counted deleters. See forge.h. */
+#include "forge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kLegacyName = "dltensor";
+static const char *const kVersionedName = "dltensor_versioned";
+static const char *const kUsedLegacyName = "used_dltensor";
+static const char *const kUsedVersionedName = "used_dltensor_versioned";
+
+/* The deleter frees the tensor memory once; later calls only count. */
+static void release(dlc_forged *f) {
+  f->deleter_calls += 1;
+  if (f->deleter_calls == 1) dlc_tensor_mem_free(&f->mem);
+}
+
+static void legacy_deleter(DLManagedTensor *self) {
+  dlc_forged *f = self->manager_ctx;
+  if (self != &f->legacy) f->bad_self = 1;
+  release(f);
+}
+
+static void versioned_deleter(DLManagedTensorVersioned *self) {
+  dlc_forged *f = self->manager_ctx;
+  if (self != &f->ver) f->bad_self = 1;
+  release(f);
+}
+
+/* CAP-05, CAP-06, CAP-07: the standard destructor. PyCapsule_IsValid sets no exception,
+ * so an exception already pending (the capsule dies during unwinding) is preserved. */
+static void capsule_destructor(PyObject *capsule) {
+  if (PyCapsule_IsValid(capsule, kLegacyName)) {
+    DLManagedTensor *m = PyCapsule_GetPointer(capsule, kLegacyName);
+    ((dlc_forged *)m->manager_ctx)->destructor_deleted = 1;
+    if (m->deleter) m->deleter(m);
+  } else if (PyCapsule_IsValid(capsule, kVersionedName)) {
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, kVersionedName);
+    ((dlc_forged *)m->manager_ctx)->destructor_deleted = 1;
+    if (m->deleter) m->deleter(m);
+  }
+}
+
+dlc_forged *dlc_forged_new(const dlc_record *r) {
+  dlc_forged *f = calloc(1, sizeof *f);
+  if (f == NULL) return NULL;
+  if (dlc_rec_materialize(r, DLC_REC_BUFFER_CAP, &f->mem) != 0) {
+    free(f);
+    return NULL;
+  }
+  int null_deleter = (r->kind & DLC_REC_DELETER_NULL) != 0;
+  f->versioned = (r->kind & DLC_REC_VERSIONED) != 0;
+  f->used = (r->kind & DLC_REC_USED_NAME) != 0;
+  f->legacy.dl_tensor = f->mem.t;
+  f->legacy.manager_ctx = f;
+  f->legacy.deleter = null_deleter ? NULL : legacy_deleter;
+  f->ver.version.major = r->version_major;
+  f->ver.version.minor = r->version_minor;
+  f->ver.manager_ctx = f;
+  f->ver.deleter = null_deleter ? NULL : versioned_deleter;
+  f->ver.flags = r->flags;
+  f->ver.dl_tensor = f->mem.t;
+  return f;
+}
+
+PyObject *dlc_forged_capsule(dlc_forged *f) {
+  if (f->versioned)
+    return PyCapsule_New(&f->ver, f->used ? kUsedVersionedName : kVersionedName,
+                         capsule_destructor);
+  return PyCapsule_New(&f->legacy, f->used ? kUsedLegacyName : kLegacyName, capsule_destructor);
+}
+
+int dlc_forged_has_deleter(const dlc_forged *f) {
+  return f->versioned ? f->ver.deleter != NULL : f->legacy.deleter != NULL;
+}
+
+void dlc_forged_free(dlc_forged *f) {
+  if (f == NULL) return;
+  if (f->deleter_calls == 0) dlc_tensor_mem_free(&f->mem);
+  free(f);
+}

@@ -1,0 +1,47 @@
+/* forge: a PyCapsule built in C from a record, with a counted deleter.
+ *
+ * Ownership (OWN-02 .. OWN-05 from the producer side):
+ *   - dlc_forged is owned by the harness, never by the consumer: it outlives every deleter
+ *     call, so a second deleter call is counted (and seen by ASan as nothing worse), and the
+ *     harness frees it with dlc_forged_free after its last oracle.
+ *   - The deleter frees the tensor memory (buffer, shape, strides) and counts the call, so
+ *     a consumer that reads after calling it reads freed (ASan) or unmapped memory.
+ *   - The capsule carries the standard destructor: it calls the deleter only while the
+ *     capsule still has its unconsumed name (CAP-05, CAP-06) and skips a NULL deleter
+ *     (CAP-07). Names are static strings (CAP-09). */
+#ifndef DLCONFORM_FUZZ_FORGE_H
+#define DLCONFORM_FUZZ_FORGE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "layout.h"
+#include "record.h"
+
+typedef struct {
+  DLManagedTensor legacy;        /* exported when the record is legacy */
+  DLManagedTensorVersioned ver;  /* exported when the record is versioned */
+  dlc_tensor_mem mem;
+  int versioned;
+  int used;                      /* capsule created with its used_* name: nobody may call
+                                    the deleter (CAP-04, CAP-06); the harness frees */
+  int deleter_calls;             /* calls of our deleter for this tensor */
+  int bad_self;                  /* deleter got a pointer other than the exported struct */
+  int destructor_deleted;        /* the capsule died unconsumed and its destructor called
+                                    the deleter (CAP-05): the consumer never renamed it */
+} dlc_forged;
+
+/* Materialises r; NULL when memory ran out. */
+dlc_forged *dlc_forged_new(const dlc_record *r);
+
+/* A new capsule over f ("dltensor" or "dltensor_versioned", CAP-01, CAP-02; with the used_
+ * prefix when the record asks for an already consumed capsule). */
+PyObject *dlc_forged_capsule(dlc_forged *f);
+
+/* 1 when the exported struct has a deleter (the record did not ask for NULL, OWN-01). */
+int dlc_forged_has_deleter(const dlc_forged *f);
+
+/* Frees f and whatever memory the deleter has not freed yet. */
+void dlc_forged_free(dlc_forged *f);
+
+#endif /* DLCONFORM_FUZZ_FORGE_H */

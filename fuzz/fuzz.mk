@@ -1,0 +1,149 @@
+# fuzz/fuzz.mk: in-process fuzz targets. Included from the top Makefile; also usable alone:
+#   make -f Makefile -f fuzz/fuzz.mk fuzz
+# Targets:
+#   make fuzz                 install clang-14/libclang-rt-14-dev/afl++ when missing (root),
+#                             then build every target with every engine installed
+#   make fuzz-ci TARGET=validator|numpy|torch|ref|<module> FUZZ_SECONDS=60
+#                             bounded libFuzzer run (ASan+UBSan); crashes -> reports/out/fuzz/,
+#                             exit 1 when it finds one
+#   make fuzz-replay FILE=... [TARGET=...]   replay one input (TARGET defaults to the file
+#                             name's prefix before the first '-', as fuzz-ci names artifacts)
+#   make fuzz-test            C unit test of the record codec and mutator
+#   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
+#   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
+# Binaries in build/fuzz/: <t>.asan (libFuzzer, ASan+UBSan), <t>.fast (libFuzzer only, for
+# throughput), <t>.afl (afl-clang-fast -fsanitize=fuzzer), dlc_mutator.so (AFL++ custom
+# mutator), for t in validator, consumer, pyempty (the empty harness baseline).
+
+PYTHON ?= /usr/bin/python3
+BUILD ?= build
+INC ?= $(BUILD)/include
+OUT ?= reports/out
+CHECK_SRC ?= $(wildcard probes/check*.c)
+
+FUZZ_CC ?= clang-14
+FUZZ_AFL_CC ?= afl-clang-fast
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_OUT := $(OUT)/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_RSS_MB ?= 2048
+FUZZ_MAX_LEN ?= 2200
+TARGET ?= validator
+
+FUZZ_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fno-omit-frame-pointer \
+  -I$(INC) -Iprobes -Ifuzz
+FUZZ_COV := -fsanitize-coverage-ignorelist=fuzz/coverage.ignore
+FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(FUZZ_COV)
+FUZZ_FAST := -fsanitize=fuzzer $(FUZZ_COV)
+FUZZ_PY_CFLAGS = -I$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])') \
+  -DDLC_HARNESS_DIR='"$(CURDIR)/harness"'
+FUZZ_PY_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var; \
+  print("-L" + v("LIBDIR"), "-lpython" + v("LDVERSION"), v("LIBS"), v("SYSLIBS"))')
+
+FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage.ignore
+FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
+FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
+FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c
+
+FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
+FUZZ_LF_BINS := $(foreach t,validator consumer pyempty,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
+FUZZ_AFL_BINS := $(foreach t,validator consumer pyempty,$(FUZZ_DIR)/$(t).afl) $(FUZZ_DIR)/dlc_mutator.so
+
+.PHONY: fuzz fuzz-tools fuzz-build fuzz-ci fuzz-replay fuzz-test fuzz-seeds
+
+# After fuzz-tools, a fresh make reads fuzz.mk alone, so engines it just installed count.
+FUZZ_SUBMAKE = $(MAKE) --no-print-directory -f fuzz/fuzz.mk PYTHON='$(PYTHON)' BUILD='$(BUILD)' \
+  INC='$(INC)' OUT='$(OUT)'
+
+fuzz: fuzz-tools $(INC)/dlpack/dlpack.h
+	@$(FUZZ_SUBMAKE) fuzz-build
+
+# Engines from Debian, installed only when missing and only as root.
+fuzz-tools:
+	@need=""; command -v $(FUZZ_CC) >/dev/null 2>&1 || need="clang-14 libclang-rt-14-dev"; \
+	if command -v $(FUZZ_CC) >/dev/null 2>&1 && \
+	   ! test -f "$$($(FUZZ_CC) -print-file-name=libclang_rt.fuzzer-x86_64.a)"; then \
+	  need="$$need libclang-rt-14-dev"; fi; \
+	command -v $(FUZZ_AFL_CC) >/dev/null 2>&1 || need="$$need afl++"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" -eq 0 ]; then echo "fuzz: installing $$need"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null; }; \
+	  else echo "fuzz: missing $$need (not root: not installing)"; fi; fi
+
+fuzz-build: $(FUZZ_LF_BINS) $(if $(FUZZ_HAVE_AFL),$(FUZZ_AFL_BINS)) $(FUZZ_DIR)/test_record \
+  $(FUZZ_DIR)/dump_record
+
+$(FUZZ_DIR):
+	@mkdir -p $@
+
+# libFuzzer builds: the structure-aware LLVMFuzzerCustomMutator is compiled in.
+$(FUZZ_DIR)/validator.%: fuzz/target_validator.c $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) -DDLC_ENGINE_LIBFUZZER \
+	  -o $@ fuzz/target_validator.c $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC)
+$(FUZZ_DIR)/consumer.%: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
+	  -DDLC_ENGINE_LIBFUZZER -o $@ fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MUT) \
+	  $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/pyempty.%: fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
+	  -o $@ fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_PY_LIBS)
+
+# AFL++ builds (persistent mode, shared-memory input via -fsanitize=fuzzer's driver); the
+# mutator is the separate dlc_mutator.so (AFL_CUSTOM_MUTATOR_LIBRARY).
+$(FUZZ_DIR)/validator.afl: fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC)
+$(FUZZ_DIR)/consumer.afl: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_consumer.c \
+	  $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/pyempty.afl: fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_pyempty.c \
+	  fuzz/pyhost.c $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/dlc_mutator.so: $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fPIC -shared -DDLC_ENGINE_AFL -o $@ $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC)
+
+# Codec and mutator unit test, under ASan and UBSan.
+$(FUZZ_DIR)/test_record: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	  -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
+fuzz-test: $(FUZZ_DIR)/test_record
+	$(FUZZ_DIR)/test_record
+
+$(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC)
+$(FUZZ_DIR)/dump_record: fuzz/tests/dump_record.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/dump_record.c $(FUZZ_CORE) $(CHECK_SRC)
+fuzz-seeds: $(FUZZ_DIR)/write_seeds
+	rm -f fuzz/corpus/seeds/*; mkdir -p fuzz/corpus/seeds
+	$(FUZZ_DIR)/write_seeds fuzz/corpus/seeds
+
+# validator -> validator.asan; any other TARGET is a consumer name for consumer.asan.
+fuzz_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,consumer).asan
+fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+  UBSAN_OPTIONS=print_stacktrace=1 DLCONFORM_FUZZ_CONSUMER=$(1)
+FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
+
+fuzz-ci: fuzz-tools $(INC)/dlpack/dlpack.h
+	@$(FUZZ_SUBMAKE) $(call fuzz_bin,$(TARGET))
+	@mkdir -p $(FUZZ_OUT) $(FUZZ_DIR)/corpus-$(TARGET)
+	@echo "fuzz-ci: $(TARGET) for $(FUZZ_SECONDS) s; log $(FUZZ_OUT)/$(TARGET).log"
+	@rm -f $(FUZZ_OUT)/$(TARGET)-crash-* $(FUZZ_OUT)/$(TARGET)-leak-* $(FUZZ_OUT)/$(TARGET)-timeout-* \
+	  $(FUZZ_OUT)/$(TARGET)-oom-*; \
+	$(call fuzz_env,$(TARGET)) $(call fuzz_bin,$(TARGET)) $(FUZZ_FLAGS) \
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_OUT)/$(TARGET)- $(FUZZ_DIR)/corpus-$(TARGET) fuzz/corpus/seeds \
+	  > $(FUZZ_OUT)/$(TARGET).log 2>&1; rc=$$?; \
+	grep -h '^dlconform-oracle:\|^SUMMARY:\|exec/s:\|stat::number_of_executed_units\|stat::average_exec_per_sec' \
+	  $(FUZZ_OUT)/$(TARGET).log | tail -n 6; \
+	if [ $$rc -ne 0 ]; then echo "fuzz-ci: $(TARGET) found something (exit $$rc):"; \
+	  ls $(FUZZ_OUT)/$(TARGET)-* 2>/dev/null | grep -v '\.log$$'; exit 1; fi; \
+	echo "fuzz-ci: $(TARGET): nothing found"
+
+fuzz-replay:
+	@test -n "$(FILE)" || { echo "usage: make fuzz-replay FILE=path [TARGET=name]"; exit 2; }
+	@t="$(if $(filter command line,$(origin TARGET)),$(TARGET),$(firstword $(subst -, ,$(notdir $(FILE)))))"; \
+	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; *) b=$(FUZZ_DIR)/consumer.asan ;; esac; \
+	$(FUZZ_SUBMAKE) $$b >/dev/null && \
+	echo "fuzz-replay: $$t: $$b $(FILE)" && \
+	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  DLCONFORM_FUZZ_CONSUMER=$$t $$b $(FILE)

@@ -1,0 +1,92 @@
+/* pyhost: interpreter start-up and consumer resolution (see pyhost.h). */
+#include "pyhost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef DLC_HARNESS_DIR
+#define DLC_HARNESS_DIR "harness"
+#endif
+
+#define MAX_ALLOWED 16
+
+dlc_pyhost dlc_py;
+
+static PyObject *allowed[MAX_ALLOWED]; /* owned exception types */
+static int n_allowed;
+
+static void die(const char *what) {
+  if (PyErr_Occurred()) PyErr_Print();
+  fprintf(stderr, "dlconform-fuzz: %s (consumer '%s')\n", what, dlc_py.consumer);
+  exit(2);
+}
+
+static void allow(const char *name) {
+  PyObject *builtins = PyEval_GetBuiltins(); /* borrowed */
+  PyObject *t = builtins ? PyDict_GetItemString(builtins, name) : NULL;
+  if (t == NULL || !PyExceptionClass_Check(t)) {
+    fprintf(stderr, "dlconform-fuzz: DLCONFORM_FUZZ_ALLOW_EXC: no builtin exception '%s'\n",
+            name);
+    exit(2);
+  }
+  if (n_allowed < MAX_ALLOWED) {
+    Py_INCREF(t);
+    allowed[n_allowed++] = t;
+  }
+}
+
+static void init_allowed(void) {
+  allow("BufferError");
+  allow("TypeError");
+  allow("ValueError");
+  allow("MemoryError"); /* ERR-01: out of memory is an "other failure" */
+  const char *extra = getenv("DLCONFORM_FUZZ_ALLOW_EXC");
+  if (extra == NULL) return;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", extra);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+    if (*tok) allow(tok);
+}
+
+static PyObject *resolve(const char *name) {
+  const char *module = name, *attr = "from_dlpack";
+  if (strcmp(name, "torch") == 0) module = "torch.utils.dlpack";
+  else if (strcmp(name, "ref") == 0) module = "dlconform._ref";
+  PyObject *mod = PyImport_ImportModule(module);
+  if (mod == NULL) {
+    if (strcmp(name, "ref") == 0)
+      die("cannot import dlconform._ref: build harness/dlconform/_ref*.so first (make build)");
+    die("cannot import the consumer module");
+  }
+  PyObject *fn = PyObject_GetAttrString(mod, attr);
+  Py_DECREF(mod);
+  if (fn == NULL || !PyCallable_Check(fn)) die("the consumer module has no callable from_dlpack");
+  return fn;
+}
+
+void dlc_pyhost_init(void) {
+  if (dlc_py.from_dlpack != NULL) return;
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("MKL_NUM_THREADS", "1", 1);
+  dlc_py.consumer = getenv("DLCONFORM_FUZZ_CONSUMER");
+  if (dlc_py.consumer == NULL || *dlc_py.consumer == '\0') dlc_py.consumer = "numpy";
+  Py_InitializeEx(0);
+  const char *harness = getenv("DLCONFORM_HARNESS_DIR");
+  PyObject *path = PySys_GetObject("path"); /* borrowed */
+  PyObject *dir = PyUnicode_FromString(harness ? harness : DLC_HARNESS_DIR);
+  if (path == NULL || dir == NULL || PyList_Insert(path, 0, dir) != 0) die("cannot set sys.path");
+  Py_DECREF(dir);
+  init_allowed();
+  dlc_py.from_dlpack = resolve(dlc_py.consumer);
+  dlc_py.kw_copy = PyUnicode_InternFromString("copy");
+  dlc_py.kw_device = PyUnicode_InternFromString("device");
+  if (dlc_py.kw_copy == NULL || dlc_py.kw_device == NULL) die("out of memory");
+}
+
+int dlc_pyhost_exception_allowed(PyObject *exc_type) {
+  for (int i = 0; i < n_allowed; ++i)
+    if (PyErr_GivenExceptionMatches(exc_type, allowed[i])) return 1;
+  return 0;
+}

@@ -1,0 +1,88 @@
+/* record: the fuzz input format (format 1). Byte layout in fuzz/README.md.
+ *
+ * A record describes one forged DLPack export: DLTensor metadata, the capsule kind, the
+ * DLManagedTensorVersioned version and flags, how data/shape/strides pointers are formed,
+ * and the keyword arguments to pass. Invariants:
+ *   - dlc_rec_decode accepts ANY byte string: missing bytes read as 0, extra bytes are
+ *     ignored, no value is rejected (negative ndim, unknown codes, huge extents included).
+ *   - dlc_rec_encode(decode(b)) equals b truncated or zero-extended to dlc_rec_size(); so
+ *     decode is a bijection between records and canonical byte strings.
+ *   - Shape and strides hold max(ndim, 0) entries each (ndim is an int8: at most 127).
+ * Materialising a record into memory (sizing with check's extent arithmetic) lives in
+ * layout.h. No Python here.
+ */
+#ifndef DLCONFORM_FUZZ_RECORD_H
+#define DLCONFORM_FUZZ_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLC_REC_FORMAT 1        /* written by the encoder at byte 0 */
+#define DLC_REC_HEADER_SIZE 68  /* fixed part; shape then strides follow */
+#define DLC_REC_MAX_NDIM 127    /* ndim is stored as int8 */
+#define DLC_REC_MAX_SIZE (DLC_REC_HEADER_SIZE + 16 * DLC_REC_MAX_NDIM)
+
+/* Byte 1, "kind": capsule kind and pointer shapes. */
+#define DLC_REC_VERSIONED 0x01u     /* DLManagedTensorVersioned, "dltensor_versioned" (CAP-02) */
+#define DLC_REC_STRIDES_NULL 0x02u  /* strides = NULL (LAY-06, LAY-07) */
+#define DLC_REC_SHAPE_NULL 0x04u    /* shape = NULL (LAY-08, LAY-09) */
+#define DLC_REC_DELETER_NULL 0x08u  /* deleter = NULL (OWN-01) */
+#define DLC_REC_DATA_NULL 0x10u     /* data = NULL even when a buffer could be sized (LAY-04) */
+#define DLC_REC_DANGLING 0x20u      /* unsizable/over-cap data: dangling PROT_NONE, not NULL */
+#define DLC_REC_USED_NAME 0x40u     /* capsule already named "used_dltensor[_versioned]" (CAP-04) */
+
+/* Byte 5, "kw": which keyword arguments are passed (absent: not passed at all). */
+#define DLC_KW_MAX_VERSION 0x01u
+#define DLC_KW_COPY 0x02u
+#define DLC_KW_DL_DEVICE 0x04u
+#define DLC_KW_STREAM 0x08u
+
+/* copy value (byte 64, taken mod 3) and stream kind (byte 65, taken mod 3). */
+enum { DLC_COPY_NONE = 0, DLC_COPY_FALSE = 1, DLC_COPY_TRUE = 2 };
+enum { DLC_STREAM_NONE = 0, DLC_STREAM_INT = 1, DLC_STREAM_STR = 2 };
+
+typedef struct {
+  uint8_t format;     /* byte 0 as read; decode interprets every value with layout 1 */
+  uint8_t kind;       /* DLC_REC_* bits; bit 7 reserved and kept */
+  int8_t ndim;        /* DLTensor.ndim, -128..127 */
+  uint8_t code;       /* DLDataType.code */
+  uint8_t bits;       /* DLDataType.bits */
+  uint8_t kw;         /* DLC_KW_* bits; bits 4..7 reserved and kept */
+  uint16_t lanes;     /* DLDataType.lanes */
+  int32_t device_type;
+  int32_t device_id;
+  uint32_t version_major; /* DLManagedTensorVersioned.version (ignored for legacy) */
+  uint32_t version_minor;
+  uint64_t flags;         /* DLManagedTensorVersioned.flags (ignored for legacy) */
+  uint64_t byte_offset;
+  int32_t kw_max_major;   /* max_version=(major, minor) */
+  int32_t kw_max_minor;
+  int32_t kw_dev_type;    /* dl_device=(type, id); the consumer target passes device= */
+  int32_t kw_dev_id;
+  int64_t kw_stream;      /* stream value when stream kind is int */
+  uint8_t kw_copy;        /* DLC_COPY_* after mod 3 is applied by users; stored raw */
+  uint8_t kw_stream_kind; /* DLC_STREAM_* after mod 3; stored raw */
+  uint8_t fill_seed;      /* buffer byte i = (uint8_t)(i * 131 + fill_seed) */
+  uint8_t reserved;       /* byte 67, kept */
+  int64_t shape[DLC_REC_MAX_NDIM];   /* entries beyond max(ndim,0) are 0 */
+  int64_t strides[DLC_REC_MAX_NDIM]; /* in elements (LAY-05); kept even when STRIDES_NULL */
+} dlc_record;
+
+/* Number of shape (and of strides) entries a record carries: max(ndim, 0). */
+int dlc_rec_dims(const dlc_record *r);
+
+/* Encoded size of r: DLC_REC_HEADER_SIZE + 16 * dlc_rec_dims(r). */
+size_t dlc_rec_size(const dlc_record *r);
+
+/* Decodes any byte string (data may be NULL when size is 0). Never fails. */
+void dlc_rec_decode(const uint8_t *data, size_t size, dlc_record *out);
+
+/* Encodes r into out (capacity cap). Returns the full encoded size; when that exceeds
+ * cap only the first cap bytes are written (the tail decodes as zeros). */
+size_t dlc_rec_encode(const dlc_record *r, uint8_t *out, size_t cap);
+
+/* A zeroed record with format 1, dtype float32 (2, 32, 1), device (1, 0), version (1, 3):
+ * the defaults seeds and tests start from. */
+void dlc_rec_init(dlc_record *r);
+
+#endif /* DLCONFORM_FUZZ_RECORD_H */

@@ -1,0 +1,390 @@
+/* target_consumer: a forged capsule goes to a consumer's from_dlpack (embedded CPython).
+ *
+ * Per input: decode the record, forge a capsule over memory sized by check (forge.h), wrap
+ * it in a producer object (producer.h), call from_dlpack(producer[, copy=][, device=]),
+ * then apply the oracles. Each breach prints "dlconform-oracle: CLAUSE: message" and aborts:
+ *   EXC     the call failed with an exception class the spec does not name for refusals
+ *           (SystemError, which also covers "returned NULL without setting an exception",
+ *           RuntimeError, AssertionError ...). DLCONFORM_FUZZ_ALLOW_EXC adds classes.
+ *   OWN-03  the deleter ran while a zero-copy result is alive, ran more than once, ran with a
+ *           foreign pointer, or had not run once the result (or the refusal) was dropped.
+ *   CAP-03  the capsule died unconsumed (destructor called the deleter) while the zero-copy
+ *           result is alive: the consumer kept the memory without taking ownership.
+ *   LAY-09 / LAY-10 / VER-09 / VER-08 / LAY-01
+ *           the consumer accepted what it must refuse: an invalid extent, an overflowing
+ *           one, a dtype or device type unknown to DLPack 1.3, a major version other than 1,
+ *           NULL data for a non-empty tensor.
+ *   LAY-03 / LAY-05 / SEM-01
+ *           a zero-copy result (buffer protocol, or data_ptr()) starts elsewhere than
+ *           data + byte_offset, has byte strides other than strides * itemsize, a different
+ *           shape, or an element outside the exported buffer.
+ *   STR-10  the consumer passed a stream other than None for a CPU export.
+ * Writes into a READ_ONLY export fault on their own: the buffer sits on PROT_READ pages.
+ * A record with a valid extent whose data is dangling, or whose elements take more than the
+ * cap (numel * itemsize: stride-0 giants), never gets copy=True, since a conforming
+ * consumer would then read memory the record only claims or allocate gigabytes. */
+#include "forge.h"
+#include "oracle.h"
+#include "producer.h"
+#include "pyhost.h"
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WALK_MAX_ELEMENTS 65536
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Input outcomes, printed at exit when DLCONFORM_FUZZ_STATS is set (benchmarks). */
+static unsigned long long n_skipped, n_accepted, n_refused;
+
+static void print_stats(void) {
+  fprintf(stderr, "dlconform-fuzz: consumer %s: %llu accepted, %llu refused, %llu set aside\n",
+          dlc_py.consumer, n_accepted, n_refused, n_skipped);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  if (getenv("DLCONFORM_FUZZ_STATS")) atexit(print_stats);
+  (void)argc;
+  (void)argv;
+  /* Buffers up to the 1 MiB cap come from the heap, not a fresh mmap per input (page
+   * faults dominated otherwise). No effect under ASan's allocator. */
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  dlc_pyhost_init();
+  if (dlc_producer_type_init() != 0) {
+    PyErr_Print();
+    abort();
+  }
+  return 0;
+}
+
+static PyObject *build_kwargs(const dlc_record *r, const dlc_plan *plan) {
+  if (!(r->kw & (DLC_KW_COPY | DLC_KW_DL_DEVICE))) return NULL;
+  PyObject *kw = PyDict_New();
+  if (kw == NULL) return NULL;
+  if (r->kw & DLC_KW_COPY) {
+    int copy = r->kw_copy % 3;
+    /* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: only
+     * ask for it when that is within the cap (dangling data and stride-0 giants excluded). */
+    int big = plan->ext.status == DLC_EXTENT_OK &&
+              (plan->mode == DLC_DATA_DANGLING ||
+               (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
+    if (!(copy == DLC_COPY_TRUE && big)) {
+      PyObject *v = copy == DLC_COPY_NONE ? Py_None : copy == DLC_COPY_TRUE ? Py_True : Py_False;
+      PyDict_SetItem(kw, dlc_py.kw_copy, v);
+    }
+  }
+  if (r->kw & DLC_KW_DL_DEVICE) {
+    PyObject *dev = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
+    if (dev != NULL) {
+      PyDict_SetItem(kw, dlc_py.kw_device, dev);
+      Py_DECREF(dev);
+    }
+  }
+  return kw;
+}
+
+static void check_refusal(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == NULL)
+    return dlc_oracle_fail("EXC", "from_dlpack returned NULL without setting an exception");
+  if (!dlc_pyhost_exception_allowed(type)) {
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
+    dlc_oracle_fail("EXC", "from_dlpack raised %s: %s", ((PyTypeObject *)type)->tp_name,
+                    msg ? msg : "?");
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+}
+
+/* The clause a consumer breaks by accepting this export (DLPack 1.3 consumer rules), with a
+ * message; NULL when accepting it is fine. */
+static const char *refusal_clause(const dlc_record *r, const dlc_plan *p, char *msg, size_t n) {
+  DLDataType dtype = {r->code, r->bits, r->lanes};
+  if (r->kind & DLC_REC_USED_NAME)
+    return snprintf(msg, n, "accepted a capsule already named used_*"), "CAP-04";
+  if ((r->kind & DLC_REC_VERSIONED) && r->version_major != 1)
+    return snprintf(msg, n, "accepted a versioned capsule of version %u.%u", r->version_major,
+                    r->version_minor), "VER-08";
+  switch (p->ext.status) {
+    case DLC_EXTENT_OK: break;
+    case DLC_EXTENT_OVERFLOW:
+      return snprintf(msg, n, "accepted a tensor whose size overflows int64"), "LAY-10";
+    case DLC_EXTENT_BAD_ITEMSIZE:
+      return snprintf(msg, n, "accepted dtype (%u, %u, %u) of item size 0", r->code, r->bits,
+                      r->lanes), "DT-10";
+    default:
+      return snprintf(msg, n, "accepted ndim %d / shape %s with extent status %d",
+                      (int)r->ndim, (r->kind & DLC_REC_SHAPE_NULL) ? "NULL" : "set",
+                      (int)p->ext.status), "LAY-09";
+  }
+  dlc_dtype_info dt = dlc_dtype_classify(dtype, 1, 3);
+  if (!dt.valid)
+    return snprintf(msg, n, "accepted dtype (%u, %u, %u), invalid in DLPack 1.3 (%s)",
+                    r->code, r->bits, r->lanes, dt.clause ? dt.clause : "?"), "VER-09";
+  if (!dlc_is_known_device(r->device_type, 1, 3))
+    return snprintf(msg, n, "accepted device type %d, unknown in DLPack 1.3", r->device_type),
+           "VER-09";
+  if (p->mode == DLC_DATA_NULL && !p->ext.zero_size)
+    return snprintf(msg, n, "accepted NULL data for %llu elements",
+                    (unsigned long long)p->ext.numel), "LAY-01";
+  return NULL;
+}
+
+/* DT-12: the array-API dtypes every consumer must import, as (code, bits), lanes 1. */
+static int array_api_dtype(const dlc_record *r) {
+  static const uint8_t k[][2] = {{6, 8},  {0, 8},  {0, 16}, {0, 32}, {0, 64}, {1, 8}, {1, 16},
+                                 {1, 32}, {1, 64}, {2, 32}, {2, 64}, {5, 64}, {5, 128}};
+  if (r->lanes != 1) return 0;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i)
+    if (r->code == k[i][0] && r->bits == k[i][1]) return 1;
+  return 0;
+}
+
+/* The clause a consumer breaks by refusing this export, or NULL. Only plain exports count:
+ * CPU (1, 0), an array-API dtype, a small valid extent of at most 8 dims with row-major or NULL
+ * strides, no byte_offset, a shape, no keywords, an unconsumed capsule, version 1.0..1.3
+ * with no flag but READ_ONLY/IS_COPIED, and versioned only when the consumer passed
+ * max_version with major >= 1. Then refusing NULL strides in a legacy capsule
+ * breaks LAY-07, and refusing NULL data for a zero-size tensor breaks LAY-04. */
+static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, long max_major) {
+  int versioned = (r->kind & DLC_REC_VERSIONED) != 0;
+  /* VER-02: a consumer that did not ask for max_version >= 1 may refuse a versioned capsule */
+  if (versioned && max_major < 1) return NULL;
+  /* small: the product of the extents, zeros counted as 1, times the item size is within
+   * the cap (a zero-size tensor with giant other extents may be refused: its row-major
+   * strides overflow) */
+  unsigned __int128 span = p->ext.itemsize;
+  for (int i = 0; i < dlc_rec_dims(r) && span <= DLC_REC_BUFFER_CAP; ++i)
+    span *= (unsigned __int128)(r->shape[i] > 1 ? r->shape[i] : 1);
+  if (span > DLC_REC_BUFFER_CAP) return NULL;
+  if (r->device_type != kDLCPU || r->device_id != 0 || !array_api_dtype(r) || r->kw != 0 ||
+      p->ext.status != DLC_EXTENT_OK || r->ndim > 8 || !p->ext.row_major ||
+      r->byte_offset != 0 || (r->kind & (DLC_REC_SHAPE_NULL | DLC_REC_USED_NAME)) ||
+      (versioned && (r->version_major != 1 || r->version_minor > 3 || (r->flags & ~3ull))))
+    return NULL;
+  if (p->ext.zero_size && p->mode == DLC_DATA_NULL) return "LAY-04";
+  if (!versioned && (r->kind & DLC_REC_STRIDES_NULL) && r->ndim > 0 &&
+      p->mode == DLC_DATA_BUFFER)
+    return "LAY-07";
+  return NULL;
+}
+
+/* Address of the result's first element, or NULL when the result exposes none. */
+static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *have_view) {
+  *have_view = 0;
+  if (PyObject_CheckBuffer(result)) {
+    if (PyObject_GetBuffer(result, view, PyBUF_RECORDS_RO) == 0) {
+      *have_view = 1;
+      return view->buf;
+    }
+    PyErr_Clear();
+  }
+  /* data_ptr: a method (torch: first element) or an int attribute (ref: DLTensor.data, with
+   * a byte_offset attribute next to it). */
+  PyObject *ptr = PyObject_GetAttrString(result, "data_ptr");
+  if (ptr != NULL && PyCallable_Check(ptr)) Py_SETREF(ptr, PyObject_CallNoArgs(ptr));
+  if (ptr == NULL || !PyLong_Check(ptr)) {
+    Py_XDECREF(ptr);
+    PyErr_Clear();
+    return NULL;
+  }
+  uintptr_t addr = (uintptr_t)PyLong_AsVoidPtr(ptr);
+  Py_DECREF(ptr);
+  PyObject *off = PyObject_GetAttrString(result, "byte_offset");
+  if (off != NULL && PyLong_Check(off)) addr += (uintptr_t)PyLong_AsSsize_t(off);
+  Py_XDECREF(off);
+  PyErr_Clear();
+  return (const uint8_t *)addr; /* integer arithmetic: data may be NULL */
+}
+
+/* LAY-03, LAY-05, SEM-01 on a buffer-protocol view that aliases the export. */
+static void check_view(const dlc_forged *f, const Py_buffer *v) {
+  const DLTensor *t = &f->mem.t;
+  const dlc_extent *e = &f->mem.plan.ext;
+  const uint8_t *lo = f->mem.buffer, *hi = f->mem.buffer + f->mem.plan.size;
+  if (v->ndim != t->ndim || (Py_ssize_t)e->itemsize != v->itemsize) {
+    if (t->dtype.lanes == 1)
+      dlc_oracle_fail("SEM-01", "view has ndim %d itemsize %zd, export ndim %d itemsize %llu",
+                      v->ndim, v->itemsize, (int)t->ndim, (unsigned long long)e->itemsize);
+    return;
+  }
+  int64_t rm[DLC_REC_MAX_NDIM];
+  if (t->strides == NULL && dlc_row_major_strides(t->ndim, t->shape, rm) != 0) return;
+  const int64_t *strides = t->strides ? t->strides : rm;
+  for (int i = 0; i < t->ndim; ++i) {
+    if (v->shape[i] != t->shape[i])
+      return dlc_oracle_fail("SEM-01", "view shape[%d] = %zd, export %lld", i, v->shape[i],
+                             (long long)t->shape[i]);
+    if (t->shape[i] > 1 && v->strides[i] != strides[i] * (int64_t)e->itemsize)
+      dlc_oracle_fail("LAY-05", "view stride[%d] = %zd bytes, export %lld elements of %llu",
+                      i, v->strides[i], (long long)strides[i], (unsigned long long)e->itemsize);
+  }
+  if (e->zero_size || e->numel > WALK_MAX_ELEMENTS) return;
+  for (uint64_t flat = 0; flat < e->numel; ++flat) {
+    const uint8_t *p = v->buf;
+    uint64_t rest = flat;
+    for (int i = t->ndim - 1; i >= 0; --i) {
+      p += (Py_ssize_t)(rest % (uint64_t)v->shape[i]) * v->strides[i];
+      rest /= (uint64_t)v->shape[i];
+    }
+    if (p < lo || p + v->itemsize > hi)
+      return dlc_oracle_fail("LAY-03", "view element %llu at %p lies outside the export [%p, %p)",
+                             (unsigned long long)flat, (const void *)p, (const void *)lo,
+                             (const void *)hi);
+  }
+}
+
+/* Oracles on an accepted result, while it is alive. */
+static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result) {
+  char msg[160];
+  const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
+  if (breach) dlc_oracle_fail(breach, "%s", msg);
+  const dlc_plan *p = &f->mem.plan;
+  Py_buffer view;
+  int have_view;
+  const uint8_t *addr = result_address(result, &view, &have_view);
+  uintptr_t a = (uintptr_t)addr, b = (uintptr_t)f->mem.buffer;
+  int aliases = p->mode == DLC_DATA_BUFFER && addr != NULL && a >= b && a - b <= p->size;
+  /* Without an address, assume zero-copy unless a copy was asked for (SEM-01). */
+  int copy_asked = (r->kw & DLC_KW_COPY) && r->kw_copy % 3 == DLC_COPY_TRUE;
+  int zero_copy = aliases || (addr == NULL && !copy_asked && !p->ext.zero_size);
+  if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0)
+    dlc_oracle_fail(f->destructor_deleted ? "CAP-03" : "OWN-03",
+                    "deleter ran %d time(s) while the zero-copy result is alive%s",
+                    f->deleter_calls,
+                    f->destructor_deleted ? " (capsule died unconsumed)" : "");
+  if (aliases && !p->ext.zero_size) {
+    const uint8_t *first = (const uint8_t *)f->mem.t.data + f->mem.t.byte_offset;
+    if (addr != first)
+      dlc_oracle_fail("LAY-03", "result starts at data%+lld, export at data+%llu",
+                      (long long)(addr - (const uint8_t *)f->mem.t.data),
+                      (unsigned long long)f->mem.t.byte_offset);
+    if (have_view) check_view(f, &view);
+  }
+  if (have_view) PyBuffer_Release(&view);
+}
+
+/* OWN-03 after everything is dropped: the deleter ran exactly once. */
+static void check_released(const dlc_forged *f) {
+  if (!dlc_forged_has_deleter(f)) return;
+  if (f->bad_self) dlc_oracle_fail("OWN-03", "deleter called with a foreign pointer");
+  if (f->used) {
+    if (f->deleter_calls != 0)
+      dlc_oracle_fail("CAP-04", "deleter of a capsule already named used_* ran %d time(s)",
+                      f->deleter_calls);
+    return;
+  }
+  if (f->deleter_calls > 1 && f->destructor_deleted)
+    dlc_oracle_fail("CAP-03", "deleter ran %d times: the capsule died unconsumed, and the "
+                    "consumer called it too", f->deleter_calls);
+  if (f->deleter_calls != 1)
+    dlc_oracle_fail("OWN-03", "deleter ran %d times once the result was dropped",
+                    f->deleter_calls);
+}
+
+/* Control import for the must-accept oracles: 1 when the consumer accepts r. Ownership is
+ * not checked here; the forged memory is freed once the result is dropped. */
+static int control_accepts(const dlc_record *r) {
+  dlc_forged *f = dlc_forged_new(r);
+  if (f == NULL) return 0;
+  PyObject *capsule = dlc_forged_capsule(f);
+  PyObject *producer = capsule ? dlc_producer_new(capsule, r->device_type, r->device_id) : NULL;
+  Py_XDECREF(capsule);
+  PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
+  Py_XDECREF(producer);
+  int ok = result != NULL;
+  Py_XDECREF(result);
+  PyErr_Clear();
+  if (dlc_forged_has_deleter(f) && f->deleter_calls == 0) PyGC_Collect();
+  if (f->deleter_calls == 0 && !f->used && dlc_forged_has_deleter(f)) {
+    /* the consumer kept it: leak rather than free memory it may still use */
+    return ok;
+  }
+  dlc_forged_free(f);
+  return ok;
+}
+
+/* LAY-07 / LAY-04 hold only when the refusal is due to the NULL pointer: the same export
+ * with row-major strides / a real buffer must be accepted. */
+static int refusal_is_due_to(const char *clause, const dlc_record *r) {
+  dlc_record control = *r;
+  if (strcmp(clause, "LAY-07") == 0) {
+    control.kind &= (uint8_t)~DLC_REC_STRIDES_NULL;
+    if (dlc_rec_row_major(&control) != 0) return 0;
+  } else {
+    control.kind &= (uint8_t)~DLC_REC_DATA_NULL;
+  }
+  return control_accepts(&control);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  dlc_record r;
+  dlc_rec_decode(data, size, &r);
+  dlc_plan plan;
+  dlc_rec_plan(&r, DLC_REC_BUFFER_CAP, &plan);
+  char msg[160];
+  const char *breach = refusal_clause(&r, &plan, msg, sizeof msg);
+  if (breach && dlc_oracle_ignored(breach)) { /* set aside: not sent (oracle.h) */
+    ++n_skipped;
+    return 0;
+  }
+  dlc_forged *f = dlc_forged_new(&r);
+  if (f == NULL) return 0;
+  PyObject *capsule = dlc_forged_capsule(f);
+  PyObject *producer = capsule ? dlc_producer_new(capsule, r.device_type, r.device_id) : NULL;
+  Py_XDECREF(capsule); /* the producer holds the only reference now */
+  if (producer == NULL) {
+    PyErr_Clear();
+    dlc_forged_free(f);
+    return 0;
+  }
+  PyObject *kw = build_kwargs(&r, &f->mem.plan);
+  PyObject *args = PyTuple_Pack(1, producer);
+  PyObject *result = args ? PyObject_Call(dlc_py.from_dlpack, args, kw) : NULL;
+  Py_XDECREF(args);
+  Py_XDECREF(kw);
+  if (dlc_producer_bad_stream(producer))
+    dlc_oracle_fail("STR-10", "consumer passed a stream other than None for a CPU export");
+  long max_major = dlc_producer_max_major(producer);
+  Py_DECREF(producer);
+  if (result == NULL) {
+    ++n_refused;
+    const char *must = acceptance_clause(&r, &f->mem.plan, max_major);
+    if (must && !dlc_oracle_ignored(must)) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      if (!refusal_is_due_to(must, &r)) must = NULL;
+      PyErr_Restore(type, value, tb);
+    }
+    if (must) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyObject *s = value ? PyObject_Str(value) : NULL;
+      const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+      dlc_oracle_fail(must, "refused a plain export it accepts without the NULL pointer (%s: %s)",
+                      type ? ((PyTypeObject *)type)->tp_name : "?", text ? text : "?");
+      Py_XDECREF(s);
+      PyErr_Clear(); /* from PyObject_Str, if it failed */
+      PyErr_Restore(type, value, tb);
+    }
+    check_refusal();
+  } else {
+    ++n_accepted;
+    check_result(&r, f, result);
+    Py_DECREF(result);
+  }
+  if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();
+  check_released(f);
+  dlc_forged_free(f);
+  return 0;
+}

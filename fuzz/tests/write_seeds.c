@@ -1,0 +1,105 @@
+/* write_seeds: writes the committed seed corpus (fuzz/corpus/seeds/) with the record
+ * encoder, one small binary per interesting export. Usage: write_seeds DIR */
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+#include "record.h"
+
+static const char *dir;
+
+static void emit(const char *name, const dlc_record *r) {
+  uint8_t buf[DLC_REC_MAX_SIZE];
+  size_t n = dlc_rec_encode(r, buf, sizeof buf);
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (f == NULL || fwrite(buf, 1, n, f) != n) {
+    perror(path);
+    return;
+  }
+  fclose(f);
+}
+
+/* A CPU tensor with row-major strides. */
+static void base(dlc_record *r, int ndim, const int64_t *shape, uint8_t code, uint8_t bits) {
+  dlc_rec_init(r);
+  r->ndim = (int8_t)ndim;
+  for (int i = 0; i < ndim; ++i) r->shape[i] = shape[i];
+  (void)dlc_rec_row_major(r);
+  r->code = code;
+  r->bits = bits;
+  r->fill_seed = 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  dir = argv[1];
+  dlc_record r;
+  static const int64_t s23[] = {2, 3}, s4[] = {4}, s32[] = {3, 2}, s222[] = {2, 2, 2},
+                       s03[] = {0, 3}, s2[] = {2}, huge[] = {(int64_t)1 << 40};
+
+  base(&r, 2, s23, 2, 32);
+  emit("legacy-float32-2x3", &r);
+
+  base(&r, 1, s4, 0, 64);
+  r.kind = DLC_REC_STRIDES_NULL;
+  emit("legacy-int64-4-strides-null", &r);
+
+  base(&r, 2, s32, 2, 64);
+  r.kind = DLC_REC_VERSIONED;
+  r.strides[0] = 1, r.strides[1] = 3; /* transposed */
+  r.flags = 1;                        /* READ_ONLY (FLG-02) */
+  r.kw = DLC_KW_COPY, r.kw_copy = DLC_COPY_NONE;
+  emit("versioned-float64-transposed-readonly", &r);
+
+  base(&r, 3, s222, 1, 8);
+  r.strides[0] = -4, r.byte_offset = 4; /* negative stride, LAY-03 offset */
+  emit("legacy-uint8-negstride-offset", &r);
+
+  base(&r, 2, s03, 2, 32);
+  r.kind = DLC_REC_DATA_NULL | DLC_REC_VERSIONED; /* LAY-04 */
+  emit("versioned-zero-size-null-data", &r);
+
+  base(&r, 0, NULL, 6, 8);
+  emit("legacy-bool-0d", &r);
+
+  base(&r, 1, s2, 5, 64);
+  r.kind = DLC_REC_VERSIONED;
+  r.kw = DLC_KW_COPY | DLC_KW_DL_DEVICE, r.kw_copy = DLC_COPY_TRUE, r.kw_dev_type = 1;
+  emit("versioned-complex64-copy", &r);
+
+  base(&r, 1, s4, 2, 32);
+  r.kind = DLC_REC_VERSIONED, r.version_major = 2, r.version_minor = 0; /* VER-08 */
+  emit("versioned-major2", &r);
+
+  base(&r, 1, huge, 1, 8);
+  r.kind = DLC_REC_DANGLING; /* valid extent, over the cap */
+  emit("legacy-uint8-huge-dangling", &r);
+
+  base(&r, 2, s23, 2, 32);
+  r.shape[1] = -3; /* LAY-09 */
+  emit("legacy-negative-extent", &r);
+
+  base(&r, 1, s4, 4, 16);
+  emit("legacy-bfloat16", &r);
+
+  base(&r, 1, s4, 2, 32);
+  r.lanes = 4; /* DT-10 vector */
+  emit("legacy-float32x4", &r);
+
+  base(&r, 1, s4, 2, 32);
+  r.device_type = 2; /* CUDA from a CPU-only consumer */
+  emit("legacy-cuda-device", &r);
+
+  base(&r, 1, s4, 17, 4);
+  r.kind = DLC_REC_VERSIONED, r.flags = 4; /* fp4, padded bit (FLG-06) */
+  emit("versioned-fp4-padded", &r);
+  base(&r, 1, s4, 2, 32);
+  r.kind = DLC_REC_USED_NAME; /* already consumed (CAP-04) */
+  emit("legacy-used-capsule", &r);
+  return 0;
+}
