@@ -1,0 +1,39 @@
+"""Producers with forged C exchange API tables, for the consumer-side XAPI checks.
+
+`forged(tensor, type_table=..., instance_table=...)` wraps a `_ref.Tensor` in an object of a
+fresh class: `__dlpack__` and `__dlpack_device__` delegate to the tensor (and count the
+`__dlpack__` calls), and `__dlpack_c_exchange_api__` is the capsule of an `_ref.ApiForge` set
+on the class (type_table) and/or on the instance only (instance_table). The forge's
+trampolines unwrap the object through its `_dlconform_tensor` attribute, so a consumer that
+uses the table gets the reference's own behaviour, and `forge.calls` says which functions it
+called.
+"""
+
+ATTR = "__dlpack_c_exchange_api__"
+
+
+def forged(tensor, type_table=None, instance_table=None):
+    """An object exporting `tensor`; each table is an `_ref.ApiForge` or None."""
+    ns = {
+        "__init__": lambda self, t: setattr(self, "_dlconform_tensor", t),
+        "__dlpack__": _dlpack,
+        "__dlpack_device__": lambda self: self._dlconform_tensor.__dlpack_device__(),
+        "dlpack_calls": 0,
+    }
+    if type_table is not None:
+        ns[ATTR] = type_table.capsule()
+    cls = type("ForgedXapiTensor", (), ns)
+    obj = cls(tensor)
+    if instance_table is not None:
+        setattr(obj, ATTR, instance_table.capsule())
+    return obj
+
+
+def _dlpack(self, **kw):
+    type(self).dlpack_calls += 1
+    return self._dlconform_tensor.__dlpack__(**kw)
+
+
+def used_table(forge):
+    """True when a consumer called any function of forge's slot."""
+    return any(forge.calls.values())

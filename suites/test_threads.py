@@ -1,0 +1,68 @@
+"""Threads and caching (issue 3): N C threads, each taking the GIL through PyGILState,
+export one shared tensor through the C exchange API and `__dlpack__`, check every hand-out's
+values until its own deleter runs, and release them without the GIL (`_probe.stress`,
+probes/probe/stress.c).
+
+OWN-05: every hand-out stays valid until its own deleter runs, and when two hand-outs are the
+same struct (a cache), releasing one leaves the other intact (poison check). OWN-04: each
+deleter runs once, from a C thread without the GIL, and the counts balance. XAPI-14: every
+managed_tensor_from_py_object_no_sync call gives an owning tensor. Caching itself is allowed:
+it is reported in the pass message.
+"""
+import pytest
+
+import _capsule_support as S
+import _xapi_support as X
+from dlconform import _probe
+
+THREADS, ITERATIONS = 8, 200
+
+
+def _run(target, with_table):
+    dtype = S.pick_dtypes(target)[0]
+    x, values, mk = S.make(target, dtype, (3, 5))
+    api = 0
+    table = None
+    if with_table:
+        x, table = X.table(target, x)  # Unsupported without a usable table
+        api = table.ptr
+    expected = target.expected(x)
+    lines = S.setup_lines(target) + mk + (X.table_lines(target) if with_table else ["api = 0"]) + [
+        "r = _probe.stress(x, %r, %d, %d, api=api)" % (expected, THREADS, ITERATIONS), "print(r)"]
+    r = _probe.stress(x, expected, THREADS, ITERATIONS, api=api)
+    del table
+    return r, lines
+
+
+def _judge(check, r, clauses):
+    own05, own04 = clauses
+    check.that(r["bad_values"] == 0, own05, "%d hand-outs read wrong values before their own deleter ran; first: %s"
+               % (r["bad_values"], r["first_bad"]))
+    check.that(r["poison_failures"] == 0, own05, "releasing one of two identical (cached) hand-outs broke the other "
+               "%d of %d times" % (r["poison_failures"], r["poison_checks"]))
+    check.equal(r["deleter_calls"] + r["null_deleters"], r["handouts"], own04,
+                "deleter calls (+ NULL deleters) vs hand-outs, from %d threads without the GIL" % r["threads"])
+    if r["cached_pairs"]:
+        check.record(own05, "pass", "info: the producer caches its export (the same struct twice in %d of %d rounds); "
+                     "%d poison checks passed" % (r["cached_pairs"], THREADS * ITERATIONS, r["poison_checks"]))
+
+
+@pytest.mark.clause("OWN-04", "OWN-05")
+@pytest.mark.role("producer")
+def test_dlpack_from_many_c_threads(target, check):
+    """__dlpack__ from 8 C threads (PyGILState), deleters without the GIL."""
+    r, lines = _run(target, with_table=False)
+    check.repro(lines)
+    check.that(r["errors"] == 0, "OWN-05", "%d exports failed; first: %s" % (r["errors"], r["first_error"]))
+    _judge(check, r, ("OWN-05", "OWN-04"))
+
+
+@pytest.mark.clause("OWN-04", "OWN-05", "XAPI-14")
+@pytest.mark.role("producer")
+def test_exchange_api_and_dlpack_from_many_c_threads(target, check):
+    """managed_tensor_from_py_object_no_sync (twice per round) and __dlpack__ from 8 C threads."""
+    r, lines = _run(target, with_table=True)
+    check.repro(lines)
+    check.that(r["errors"] == 0, "XAPI-14", "%d exports failed; first: %s" % (r["errors"], r["first_error"]))
+    check.equal(r["xapi_handouts"], 2 * THREADS * ITERATIONS, "XAPI-14", "owning tensors from the C path")
+    _judge(check, r, ("OWN-05", "OWN-04"))
