@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from dlconform import HARNESS_DIR, _probe
-from dlconform.producers import RecordingProducer, forges  # noqa: F401 (re-exported)
+from dlconform.producers import CopyingProducer, RecordingProducer, StreamDeviceProducer, forges  # noqa: F401 (re-exported)
 from dlconform.verdicts import Unsupported
 
 LEGACY = "dltensor"
@@ -465,3 +465,30 @@ class UnraisableCapture:
     def __exit__(self, *exc):
         sys.unraisablehook = self._old
         return False
+
+
+# ---------------------------------------------------------------------------- streams, devices
+CUDA_PROBE = os.path.join(os.path.dirname(HARNESS_DIR), "build", "cuda", "stream_probe")
+
+
+def no_stream_device_reason():
+    """Why the producer-side stream checks cannot run for a target without a stream device:
+    the answer of probes/cuda's stream_probe when `make cuda` built it, else that it is absent."""
+    if os.access(CUDA_PROBE, os.X_OK):
+        try:
+            p = subprocess.run([CUDA_PROBE], capture_output=True, text=True, timeout=60)
+            said = (p.stdout.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            said = "the probe did not run (%s)" % e
+    else:
+        said = "probes/cuda not built (make cuda needs nvcc)"
+    return ("needs a GPU or another device with streams; the target offers none here (%s)" % said)
+
+
+def stream_calls(p):
+    """[(stream value or None when absent, dl_device or None)] of a recording producer's calls."""
+    return [(c.get("stream"), c.get("dl_device")) for c in p.calls]
+
+
+def device_tuple(d):
+    return None if d is None else tuple(int(v) for v in d)

@@ -342,3 +342,18 @@ def repro_once(check, lines):
     if any(v != "pass" for _, v, _ in check.records):
         return
     check.repro(lines)
+
+
+def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
+    """The consumer must refuse the forged capsule `kw` (a clean exception, no crash), and the
+    deleter must then run exactly once (recorded under count_clause)."""
+    repro_once(check, attempt_lines(target, kw))
+    att = Attempt(target, kw)
+    if not att.refused:
+        check.record(clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+    else:
+        why = bad_exception(att.etype, att.emsg)
+        check.that(why is None, clause, "%s refused uncleanly: %s" % (what, why))
+    after = att.settle()
+    check.that(after == 1, count_clause, "%s: the deleter ran %d time(s) after the refusal (expected 1)"
+               % (what, after))

@@ -71,3 +71,143 @@ def test_impossible_dl_device_raises_buffererror(target, check):
     info = _probe.inspect(cap)
     check.record("DEV-05", "fail", "dl_device=(kDLHexagon, 0) was accepted: capsule %r on device %r"
                  % (info["name"], info.get("device")))
+
+
+# ---------------------------------------------------------------------------- producer: dl_device CPU
+@pytest.mark.clause("DEV-06")
+@pytest.mark.role("producer")
+def test_dl_device_cpu_exports_host_memory(target, check):
+    """dl_device=(kDLCPU, 0) gives CPU-accessible memory with the tensor's values; for a CPU
+    tensor with copy=False that is its own memory (no copy needed)."""
+    x, values, mk = S.make(target, "float32", (2, 3))
+    check.repro(S.setup_lines(target) + mk + [
+        "cap = x.__dlpack__(max_version=(1, 3), dl_device=(1, 0))",
+        "print(_probe.inspect(cap)['device'], _probe.read_elements(cap))"])
+    try:
+        cap = S.export_versioned(x, dl_device=(1, 0))
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001
+        if S.keyword_rejected(e, "dl_device"):
+            raise Unsupported("__dlpack__ has no dl_device keyword (predates array API 2023.12): %s" % e)
+        check.record("DEV-06", "warn", "dl_device=(1, 0) raised %s; a compliant library should export "
+                     "CPU-accessible memory this way (DEV-06)" % S.describe_exc(e))
+        return
+    info = _probe.inspect(cap)
+    check.equal(tuple(info["device"]), (1, 0), "DEV-06", "device of the dl_device=(1, 0) export")
+    if tuple(info["device"]) == (1, 0) and info.get("readable", True):
+        check.equal(_probe.read_elements(cap), target.expected(x), "DEV-06", "values of the dl_device=(1, 0) export")
+
+
+# ---------------------------------------------------------------------------- consumer: device keyword
+KDL_CUDA = 2
+
+
+def _need_keyword(target, *names):
+    have = target.consumer_keywords()
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise Unsupported("from_dlpack takes no %s keyword (predates array API 2023.12)" % " or ".join(missing))
+
+
+def _producer_lines(target, ctor):
+    return S.setup_lines(target, "from dlconform.producers import RecordingProducer, StreamDeviceProducer, forges") + [
+        "p = %s" % ctor]
+
+
+@pytest.mark.clause("API-05")
+@pytest.mark.role("consumer")
+def test_consumer_device_none_keeps_the_device(target, check):
+    """from_dlpack(x, device=None) puts the result on x's device (here the CPU)."""
+    variants = [{}]
+    if "device" in target.consumer_keywords():
+        variants.append({"device": None})
+    for kw in variants:
+        p = S.Keep(S.forges(shape=(2, 3)))
+        call = S.consumer_expr(target, "p" + "".join(", %s=%r" % kv for kv in kw.items()))
+        S.repro_unless_failed(check, _producer_lines(target, "RecordingProducer(forges(shape=(2, 3)))") + [
+            "y = " + call, "print(y.__dlpack_device__())  # must be (1, 0)"])
+        y, exc = S.try_import(target, p, **kw)
+        S.drop_capsules(p, imported=exc is None)
+        if exc is not None:
+            check.record("API-05", "fail", "%s raised %s for a CPU producer" % (call, S.describe_exc(exc)))
+            continue
+        dev = S.result_device(y)
+        check.that(dev in (None, (1, 0)), "API-05", "%s: result on device %r, producer on (1, 0)" % (call, dev))
+        del y
+        S.settle()
+
+
+@pytest.mark.clause("DEV-06")
+@pytest.mark.role("consumer")
+def test_consumer_device_cpu(target, check):
+    """from_dlpack(x, device='cpu') gives a CPU result: from a CPU producer, and from a
+    producer on another device that can copy to the host when asked with dl_device."""
+    _need_keyword(target, "device")
+    for label, ctor, make in (
+            ("CPU producer", "RecordingProducer(forges(shape=(2, 3)))", lambda: S.Keep(S.forges(shape=(2, 3)))),
+            ("CUDA producer with host copies", "StreamDeviceProducer((2, 0), host_copies=True)",
+             lambda: S.StreamDeviceProducer((KDL_CUDA, 0), host_copies=True))):
+        p = make()
+        S.repro_unless_failed(check, _producer_lines(target, ctor) + [
+            "y = " + S.consumer_expr(target, "p, device='cpu'"), "print(p.calls, y)"])
+        y, exc = S.try_import(target, p, device="cpu")
+        if hasattr(p, "capsules"):
+            S.drop_capsules(p, imported=exc is None)
+        if exc is not None:
+            check.warn("DEV-06", "%s: from_dlpack(device='cpu') raised %s (calls %r); DEV-06 says it should "
+                       "give CPU-accessible memory" % (label, S.describe_exc(exc), p.calls))
+            continue
+        dev = S.result_device(y)
+        check.that(dev in (None, (1, 0)), "DEV-06", "%s: device='cpu' gave a result on %r" % (label, dev))
+        got, _ = S.result_elements(target, y)
+        forge = p.forges.get(p.last_kind)
+        if forge is not None:
+            check.equal(got, forge.expected_elements(), "DEV-06", "%s: values of the CPU result" % label)
+        del y
+        S.settle()
+
+
+@pytest.mark.clause("DEV-07")
+@pytest.mark.role("consumer")
+def test_consumer_refuses_foreign_device_with_buffererror(target, check):
+    """Memory on a device the consumer lacks (kDLHexagon here) should be refused with
+    BufferError (older python_spec text said TypeError)."""
+    p = S.Keep(S.forges(shape=(2, 3), device=(16, 0)), device=(16, 0))
+    check.repro(_producer_lines(target, "RecordingProducer(forges(shape=(2, 3), device=(16, 0)), device=(16, 0))")
+                + ["y = " + S.consumer_expr(target) + "  # should raise BufferError"])
+    y, exc = S.try_import(target, p)
+    S.drop_capsules(p, imported=exc is None)
+    if exc is None:
+        dev = S.result_device(y)
+        check.that(dev == (16, 0), "DEV-07", "memory of device (16, 0) was imported as a result on %r" % (dev,))
+        del y
+        return
+    if isinstance(exc, SystemError):
+        check.record("DEV-07", "fail", "SystemError: %s" % exc)
+    elif isinstance(exc, BufferError):
+        check.record("DEV-07", "pass")
+    else:
+        check.warn("DEV-07", "refused with %s; DEV-07 recommends BufferError (python_spec before v1.0 said "
+                   "TypeError)" % S.describe_exc(exc))
+
+
+@pytest.mark.clause("CPY-08")
+@pytest.mark.role("consumer")
+def test_consumer_device_cpu_impossible_is_buffererror(target, check):
+    """from_dlpack(x, device='cpu') when x's memory cannot reach the host at all (its
+    producer refuses dl_device=(1, 0)): BufferError."""
+    _need_keyword(target, "device")
+    p = S.StreamDeviceProducer((KDL_CUDA, 0), host_copies=False)
+    check.repro(_producer_lines(target, "StreamDeviceProducer((2, 0))  # refuses every export") +
+                ["y = " + S.consumer_expr(target, "p, device='cpu'") + "  # must raise BufferError"])
+    y, exc = S.try_import(target, p, device="cpu")
+    if exc is None:
+        check.record("CPY-08", "fail", "device='cpu' gave a result for memory that cannot reach the host "
+                     "(producer calls %r)" % (p.calls,))
+        del y
+    elif isinstance(exc, BufferError):
+        check.record("CPY-08", "pass")
+    else:
+        check.record("CPY-08", "fail", "device='cpu' for memory that cannot reach the host raised %s, not "
+                     "BufferError" % S.describe_exc(exc))

@@ -11,7 +11,7 @@ import pytest
 
 import strategies as S
 from _layout_support import (
-    repro_once,
+    must_refuse, repro_once,
     DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values, compare_layout, export, lib,
     make_lines, result_bytes, setup_lines, values_for)
 from dlconform import _probe
@@ -270,16 +270,8 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
     """fp6 (codes 15, 16) with bits != 6 and fp4 (17) with bits != 4: the consumer must stop."""
     for dtype in [(15, 8, 1), (16, 8, 1), (17, 8, 1), (17, 2, 1), (15, 4, 1)]:
         cl = "DT-08" if dtype[0] == 17 else "DT-07"
-        kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
-        if not att.refused:
-            check.record(cl, "fail", "dtype %r was imported (result %r)" % (dtype, target.describe(att.result)))
-        else:
-            why = bad_exception(att.etype, att.emsg)
-            check.that(why is None, cl, "dtype %r refused uncleanly: %s" % (dtype, why))
-        after = att.settle()
-        check.equal(after, 1, cl, "deleter calls after dtype %r" % (dtype,))
+        must_refuse(check, target, dict(dtype=dtype, shape=(4,), buffer_size=64), cl, "dtype %r" % (dtype,),
+                    count_clause=cl)
 
 
 @pytest.mark.clause("DT-01")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import strategies as S
 from _layout_support import (
-    repro_once,
+    must_refuse, repro_once,
     DLPACK_FLAG_IS_COPIED, DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values,
     compare_layout, apply_ops, deleter_accounting, export, make_lines, result_bytes, run_cases, setup_lines,
     settle_records, values_for, versioned_supported, lib)
@@ -475,38 +475,26 @@ def test_consumer_zero_size_null_data(target, check):
         deleter_accounting(check, att, alive, what="zero-size NULL-data import: ")
 
 
-def _must_refuse(check, target, kw, clause, what):
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
-    if not att.refused:
-        check.record(clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
-    else:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, clause, "%s refused uncleanly: %s" % (what, why))
-    after = att.settle()
-    check.that(after == 1, "OWN-03", "%s: the deleter ran %d time(s) after the refusal (expected 1)" % (what, after))
-
-
 @pytest.mark.clause("LAY-09", "OWN-03")
 @C
 def test_consumer_refuses_negative_extent(target, check):
     """A negative extent is invalid: the consumer raises, and the deleter still runs once."""
     for shape in [(-1,), (2, -3), (4, 0, -2)]:
-        _must_refuse(check, target, dict(shape=shape, buffer_size=256), "LAY-09", "shape %r" % (shape,))
+        must_refuse(check, target, dict(shape=shape, buffer_size=256), "LAY-09", "shape %r" % (shape,))
 
 
 @pytest.mark.clause("LAY-09", "OWN-03")
 @C
 def test_consumer_refuses_negative_ndim(target, check):
     """ndim < 0 is invalid: the consumer raises without reading shape or strides."""
-    _must_refuse(check, target, dict(shape=(), ndim=-1, buffer_size=64), "LAY-09", "ndim -1")
+    must_refuse(check, target, dict(shape=(), ndim=-1, buffer_size=64), "LAY-09", "ndim -1")
 
 
 @pytest.mark.clause("LAY-09", "OWN-03")
 @C
 def test_consumer_refuses_null_shape_with_ndim(target, check):
     """ndim > 0 with a NULL shape pointer is invalid: the consumer raises, never dereferences."""
-    _must_refuse(check, target, dict(shape=(2, 3), shape_null=True, buffer_size=64), "LAY-09",
+    must_refuse(check, target, dict(shape=(2, 3), shape_null=True, buffer_size=64), "LAY-09",
                  "ndim 2 with NULL shape")
 
 

@@ -3,6 +3,7 @@ import pytest
 
 import _capsule_support as S
 from dlconform import _probe
+from dlconform.verdicts import Unsupported
 
 
 def _export_with_stream(x, stream):
@@ -54,3 +55,246 @@ def test_stream_of_wrong_type_is_rejected(target, check):
             check.that(not isinstance(err, SystemError), "STR-02", "stream=%r raised SystemError" % (stream,))
         if cap is not None:
             _probe.inspect(cap)
+
+
+# ---------------------------------------------------------------------------- producer, stream device
+# The producer side of STR-01..12 needs a device with streams. `target.stream_device()` gives
+# one (ref: a virtual device on kDLExtDev with software streams, probes/ref/vstream.c) or None.
+# Its log shows what the producer ordered: ("wait", consumer stream, producer stream),
+# ("sync", producer stream), ("copy", stream or 0 for the host), ("destroy", stream).
+def _stream_device(target, check, clauses):
+    dev = target.stream_device()
+    if dev is None:
+        reason = S.no_stream_device_reason()
+        for clause in clauses:
+            check.record(clause, "skip", reason)
+    return dev
+
+
+def _sd_setup(target, dev, var="x"):
+    return S.setup_lines(target) + dev.repro_make("float32", (2, 3), S.values_for("float32", (2, 3)), var)
+
+
+@pytest.mark.clause("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
+@pytest.mark.role("producer")
+def test_export_waits_on_the_consumer_stream(target, check):
+    """Every stream other than -1 makes the consumer's stream wait on the producer's work
+    before __dlpack__ returns: None and 1 the legacy default stream, 2 the per-thread default
+    stream, a handle > 2 that very stream."""
+    dev = _stream_device(target, check, ("STR-01", "STR-04", "STR-05", "STR-06", "STR-07"))
+    if dev is None:
+        return
+    handle = dev.new_stream()
+    x = dev.make("float32", (2, 3), S.values_for("float32", (2, 3)))
+    own = dev.producer_stream(x)
+    dev.events()
+    cases = ((None, dev.LEGACY, "STR-04"), (1, dev.LEGACY, "STR-05"), (2, dev.PER_THREAD, "STR-06"),
+             (handle, handle, "STR-07"))
+    try:
+        for stream, waits_on, clause in cases:
+            S.repro_unless_failed(check, _sd_setup(target, dev) + [
+                "h = _ref.vstream_new()" if stream == handle else "h = None",
+                "cap = x.__dlpack__(stream=%s, max_version=(1, 3))" % ("h" if stream == handle else repr(stream)),
+                dev.repro_events() + "  # must show ('wait', %s, x.stream)" % ("h" if stream == handle else waits_on)])
+            cap = x.__dlpack__(stream=stream, max_version=S.SUITE_VERSION)
+            events = dev.events()
+            waits = [e for e in events if e[0] == "wait"]
+            check.that(any(e[1] == waits_on for e in waits), "STR-01",
+                       "stream=%r: no wait of the consumer's stream %d before __dlpack__ returned (log %r)"
+                       % (stream, waits_on, events))
+            check.that(waits and all(e[1:] == (waits_on, own) for e in waits), clause,
+                       "stream=%r: expected one wait of stream %d on the producer's stream %d, log %r"
+                       % (stream, waits_on, own, events))
+            check.equal(tuple(_probe.inspect(cap)["device"]), dev.device, "STR-01", "device of the export")
+    finally:
+        dev.destroy_stream(handle)
+
+
+@pytest.mark.clause("STR-03")
+@pytest.mark.role("producer")
+def test_stream_minus_one_does_not_synchronise(target, check):
+    """stream=-1: the producer must neither wait nor synchronise."""
+    dev = _stream_device(target, check, ("STR-03",))
+    if dev is None:
+        return
+    x = dev.make("float32", (2, 3), S.values_for("float32", (2, 3)))
+    dev.events()
+    check.repro(_sd_setup(target, dev) + ["cap = x.__dlpack__(stream=-1, max_version=(1, 3))",
+                                          dev.repro_events() + "  # must be []"])
+    cap = x.__dlpack__(stream=-1, max_version=S.SUITE_VERSION)
+    events = dev.events()
+    check.equal(events, [], "STR-03", "ordering events after stream=-1")
+    del cap
+
+
+@pytest.mark.clause("STR-08")
+@pytest.mark.role("producer")
+def test_stream_zero_rejected_by_stream_producer(target, check):
+    """stream=0 is ambiguous: consumers must not pass it and producers should reject it."""
+    dev = _stream_device(target, check, ("STR-08",))
+    if dev is None:
+        return
+    x = dev.make("float32", (2, 3), S.values_for("float32", (2, 3)))
+    check.repro(_sd_setup(target, dev) + ["x.__dlpack__(stream=0)  # should raise"])
+    try:
+        cap = x.__dlpack__(stream=0, max_version=S.SUITE_VERSION)
+    except SystemError as e:
+        check.record("STR-08", "fail", "stream=0 raised SystemError (%s)" % e)
+        return
+    except Exception:  # noqa: BLE001 - any refusal is what the clause asks
+        check.record("STR-08", "pass")
+        return
+    del cap
+    dev.events()
+    check.warn("STR-08", "stream=0 was accepted; the array API says producers should reject it (STR-08)")
+
+
+@pytest.mark.clause("STR-11")
+@pytest.mark.role("producer")
+def test_consumer_stream_stays_the_consumers(target, check):
+    """The stream stays owned by the consumer: the producer never destroys it, neither in
+    __dlpack__ nor when the capsule or the tensor dies."""
+    dev = _stream_device(target, check, ("STR-11",))
+    if dev is None:
+        return
+    handle = dev.new_stream()
+    x = dev.make("float32", (2, 3), S.values_for("float32", (2, 3)))
+    check.repro(_sd_setup(target, dev) + ["h = _ref.vstream_new()", "cap = x.__dlpack__(stream=h)",
+                                          "del cap, x", "print(_ref.vstream_alive(h))  # must be True"])
+    cap = x.__dlpack__(stream=handle, max_version=S.SUITE_VERSION)
+    check.that(dev.alive(handle), "STR-11", "the consumer's stream died in __dlpack__ (log %r)" % dev.events())
+    del cap, x
+    S.settle()
+    check.that(dev.alive(handle), "STR-11", "the consumer's stream died with the capsule or the tensor")
+    if dev.alive(handle):
+        dev.destroy_stream(handle)
+    dev.events()
+
+
+@pytest.mark.clause("STR-12", "CPY-05")
+@pytest.mark.role("producer")
+def test_dl_device_cpu_synchronises_and_copies(target, check):
+    """dl_device=(kDLCPU, 0) from a stream device: the producer synchronises before the host
+    copy (STR-12), the copy carries IS_COPIED, and copy=False must be BufferError (CPY-05)."""
+    dev = _stream_device(target, check, ("STR-12", "CPY-05"))
+    if dev is None:
+        return
+    values = S.values_for("float32", (2, 3))
+    x = dev.make("float32", (2, 3), values)
+    own = dev.producer_stream(x)
+    dev.events()
+    check.repro(_sd_setup(target, dev) + [
+        "cap = x.__dlpack__(max_version=(1, 3), dl_device=(1, 0))",
+        dev.repro_events() + "  # must start with ('sync', x.stream)",
+        "x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)  # must raise BufferError"])
+    cap = x.__dlpack__(max_version=S.SUITE_VERSION, dl_device=(1, 0))
+    events = dev.events()
+    info = _probe.inspect(cap)
+    check.equal(tuple(info["device"]), (1, 0), "STR-12", "device of the dl_device=(1, 0) export")
+    syncs = [i for i, e in enumerate(events) if e == ("sync", own)]
+    copies = [i for i, e in enumerate(events) if e[0] == "copy"]
+    check.that(syncs and (not copies or syncs[0] < copies[0]), "STR-12",
+               "no synchronisation of the producer's stream %d before the host copy (log %r)" % (own, events))
+    check.equal(_probe.read_elements(cap), values, "STR-12", "values of the host copy")
+    check.that((info.get("flags") or 0) & S.FLAG_IS_COPIED, "STR-12", "the host copy lacks IS_COPIED (FLG-04)")
+    try:
+        cap2 = x.__dlpack__(max_version=S.SUITE_VERSION, dl_device=(1, 0), copy=False)
+    except BufferError:
+        check.record("CPY-05", "pass")
+    except Exception as e:  # noqa: BLE001
+        check.record("CPY-05", "fail", "dl_device=(1, 0), copy=False raised %s, not BufferError" % S.describe_exc(e))
+    else:
+        check.record("CPY-05", "fail", "dl_device=(1, 0) with copy=False was exported (device %r, flags %r)"
+                     % (_probe.inspect(cap2)["device"], _probe.inspect(cap2).get("flags")))
+    dev.events()
+
+
+@pytest.mark.clause("CPY-04")
+@pytest.mark.role("producer")
+def test_copy_runs_on_the_consumer_stream(target, check):
+    """copy=True with a consumer stream: the copy runs on that stream."""
+    dev = _stream_device(target, check, ("CPY-04",))
+    if dev is None:
+        return
+    handle = dev.new_stream()
+    x = dev.make("float32", (2, 3), S.values_for("float32", (2, 3)))
+    dev.events()
+    check.repro(_sd_setup(target, dev) + ["h = _ref.vstream_new()",
+                                          "cap = x.__dlpack__(stream=h, max_version=(1, 3), copy=True)",
+                                          dev.repro_events() + "  # must show ('copy', h)"])
+    try:
+        cap = x.__dlpack__(stream=handle, max_version=S.SUITE_VERSION, copy=True)
+        events = dev.events()
+        copies = [e for e in events if e[0] == "copy"]
+        check.that(copies and all(e[1] == handle for e in copies), "CPY-04",
+                   "the copy did not run on the consumer's stream %d (log %r)" % (handle, events))
+        check.that((_probe.inspect(cap).get("flags") or 0) & S.FLAG_IS_COPIED, "CPY-04", "the copy lacks IS_COPIED")
+    finally:
+        dev.destroy_stream(handle)
+
+
+# ---------------------------------------------------------------------------- consumer
+@pytest.mark.clause("STR-10")
+@pytest.mark.role("consumer")
+def test_consumer_passes_stream_none_to_cpu(target, check):
+    """A CPU producer gets stream=None (or no stream keyword) from the consumer."""
+    p = S.Keep(S.forges(shape=(2, 3)))
+    check.repro(S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges") + [
+        "p = RecordingProducer(forges(shape=(2, 3)))",
+        "y = %s" % S.consumer_expr(target),
+        "print(p.calls)  # stream must be None or absent"])
+    y, exc = S.try_import(target, p)
+    S.drop_capsules(p, imported=exc is None)
+    if not p.calls:
+        raise Unsupported("the consumer never called __dlpack__ (%s)" % (S.describe_exc(exc) if exc else "no call"))
+    for stream, _ in S.stream_calls(p):
+        check.that(stream is None, "STR-10", "the consumer passed stream=%r to a CPU producer" % (stream,))
+    del y
+
+
+_STREAM_DEVICES = ((2, "CUDA"), (10, "ROCm"), (14, "oneAPI"))
+
+
+@pytest.mark.clause("STR-08", "STR-09", "STR-12", "STR-14")
+@pytest.mark.role("consumer")
+def test_consumer_stream_keywords_for_stream_devices(target, check):
+    """A producer claiming CUDA, ROCm or oneAPI memory records what the consumer passes, then
+    refuses with BufferError: no 0 for CUDA (STR-08), no 1 or 2 for ROCm (STR-09), None with
+    dl_device=(1, 0) (STR-12), and preferably 1 (CUDA) / 0 (ROCm) over None (STR-14)."""
+    variants = [{}]
+    if "device" in target.consumer_keywords():
+        variants.append({"device": "cpu"})
+    for dev_type, label in _STREAM_DEVICES:
+        for kw in variants:
+            p = S.StreamDeviceProducer((dev_type, 0))
+            S.repro_unless_failed(check, S.setup_lines(target, "from dlconform.producers import StreamDeviceProducer") + [
+                "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
+                "try:", "    %s" % S.consumer_expr(target, "p" + "".join(", %s=%r" % kv for kv in kw.items())),
+                "except Exception as e:", "    print(type(e).__name__, e)",
+                "print(p.calls)"])
+            y, exc = S.try_import(target, p, **kw)
+            del y
+            for stream, dl_device in S.stream_calls(p):
+                device_tuple = S.device_tuple(dl_device)
+                where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % kv for kv in kw.items()))
+                if dev_type == 2:
+                    check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
+                if dev_type == 10:
+                    check.that(stream not in (1, 2), "STR-09", "%s: the consumer passed stream=%r, which ROCm "
+                               "does not support" % (where, stream))
+                if device_tuple == (1, 0):
+                    check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU "
+                               "the stream must be None" % (where, stream))
+                elif dev_type in (2, 10):
+                    want = 1 if dev_type == 2 else 0
+                    if stream is None:
+                        check.warn("STR-14", "%s: the consumer passed stream=None; STR-14 (SHOULD) recommends "
+                                   "%d for the legacy default stream (a consumer that cannot use %s memory "
+                                   "should refuse it after __dlpack_device__ instead, API-04)" % (where, want, label))
+                    else:
+                        check.record("STR-14", "pass")
+    for clause in ("STR-08", "STR-09", "STR-12", "STR-14"):
+        if not any(c == clause for c, _, _ in check.records):
+            # the consumer never asked such a producer for this case: nothing it passed breaks
+            # the clause (a consumer may refuse foreign devices after __dlpack_device__)
+            check.record(clause, "pass")

@@ -18,7 +18,7 @@ def group_of(clause_id):
     return clause_id.split("-", 1)[0] if clause_id else ""
 
 
-FIELDS = ("id", "group", "level", "binds", "since", "source", "needs", "partial", "text", "reading")
+FIELDS = ("id", "group", "level", "binds", "since", "source", "needs", "partial", "text", "reading", "no_check")
 
 
 class Clause:

@@ -10,7 +10,7 @@ import sys
 
 from . import REPO_DIR, __version__
 
-KNOWN_LIBRARIES = ("numpy", "torch")
+KNOWN_LIBRARIES = ("numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
 
 
 def _library_version(name):

@@ -107,3 +107,73 @@ class RecordingProducer:
 def legacy_producer(forge, **kw):
     """An old producer: `__dlpack__(stream=None)` only, legacy capsules (VER-06)."""
     return RecordingProducer(forge, legacy_only=True, **kw)
+
+
+#: device types with a stream concept in the array API (STR-01, STR-09; oneAPI: STR-15)
+KDL_CUDA = 2
+KDL_ROCM = 10
+KDL_ONEAPI = 14
+
+
+class StreamDeviceProducer(RecordingProducer):
+    """A producer that claims a device with streams (CUDA, ROCm, oneAPI) but has no such
+    memory: it records every `__dlpack__` call like RecordingProducer, then refuses with
+    BufferError (ERR-01), so the consumer's keywords can be seen without a GPU.
+
+    `host_copies=True`: a request with `dl_device=(1, 0)` and `copy` not False is served
+    with a host copy (a versioned capsule with IS_COPIED, or legacy) as a producer that can
+    copy to the host would (DEV-06, CPY-06); `copy=False` with `dl_device=(1, 0)` is
+    BufferError (CPY-05). Without it every request is refused.
+    """
+
+    REFUSAL = "dlconform StreamDeviceProducer: no memory on device %r"
+
+    def __init__(self, device, *, host_copies=False, **forge_kwargs):
+        forge_kwargs.setdefault("shape", (2, 3))
+        super().__init__(forges(flags=2, **forge_kwargs), device=device)
+        self._legacy_forge = None
+        self._forge_kwargs = forge_kwargs
+        self.host_copies = host_copies
+
+    def __dlpack__(self, *args, **kw):
+        self.events.append("__dlpack__")
+        record = dict(kw)
+        if args:
+            record["args"] = args
+        self.calls.append(record)
+        if args:
+            raise TypeError("__dlpack__() takes keyword arguments only")
+        dl_device = kw.get("dl_device")
+        to_host = dl_device is not None and tuple(dl_device) == (1, 0)
+        if to_host and self.host_copies:
+            if kw.get("copy") is False:
+                raise BufferError("dl_device=(1, 0) needs a copy but copy=False (CPY-05)")
+            mv = kw.get("max_version")
+            if mv is not None and mv[0] >= 1:
+                return self._forge_for(True).capsule()
+            if self._legacy_forge is None:
+                from . import _ref
+
+                self._legacy_forge = _ref.Forge(versioned=False, **self._forge_kwargs)
+            return self._legacy_forge.capsule()
+        raise BufferError(self.REFUSAL % (self.device,))
+
+
+class CopyingProducer(RecordingProducer):
+    """RecordingProducer that honours `copy=True` as a correct producer must (CPY-01): the
+    export then comes from a second forge (same element bytes, other memory; IS_COPIED on
+    versioned capsules). `.original` / `.copies`: the forges of the two kinds of export."""
+
+    def __init__(self, **forge_kwargs):
+        forge_kwargs.setdefault("shape", (2, 3))
+        self.original = forges(**forge_kwargs)
+        self.copies = forges(**dict(forge_kwargs, flags=2))
+        super().__init__(self.original)
+
+    def __dlpack__(self, *args, **kw):
+        cap = super().__dlpack__(*args, **kw)
+        if kw.get("copy") is True:
+            versioned = self.last_kind == "versioned"
+            del cap  # its destructor gives the original struct back
+            return self.copies(versioned=versioned).capsule()
+        return cap

@@ -111,6 +111,12 @@ class Check:
         self._on_repro = on_repro  # streams the snippet, so a crash still has its reproducer
         self.records = []  # (clause, verdict, message)
         self.repro_text = None
+        self.peer = None  # the other library of an interop check (reports/README.md: `peer`)
+
+    def set_peer(self, name):
+        """Names the other library of this test (the producer when the target consumes):
+        every record of the test then carries `peer`."""
+        self.peer = None if name is None else str(name)
 
     def level(self, clause):
         return self._level_of(clause)
@@ -399,5 +405,8 @@ class _State:
             if verdict != "pass":
                 repro = st.check.repro_text or _repro.run_command(self.spec, clause if clause != UNMARKED else "*",
                                                                   item.nodeid)
-            out.append(self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration))
+            rec = self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration)
+            if st.check.peer is not None:
+                rec["peer"] = st.check.peer
+            out.append(rec)
         return out

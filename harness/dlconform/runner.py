@@ -161,6 +161,8 @@ class Runner:
         out["duration"] = float(out["duration"] or 0.0)
         if rec.get("evidence"):
             out["evidence"] = rec["evidence"]
+        if rec.get("peer"):
+            out["peer"] = str(rec["peer"])
         return out
 
     def _emit(self, run, rec):

@@ -68,8 +68,10 @@ def test_ref_passes_every_check(tmp_path):
     assert data is not None, proc.stderr
     results = [r for r in data["results"] if r["target"] == "ref"]
     assert len(results) > 100, f"only {len(results)} results for ref"
+    # interop records with another library as producer (`peer`) judge that pair, not ref alone:
+    # a host producer that cannot export a dtype gives `unsupported` there
     not_pass = [(r["clause"], r["verdict"], r["test"], r["message"]) for r in results
-                if r["verdict"] != "pass"]
+                if r["verdict"] != "pass" and r.get("peer") in (None, "ref")]
     assert not not_pass, "ref must pass everything:\n" + "\n".join(map(str, not_pass))
     assert proc.returncode == 0, proc.stderr
 
@@ -96,3 +98,17 @@ def test_every_builtin_fault_is_caught_on_its_clause(tmp_path):
         print(f"  {name:<{width}}  {clause:<8} {', '.join(caught) or 'NOT CAUGHT ' + err}")
     missed = [(name, clause, err) for name, clause, caught, err in rows if not caught]
     assert not missed, f"faults no check catches: {missed}"
+
+
+def test_every_clause_has_a_check_or_a_recorded_reason():
+    """Coverage over the whole catalogue (all 119 clauses): each clause is marked on at least
+    one suite test, or carries `no_check` (why it cannot be checked here); never both."""
+    clauses = catalogue.load().clauses
+    assert len(clauses) == 119, f"the catalogue has {len(clauses)} clauses, not 119"
+    by_clause = collected_clauses()
+    neither = [c.id for c in clauses if not by_clause.get(c.id) and not c.get("no_check")]
+    both = [c.id for c in clauses if by_clause.get(c.id) and c.get("no_check")]
+    assert not neither, f"clauses with no test and no recorded reason: {neither}"
+    assert not both, f"clauses with a test that also claim no check is possible: {both}"
+    checked = sum(1 for c in clauses if by_clause.get(c.id))
+    print(f"\ncoverage: {checked} of {len(clauses)} clauses checked, {len(clauses) - checked} with a reason")

@@ -717,6 +717,172 @@ OBSERVE = {
 }
 
 
+# ---- observers of the stream, device and copy faults (vstream.c, consume.c, export.c) ----
+
+def _vs(**kw):
+    """(outcome, log with the streams renamed 'own'/'h', whether h survived) of one export of
+    a virtual-stream-device tensor; kw's stream 'h' is a fresh handle."""
+    d = _ref.DeviceTensor(_ref.Tensor("float32", (2, 3)))
+    h = _ref.vstream_new()
+    if kw.get("stream") == "h":
+        kw["stream"] = h
+    _ref.vstream_log(clear=True)
+    try:
+        d.__dlpack__(**kw)
+        out = "ok"
+    except Exception as e:  # noqa: BLE001
+        out = type(e).__name__
+    names = {d.stream: "own", h: "h"}
+    log = [tuple(names.get(v, v) for v in e) for e in _ref.vstream_log(clear=True)]
+    return out, log, _ref.vstream_alive(h)
+
+
+def _consume(make, **kw):
+    """(outcome, the producer's stream keywords) of _ref.from_dlpack(make(), **kw)."""
+    p = make()
+    try:
+        _ref.from_dlpack(p, **kw)
+        out = "ok"
+    except Exception as e:  # noqa: BLE001
+        out = type(e).__name__
+    return out, [c.get("stream", "absent") for c in p.calls]
+
+
+def _sdp(dev, **kw):
+    from dlconform.producers import StreamDeviceProducer
+
+    return lambda: StreamDeviceProducer(dev, **kw)
+
+
+def _cpu_producer(dev=(1, 0)):
+    from dlconform.producers import RecordingProducer, forges
+
+    return RecordingProducer(forges(shape=(2,), device=dev), device=dev)
+
+
+def _copy_shares():
+    from dlconform.producers import CopyingProducer
+
+    p = CopyingProducer(shape=(2,))
+    y = _ref.from_dlpack(p, copy=True)
+    return any(f.buffer_address <= y.data_ptr < f.buffer_address + f.buffer_size for f in p.original.made.values())
+
+
+def _view_shares():
+    x = _t()
+    return _ref.from_dlpack(x).data_ptr == x.data_ptr
+
+
+def _transposed_values():
+    x = _ref.Tensor("float32", (2, 3), data=floats(6))
+    return _ref.from_dlpack(x.view((3, 2), (1, 3))).tobytes()
+
+
+def _export_flags(**kw):
+    from dlconform import _probe
+
+    return _probe.inspect(_t().__dlpack__(max_version=(1, 3), **kw))["flags"]
+
+
+OBSERVE.update({
+    "dl_device_cpu_refused": lambda: _raises(lambda: _t().__dlpack__(dl_device=(1, 0))),
+    "copy_false_copies": lambda: _export_flags(copy=False),
+    "vstream_no_wait": lambda: _vs(stream="h"),
+    "vstream_sync_on_minus1": lambda: _vs(stream=-1),
+    "vstream_none_per_thread": lambda: _vs(stream=None),
+    "vstream_legacy_wrong": lambda: _vs(stream=1),
+    "vstream_per_thread_wrong": lambda: _vs(stream=2),
+    "vstream_handle_ignored": lambda: _vs(stream="h"),
+    "vstream_accepts_zero": lambda: _vs(stream=0),
+    "vstream_destroys_stream": lambda: _vs(stream="h"),
+    "vstream_cpu_no_sync": lambda: _vs(dl_device=(1, 0)),
+    "vstream_copy_on_producer_stream": lambda: _vs(stream="h", copy=True),
+    "vstream_copy_false_copies": lambda: _vs(dl_device=(1, 0), copy=False),
+    "consumer_stream_for_cpu": lambda: _consume(_cpu_producer),
+    "consumer_cuda_stream_zero": lambda: _consume(_sdp((2, 0)), device="cpu"),
+    "consumer_rocm_stream_one": lambda: _consume(_sdp((10, 0)), device="cpu"),
+    "consumer_cpu_request_stream": lambda: _consume(_sdp((14, 0)), device="cpu"),
+    "consumer_cuda_stream_none": lambda: _consume(_sdp((2, 0))),
+    "consumer_foreign_device_typeerror": lambda: _consume(lambda: _cpu_producer((16, 0))),
+    "consumer_refuses_cpu_copy": lambda: _consume(_sdp((2, 0), host_copies=True), device="cpu"),
+    "consumer_copy_ignored": _copy_shares,
+    "consumer_copy_false_copies": lambda: _consume(_sdp((2, 0), host_copies=True), device="cpu", copy=False),
+    "consumer_device_valueerror": lambda: _consume(_sdp((2, 0)), device="cpu"),
+    "consumer_result_device": lambda: _ref.from_dlpack(_cpu_producer()).__dlpack_device__(),
+    "consumer_copies_always": _view_shares,
+    "consumer_ignores_strides": _transposed_values,
+})
+
+
+
+# ---- exchange API (XAPI) and thread faults: what each changes, observed in process (None:
+# the fault crashes or aborts by design; the suites see it in a child process)
+def _xapi():
+    from dlconform import _probe
+    return _probe, _probe.exchange_api(_ref.Tensor)
+
+
+def _xapi_fn(name):
+    return lambda: _xapi()[1]["functions"][name] != 0
+
+
+def _alloc_errors():
+    probe, info = _xapi()
+    return len(probe.xapi_alloc(info["pointer"], (250, 32, 1), (2,), (1, 0))[2])
+
+
+def _to_py_steals():
+    probe, info = _xapi()
+    forge = _ref.Forge()
+    rc, y = probe.xapi_to_py(info["pointer"], probe.consume(forge.capsule()))
+    del y
+    gc.collect()
+    return forge.deleter_calls
+
+
+def _forged_used(**kw):
+    from dlconform.xapi_forge import forged, used_table
+    a, b = _ref.ApiForge(0, **kw), _ref.ApiForge(1)
+    _ref.from_dlpack(forged(_t(), type_table=a, instance_table=b))
+    return used_table(a), used_table(b)
+
+
+def _cached_after_release():
+    from dlconform import _probe
+    t = _t()
+    a, b = t.__dlpack__(max_version=(1, 3)), t.__dlpack__(max_version=(1, 3))
+    _probe.consume(a).release()
+    return _probe.inspect(b)["shape"]
+
+
+OBSERVE.update({
+    "xapi_on_instance": lambda: _xapi()[1]["form"],
+    "xapi_capsule_name": lambda: _xapi()[1]["capsule_name"],
+    "xapi_int_form": lambda: _xapi()[1]["attr"],
+    "xapi_table_per_lookup": lambda: getattr(_ref.Tensor, "__dlpack_c_exchange_api__")
+    is getattr(_ref.Tensor, "__dlpack_c_exchange_api__"),
+    "xapi_prev_api_garbage": lambda: _xapi()[1]["prev_api"] != 0,
+    "xapi_null_allocator": _xapi_fn("managed_tensor_allocator"),
+    "xapi_null_from_py": _xapi_fn("managed_tensor_from_py_object_no_sync"),
+    "xapi_null_to_py": _xapi_fn("managed_tensor_to_py_object_no_sync"),
+    "xapi_null_stream": _xapi_fn("current_work_stream"),
+    "xapi_alloc_silent_failure": _alloc_errors,
+    "xapi_alloc_double_seterror": _alloc_errors,
+    "xapi_from_py_no_typecheck": None,
+    "xapi_from_py_runtimeerror": lambda: type(_xapi()[0].xapi_managed_from(
+        _xapi()[1]["pointer"], _t(exportable=False))[2]).__name__,
+    "xapi_dltensor_copies": lambda: (lambda t: _xapi()[0].xapi_dltensor_from(_xapi()[1]["pointer"], t)[1]["data"]
+                                     == t.data_ptr)(_t()),
+    "xapi_stream_cpu_nonnull": lambda: _xapi()[0].xapi_current_stream(_xapi()[1]["pointer"], 1, 0),
+    "xapi_to_py_no_steal": _to_py_steals,
+    "xapi_abort_bad_device": None,
+    "consumer_xapi_on_instance": _forged_used,
+    "consumer_xapi_ignores_major": lambda: _forged_used(major=2),
+    "consumer_xapi_null_dltensor": None,
+    "cache_handout_unretained": _cached_after_release,
+})
+
+
 def test_fault_table():
     assert len(_ref.FAULTS) >= 20 and set(OBSERVE) == set(_ref.FAULTS)
     clauses = {c for c, _ in _ref.FAULTS.values()}

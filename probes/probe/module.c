@@ -55,9 +55,13 @@ static PyMethodDef probe_methods[] = {
      "(rc, exception or None) on failure."},
     {"xapi_alloc", probe_xapi_alloc, METH_VARARGS,
      "xapi_alloc(api, dtype, shape, device) -> (rc, Handle or None, [(kind, message)])."},
+    {"stress", (PyCFunction)(void (*)(void))probe_stress, METH_VARARGS | METH_KEYWORDS, "stress(obj, expected, threads=4, iterations=100, *, api=0) -> dict: see stress.c."},
     {"xapi_to_py", probe_xapi_to_py, METH_VARARGS,
      "xapi_to_py(api, handle) -> (rc, object) on success, (rc, exception or None) on "
      "failure; the tensor is stolen from the handle either way."},
+    {"bench", (PyCFunction)(void (*)(void))probe_bench, METH_VARARGS | METH_KEYWORDS,
+     "bench(op, objs, arg=None, *, batches=21, target_ms=2.0, warmup_ms=20.0) -> "
+     "{'batch': n, 'samples': [ns per iteration]} (bench.c)."},
     {NULL, NULL, 0, NULL},
 };
 

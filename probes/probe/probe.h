@@ -124,5 +124,12 @@ PyObject *probe_xapi_dltensor_from(PyObject *self, PyObject *args);
 PyObject *probe_xapi_current_stream(PyObject *self, PyObject *args);
 PyObject *probe_xapi_alloc(PyObject *self, PyObject *args);
 PyObject *probe_xapi_to_py(PyObject *self, PyObject *args);
+/* stress.c: N C threads export one tensor through the exchange API and __dlpack__. */
+PyObject *probe_stress(PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- bench.c ----------------------------------------------------------------------- */
+
+/* bench(op, objs, arg=None, *, batches, target_ms, warmup_ms): batched timing loops. */
+PyObject *probe_bench(PyObject *self, PyObject *args, PyObject *kwargs);
 
 #endif /* DLCONFORM_PROBE_H */

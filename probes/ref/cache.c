@@ -19,6 +19,7 @@ DLManagedTensorVersioned *ref_cache_handout(RefTensor *t) {
     ref_tensor_fill(t, &dl);
     DLManagedTensorVersioned *cand = ref_make_versioned(t->buf, &dl, ref_export_flags(t));
     if (!cand) return NULL;
+    ref_versioned_mark_cached(cand); /* before publication: never changes afterwards */
     if (ref_fault_is(FAULT_CACHE_NO_CAS)) {
       /* fault cache_no_cas: a plain, non-atomic store (a data race for TSan). Racing
        * creators both publish; the overwritten candidate keeps the tensor's reference

@@ -19,6 +19,7 @@ typedef struct {
   DLManagedTensorVersioned m; /* first: the struct's address is the hand-out */
   atomic_long refs;           /* hand-outs in flight (+1 held by a caching tensor) */
   ref_buf *buf;
+  int cached;                 /* 1 once published as a tensor's cached export */
   int64_t dims[];             /* shape then strides, ndim each */
 } ref_managed_v;
 
@@ -38,18 +39,27 @@ static void copy_layout(DLTensor *dst, const DLTensor *src, int64_t *dims) {
   if (src->strides && n) memcpy(dims + n, src->strides, sizeof(int64_t) * (size_t)n);
 }
 
-static void versioned_deleter(DLManagedTensorVersioned *self) { ref_versioned_release(self); }
+static void release_n(ref_managed_v *v, long n) {
+  if (atomic_fetch_sub_explicit(&v->refs, n, memory_order_acq_rel) != n) return;
+  ref_buf_decref(v->buf);
+  free(v);
+}
+
+/* Any thread, no GIL, no Python (OWN-04): one hand-out's reference goes. */
+static void versioned_deleter(DLManagedTensorVersioned *self) {
+  ref_managed_v *v = (ref_managed_v *)self;
+  if (v->cached && ref_fault_is(FAULT_CACHE_HANDOUT_UNRETAINED)) /* fault (OWN-05): as if */
+    memset(v->dims, 0xA5, sizeof(int64_t) * 2 * (size_t)v->m.dl_tensor.ndim); /* freed */
+  release_n(v, 1);
+}
+
+void ref_versioned_mark_cached(DLManagedTensorVersioned *m) { ((ref_managed_v *)m)->cached = 1; }
 
 void ref_versioned_retain(DLManagedTensorVersioned *m) {
   atomic_fetch_add_explicit(&((ref_managed_v *)m)->refs, 1, memory_order_relaxed);
 }
 
-void ref_versioned_release(DLManagedTensorVersioned *m) {
-  ref_managed_v *v = (ref_managed_v *)m;
-  if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) != 1) return;
-  ref_buf_decref(v->buf);
-  free(v);
-}
+void ref_versioned_release(DLManagedTensorVersioned *m) { release_n((ref_managed_v *)m, 1); }
 
 DLManagedTensorVersioned *ref_make_versioned(ref_buf *buf, const DLTensor *t, uint64_t flags) {
   size_t n = t->ndim > 0 ? (size_t)t->ndim : 0;
@@ -63,6 +73,7 @@ DLManagedTensorVersioned *ref_make_versioned(ref_buf *buf, const DLTensor *t, ui
   v->m.flags = flags;
   copy_layout(&v->m.dl_tensor, t, v->dims);
   atomic_init(&v->refs, 1);
+  v->cached = 0;
   v->buf = buf;
   ref_buf_incref(buf);
   return &v->m;
@@ -234,7 +245,7 @@ static int check_dl_device(PyObject *dev) {
     long type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
     long id = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
     if (PyErr_Occurred()) PyErr_Clear();
-    else if (type == kDLCPU && id == 0) return 0;
+    else if (type == kDLCPU && id == 0 && !ref_fault_is(FAULT_DL_DEVICE_CPU_REFUSED)) return 0; /* DEV-06 */
   }
   PyErr_SetString(ref_fault_is(FAULT_DL_DEVICE_VALUEERROR) ? PyExc_ValueError
                                                            : PyExc_BufferError, /* DEV-05 */
@@ -261,6 +272,7 @@ PyObject *ref_tensor_dlpack(RefTensor *self, PyObject *args, PyObject *kwargs) {
     return NULL;
   }
   int copy = copy_obj == Py_True && !ref_fault_is(FAULT_COPY_IGNORED); /* CPY-01..03 */
+  if (copy_obj == Py_False && ref_fault_is(FAULT_COPY_FALSE_COPIES)) copy = 1; /* fault: CPY-02 */
   if (!self->exportable) {
     PyErr_SetString(ref_fault_is(FAULT_UNEXPORTABLE_TYPEERROR) ? PyExc_TypeError
                                                                : PyExc_BufferError, /* ERR-01 */

@@ -79,6 +79,8 @@ PyMODINIT_FUNC PyInit__ref(void) {
   const char *env = getenv("DLCONFORM_REF_FAULT");
   if (env && *env && ref_fault_set_name(env) < 0) goto fail;
   if (ref_tensor_init_type(m) < 0 || ref_forge_init_type(m) < 0) goto fail;
+  if (ref_vstream_init(m) < 0) goto fail;
+  if (ref_api_forge_init_type(m) < 0) goto fail; /* ApiForge: XAPI consumer checks */
   PyObject *faults = faults_dict();
   if (!faults || PyModule_AddObject(m, "FAULTS", faults) < 0) {
     Py_XDECREF(faults);
@@ -92,6 +94,11 @@ PyMODINIT_FUNC PyInit__ref(void) {
   PyObject *hv = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
   if (!hv || PyModule_AddObject(m, "HEADER_VERSION", hv) < 0) {
     Py_XDECREF(hv);
+    goto fail;
+  }
+  PyObject *uncached = ref_uncached_api_capsule();
+  if (!uncached || PyModule_AddObject(m, "UNCACHED_EXCHANGE_API", uncached) < 0) {
+    Py_XDECREF(uncached);
     goto fail;
   }
   return m;

@@ -87,6 +87,58 @@ typedef enum {
   FAULT_POSITIONAL_ARGS,
   FAULT_UNEXPORTABLE_TYPEERROR,
   FAULT_CACHE_NO_CAS,
+  /* exchange API (XAPI), producer side: exchange_api.c */
+  FAULT_XAPI_ON_INSTANCE,
+  FAULT_XAPI_CAPSULE_NAME,
+  FAULT_XAPI_INT_FORM,
+  FAULT_XAPI_TABLE_PER_LOOKUP,
+  FAULT_XAPI_PREV_API_GARBAGE,
+  FAULT_XAPI_NULL_ALLOCATOR,
+  FAULT_XAPI_NULL_FROM_PY,
+  FAULT_XAPI_NULL_TO_PY,
+  FAULT_XAPI_NULL_STREAM,
+  FAULT_XAPI_ALLOC_SILENT_FAILURE,
+  FAULT_XAPI_ALLOC_DOUBLE_SETERROR,
+  FAULT_XAPI_FROM_PY_NO_TYPECHECK,
+  FAULT_XAPI_FROM_PY_RUNTIMEERROR,
+  FAULT_XAPI_DLTENSOR_COPIES,
+  FAULT_XAPI_STREAM_CPU_NONNULL,
+  FAULT_XAPI_TO_PY_NO_STEAL,
+  FAULT_XAPI_ABORT_BAD_DEVICE,
+  /* exchange API (XAPI), consumer side: consume.c */
+  FAULT_CONSUMER_XAPI_ON_INSTANCE,
+  FAULT_CONSUMER_XAPI_IGNORES_MAJOR,
+  FAULT_CONSUMER_XAPI_NULL_DLTENSOR,
+  FAULT_CACHE_HANDOUT_UNRETAINED, /* threads (issue 3): cache.c */
+  /* producer, device and copy (export.c) */
+  FAULT_DL_DEVICE_CPU_REFUSED,
+  FAULT_COPY_FALSE_COPIES,
+  /* producer, virtual stream device (vstream.c) */
+  FAULT_VSTREAM_NO_WAIT,
+  FAULT_VSTREAM_SYNC_ON_MINUS1,
+  FAULT_VSTREAM_NONE_PER_THREAD,
+  FAULT_VSTREAM_LEGACY_WRONG,
+  FAULT_VSTREAM_PER_THREAD_WRONG,
+  FAULT_VSTREAM_HANDLE_IGNORED,
+  FAULT_VSTREAM_ACCEPTS_ZERO,
+  FAULT_VSTREAM_DESTROYS_STREAM,
+  FAULT_VSTREAM_CPU_NO_SYNC,
+  FAULT_VSTREAM_COPY_ON_PRODUCER_STREAM,
+  FAULT_VSTREAM_COPY_FALSE_COPIES,
+  /* consumer, streams, device and copy (consume.c, tensor.c) */
+  FAULT_CONSUMER_STREAM_FOR_CPU,
+  FAULT_CONSUMER_CUDA_STREAM_ZERO,
+  FAULT_CONSUMER_ROCM_STREAM_ONE,
+  FAULT_CONSUMER_CPU_REQUEST_STREAM,
+  FAULT_CONSUMER_CUDA_STREAM_NONE,
+  FAULT_CONSUMER_FOREIGN_DEVICE_TYPEERROR,
+  FAULT_CONSUMER_REFUSES_CPU_COPY,
+  FAULT_CONSUMER_COPY_IGNORED,
+  FAULT_CONSUMER_COPY_FALSE_COPIES,
+  FAULT_CONSUMER_DEVICE_VALUEERROR,
+  FAULT_CONSUMER_RESULT_DEVICE,
+  FAULT_CONSUMER_COPIES_ALWAYS,
+  FAULT_CONSUMER_IGNORES_STRIDES,
   /* consumer (from_dlpack) */
   FAULT_CONSUMER_NO_RENAME,
   FAULT_CONSUMER_ACCEPTS_USED,
@@ -166,6 +218,8 @@ DLManagedTensor *ref_make_legacy(ref_buf *buf, const DLTensor *t);
 void ref_versioned_retain(DLManagedTensorVersioned *m);
 /* The versioned deleter: drops one reference. */
 void ref_versioned_release(DLManagedTensorVersioned *m);
+/* Marks an unpublished candidate as a tensor's cached export (before publication). */
+void ref_versioned_mark_cached(DLManagedTensorVersioned *m);
 /* A compact row-major copy of t's elements in a new buffer (NULL + MemoryError). */
 ref_buf *ref_copy_compact(const RefTensor *t);
 /* The flags a no-copy versioned export of t carries. */
@@ -188,12 +242,26 @@ PyObject *ref_tensor_dlpack(RefTensor *self, PyObject *args, PyObject *kwargs);
 
 /* ---- exchange API (exchange_api.c) ----------------------------------------------- */
 int ref_exchange_api_install(PyTypeObject *type);
+/* A "dlpack_exchange_api" capsule of a second static table whose managed export bypasses
+ * the cache (a fresh struct per call); the module's UNCACHED_EXCHANGE_API, for benchmarks. */
+PyObject *ref_uncached_api_capsule(void);
+/* Re-installs the type's attribute for the active fault (the XAPI discovery and table
+ * faults); a no-op before ref_exchange_api_install. Called by ref_fault_set_name. */
+void ref_exchange_api_refresh(void);
+/* The clean static table (XAPI-05), whatever fault is active. */
+const DLPackExchangeAPI *ref_exchange_api_table(void);
+/* ApiForge (api_forge.c): forged exchange tables for consumer checks (XAPI-04/06/11). */
+int ref_api_forge_init_type(PyObject *module);
 
 /* ---- consumer (consume.c) --------------------------------------------------------- */
 PyObject *ref_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs);
 /* Imports an owning versioned tensor (stolen: on failure its deleter is called and NULL
  * returned with BufferError). Used by managed_tensor_to_py_object_no_sync. */
 PyObject *ref_import_versioned(DLManagedTensorVersioned *m);
+
+/* ---- virtual stream device (vstream.c) ------------------------------------------- */
+/* Adds DeviceTensor, VSTREAM_DEVICE and the vstream_* functions to the module. */
+int ref_vstream_init(PyObject *module);
 
 /* ---- Forge (forge.c) -------------------------------------------------------------- */
 int ref_forge_init_type(PyObject *module);

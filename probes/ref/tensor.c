@@ -357,8 +357,10 @@ static PyObject *Tensor_view(RefTensor *self, PyObject *args, PyObject *kwargs) 
 }
 
 static PyObject *Tensor_dlpack_device(RefTensor *self, PyObject *unused) {
-  (void)self;
   (void)unused;
+  /* fault consumer_result_device (API-05): imported tensors claim kDLCUDAHost */
+  if (ref_fault_is(FAULT_CONSUMER_RESULT_DEVICE) && (self->buf->legacy || self->buf->versioned))
+    return Py_BuildValue("(ii)", (int)kDLCUDAHost, 0);
   /* fault cpu_device_id (DEV-02): the CPU tensor claims device_id 1 */
   return Py_BuildValue("(ii)", (int)kDLCPU, ref_fault_is(FAULT_CPU_DEVICE_ID) ? 1 : 0);
 }

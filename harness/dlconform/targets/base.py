@@ -115,6 +115,13 @@ class Target:
         "shape", "strides" (elements), "itemsize", "readonly"}."""
         raise NotImplementedError("%s cannot describe its tensors" % self.name)
 
+    # ---- streams
+    def stream_device(self):
+        """A StreamDevice (see targets/ref.py: RefStreamDevice) for the producer side of the
+        stream checks (STR-01..12, CPY-04/05), or None when the library has no device with
+        streams on this machine."""
+        return None
+
     # ---- reproducers
     def repro_setup(self):
         return []

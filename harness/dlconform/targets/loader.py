@@ -16,7 +16,9 @@ import sys
 
 from .base import Target, TargetError
 
-BUILTIN = ("ref", "numpy", "torch")
+BUILTIN = ("ref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
+#: module each built-in library target needs, checked before anything is imported
+BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py"}
 
 
 def _exc_name(e):
@@ -32,6 +34,18 @@ def _builtin(name):
         from .torch_target import TorchTarget
 
         return TorchTarget()
+    if name == "tvm_ffi":
+        from .tvm_ffi_target import TvmFfiTarget
+
+        return TvmFfiTarget()
+    if name == "pyarrow":
+        from .pyarrow_target import PyarrowTarget
+
+        return PyarrowTarget()
+    if name == "mpi4py":
+        from .mpi4py_target import Mpi4pyTarget
+
+        return Mpi4pyTarget()
     raise KeyError(name)
 
 
@@ -156,12 +170,13 @@ def quick_check(spec, python=None):
     if python not in (None, sys.executable):
         return None
     if spec in BUILTIN or spec.startswith("ref:") or ":" in spec:
-        if spec in ("numpy", "torch"):
+        if spec in BUILTIN_MODULES:
+            mod = BUILTIN_MODULES[spec]
             try:
-                if importlib.util.find_spec(spec) is None:
-                    return "cannot import module %r (ModuleNotFoundError)" % spec
+                if importlib.util.find_spec(mod) is None:
+                    return "cannot import module %r (ModuleNotFoundError)" % mod
             except (ImportError, ValueError) as e:
-                return "cannot import module %r (%s)" % (spec, _exc_name(e))
+                return "cannot import module %r (%s)" % (mod, _exc_name(e))
         return None
     top = spec.split(".")[0]
     try:

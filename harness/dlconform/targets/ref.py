@@ -93,6 +93,9 @@ class RefTarget(Target):
             "readonly": bool(y.readonly),
         }
 
+    def stream_device(self):
+        return RefStreamDevice(self._ref)
+
     def repro_setup(self):
         lines = ["from dlconform import _ref, _probe"]
         if self.fault:
@@ -103,3 +106,49 @@ class RefTarget(Target):
         from ..repro import bytes_literal
 
         return ["%s = _ref.Tensor(%r, %r, data=%s)" % (var, dtype, tuple(shape), bytes_literal(values))]
+
+
+class RefStreamDevice:
+    """The reference's virtual stream device (kDLExtDev, probes/ref/vstream.c): software
+    streams whose ordering decisions the producer logs instead of running.
+
+    Streams follow CUDA's numbering by agreement (STR-15): None/1 legacy default, 2 per-thread
+    default, > 2 a handle from new_stream(), -1 no synchronisation, 0 rejected.
+    """
+
+    name = "ref virtual stream device (kDLExtDev)"
+    LEGACY, PER_THREAD = 1, 2
+
+    def __init__(self, ref):
+        self._ref = ref
+        self.device = (ref.VSTREAM_DEVICE, 0)
+
+    def make(self, dtype, shape, values):
+        """A tensor on the device; `.stream` is the producer's own stream."""
+        return self._ref.DeviceTensor(self._ref.Tensor(dtype, tuple(shape), data=bytes(values)))
+
+    def producer_stream(self, x):
+        return x.stream
+
+    def new_stream(self):
+        return self._ref.vstream_new()
+
+    def destroy_stream(self, handle):
+        self._ref.vstream_destroy(handle)
+
+    def alive(self, handle):
+        return self._ref.vstream_alive(handle)
+
+    def events(self):
+        """The events logged since the last call, then cleared: ("wait", consumer, producer),
+        ("sync", producer), ("copy", stream, or 0 for the host), ("destroy", stream)."""
+        return [tuple(e) for e in self._ref.vstream_log(clear=True)]
+
+    def repro_make(self, dtype, shape, values, var="x"):
+        from ..repro import bytes_literal
+
+        return ["%s = _ref.DeviceTensor(_ref.Tensor(%r, %r, data=%s))" % (var, dtype, tuple(shape), bytes_literal(values)),
+                "_ref.vstream_log(clear=True)"]
+
+    def repro_events(self):
+        return "print(_ref.vstream_log(clear=True))"

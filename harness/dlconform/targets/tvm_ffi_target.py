@@ -1,0 +1,97 @@
+"""tvm_ffi: producer (tvm_ffi.Tensor.__dlpack__) and consumer (tvm_ffi.from_dlpack).
+
+tvm_ffi has no array constructors of its own: `make` imports a numpy array (or, without
+numpy, a dlconform._ref tensor) with tvm_ffi.from_dlpack, so the tensor under test is a
+tvm_ffi.Tensor that owns the memory through DLPack. It has no view operations."""
+from .base import Target, TargetError
+
+TVM_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64")
+
+
+class TvmFfiTarget(Target):
+    name = "tvm_ffi"
+    library = "tvm_ffi"
+
+    def __init__(self, name=None):
+        super().__init__(name or "tvm_ffi")
+        try:
+            import tvm_ffi
+        except Exception as e:  # noqa: BLE001 - an import may fail in many ways
+            raise TargetError("cannot import module 'tvm_ffi' (%s)" % type(e).__name__)
+        self.tvm = tvm_ffi
+        roles = set()
+        if hasattr(getattr(tvm_ffi, "Tensor", None), "__dlpack__"):
+            roles.add("producer")
+        if hasattr(tvm_ffi, "from_dlpack"):
+            roles.add("consumer")
+        self.roles = frozenset(roles)
+
+    def available(self):
+        if not self.roles:
+            return False, "tvm_ffi %s has no DLPack support" % getattr(self.tvm, "__version__", "?")
+        return True, ""
+
+    def versions(self):
+        return {"tvm_ffi": getattr(self.tvm, "__version__", "?")}
+
+    def dtypes(self):
+        return list(TVM_DTYPES)
+
+    def _source(self, dtype, shape, values):
+        from .. import _ref
+
+        return _ref.Tensor(dtype, tuple(shape), data=bytes(values))
+
+    def make(self, dtype, shape, values):
+        return self.tvm.from_dlpack(self._source(dtype, shape, values))
+
+    def _view(self, x, geometry):
+        """A strided tvm_ffi tensor over x's memory: x goes through the reference consumer,
+        which views it, then the view is imported back; the capsules keep the memory alive."""
+        from .. import _ref
+
+        r = _ref.from_dlpack(x)
+        shape, strides, offset = geometry
+        return self.tvm.from_dlpack(r.view(shape, strides, r.byte_offset + offset * r.itemsize))
+
+    def transpose(self, x, perm):
+        from . import _views
+        from .. import _ref
+
+        r = _ref.from_dlpack(x)
+        return self._view(x, _views.transpose(r.shape, r.strides, perm))
+
+    def slice(self, x, dim, start, stop, step=1):
+        from . import _views
+        from .. import _ref
+
+        if step is not None and step < 0:
+            return None
+        r = _ref.from_dlpack(x)
+        return self._view(x, _views.slice_(r.shape, r.strides, dim, start, stop, step))
+
+    def expected(self, x):
+        from .. import _probe
+
+        return _probe.read_elements(x.__dlpack__())
+
+    def from_dlpack(self, obj, **kw):
+        return self.tvm.from_dlpack(obj, **kw)
+
+    def describe(self, y):
+        """Read through y's own export (tvm_ffi tensors have no data-pointer attribute)."""
+        from .. import _probe
+
+        info = _probe.inspect(y.__dlpack__(max_version=(1, 3)))
+        return {"ptr": (info["data"] or 0) + info["byte_offset"], "shape": tuple(info["shape"] or ()),
+                "strides": tuple(info["strides"] or ()), "itemsize": max(1, info["dtype"][1] * info["dtype"][2] // 8),
+                "readonly": bool((info.get("flags") or 0) & 1)}
+
+    def repro_setup(self):
+        return ["import tvm_ffi", "from dlconform import _ref"]
+
+    def repro_make(self, dtype, shape, values, var="x"):
+        from ..repro import bytes_literal
+
+        return ["%s = tvm_ffi.from_dlpack(_ref.Tensor(%r, %r, data=%s))" % (var, dtype, tuple(shape), bytes_literal(values))]

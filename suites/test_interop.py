@@ -1,0 +1,173 @@
+"""Interop: every installed producer library x the target as consumer, ref included.
+
+This file runs in the consumer target's child, like every suite, and imports the producer
+libraries there through their built-in adapters (dlconform.targets.loader). Each test is one
+(producer, layout, dtype) case and its records carry `peer` = the producer.
+
+The consumer is handed a `_Exporter`: an object with only the two DLPack methods, forwarding
+to the producer's tensor, so every consumer takes the DLPack path (not the buffer protocol or
+a private fast path) and the capsule can be inspected before the consumer takes it.
+
+Verdicts:
+  - LAY-11: the result has the producer's shape and element values (any strided layout is
+    legal; a consumer may raise instead, which is `unsupported` with the exception quoted,
+    except SystemError, which fails);
+  - SEM-01: the result views the capsule's memory (zero-copy); a copy of a contiguous or 0-d
+    tensor fails, a copy of a strided view warns (the consumer may not represent it).
+"""
+import importlib.util
+
+import pytest
+
+import _capsule_support as S
+from dlconform import _probe
+from dlconform.repro import bytes_literal
+from dlconform.targets.base import row_major_strides
+
+#: built-in targets that can produce, and the module each needs (checked at collection)
+PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
+             ("tvm_ffi", "tvm_ffi"), ("pyarrow", "pyarrow"))
+#: layout -> (base shape, view, result shape)
+LAYOUTS = {
+    "contiguous": ((3, 4), None, (3, 4)),
+    "transposed": ((3, 4), ("transpose", ((1, 0),)), (4, 3)),
+    "sliced-step": ((4, 6), ("slice", (1, 0, None, 2)), (4, 3)),
+    "0-d": ((), None, ()),
+    "zero-size": ((0, 3), None, (0, 3)),
+}
+DTYPES = ("float32", "int16", "bool", "complex64")
+STRIDED = ("transposed", "sliced-step")
+
+
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def pytest_generate_tests(metafunc):
+    if "case" in metafunc.fixturenames:
+        cases = [(p, layout, dtype) for p, mod in PRODUCERS if _installed(mod)
+                 for layout in LAYOUTS for dtype in DTYPES]
+        metafunc.parametrize("case", cases, ids=["%s-%s-%s" % c for c in cases])
+
+
+_LOADED = {}
+
+
+def _producer(spec):
+    """The producer's adapter, or raises Unsupported with the loader's reason."""
+    if spec not in _LOADED:
+        from dlconform.targets.base import TargetError
+        from dlconform.targets.loader import load
+
+        try:
+            _LOADED[spec] = (load(spec), None)
+        except TargetError as e:
+            _LOADED[spec] = (None, str(e))
+    adapter, why = _LOADED[spec]
+    if adapter is None:
+        raise S.Unsupported("producer %s unavailable: %s" % (spec, why))
+    if "producer" not in adapter.roles:
+        raise S.Unsupported("%s is not a producer" % spec)
+    return adapter
+
+
+class _Exporter:
+    """Only the two DLPack methods of x; keeps the inspect() of the last capsule."""
+
+    def __init__(self, x):
+        self._x = x
+        self.info = None
+        self.producer_exc = None  # what the producer's __dlpack__ raised, if it did
+
+    def __dlpack_device__(self):
+        return self._x.__dlpack_device__()
+
+    def __dlpack__(self, *args, **kw):
+        try:
+            cap = self._x.__dlpack__(*args, **kw)
+        except Exception as e:
+            self.producer_exc = e
+            raise
+        try:
+            self.info = _probe.inspect(cap)
+        except Exception:  # noqa: BLE001 - not a capsule: the consumer's to refuse
+            self.info = None
+        return cap
+
+
+def _repro(target, spec, dtype, base_shape, values, view):
+    lines = ["from dlconform import _probe", "from dlconform.targets.loader import load",
+             "P = load(%r)  # producer" % spec, "C = load(%r)  # consumer" % target.name,
+             "x = P.make(%r, %r, %s)" % (dtype, base_shape, bytes_literal(values))]
+    if view:
+        lines.append("x = P.%s(x, %s)" % (view[0], ", ".join(repr(a) for a in view[1])))
+    lines += ["class Exporter:  # only the DLPack methods",
+              "    def __dlpack_device__(self): return x.__dlpack_device__()",
+              "    def __dlpack__(self, **kw): return x.__dlpack__(**kw)",
+              "y = C.from_dlpack(Exporter())",
+              "d = C.describe(y)",
+              "print(d, _probe.gather(d['ptr'], d['shape'], d['strides'], d['itemsize']) == P.expected(x))"]
+    return lines
+
+
+@pytest.mark.clause("SEM-01", "LAY-11")
+@pytest.mark.role("consumer")
+def test_interop_round_trip(target, check, case):
+    spec, layout, dtype = case
+    check.set_peer(spec)
+    producer = _producer(spec)
+    if dtype not in producer.dtypes():
+        raise S.Unsupported("producer %s cannot make %s tensors" % (spec, dtype))
+    base_shape, view, shape = LAYOUTS[layout]
+    values = S.values_for(dtype, base_shape)
+    check.repro(_repro(target, spec, dtype, base_shape, values, view))
+    try:
+        x = producer.make(dtype, base_shape, values)
+        if view:
+            x = getattr(producer, view[0])(x, *view[1])
+    except Exception as e:  # noqa: BLE001
+        raise S.Unsupported("producer %s cannot make a %s %s tensor: %s" % (spec, layout, dtype, S.describe_exc(e)))
+    if x is None:
+        raise S.Unsupported("producer %s has no %s view" % (spec, layout))
+    expected = producer.expected(x)
+    native = S.native_ptr(producer, x)
+    exporter = _Exporter(x)
+    y, exc = S.try_import(target, exporter)
+    if exc is not None:
+        if exporter.info is None and exporter.producer_exc is not None:
+            raise S.Unsupported("the producer %s did not export a %s %s tensor: %s (producer-side clauses judge "
+                                "that)" % (spec, layout, dtype, S.describe_exc(exporter.producer_exc)))
+        if isinstance(exc, SystemError):
+            for clause in ("LAY-11", "SEM-01"):
+                check.record(clause, "fail", "importing a %s %s tensor from %s raised SystemError: %s"
+                             % (layout, dtype, spec, exc))
+            return
+        # LAY-11 lets a consumer raise instead of importing, and no clause fixes the class for
+        # a layout or dtype it lacks (DEV-07 and CPY-07/08 cover devices and copies)
+        raise S.Unsupported("the consumer refused a %s %s tensor from %s with %s (LAY-11 lets a consumer "
+                            "raise)" % (layout, dtype, spec, S.describe_exc(exc)))
+    got, d = S.result_elements(target, y)
+    check.equal(tuple(d["shape"]), shape, "LAY-11", "%s %s from %s: result shape" % (layout, dtype, spec))
+    check.equal(got, expected, "LAY-11", "%s %s from %s: element values" % (layout, dtype, spec))
+    info = exporter.info
+    if layout == "zero-size" or not info or info.get("data") is None:
+        check.record("SEM-01", "pass")
+    else:
+        exported = info["data"] + info["byte_offset"]
+        copied_by_producer = bool((info.get("flags") or 0) & S.FLAG_IS_COPIED) or (native is not None and exported != native)
+        if copied_by_producer:
+            check.record("SEM-01", "fail", "%s %s: the producer %s exported a copy (tensor at 0x%x, capsule at 0x%x) "
+                         "without being asked" % (layout, dtype, spec, native or 0, exported))
+        elif d["ptr"] != exported:
+            verdict = "warn" if layout in STRIDED else "fail"
+            check.record("SEM-01", verdict, "%s %s from %s: the result (0x%x) does not view the exported memory "
+                         "(0x%x): the consumer copied%s" % (layout, dtype, spec, d["ptr"], exported,
+                                                            " a strided view it may not represent" if layout in STRIDED else ""))
+        else:
+            check.record("SEM-01", "pass")
+    if shape and d["shape"] == shape and layout == "contiguous" and tuple(d["strides"]) != row_major_strides(shape):
+        check.warn("LAY-11", "a contiguous import came back with strides %r" % (tuple(d["strides"]),))
+    del y
