@@ -24,7 +24,7 @@ C_HEADERS := $(wildcard probes/*.h probes/probe/*.h probes/ref/*.h probes/tests/
 
 export PYTHONPATH := $(CURDIR)/harness$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all build deps test-deps header conformance test ctest pytest clean
+.PHONY: all build deps test-deps header conformance test ctest pytest clean cuda
 all: build
 build: $(HEADER) $(PROBE_SO) $(REF_SO) $(BUILD)/test_check
 
@@ -46,8 +46,17 @@ $(REF_SO): $(REF_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 $(BUILD)/test_check: $(CHECK_TEST_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 	$(CC) $(CFLAGS_STRICT) $(SAN_FLAGS) -o $@ $(CHECK_TEST_SRC) $(CHECK_SRC)
 
+# CUDA stream probes (probes/cuda): built where nvcc exists; without a GPU they print
+# "skip: no CUDA device" at run time.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+cuda:
+	@if [ -z "$(NVCC)" ]; then echo "make cuda: no nvcc; probes/cuda not built (the stream checks report skip)"; \
+	else mkdir -p $(BUILD)/cuda && $(NVCC) -O2 -Xcompiler -Wall,-Wextra,-Werror -o $(BUILD)/cuda/stream_probe \
+	  probes/cuda/stream_probe.cu && { $(BUILD)/cuda/stream_probe; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; }; fi
+
 include harness/tiers/tiers.mk
 include fuzz/fuzz.mk
+include probes/tsan.mk
 
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
@@ -59,6 +68,33 @@ conformance: deps
 	  $(if $(CLAUSE),--clause '$(CLAUSE)') || rc=$$?; echo $$rc > $(OUT)/exit-status; exit $$rc
 endif
 
+# The exchange-overhead benchmark (harness/dlconform/bench.py); figures into $(OUT)/results.json,
+# results.md and bench.svg. REPEATS runs of the whole set flag noisy figures.
+REPEATS ?= 5
+ifneq ($(TIER),)
+bench: tier-bench
+else
+bench: deps
+	@$(MAKE) --no-print-directory build
+	@mkdir -p $(OUT); $(PYTHON) -m dlconform bench $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) --repeats $(REPEATS)
+endif
+.PHONY: bench
+
+# The compatibility matrix (harness/dlconform/matrix_run.py): conformance in each Debian tier
+# (built when missing) and on the host, merged into $(MATRIX_OUT) (matrix.json, MATRIX.md,
+# index.html). `make publish` re-renders it from the latest runs in $(MATRIX_RUNS), running nothing.
+TIERS ?= bookworm trixie sid
+MATRIX_RUNS ?= reports/out/matrix
+MATRIX_OUT ?= reports/matrix
+MATRIX_JOBS ?= 3
+.PHONY: matrix publish
+matrix: deps
+	@$(MAKE) --no-print-directory build
+	@$(PYTHON) -m dlconform.matrix_run --tiers '$(TIERS)' --targets '$(TARGETS)' --runs $(MATRIX_RUNS) \
+	  --out $(MATRIX_OUT) --jobs $(MATRIX_JOBS) $(if $(CLAUSE),--clause '$(CLAUSE)')
+publish:
+	@$(PYTHON) -m dlconform.matrix_run --publish --runs $(MATRIX_RUNS) --out $(MATRIX_OUT)
+
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check
 
@@ -68,6 +104,7 @@ pytest: build
 test: test-deps
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory ctest
+	@$(MAKE) --no-print-directory tsan-if-available
 	@$(MAKE) --no-print-directory pytest
 
 clean:

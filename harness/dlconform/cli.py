@@ -46,6 +46,25 @@ def build_parser():
     r.add_argument("--suites", default=SUITES_DIR, metavar="DIR", help="the suites folder (default: <repo>/suites)")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench.py)",
+                       prog="dlconform bench")
+    b.add_argument("--target", action="append", default=[], metavar="T",
+                   help="target spec (repeatable), as for run. Default: ref, numpy, torch, tvm_ffi when importable")
+    b.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help="output folder; an existing results.json gets a `performance` key (default: reports/out)")
+    b.add_argument("--repeats", type=int, default=5, metavar="N",
+                   help="runs of the whole set; figures whose run medians differ by > 10%% are noisy (default 5)")
+    b.add_argument("--batches", type=int, default=31, metavar="N", help="timed batches per figure (default 31)")
+    b.add_argument("--target-ms", type=_positive, default=1.0, metavar="MS", help="time per batch (default 1)")
+    b.add_argument("--warmup-ms", type=float, default=20.0, metavar="MS", help="warm-up per figure (default 20)")
+    b.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    m = sub.add_parser("merge", help="merge result files into one matrix (matrix.json, MATRIX.md, index.html)",
+                       prog="dlconform merge")
+    m.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="results.json, a run-failure record or a matrix.json; TIER=FILE or TIER@MACHINE=FILE labels it")
+    m.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    m.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return p
 
 
@@ -174,11 +193,24 @@ def cmd_run(args):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("fuzz-ci", "fuzz-repro"):  # fuzz/README.md, CI mode
+        from . import fuzzci
+
+        return fuzzci.main(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "bench":
+            from .bench import cmd_bench
+
+            return cmd_bench(args, _say)
+        if args.command == "merge":
+            from . import merge
+
+            return merge.main(args)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # never a traceback for the user; keep it for us

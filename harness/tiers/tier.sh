@@ -4,6 +4,7 @@
 #   tier.sh build TIER         build $TIER_DIR/TIER, or reuse it when its stamp is valid
 #   tier.sh conformance TIER   build if needed, then build the probes and run the suite inside;
 #                              reports land in $OUT/TIER (exit status: the runner's)
+#   tier.sh bench TIER         the same for `dlconform bench` (REPEATS, TARGETS); reports in $OUT/TIER
 #   tier.sh plan TIER          print what `build` would do: reuse, build, or rebuild: REASON
 #   tier.sh check TIER         exit 0 when the tier is complete (valid stamp), 1 otherwise
 #   tier.sh clean TIER         unmount what is mounted under the tier and delete it
@@ -270,12 +271,14 @@ conformance() {
   phase=suite   # from here on, any way out (Ctrl-C included) still copies what the runner wrote
   rc=0
   # shellcheck disable=SC2086,SC2016  # $env_in splits; the script is expanded inside the tier
-  chroot "$d" $env_in TARGETS="${TARGETS:-}" CLAUSE="${CLAUSE:-}" PYTHONPATH="$IN_TREE/harness" /bin/sh -c '
+  chroot "$d" $env_in TARGETS="${TARGETS:-}" CLAUSE="${CLAUSE:-}" PYTHONPATH="$IN_TREE/harness" \
+    MODE="$cmd" REPEATS="${REPEATS:-5}" /bin/sh -c '
     cd "$1" || exit 2
     set -- --out reports/out
     for t in $TARGETS; do set -- "$@" --target "$t"; done
-    [ -z "$CLAUSE" ] || set -- "$@" --clause "$CLAUSE"
     mkdir -p reports/out
+    [ "$MODE" != bench ] || exec /usr/bin/python3 -m dlconform bench "$@" --repeats "$REPEATS"
+    [ -z "$CLAUSE" ] || set -- "$@" --clause "$CLAUSE"
     exec /usr/bin/python3 -m dlconform run "$@"' sh "$IN_TREE" || rc=$?
   phase=finished
   copy_reports "$rc"
@@ -292,8 +295,8 @@ on_exit() { # every way out of build and conformance: keep partial reports, unmo
 cmd=${1:-}
 TIER=${2:-}
 case $cmd in
-  build|conformance|plan|check|clean|packages) ;;
-  *) echo "usage: tier.sh build|conformance|plan|check|clean|packages TIER (one of: $TIERS)" >&2; exit 2 ;;
+  build|conformance|bench|plan|check|clean|packages) ;;
+  *) echo "usage: tier.sh build|conformance|bench|plan|check|clean|packages TIER (one of: $TIERS)" >&2; exit 2 ;;
 esac
 usage_tier "$TIER"
 TIER_DIR=${TIER_DIR:-${HOME:-/root}/.cache/dlconform/tiers}
@@ -305,7 +308,7 @@ case $cmd in
   plan) plan "$DIR" "$TIER" ;;
   check) why=$(stamp_problem "$DIR" "$TIER"); [ -z "$why" ] || { echo "tier $TIER: $why" >&2; exit 1; } ;;
   clean) need_root; delete_tier "$DIR" ;;
-  build|conformance)
+  build|conformance|bench)
     mkdir -p "$TIER_DIR"
     # One build or run per tier at a time.
     exec 9>"$TIER_DIR/.$TIER.lock"

@@ -2,6 +2,7 @@
 #   make tier TIER=bookworm|trixie|sid [TIER_DIR=...]   build the tier, or reuse a complete one
 #   make tier-conformance TIER=sid [TARGETS=...] [CLAUSE=...] [OUT=...]
 #                                    run the suite inside the tier; reports in $(OUT)/$(TIER)/
+#   make tier-bench TIER=sid [TARGETS=...] [REPEATS=...]   the benchmark inside; $(OUT)/$(TIER)/
 #   make tier-clean TIER=...         unmount and delete the tier
 # `make conformance TIER=...` should dispatch to tier-conformance (see the top Makefile).
 TIER ?=
@@ -13,10 +14,12 @@ tier_q = '$(subst ','\'',$(1))'
 TIER_ENV = TIER_DIR=$(call tier_q,$(TIER_DIR)) OUT=$(call tier_q,$(OUT)) \
   TARGETS=$(call tier_q,$(TARGETS)) CLAUSE=$(call tier_q,$(CLAUSE))
 
-.PHONY: tier tier-conformance tier-clean
+.PHONY: tier tier-conformance tier-bench tier-clean
 tier:
 	@$(TIER_ENV) sh $(TIER_SH) build $(call tier_q,$(TIER))
 tier-conformance:
 	@$(TIER_ENV) sh $(TIER_SH) conformance $(call tier_q,$(TIER))
+tier-bench:
+	@$(TIER_ENV) REPEATS=$(call tier_q,$(REPEATS)) sh $(TIER_SH) bench $(call tier_q,$(TIER))
 tier-clean:
 	@$(TIER_ENV) sh $(TIER_SH) clean $(call tier_q,$(TIER))

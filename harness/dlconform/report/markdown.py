@@ -1,5 +1,7 @@
 """results.md: counts per target, everything that did not pass, and a per-clause roll-up."""
 from ..verdicts import VERDICTS, worst
+from . import coverage_md as _coverage
+from . import performance as _performance
 
 _ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "skip",
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
@@ -97,4 +99,7 @@ def render(doc):
     else:
         lines.append("No results.")
     lines.append("")
+    lines += _coverage.interop_lines(doc)
+    lines += _coverage.coverage_lines(doc)
+    lines += _performance.markdown_lines(doc.get("performance"))
     return "\n".join(lines)

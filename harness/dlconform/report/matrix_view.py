@@ -1,0 +1,310 @@
+"""The view model of a merged matrix (dlconform-matrix/1), shared by MATRIX.md and index.html.
+
+build(doc) returns plain JSON data:
+- `sources`: one compact provenance row per source;
+- `columns`: library x version (conformance results, i.e. records without a `peer`), each with
+  the tiers and sources it came from; `libraries` groups the columns;
+- `groups` / `rows`: clause rows in catalogue order, grouped; clauses met only in results are
+  appended to their group, session records (`*`) form the last group;
+- `cells`: [column, row, worst, total, passes, [detail ids], conflict (0/1), [sources]];
+  conformance cells come first, interop cells after them;
+- `details`: the records a cell opens to (every non-pass, and every record in a conflict):
+  [source, target, version, clause, test, role, verdict, message, repro, evidence, peer], the
+  three long texts as indexes into `strings`;
+- `interop`: per tier, producers x consumers, cells as above (row = producer, column = consumer);
+- `history`: per library, its versions as columns (oldest first) and the clauses whose verdict
+  changes between them, with regressions and fixes marked.
+"""
+import re
+
+from ..verdicts import VERDICTS
+
+_RANK = {v: i for i, v in enumerate(VERDICTS)}
+
+GROUP_TITLES = {
+    "API": "Python API", "CAP": "Capsules", "OWN": "Ownership and deleters", "VER": "Versioning",
+    "LAY": "Layout", "SEM": "Semantics", "DT": "Data types", "FLG": "Flags", "ERR": "Errors",
+    "DEV": "Devices", "STR": "Streams", "CPY": "Copy", "XAPI": "C exchange API", "*": "Session",
+    "UNMARKED": "Unmarked tests",
+}
+#: verdicts the "failures only" filter keeps (warn: a broken SHOULD or an ambiguity)
+FAILURES = ("warn", "fail", "timeout", "crash")
+# Order used for regressions/fixes in a version history (skip carries no information).
+_HEALTH = {"pass": 0, "unsupported": 1, "warn": 2, "fail": 3, "timeout": 3, "crash": 3}
+
+
+def version_key(v):
+    parts = []
+    for tok in re.split(r"[^0-9A-Za-z]+", str(v)):
+        if not tok:
+            continue
+        for piece in re.findall(r"\d+|[A-Za-z]+", tok):
+            parts.append((1, int(piece), "") if piece.isdigit() else (0, 0, piece))
+    return tuple(parts)
+
+
+def _lib_order(name):
+    return (name != "ref", not name.startswith("ref"), name)
+
+
+def producer_consumer(r):
+    if r.get("producer") and r.get("consumer"):
+        return r["producer"], r["consumer"]
+    if r.get("role") == "consumer":
+        return r["peer"], r["target"]
+    return r["target"], r["peer"]
+
+
+def _peer_version(source, peer):
+    info = ((source or {}).get("targets") or {}).get(peer) or {}
+    own = (info.get("versions") or {}).get(peer.split(":", 1)[0])
+    if own:
+        return str(own)
+    vals = [v for v in (info.get("versions") or {}).values() if v]
+    if vals:
+        return ", ".join(str(v) for v in vals)
+    lib = ((source or {}).get("libraries") or {}).get(peer.split(":", 1)[0])
+    return str(lib) if lib else ""
+
+
+def _source_row(s, counts):
+    tier_info = s.get("tier_info") or {}
+    py = s.get("python") or {}
+    hdr = s.get("dlpack_header")
+    row = {
+        "id": s["id"], "tier": s.get("tier", "?"), "machine": (s.get("machine") or {}).get("name") or "?",
+        "arch": (s.get("machine") or {}).get("arch") or "", "status": s.get("status", "ok"),
+        "python": py.get("version") or py.get("error") or "", "file": s.get("file", ""),
+        "generated": s.get("generated") or "", "results": counts.get(s["id"], 0),
+        "header": ".".join(str(x) for x in hdr) if isinstance(hdr, list) else (str(hdr) if hdr else ""),
+        "header_source": tier_info.get("header", ""),
+        # inside a tier there is no .git: the host's revision that make matrix recorded
+        "git": ((s.get("dlconform") or {}).get("git") or tier_info.get("host_git")
+                or (s.get("dlconform") or {}).get("version") or ""),
+        "libraries": {k: v for k, v in (s.get("libraries") or {}).items() if v},
+        "exit_status": (s.get("run") or {}).get("exit_status", s.get("exit_status")),
+        "targets": {k: {"status": v.get("status", ""), "reason": v.get("reason", "")}
+                    for k, v in (s.get("targets") or {}).items()},
+    }
+    if s.get("kind") == "failure":
+        row.update(stage=s.get("stage", ""), message=s.get("message", ""), log=s.get("log", ""))
+    if "performance" in s:
+        row["performance"] = True
+    return row
+
+
+class _Strings:
+    def __init__(self):
+        self.items, self._ix = [""], {"": 0}
+
+    def __call__(self, text):
+        text = text or ""
+        i = self._ix.get(text)
+        if i is None:
+            i = self._ix[text] = len(self.items)
+            self.items.append(text)
+        return i
+
+
+def build(doc):
+    results = doc.get("results", [])
+    sources = doc.get("sources", [])
+    src_index = {s["id"]: i for i, s in enumerate(sources)}
+    src_by_id = {s["id"]: s for s in sources}
+    clauses = doc.get("clauses", {})
+    in_conflict = set()
+    for c in doc.get("conflicts", []):
+        in_conflict.update(c.get("results", ()))
+    strings = _Strings()
+    details = []
+    counts_by_source = {}
+
+    # ---- rows: catalogue order, then unknown clauses, then session records
+    group_order, group_rows = [], {}
+    for cid, c in clauses.items():
+        g = c.get("group") or cid.split("-", 1)[0]
+        if g not in group_rows:
+            group_order.append(g)
+            group_rows[g] = []
+        group_rows[g].append(cid)
+    known = set(clauses)
+    for r in results:
+        cid = r["clause"]
+        if cid not in known:
+            known.add(cid)
+            g = "*" if cid == "*" else (r.get("group") or cid.split("-", 1)[0])
+            if g not in group_rows:
+                group_order.append(g)
+                group_rows[g] = []
+            group_rows[g].append(cid)
+    if "*" in group_order:
+        group_order.remove("*")
+        group_order.append("*")
+    rows, row_ix, groups = [], {}, []
+    for g in group_order:
+        ids = group_rows[g]
+        groups.append({"id": g, "title": GROUP_TITLES.get(g, g), "rows": list(range(len(rows), len(rows) + len(ids)))})
+        for cid in ids:
+            c = clauses.get(cid, {})
+            row_ix[cid] = len(rows)
+            rows.append({"clause": cid, "group": g, "level": c.get("level") or ("" if cid == "*" else "MUST"),
+                         "text": c.get("text", "") if cid != "*" else "Records about a whole run: a target that "
+                         "could not be loaded, a collection error, a crash outside a test.",
+                         "reading": c.get("reading", ""), "source": c.get("source", ""), "binds": c.get("binds", "")})
+
+    # ---- aggregate
+    col_ix, columns = {}, []
+    cell_ix, cells, cell_acc = {}, [], []
+    tiers_interop = {}
+
+    def add(cell_key, make_cell, r, i):
+        ci = cell_ix.get(cell_key)
+        if ci is None:
+            ci = cell_ix[cell_key] = len(cells)
+            cells.append(make_cell())
+            cell_acc.append({})
+        cell = cells[ci]
+        cell_acc[ci][r["source"]] = 1
+        v = r["verdict"]
+        cell[3] += 1
+        if v == "pass":
+            cell[4] += 1
+        if _RANK.get(v, 99) > _RANK.get(cell[2], 99):
+            cell[2] = v
+        if i in in_conflict:
+            cell[6] = 1
+        if v != "pass" or i in in_conflict:
+            details.append([src_index.get(r["source"], -1), r["target"], r.get("version", "?"), r["clause"],
+                            r.get("test", ""), r.get("role", ""), v, strings(r.get("message")),
+                            strings(r.get("repro")), strings(r.get("evidence")), r.get("peer") or ""])
+            cell[5].append(len(details) - 1)
+        return ci
+
+    interop_recs = []
+    for i, r in enumerate(results):
+        counts_by_source[r["source"]] = counts_by_source.get(r["source"], 0) + 1
+        if r.get("peer") or (r.get("producer") and r.get("consumer")):
+            interop_recs.append(i)
+            continue
+        key = (r["target"], r.get("version", "?"))
+        c = col_ix.get(key)
+        if c is None:
+            c = col_ix[key] = len(columns)
+            columns.append({"lib": key[0], "version": key[1], "tiers": [], "sources": [], "machines": []})
+        col = columns[c]
+        src = src_by_id.get(r["source"], {})
+        if r["source"] not in col["sources"]:
+            col["sources"].append(r["source"])
+            if src.get("tier") not in col["tiers"]:
+                col["tiers"].append(src.get("tier"))
+            m = (src.get("machine") or {}).get("name")
+            if m not in col["machines"]:
+                col["machines"].append(m)
+        row = row_ix[r["clause"]]
+        # worst starts as the first verdict; add() keeps the worst
+        add((c, row), lambda c=c, row=row, v=r["verdict"]: [c, row, v, 0, 0, [], 0], r, i)
+
+    # order columns: libraries (ref first), versions oldest first; remap cell column indexes
+    order = sorted(range(len(columns)), key=lambda k: (_lib_order(columns[k]["lib"]),
+                                                         version_key(columns[k]["version"]),
+                                                         columns[k]["tiers"]))
+    remap = {old: new for new, old in enumerate(order)}
+    columns = [columns[k] for k in order]
+    for cell in cells:
+        cell[0] = remap[cell[0]]
+    libraries = []
+    for k, col in enumerate(columns):
+        if not libraries or libraries[-1]["name"] != col["lib"]:
+            libraries.append({"name": col["lib"], "columns": []})
+        libraries[-1]["columns"].append(k)
+    n_conf_cells = len(cells)
+
+    # ---- interop per tier
+    for i in interop_recs:
+        r = results[i]
+        src = src_by_id.get(r["source"], {})
+        tier = src.get("tier", "?")
+        t = tiers_interop.get(tier)
+        if t is None:
+            t = tiers_interop[tier] = {"tier": tier, "producers": [], "consumers": [], "cells": [], "_p": {}, "_c": {}, "_seen": set()}
+        prod, cons = producer_consumer(r)
+        own_v = r.get("version", "")
+        peer_v = r.get("peer_version") or (_peer_version(src, r["peer"]) if r.get("peer") else "")
+        pv, cv = (own_v, peer_v) if prod == r["target"] else (peer_v, own_v)
+        plab = ("%s %s" % (prod, pv)).strip() if pv and pv != "?" else prod
+        clab = ("%s %s" % (cons, cv)).strip() if cv and cv != "?" else cons
+        if plab not in t["_p"]:
+            t["_p"][plab] = len(t["producers"])
+            t["producers"].append(plab)
+        if clab not in t["_c"]:
+            t["_c"][clab] = len(t["consumers"])
+            t["consumers"].append(clab)
+        p, cc = t["_p"][plab], t["_c"][clab]
+        ci = add(("x", tier, p, cc), lambda cc=cc, p=p, v=r["verdict"]: [cc, p, v, 0, 0, [], 0], r, i)
+        if ci not in t["_seen"]:
+            t["_seen"].add(ci)
+            t["cells"].append(ci)
+    interop = []
+    for tier in sorted(tiers_interop, key=lambda x: (x not in ("bookworm", "trixie", "sid"), x)):
+        t = tiers_interop[tier]
+        del t["_p"], t["_c"], t["_seen"]
+        interop.append(t)
+
+    for ci, seen in enumerate(cell_acc):
+        cells[ci].append(sorted(src_index.get(x, -1) for x in seen))
+
+    # ---- version history per library
+    cell_at = {(cells[k][0], cells[k][1]): k for k in range(n_conf_cells)}
+    history = []
+    for lib in libraries:
+        cols = lib["columns"]
+        h = {"lib": lib["name"], "columns": cols, "rows": [], "unchanged": 0, "regressions": 0, "fixes": 0}
+        for ri in range(len(rows)):
+            refs = [cell_at.get((c, ri)) for c in cols]
+            if all(x is None for x in refs):
+                continue
+            verdicts = [cells[x][2] if x is not None else None for x in refs]
+            changes, prev = [], None
+            for k, v in enumerate(verdicts):
+                if v is None or v == "skip":
+                    changes.append("")
+                    continue
+                if prev is not None and _HEALTH[v] != _HEALTH[prev]:
+                    changes.append("regressed" if _HEALTH[v] > _HEALTH[prev] else "fixed")
+                else:
+                    changes.append("")
+                prev = v
+            if len(set(v for v in verdicts if v is not None)) <= 1:
+                h["unchanged"] += 1
+                continue
+            h["regressions"] += changes.count("regressed")
+            h["fixes"] += changes.count("fixed")
+            h["rows"].append({"row": ri, "cells": refs, "changes": changes})
+        history.append(h)
+
+    return {
+        "schema": "dlconform-matrix-view/1",
+        "generated": doc.get("generated", ""),
+        "verdicts": list(VERDICTS),
+        "failures_filter": list(FAILURES),
+        "summary": doc.get("summary", {}),
+        "sources": [_source_row(s, counts_by_source) for s in sources],
+        "errors": doc.get("errors", []),
+        "failures": doc.get("failures", []),
+        "n_results": len(results),
+        "n_conflicts": len(doc.get("conflicts", [])),
+        "n_duplicates": len(doc.get("duplicates", [])),
+        "conflicts": [[c["target"], c["version"], c["clause"], c["test"], c.get("role", ""), c.get("peer", ""),
+                       {v: [src_index.get(s, -1) for s in ss] for v, ss in c["verdicts"].items()}]
+                      for c in doc.get("conflicts", [])],
+        "groups": groups,
+        "rows": rows,
+        "columns": columns,
+        "libraries": libraries,
+        "cells": cells,
+        "n_matrix_cells": n_conf_cells,
+        "details": details,
+        "strings": strings.items,
+        "interop": interop,
+        "history": history,
+    }

@@ -1,0 +1,314 @@
+"""The compatibility matrix: `dlconform merge`, its schema, conflicts, rejected inputs, and the
+MATRIX.md / index.html renderers (fast; the browser test is test_matrix_browser.py)."""
+import json
+import os
+import re
+
+import pytest
+
+from dlconform import cli, matrix_run, merge, synthetic
+from dlconform.report import html, matrix_md, matrix_view
+
+import matrix_fixture
+
+
+def rec(target, clause, verdict, test="test_capsule.py::test_a", **kw):
+    r = {"target": target, "role": "producer", "clause": clause, "level": "MUST", "group": clause.split("-")[0],
+         "verdict": verdict, "message": "" if verdict == "pass" else "%s broke %s" % (target, clause),
+         "repro": "" if verdict == "pass" else "import %s\nprint('repro %s')" % (target, clause),
+         "test": test, "duration": 0.01}
+    r.update(kw)
+    return r
+
+
+def results_doc(libs, records, **extra):
+    targets = {lib: {"status": "ran", "reason": "", "roles": ["consumer", "producer"], "versions": {lib: v}}
+               for lib, v in libs.items()}
+    doc = {"schema": "dlconform-results/1", "generated": "2026-01-01T00:00:00+00:00",
+           "environment": {"python": {"version": "3.11.2", "implementation": "CPython", "executable": "/usr/bin/python3"},
+                           "platform": "Linux-x", "machine": "x86_64", "libraries": dict(libs),
+                           "dlpack_header": [1, 3], "dlconform": {"version": "0.1.0", "git": "abc123"}},
+           "run": {"argv": ["run"], "exit_status": 1, "duration": 2.0}, "targets": targets,
+           "results": records, "summary": {}}
+    doc.update(extra)
+    return doc
+
+
+def write(tmp_path, name, doc):
+    p = tmp_path / name / "results.json"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return str(p)
+
+
+# ---------------------------------------------------------------- merge
+def test_merge_two_files_keeps_provenance(tmp_path):
+    a = write(tmp_path, "bookworm", results_doc({"numpy": "1.24.2"}, [rec("numpy", "CAP-01", "pass"),
+                                                                       rec("numpy", "CAP-02", "fail")]))
+    b = write(tmp_path, "box", results_doc({"numpy": "2.4.6"}, [rec("numpy", "CAP-01", "warn")]))
+    doc, errors = merge.merge([a, "sid@gpu-box=" + b])
+    assert errors == []
+    assert doc["schema"] == "dlconform-matrix/1" == merge.SCHEMA
+    assert len(doc["results"]) == 3 and len(doc["sources"]) == 2
+    s0, s1 = doc["sources"]
+    assert s0["tier"] == "bookworm"                     # from the folder name
+    assert (s1["tier"], s1["machine"]["name"]) == ("sid", "gpu-box")   # from the label
+    for s in (s0, s1):
+        assert s["python"]["version"] == "3.11.2" and s["dlpack_header"] == [1, 3]
+        assert s["machine"]["arch"] == "x86_64" and s["dlconform"]["git"] == "abc123"
+        assert len(s["sha256"]) == 64 and s["file"]
+    assert s0["libraries"]["numpy"] == "1.24.2" and s1["libraries"]["numpy"] == "2.4.6"
+    ids = {s["id"] for s in doc["sources"]}
+    assert all(r["source"] in ids for r in doc["results"])
+    assert [r["version"] for r in doc["results"]] == ["1.24.2", "1.24.2", "2.4.6"]
+    assert doc["summary"]["fail"] == 1 and doc["conflicts"] == [] and doc["duplicates"] == []
+
+
+def test_unknown_keys_performance_and_peer_are_kept(tmp_path):
+    perf = {"schema": "dlconform-bench/1", "targets": {"numpy": {"ns": 120}}}
+    d = results_doc({"numpy": "1.24.2"}, [rec("numpy", "LAY-11", "fail", role="consumer", peer="torch", xyz=1)],
+                    performance=perf, future_key={"a": 1})
+    doc, errors = merge.merge([write(tmp_path, "host", d)])
+    assert not errors
+    sid = doc["sources"][0]["id"]
+    assert doc["performance"] == {sid: perf} and doc["sources"][0]["performance"] == perf
+    assert doc["sources"][0]["extra"] == {"future_key": {"a": 1}}
+    r = doc["results"][0]
+    assert r["peer"] == "torch" and r["xyz"] == 1
+    view = matrix_view.build(doc)
+    assert view["interop"][0]["producers"] == ["torch"] and view["interop"][0]["consumers"] == ["numpy 1.24.2"]
+    assert view["columns"] == []    # interop records are not conformance cells
+
+
+def test_conflicts_and_duplicates_are_shown(tmp_path):
+    a, b = synthetic.conflicting_pair()
+    pa, pb = write(tmp_path, "bookworm", a), write(tmp_path, "host", b)
+    doc, errors = merge.merge([pa, pb])
+    assert not errors and len(doc["results"]) == 4     # nothing dropped
+    assert len(doc["conflicts"]) == 1 and len(doc["duplicates"]) == 1
+    c = doc["conflicts"][0]
+    assert (c["target"], c["version"], c["clause"], c["test"]) == ("numpy", "1.24.2", "CAP-02", "test_capsule.py::test_rename")
+    assert c["verdicts"] == {"pass": ["s0"], "fail": ["s1"]}
+    assert doc["duplicates"][0]["clause"] == "CAP-01"
+    view = matrix_view.build(doc)
+    cell = next(x for x in view["cells"] if view["rows"][x[1]]["clause"] == "CAP-02")
+    assert cell[2] == "fail" and cell[6] == 1 and len(cell[5]) == 2   # both sides open from the cell
+    md = matrix_md.render(doc, view)
+    conflicts = md.split("## Conflicts")[1].split("##")[0]
+    assert "| numpy | 1.24.2 | CAP-02 | test_capsule.py::test_rename | pass: s0 (bookworm); fail: s1 (host) |" in conflicts
+    assert "**FAIL** 1/2 ≠" in md
+    page = html.render(doc, view)
+    assert '"n_conflicts":1' in page
+
+
+def test_same_source_repeats_are_not_conflicts(tmp_path):
+    d = results_doc({"numpy": "1"}, [rec("numpy", "OWN-03", "pass"), rec("numpy", "OWN-03", "crash")])
+    doc, _ = merge.merge([write(tmp_path, "host", d)])
+    assert doc["conflicts"] == [] and doc["duplicates"] == []
+
+
+@pytest.mark.parametrize("content, field, words", [
+    ("{not json", None, "not JSON"),
+    ('["a list"]', None, "expected a JSON object"),
+    ('{"results": []}', "schema", "missing"),
+    ('{"schema": "other-tool/3", "results": []}', "schema", "'other-tool/3' is not a dlconform results file"),
+    ('{"schema": "dlconform-matrix/2"}', "schema", "is not a dlconform results file"),
+    ('{"schema": "dlconform-results/1", "environment": {}, "targets": {}}', "results", "missing"),
+    ('{"schema": "dlconform-results/1", "results": {}}', "results", "expected a list"),
+    ('{"schema": "dlconform-results/1", "environment": [], "results": []}', "environment", "expected an object"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": "numpy", "clause": "CAP-01", "verdict": "pass"},'
+     ' {"target": "numpy", "clause": "CAP-02", "verdict": "great"}]}', "results[1].verdict", "unknown verdict 'great'"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": "numpy", "verdict": "pass"}]}', "results[0].clause", "missing"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": 3, "clause": "C", "verdict": "pass"}]}', "results[0].target", "expected a string"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": "t", "clause": "C", "verdict": "pass", "message": 5}]}',
+     "results[0].message", "expected a string"),
+    ('{"schema": "dlconform-run-failure/1", "stage": "build"}', "tier", "missing"),
+])
+def test_malformed_file_is_rejected_with_file_and_field(tmp_path, capsys, content, field, words):
+    good = write(tmp_path, "bookworm", results_doc({"numpy": "1"}, [rec("numpy", "CAP-01", "pass")]))
+    bad = write(tmp_path, "bad", content)
+    out = tmp_path / "out"
+    rc = cli.main(["merge", good, bad, "--out", str(out), "-q"])
+    assert rc == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1                                   # one line per rejected file
+    assert err[0].startswith("dlconform merge: error: %s: " % bad) and words in err[0]
+    if field:
+        assert "field '%s'" % field in err[0]
+    doc = json.loads((out / "matrix.json").read_text())   # the good file is still merged
+    assert len(doc["sources"]) == 1 and len(doc["results"]) == 1
+    assert doc["errors"] == [{"file": bad, "field": field, "message": doc["errors"][0]["message"]}]
+    assert words in doc["errors"][0]["message"]
+    assert bad in (out / "MATRIX.md").read_text()
+
+
+def test_missing_file_and_nothing_mergeable(tmp_path, capsys):
+    rc = cli.main(["merge", str(tmp_path / "nope.json"), "--out", str(tmp_path / "out")])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "nope.json: cannot read" in err and "no input could be merged" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_requires_out(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["merge", "x.json"])
+    assert e.value.code == 2
+
+
+def test_schema_is_versioned_and_a_matrix_merges_again(tmp_path):
+    _, _, paths = matrix_fixture.build(tmp_path)
+    first = json.loads(open(paths["json"]).read())
+    assert first["schema"] == "dlconform-matrix/1"
+    extra = write(tmp_path, "late", results_doc({"numpy": "9.9"}, [rec("numpy", "CAP-01", "fail")]))
+    doc, errors = merge.merge([paths["json"], "sid@ci-gpu=" + extra])
+    assert not errors
+    assert len(doc["sources"]) == len(first["sources"]) + 1
+    assert len(doc["results"]) == len(first["results"]) + 1
+    assert len(doc["failures"]) == len(first["failures"]) == 1
+    assert doc["errors"] == first["errors"]            # earlier rejections stay visible
+    for old, new in zip(first["sources"], doc["sources"]):
+        assert (old["tier"], old["machine"], old.get("python"), old.get("sha256")) == \
+               (new["tier"], new["machine"], new.get("python"), new.get("sha256"))
+        assert new["merged_from"] == paths["json"]
+    assert len(doc["conflicts"]) == len(first["conflicts"])
+
+
+# ---------------------------------------------------------------- views
+@pytest.fixture(scope="module")
+def fixture_matrix(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mx")
+    doc, errors, paths = matrix_fixture.build(tmp)
+    return doc, paths
+
+
+def test_html_is_self_contained(fixture_matrix):
+    doc, paths = fixture_matrix
+    page = open(paths["html"], encoding="utf-8").read()
+    # nothing the browser would fetch: no src/href to a URL, no fetch/XHR, no CSS import or url()
+    assert not re.search(r"""\b(?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(r"""\b(?:src|href)\s*=\s*["']?\s*https?://""", page, re.I)
+    assert "fetch(" not in page and "XMLHttpRequest" not in page and "@import" not in page
+    assert not re.search(r"url\(\s*['\"]?(?:https?:)?//", page)
+    assert "<link" not in page and "<script src" not in page and "<img" not in page
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert page.count("<script") == 2                      # the data and the code, both inline
+
+
+def test_html_data_cannot_break_out_of_its_script(tmp_path):
+    evil = '</script><script src="http://evil.example/x.js"></script><!--'
+    d = results_doc({"numpy": "1"}, [rec("numpy", "CAP-01", "fail", message=evil, repro=evil)])
+    doc, _ = merge.merge([write(tmp_path, "host", d)])
+    page = html.render(doc)
+    assert "evil.example" in page and evil not in page
+    assert not re.search(r"""src\s*=\s*["']?https?://""", page)
+    data = page.split('<script type="application/json" id="data">')[1].split("</script>")[0]
+    view = json.loads(data)
+    assert evil in view["strings"]
+
+
+def test_markdown_render(fixture_matrix):
+    doc, paths = fixture_matrix
+    md = open(paths["markdown"], encoding="utf-8").read()
+    assert md.startswith("# DLPack compatibility matrix")
+    assert "schema `dlconform-matrix/1`" in md
+    for section in ("## Runs", "## Failed runs", "## Rejected inputs", "## Library × clause",
+                    "## Interop: producer × consumer", "## Version history", "## Conflicts", "## Findings"):
+        assert section in md, section
+    matrix = md.split("## Library × clause")[1].split("\n## ")[0]
+    header = [ln for ln in matrix.splitlines() if ln.startswith("| clause | level |")][0]
+    assert "numpy 1.24.2 (bookworm, host)" in header and "numpy 2.4.6 (sid)" in header
+    assert "| **CAP** Capsules |" in matrix and "| CAP-01 | MUST |" in matrix and "| API-04 | SHOULD |" in matrix
+    assert re.search(r"\[\*\*FAIL\*\*[^]]*\]\(#cell-\d+\)", matrix)         # non-pass cells link to findings
+    k = re.search(r"\(#cell-(\d+)\)", matrix).group(1)
+    finding = md.split('<a id="cell-%s"></a>' % k)[1].split("<a id=")[0]
+    assert "> " in finding and "<summary>reproducer</summary>" in finding and "```" in finding
+    hist = md.split("## Version history")[1].split("\n## ")[0]
+    assert "### numpy" in hist and ("↓" in hist or "↑" in hist)
+    assert "sid** (gpu-box) failed at build" in md
+    interop = md.split("## Interop: producer × consumer")[1].split("\n## ")[0]
+    assert "### bookworm" in interop and "| producer \\ consumer |" in interop
+
+
+def test_markdown_of_empty_matrix(tmp_path):
+    doc, _ = merge.merge([write(tmp_path, "host", results_doc({}, []))])
+    md = matrix_md.render(doc, matrix_view.build(doc))
+    assert "No conformance results." in md and "No interop results" in md and "Every result passed." in md
+
+
+def test_version_history_marks_regressions_and_fixes(tmp_path):
+    old = write(tmp_path, "bookworm", results_doc({"numpy": "1.24.2"}, [rec("numpy", "CAP-01", "pass"),
+                                                                         rec("numpy", "CAP-02", "fail")]))
+    new = write(tmp_path, "sid", results_doc({"numpy": "2.4.6"}, [rec("numpy", "CAP-01", "crash"),
+                                                                   rec("numpy", "CAP-02", "pass")]))
+    mid = write(tmp_path, "trixie", results_doc({"numpy": "2.2.4"}, [rec("numpy", "CAP-01", "pass"),
+                                                                      rec("numpy", "CAP-02", "fail")]))
+    doc, _ = merge.merge([new, old, mid])
+    view = matrix_view.build(doc)
+    h = view["history"][0]
+    assert [view["columns"][c]["version"] for c in h["columns"]] == ["1.24.2", "2.2.4", "2.4.6"]
+    rows = {view["rows"][r["row"]]["clause"]: r["changes"] for r in h["rows"]}
+    assert rows == {"CAP-01": ["", "", "regressed"], "CAP-02": ["", "", "fixed"]}
+    assert (h["regressions"], h["fixes"]) == (1, 1)
+
+
+def test_publish_merges_runs_with_their_provenance_and_failures(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    p = write(runs, "bookworm", results_doc({"numpy": "1.24.2"}, [rec("numpy", "CAP-01", "pass")]))
+    with open(os.path.join(os.path.dirname(p), merge.SIDECAR), "w") as f:
+        json.dump({"tier": "bookworm", "machine": "builder", "header": "host-fetched 1.3",
+                   "debian_packages": {"python3-numpy": "1:1.24.2-1"}}, f)
+    (runs / "sid").mkdir()
+    (runs / "sid" / "failure.json").write_text(json.dumps({
+        "schema": merge.FAILURE_SCHEMA, "tier": "sid", "stage": "build", "exit_status": 1,
+        "message": "mmdebstrap failed", "log": "E: no network"}))
+    assert matrix_run.main(["--publish", "--runs", str(runs), "--out", str(out)]) == 0
+    doc = json.loads((out / "matrix.json").read_text())
+    s = {x["tier"]: x for x in doc["sources"]}
+    assert s["bookworm"]["machine"]["name"] == "builder"
+    assert s["bookworm"]["tier_info"]["header"] == "host-fetched 1.3"
+    assert s["sid"]["status"] == "failed" and doc["failures"][0]["stage"] == "build"
+    assert "mmdebstrap failed" in (out / "MATRIX.md").read_text()
+    # with no runs left, publish re-renders the published matrix.json
+    for d in ("bookworm", "sid"):
+        for f in (runs / d).iterdir():
+            f.unlink()
+        (runs / d).rmdir()
+    assert matrix_run.main(["--publish", "--runs", str(runs), "--out", str(out)]) == 0
+    again = json.loads((out / "matrix.json").read_text())
+    assert len(again["sources"]) == 2 and again["failures"][0]["tier"] == "sid"
+
+
+def test_make_matrix_records_a_failed_tier_and_publishes_the_others(tmp_path, monkeypatch):
+    """matrix_run with a stand-in tier.sh: bookworm runs, sid fails to build."""
+    fake_results = write(tmp_path, "src", results_doc({"numpy": "1.24.2"}, [rec("numpy", "CAP-01", "fail")]))
+    fake = tmp_path / "tier.sh"
+    fake.write_text("""#!/bin/sh
+case $1 in
+  check) [ "$2" = bookworm ] && exit 0; echo "tier $2: no stamp" >&2; exit 1 ;;
+  conformance)
+    if [ "$2" = sid ]; then echo "tier sid: building into /x from http://deb.debian.org/debian"
+      echo "tier sid: mmdebstrap failed; /x is left without a stamp and will be rebuilt next time" >&2; exit 1; fi
+    mkdir -p "$OUT/$2" && cp "$FAKE_RESULTS" "$OUT/$2/results.json" && echo 1 > "$OUT/$2/exit-status"; exit 1 ;;
+esac
+exit 2
+""")
+    monkeypatch.setattr(matrix_run, "TIER_SH", str(fake))
+    monkeypatch.setenv("FAKE_RESULTS", fake_results)
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    (runs / "trixie").mkdir(parents=True)          # a run of a tier not asked for this time: dropped
+    rc = matrix_run.main(["--tiers", "bookworm sid", "--no-host", "--jobs", "2", "--runs", str(runs),
+                          "--out", str(out), "--machine", "ci-7", "--tier-dir", str(tmp_path / "tiers")])
+    assert rc == 1                                  # a tier failed, but the matrix was written
+    assert not (runs / "trixie").exists()
+    doc = json.loads((out / "matrix.json").read_text())
+    by_tier = {s["tier"]: s for s in doc["sources"]}
+    assert set(by_tier) == {"bookworm", "sid"}
+    assert by_tier["bookworm"]["status"] == "ok" and by_tier["bookworm"]["machine"]["name"] == "ci-7"
+    assert by_tier["bookworm"]["tier_info"]["exit_status"] == 1 and "host_git" in by_tier["bookworm"]["tier_info"]
+    f = doc["failures"][0]
+    assert (f["tier"], f["stage"], f["exit_status"], f["machine"]) == ("sid", "build", 1, "ci-7")
+    assert "mmdebstrap failed" in f["message"] and "building into" in f["log"]
+    md = (out / "MATRIX.md").read_text()
+    assert "**sid** (ci-7) failed at build" in md and "numpy 1.24.2 (bookworm)" in md
+    assert "mmdebstrap failed" in (out / "index.html").read_text()
