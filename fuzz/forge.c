@@ -48,6 +48,7 @@ dlc_forged *dlc_forged_new(const dlc_record *r) {
     free(f);
     return NULL;
   }
+  f->base = (uintptr_t)f->mem.buffer;
   int null_deleter = (r->kind & DLC_REC_DELETER_NULL) != 0;
   f->versioned = (r->kind & DLC_REC_VERSIONED) != 0;
   f->used = (r->kind & DLC_REC_USED_NAME) != 0;

@@ -29,6 +29,8 @@ typedef struct {
   int bad_self;                  /* deleter got a pointer other than the exported struct */
   int destructor_deleted;        /* the capsule died unconsumed and its destructor called
                                     the deleter (CAP-05): the consumer never renamed it */
+  uintptr_t base;                /* mem.buffer as materialised: aliasing is judged against it
+                                    even after an early deleter call freed the buffer */
 } dlc_forged;
 
 /* Materialises r; NULL when memory ran out. */

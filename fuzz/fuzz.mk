@@ -23,6 +23,8 @@ CHECK_SRC ?= $(wildcard probes/check*.c)
 
 FUZZ_CC ?= clang-14
 FUZZ_AFL_CC ?= afl-clang-fast
+# AFL++ reads the same ignore list at compile time (src:/fun: lines), as libFuzzer builds do.
+FUZZ_AFL_ENV = AFL_LLVM_DENYLIST=$(CURDIR)/fuzz/coverage.ignore AFL_QUIET=1
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_OUT := $(OUT)/fuzz
 FUZZ_SECONDS ?= 60
@@ -43,13 +45,13 @@ FUZZ_PY_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var
 FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage.ignore
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
-FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c
+FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/consumer_oracles.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
-FUZZ_LF_BINS := $(foreach t,validator consumer pyempty,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
-FUZZ_AFL_BINS := $(foreach t,validator consumer pyempty,$(FUZZ_DIR)/$(t).afl) $(FUZZ_DIR)/dlc_mutator.so
+FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
+FUZZ_AFL_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).afl) $(FUZZ_DIR)/dlc_mutator.so
 
-.PHONY: fuzz fuzz-tools fuzz-build fuzz-ci fuzz-replay fuzz-test fuzz-seeds
+.PHONY: fuzz fuzz-tools fuzz-build fuzz-ci fuzz-replay fuzz-test fuzz-seeds fuzz-parallel
 
 # After fuzz-tools, a fresh make reads fuzz.mk alone, so engines it just installed count.
 FUZZ_SUBMAKE = $(MAKE) --no-print-directory -f fuzz/fuzz.mk PYTHON='$(PYTHON)' BUILD='$(BUILD)' \
@@ -85,6 +87,13 @@ $(FUZZ_DIR)/consumer.%: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MU
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
 	  -DDLC_ENGINE_LIBFUZZER -o $@ fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MUT) \
 	  $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/producer.%: fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
+	  -DDLC_ENGINE_LIBFUZZER -o $@ fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(FUZZ_MUT) \
+	  $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/pybase.%: fuzz/target_pybase.c fuzz/pyhost.c fuzz/producer.c $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
+	  -o $@ fuzz/target_pybase.c fuzz/pyhost.c fuzz/producer.c $(FUZZ_PY_LIBS)
 $(FUZZ_DIR)/pyempty.%: fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
 	  -o $@ fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_PY_LIBS)
@@ -92,12 +101,18 @@ $(FUZZ_DIR)/pyempty.%: fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_HDR) | $(FUZZ_
 # AFL++ builds (persistent mode, shared-memory input via -fsanitize=fuzzer's driver); the
 # mutator is the separate dlc_mutator.so (AFL_CUSTOM_MUTATOR_LIBRARY).
 $(FUZZ_DIR)/validator.afl: fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
-	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC)
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC)
 $(FUZZ_DIR)/consumer.afl: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
-	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_consumer.c \
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_consumer.c \
 	  $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/producer.afl: fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_producer.c \
+	  fuzz/pyhost.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/pybase.afl: fuzz/target_pybase.c fuzz/pyhost.c fuzz/producer.c $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_pybase.c \
+	  fuzz/pyhost.c fuzz/producer.c $(FUZZ_PY_LIBS)
 $(FUZZ_DIR)/pyempty.afl: fuzz/target_pyempty.c fuzz/pyhost.c $(FUZZ_HDR) | $(FUZZ_DIR)
-	$(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_pyempty.c \
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_pyempty.c \
 	  fuzz/pyhost.c $(FUZZ_PY_LIBS)
 $(FUZZ_DIR)/dlc_mutator.so: $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fPIC -shared -DDLC_ENGINE_AFL -o $@ $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC)
@@ -106,8 +121,9 @@ $(FUZZ_DIR)/dlc_mutator.so: $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | 
 $(FUZZ_DIR)/test_record: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
-fuzz-test: $(FUZZ_DIR)/test_record
+fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/dump_record
 	$(FUZZ_DIR)/test_record
+	$(PYTHON) fuzz/tests/test_fuzz_py.py
 
 $(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC)
@@ -117,33 +133,59 @@ fuzz-seeds: $(FUZZ_DIR)/write_seeds
 	rm -f fuzz/corpus/seeds/*; mkdir -p fuzz/corpus/seeds
 	$(FUZZ_DIR)/write_seeds fuzz/corpus/seeds
 
-# validator -> validator.asan; any other TARGET is a consumer name for consumer.asan.
-fuzz_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,consumer).asan
+# validator -> validator.asan; producer-NAME -> producer.asan with producer NAME; any other
+# TARGET is a consumer name for consumer.asan.
+fuzz_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,$(if $(filter producer-%,$(1)),producer,consumer)).asan
+fuzz_producer = $(if $(filter producer-%,$(1)),--producer $(patsubst producer-%,%,$(1)))
 fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1 DLCONFORM_FUZZ_CONSUMER=$(1)
 FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
 
+# CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage, minimisation, Python
+# reproducers, dedup against fuzz/known/TARGET.txt, summary in $(FUZZ_OUT)/TARGET-summary.*,
+# `crash` records merged into $(OUT)/results.json. Exit 1 only for a new finding.
+FUZZ_MIN_SECONDS ?= 10
 fuzz-ci: fuzz-tools $(INC)/dlpack/dlpack.h
 	@$(FUZZ_SUBMAKE) $(call fuzz_bin,$(TARGET))
-	@mkdir -p $(FUZZ_OUT) $(FUZZ_DIR)/corpus-$(TARGET)
 	@echo "fuzz-ci: $(TARGET) for $(FUZZ_SECONDS) s; log $(FUZZ_OUT)/$(TARGET).log"
-	@rm -f $(FUZZ_OUT)/$(TARGET)-crash-* $(FUZZ_OUT)/$(TARGET)-leak-* $(FUZZ_OUT)/$(TARGET)-timeout-* \
-	  $(FUZZ_OUT)/$(TARGET)-oom-*; \
-	$(call fuzz_env,$(TARGET)) $(call fuzz_bin,$(TARGET)) $(FUZZ_FLAGS) \
-	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	  -artifact_prefix=$(FUZZ_OUT)/$(TARGET)- $(FUZZ_DIR)/corpus-$(TARGET) fuzz/corpus/seeds \
-	  > $(FUZZ_OUT)/$(TARGET).log 2>&1; rc=$$?; \
-	grep -h '^dlconform-oracle:\|^SUMMARY:\|exec/s:\|stat::number_of_executed_units\|stat::average_exec_per_sec' \
-	  $(FUZZ_OUT)/$(TARGET).log | tail -n 6; \
-	if [ $$rc -ne 0 ]; then echo "fuzz-ci: $(TARGET) found something (exit $$rc):"; \
-	  ls $(FUZZ_OUT)/$(TARGET)-* 2>/dev/null | grep -v '\.log$$'; exit 1; fi; \
-	echo "fuzz-ci: $(TARGET): nothing found"
+	@PYTHONPATH=$(CURDIR)/harness $(PYTHON) -m dlconform fuzz-ci --target $(TARGET) \
+	  --seconds $(FUZZ_SECONDS) --bin $(call fuzz_bin,$(TARGET)) --out $(OUT) \
+	  --minimize-seconds $(FUZZ_MIN_SECONDS) $(call fuzz_producer,$(TARGET)) $(FUZZ_CI_ARGS)
 
 fuzz-replay:
 	@test -n "$(FILE)" || { echo "usage: make fuzz-replay FILE=path [TARGET=name]"; exit 2; }
 	@t="$(if $(filter command line,$(origin TARGET)),$(TARGET),$(firstword $(subst -, ,$(notdir $(FILE)))))"; \
-	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; *) b=$(FUZZ_DIR)/consumer.asan ;; esac; \
+	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; producer) b=$(FUZZ_DIR)/producer.asan ;; \
+	  *) b=$(FUZZ_DIR)/consumer.asan ;; esac; \
 	$(FUZZ_SUBMAKE) $$b >/dev/null && \
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
-	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  DLCONFORM_FUZZ_CONSUMER=$$t $$b $(FILE)
+	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$$t DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
+	  $$b $(FILE); rc=$$?; \
+	if [ "$$t" != validator ]; then echo "fuzz-replay: Python reproducer: PYTHONPATH=harness $(PYTHON) -m dlconform fuzz-repro --target $$t $(FILE)"; fi; exit $$rc
+include fuzz/sanitize.mk
+
+# AFL++ across JOBS cores: one -M main and JOBS-1 -S secondaries, FUZZ_SECONDS each (-V), no
+# UI, the structure-aware mutator (dlc_mutator.so) next to AFL++'s own havoc. Crashes are
+# copied to $(FUZZ_OUT)/TARGET-afl-<instance>-<id> for make fuzz-replay / fuzz-repro; exit 1
+# when there is one. TARGET as for fuzz-ci (validator, producer-NAME, or a consumer).
+JOBS ?= 2
+afl_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,$(if $(filter producer-%,$(1)),producer,consumer)).afl
+fuzz-parallel: fuzz
+	@test -n "$(FUZZ_HAVE_AFL)" || { echo "fuzz-parallel: afl-fuzz is not installed"; exit 2; }
+	@o=$(FUZZ_DIR)/afl-$(TARGET); rm -rf $$o; mkdir -p $$o $(FUZZ_OUT); \
+	echo "fuzz-parallel: $(TARGET): $(JOBS) AFL++ instance(s) for $(FUZZ_SECONDS) s in $$o"; \
+	export AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	  AFL_CUSTOM_MUTATOR_LIBRARY=$(CURDIR)/$(FUZZ_DIR)/dlc_mutator.so \
+	  DLCONFORM_FUZZ_CONSUMER=$(TARGET) DLCONFORM_FUZZ_PRODUCER=$(patsubst producer-%,%,$(TARGET)); \
+	for i in $$(seq 1 $(JOBS)); do \
+	  if [ $$i -eq 1 ]; then role="-M main"; else role="-S s$$i"; fi; \
+	  afl-fuzz $$role -V $(FUZZ_SECONDS) -t 20000 -m none -i fuzz/corpus/seeds -o $$o \
+	    -x fuzz/dlpack.dict -- $(call afl_bin,$(TARGET)) >$$o/$$i.log 2>&1 & \
+	done; wait; \
+	n=0; for c in $$o/*/crashes/id:*; do [ -f "$$c" ] || continue; n=$$((n+1)); \
+	  inst=$$(basename $$(dirname $$(dirname $$c))); \
+	  cp "$$c" $(FUZZ_OUT)/$(TARGET)-afl-$$inst-$$(basename "$$c" | cut -d, -f1 | tr : -); done; \
+	for s in $$o/*/fuzzer_stats; do echo "fuzz-parallel: $$(basename $$(dirname $$s)): $$(grep -h 'execs_done\|execs_per_sec' $$s | tr -s ' ' | tr '\n' ' ')"; done; \
+	if [ $$n -gt 0 ]; then echo "fuzz-parallel: $(TARGET): $$n crash(es) in $(FUZZ_OUT)/$(TARGET)-afl-*"; exit 1; fi; \
+	echo "fuzz-parallel: $(TARGET): nothing found"

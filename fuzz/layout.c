@@ -9,6 +9,27 @@
 
 #define DLC_DANGLING_RESERVE ((size_t)4 << 20)
 
+/* Buffer pool (throughput builds only). Under ASan every buffer is its own exact-size
+ * allocation (or mapping), so an overrun or a use after the deleter is reported to the byte.
+ * Without ASan (T.fast, T.afl) nothing could see that anyway, so buffers come from two
+ * process-wide regions mapped once: a writable one, and a read-only one followed by a
+ * PROT_NONE guard page (writes and overruns still fault). A region is refilled only when
+ * the (size, seed) it holds differs, so the per-input mmap/munmap, page faults and 1 MiB
+ * fills of the exact-size scheme go away; a consumer that wrote into a writable export
+ * may leave its bytes for a later input with the same (size, seed). Pool buffers are never
+ * freed; dlc_tensor_mem_free only forgets them. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DLC_POOL 0
+#endif
+#endif
+#if !defined(DLC_POOL) && defined(__SANITIZE_ADDRESS__)
+#define DLC_POOL 0
+#endif
+#ifndef DLC_POOL
+#define DLC_POOL 1
+#endif
+
 /* The record's metadata as a DLTensor without data (shape/strides point into r). */
 static DLTensor rec_view(const dlc_record *r) {
   DLTensor t;
@@ -91,6 +112,43 @@ static int alloc_guarded(dlc_tensor_mem *m, uint64_t size, uint8_t seed) {
   return 0;
 }
 
+#if DLC_POOL
+typedef struct {
+  uint8_t *base;   /* mapping: [base, base + span) data, then (read-only pool) a guard page */
+  size_t span;
+  uint64_t size;   /* the buffer the region holds now, at its end: (size, seed) */
+  int seed;        /* -1: nothing filled yet */
+} dlc_pool;
+
+static dlc_pool pools[2]; /* [0] writable, [1] read-only */
+
+/* A buffer of size bytes holding the fill pattern, ending within 63 bytes of the region's
+ * end (as alloc_guarded does); NULL when the region cannot be set up. */
+static uint8_t *pool_buffer(int readonly, uint64_t size, uint8_t seed) {
+  dlc_pool *p = &pools[readonly];
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (p->base == NULL) {
+    p->span = ((size_t)DLC_REC_BUFFER_CAP + 64 + page - 1) / page * page;
+    void *b = mmap(NULL, p->span + page, readonly ? PROT_READ : PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (b == MAP_FAILED) return NULL;
+    if (mprotect((uint8_t *)b + p->span, page, PROT_NONE) != 0) return NULL;
+    p->base = b;
+    p->seed = -1;
+  }
+  size_t aligned = ((size_t)size + 63u) & ~(size_t)63u;
+  uint8_t *buf = p->base + (p->span - aligned);
+  if (p->seed != seed || p->size != size) {
+    if (readonly && mprotect(p->base, p->span, PROT_READ | PROT_WRITE) != 0) return NULL;
+    fill(buf, size, seed);
+    if (readonly && mprotect(p->base, p->span, PROT_READ) != 0) return NULL;
+    p->seed = seed;
+    p->size = size;
+  }
+  return buf;
+}
+#endif
+
 int dlc_rec_materialize(const dlc_record *r, uint64_t cap, dlc_tensor_mem *m) {
   memset(m, 0, sizeof *m);
   dlc_rec_plan(r, cap, &m->plan);
@@ -111,6 +169,15 @@ int dlc_rec_materialize(const dlc_record *r, uint64_t cap, dlc_tensor_mem *m) {
   }
   switch (m->plan.mode) {
     case DLC_DATA_BUFFER:
+#if DLC_POOL
+      if (m->plan.size <= DLC_REC_BUFFER_CAP) {
+        m->buffer = pool_buffer(m->plan.readonly, m->plan.size, r->fill_seed);
+        if (m->buffer == NULL) goto fail;
+        m->pooled = 1;
+        t.data = m->buffer + m->plan.pad;
+        break;
+      }
+#endif
       if (m->plan.readonly) {
         if (alloc_guarded(m, m->plan.size, r->fill_seed) != 0) goto fail;
       } else {
@@ -137,11 +204,14 @@ fail:
 void dlc_tensor_mem_free(dlc_tensor_mem *m) {
   free(m->shape);
   free(m->strides);
-  if (m->map_base != NULL) {
+  if (m->pooled) {
+    /* a pool buffer stays mapped (see DLC_POOL) */
+  } else if (m->map_base != NULL) {
     munmap(m->map_base, m->map_size);
   } else {
     free(m->buffer);
   }
+  m->pooled = 0;
   m->shape = m->strides = NULL;
   m->buffer = NULL;
   m->map_base = NULL;

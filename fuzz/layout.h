@@ -9,7 +9,9 @@
  *   - buffer byte i holds (uint8_t)(i * 131 + fill_seed);
  *   - a read-only record (versioned with READ_ONLY, FLG-02) gets its buffer on PROT_READ
  *     pages with a PROT_NONE page right after, so writes and overruns fault; otherwise the
- *     buffer comes from malloc, so ASan sees overruns exactly.
+ *     buffer comes from malloc, so ASan sees overruns exactly. Builds without ASan take
+ *     buffers from a pool of two regions mapped once (layout.c, DLC_POOL): same placement
+ *     and protection, no per-input mapping, fill only when (size, seed) changes.
  * A record whose extent is invalid, or whose buffer would exceed the cap, gets data NULL or
  * a dangling pointer into a PROT_NONE reservation (DLC_REC_DANGLING): what a consumer must
  * refuse. shape and strides arrays are malloc'd with exactly max(ndim, 1) entries, so a
@@ -44,6 +46,7 @@ typedef struct {
   uint8_t *buffer;    /* owned buffer base, or NULL */
   void *map_base;     /* mmap base when the buffer is guarded, else NULL */
   size_t map_size;
+  int pooled;         /* buffer comes from the throughput builds' pool (layout.c, DLC_POOL) */
   dlc_plan plan;
 } dlc_tensor_mem;
 

@@ -31,7 +31,7 @@ static const uint8_t k_code[] = {0, 1, 2, 3, 4, 5, 6, 7, 10, 14, 15, 16, 17, 18,
 static const uint8_t k_bits[] = {0, 1, 2, 4, 6, 8, 16, 32, 64, 128, 3, 7, 12, 24, 255};
 static const uint16_t k_lanes[] = {1, 1, 1, 0, 2, 3, 4, 16, 64, 65, 256, 65535};
 static const int32_t k_dev[][2] = {{1, 0}, {1, 0}, {1, 1}, {1, -1}, {2, 0}, {3, 0}, {13, 0},
-                                   {13, 1}, {0, 0}, {5, 0}, {17, 0}, {18, 0}, {19, 0},
+                                   {13, 1}, {10, 0}, {0, 0}, {5, 0}, {17, 0}, {18, 0}, {19, 0},
                                    {-1, 0}, {INT32_MAX, INT32_MIN}};
 static const uint32_t k_ver[][2] = {{1, 3}, {1, 0}, {1, 1}, {1, 2}, {1, 4}, {1, 99}, {0, 0},
                                     {0, 8}, {2, 0}, {2, 3}, {UINT32_MAX, UINT32_MAX}};
@@ -155,7 +155,7 @@ static void mutate_once(dlc_record *r, dlc_rng *g) {
       break;
     case 11:
       switch (below(g, 5)) {
-        case 0: r->kw ^= (uint8_t)(1u << below(g, 4)); break;
+        case 0: r->kw ^= (uint8_t)(1u << below(g, 6)); break; /* bits 4, 5: producer kind */
         case 1: {
           const uint32_t *v = k_ver[below(g, COUNT(k_ver))];
           r->kw_max_major = (int32_t)v[0];

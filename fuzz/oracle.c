@@ -1,26 +1,59 @@
-/* oracle: breach reporting with an optional ignore list (see oracle.h). */
+/* oracle: breach reporting with ignore lists (see oracle.h). */
 #include "oracle.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_IGNORED 32
+#define MAX_KEYS 256
+#define KEY_MAX 200
 
 static char ignore_buf[512];
-static const char *ignored[MAX_IGNORED];
-static int n_ignored = -1; /* -1: DLCONFORM_FUZZ_IGNORE not parsed yet */
+static const char *ignored[MAX_IGNORED]; /* bare clauses: DLCONFORM_FUZZ_IGNORE + file */
+static int n_ignored = -1;               /* -1: not parsed yet */
+static char keys[MAX_KEYS][KEY_MAX];     /* "CLAUSE: normalised message" lines of the file */
+static int n_keys;
+
+static void add_clause(const char *tok) {
+  if (*tok && n_ignored < MAX_IGNORED) ignored[n_ignored++] = tok;
+}
+
+/* Ignore file: one key per line; a line without ": " is a bare clause. Lines starting with
+ * '#' and blank lines are skipped. Bare clauses are copied into a static pool. */
+static void parse_file(const char *path) {
+  static char pool[MAX_IGNORED][32];
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\0' || line[0] == '#') continue;
+    if (strstr(line, ": ") == NULL) {
+      if (n_ignored < MAX_IGNORED) {
+        snprintf(pool[n_ignored], sizeof pool[0], "%s", line);
+        add_clause(pool[n_ignored]);
+      }
+    } else if (n_keys < MAX_KEYS) {
+      snprintf(keys[n_keys++], KEY_MAX, "%s", line);
+    }
+  }
+  fclose(f);
+}
 
 static void parse_ignored(void) {
   n_ignored = 0;
   const char *env = getenv("DLCONFORM_FUZZ_IGNORE");
-  if (env == NULL) return;
-  snprintf(ignore_buf, sizeof ignore_buf, "%s", env);
-  char *save = NULL;
-  for (char *tok = strtok_r(ignore_buf, ",", &save); tok && n_ignored < MAX_IGNORED;
-       tok = strtok_r(NULL, ",", &save))
-    if (*tok) ignored[n_ignored++] = tok;
+  if (env != NULL) {
+    snprintf(ignore_buf, sizeof ignore_buf, "%s", env);
+    char *save = NULL;
+    for (char *tok = strtok_r(ignore_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      add_clause(tok);
+  }
+  const char *file = getenv("DLCONFORM_FUZZ_IGNORE_FILE");
+  if (file != NULL && *file) parse_file(file);
 }
 
 int dlc_oracle_ignored(const char *clause) {
@@ -30,14 +63,48 @@ int dlc_oracle_ignored(const char *clause) {
   return 0;
 }
 
+void dlc_oracle_normalize(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  if (cap == 0) return;
+  for (size_t i = 0; in[i] != '\0' && o + 1 < cap;) {
+    if (in[i] == '0' && (in[i + 1] == 'x' || in[i + 1] == 'X')) {
+      i += 2;
+      while (isxdigit((unsigned char)in[i])) ++i;
+      out[o++] = 'N';
+    } else if (isdigit((unsigned char)in[i]) ||
+               (in[i] == '-' && isdigit((unsigned char)in[i + 1]) &&
+                (i == 0 || !isalnum((unsigned char)in[i - 1])))) {
+      ++i;
+      while (isdigit((unsigned char)in[i])) ++i;
+      out[o++] = 'N';
+    } else {
+      out[o++] = in[i++];
+    }
+  }
+  out[o] = '\0';
+}
+
+/* 1 when "clause: normalised message" is a line of the ignore file. */
+static int key_ignored(const char *clause, const char *msg) {
+  if (n_keys == 0) return 0;
+  char norm[KEY_MAX], key[KEY_MAX + 40];
+  dlc_oracle_normalize(msg, norm, sizeof norm);
+  snprintf(key, sizeof key, "%s: %s", clause, norm);
+  key[KEY_MAX - 1] = '\0'; /* keys are compared at the file's line capacity */
+  for (int i = 0; i < n_keys; ++i)
+    if (strcmp(keys[i], key) == 0) return 1;
+  return 0;
+}
+
 void dlc_oracle_fail(const char *clause, const char *fmt, ...) {
   if (dlc_oracle_ignored(clause)) return;
+  char msg[512];
   va_list ap;
-  fprintf(stderr, "dlconform-oracle: %s: ", clause);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  if (key_ignored(clause, msg)) return;
+  fprintf(stderr, "dlconform-oracle: %s: %s\n", clause, msg);
   fflush(stderr);
   abort();
 }

@@ -1,23 +1,35 @@
 /* oracle: how a fuzz target reports a breach. One line on stderr, then abort(), so both
  * libFuzzer and AFL++ record the input as a crash and triage can key on the line:
  *     dlconform-oracle: CLAUSE: message
- * CLAUSE is a clause ID of suites/clauses.json, or EXC for an exception class DESIGN.md
- * (Oracles, Exceptions) calls a finding but no catalogue clause names, EXTENT for a
- * disagreement of probes/check's extent arithmetic with its stated contract, or REPORT for
- * a malformed dlc_report.
+ * CLAUSE is a clause ID of suites/clauses.json, or EXC for a refusal with an exception class
+ * no catalogue clause names for the case (DESIGN.md, Oracles: "A SystemError or an abort is
+ * a finding"), EXTENT for a disagreement of probes/check's extent arithmetic with its
+ * stated contract, or REPORT for a malformed dlc_report.
  *
- * Known findings can be set aside to look for new ones: DLCONFORM_FUZZ_IGNORE is a
- * comma-separated list of CLAUSE values whose breaches are not reported; dlc_oracle_fail
- * then returns and the target goes on with its next oracle. A consumer target also stops
- * sending inputs that break an ignored must-refuse clause, since a consumer that crashes on
- * them (rather than accepting) would otherwise end every run the same way. */
+ * Dedup key of a breach: "CLAUSE: message" with every number (decimal, or 0x hex) replaced
+ * by N (dlc_oracle_normalize), so one bug seen with different sizes is one key.
+ *
+ * Known findings can be set aside to look for new ones:
+ *   - DLCONFORM_FUZZ_IGNORE: comma-separated bare CLAUSE values;
+ *   - DLCONFORM_FUZZ_IGNORE_FILE: a file of lines, each a bare CLAUSE or a dedup key
+ *     (fuzz/known/TARGET.txt, and what `make fuzz-ci` found earlier in the same run).
+ * dlc_oracle_fail then returns and the target goes on with its next oracle. A consumer
+ * target also stops sending inputs that break an ignored bare must-refuse clause, since a
+ * consumer that crashes on them (rather than accepting) would otherwise end every run the
+ * same way. */
 #ifndef DLCONFORM_FUZZ_ORACLE_H
 #define DLCONFORM_FUZZ_ORACLE_H
 
-/* 1 when clause is listed in DLCONFORM_FUZZ_IGNORE. */
+#include <stddef.h>
+
+/* 1 when clause is ignored as a whole (a bare clause in either list). */
 int dlc_oracle_ignored(const char *clause);
 
-/* Reports a breach of clause and aborts, unless clause is ignored (then it returns). */
+/* Copies in to out (capacity cap, NUL-terminated) with numbers replaced by N. */
+void dlc_oracle_normalize(const char *in, char *out, size_t cap);
+
+/* Reports a breach of clause and aborts, unless clause or its key is ignored (then it
+ * returns). */
 void dlc_oracle_fail(const char *clause, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

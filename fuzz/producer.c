@@ -2,37 +2,117 @@
 #include "producer.h"
 
 #include <dlpack/dlpack.h>
+#include <stdio.h>
 
 typedef struct {
   PyObject_HEAD
   PyObject *capsule; /* owned */
   PyObject *device;  /* owned (type, id) tuple */
   int device_type;
-  int calls;
-  int bad_stream;
-  long max_major; /* max_version[0] of the last call, -1 when not passed or not a tuple */
+  int old;           /* an old producer: __dlpack__ takes only stream (VER-06) */
+  int strict;        /* BufferError for a dl_device other than its own (DEV-05) */
+  dlc_producer_log log;
 } Producer;
 
 static PyTypeObject *producer_type;
+
+/* 1 when dl_device is the tuple (kDLCPU, 0). */
+static int is_cpu_device(PyObject *dl_device) {
+  if (dl_device == NULL || !PyTuple_Check(dl_device) || PyTuple_GET_SIZE(dl_device) != 2)
+    return 0;
+  long t = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 0));
+  long i = PyLong_AsLong(PyTuple_GET_ITEM(dl_device, 1));
+  if (PyErr_Occurred()) PyErr_Clear();
+  return t == kDLCPU && i == 0;
+}
+
+/* The stream rule the consumer broke with this call, or NULL (see producer.h). */
+static const char *stream_breach(const Producer *self, PyObject *stream, PyObject *dl_device,
+                                 long *value) {
+  *value = 0;
+  int cpu_request = dl_device != NULL && dl_device != Py_None && is_cpu_device(dl_device);
+  if (stream == NULL) return NULL; /* not passed: the producer's default */
+  if (stream == Py_None) {
+    /* a retry after an old producer's keyword TypeError passes only stream (VER-06) */
+    if (self->device_type == kDLCUDA && (dl_device == NULL || dl_device == Py_None) &&
+        self->log.refused_kw == 0)
+      return "STR-14";
+    return NULL;
+  }
+  if (PyLong_Check(stream)) {
+    *value = PyLong_AsLong(stream);
+    if (PyErr_Occurred()) PyErr_Clear();
+    /* device-specific values first: they are wrong with or without dl_device */
+    if (self->device_type == kDLCUDA && *value == 0) return "STR-08";
+    if (self->device_type == kDLROCM && (*value == 1 || *value == 2)) return "STR-09";
+  }
+  if (cpu_request) return "STR-12";
+  if (self->device_type == kDLCPU) return "STR-10";
+  return NULL; /* STR-02 (type) is the producer's to reject */
+}
+
+static void log_call(Producer *self, PyObject *kwargs) {
+  dlc_producer_log *log = &self->log;
+  PyObject *stream = PyDict_GetItemString(kwargs, "stream");       /* borrowed */
+  PyObject *dl_device = PyDict_GetItemString(kwargs, "dl_device"); /* borrowed */
+  PyObject *copy = PyDict_GetItemString(kwargs, "copy");           /* borrowed */
+  PyObject *mv = PyDict_GetItemString(kwargs, "max_version");      /* borrowed */
+  long value;
+  const char *clause = stream_breach(self, stream, dl_device, &value);
+  if (clause != NULL && log->stream_clause == NULL) {
+    log->stream_clause = clause;
+    snprintf(log->stream_msg, sizeof log->stream_msg,
+             "consumer passed stream=%s to a producer on device type %d%s",
+             stream == Py_None ? "None" : PyLong_Check(stream) ? "an int" : "a non-int",
+             self->device_type, dl_device && dl_device != Py_None ? " with dl_device" : "");
+    if (stream != Py_None && PyLong_Check(stream))
+      snprintf(log->stream_msg, sizeof log->stream_msg,
+               "consumer passed stream=%ld to a producer on device type %d%s", value,
+               self->device_type, dl_device && dl_device != Py_None ? " with dl_device" : "");
+  }
+  if (dl_device != NULL && is_cpu_device(dl_device)) log->cpu_dl_device = 1;
+  if (copy != NULL && log->copy_forwarded == DLC_FWD_ABSENT)
+    log->copy_forwarded = copy == Py_None    ? DLC_FWD_NONE
+                          : copy == Py_False ? DLC_FWD_FALSE
+                                             : DLC_FWD_TRUE;
+  log->max_major = -1;
+  if (mv != NULL && PyTuple_Check(mv) && PyTuple_GET_SIZE(mv) >= 1) {
+    log->max_major = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0));
+    if (log->max_major == -1 && PyErr_Occurred()) PyErr_Clear();
+  }
+}
 
 /* API-01: keyword-only. A positional argument is the consumer's mistake; answer it as a
  * conforming producer would (TypeError). */
 static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwargs) {
   Producer *self = (Producer *)self_;
-  self->calls += 1;
+  self->log.calls += 1;
   if (PyTuple_GET_SIZE(args) != 0) {
     PyErr_SetString(PyExc_TypeError, "__dlpack__ takes keyword arguments only");
     return NULL;
   }
-  if (kwargs != NULL) {
-    PyObject *stream = PyDict_GetItemString(kwargs, "stream"); /* borrowed */
-    if (stream != NULL && stream != Py_None && self->device_type == kDLCPU)
-      self->bad_stream = 1;
-    PyObject *mv = PyDict_GetItemString(kwargs, "max_version"); /* borrowed */
-    self->max_major = -1;
-    if (mv != NULL && PyTuple_Check(mv) && PyTuple_GET_SIZE(mv) >= 1) {
-      self->max_major = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0));
-      if (self->max_major == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (kwargs != NULL && self->old) {
+    /* VER-06: an old producer raises TypeError for any keyword but stream */
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      if (!PyUnicode_Check(key) || PyUnicode_CompareWithASCIIString(key, "stream") != 0) {
+        self->log.refused_kw += 1;
+        PyErr_Format(PyExc_TypeError, "__dlpack__() got an unexpected keyword argument %R", key);
+        return NULL;
+      }
+    }
+  }
+  if (kwargs != NULL) log_call(self, kwargs);
+  else self->log.max_major = -1;
+  if (self->strict && kwargs != NULL) {
+    /* DEV-05: a producer that cannot export to the requested device raises BufferError */
+    PyObject *dl_device = PyDict_GetItemString(kwargs, "dl_device"); /* borrowed */
+    if (dl_device != NULL && dl_device != Py_None &&
+        PyObject_RichCompareBool(dl_device, self->device, Py_EQ) != 1) {
+      PyErr_Clear();
+      PyErr_SetString(PyExc_BufferError, "cannot export to the requested dl_device");
+      return NULL;
     }
   }
   Py_INCREF(self->capsule);
@@ -82,9 +162,11 @@ PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
   Producer *self = PyObject_New(Producer, producer_type);
   if (self == NULL) return NULL;
   self->capsule = NULL;
-  self->calls = 0;
-  self->bad_stream = 0;
-  self->max_major = -1;
+  self->old = 0;
+  self->strict = 0;
+  memset(&self->log, 0, sizeof self->log);
+  self->log.max_major = -1;
+  self->log.copy_forwarded = DLC_FWD_ABSENT;
   self->device_type = device_type;
   self->device = Py_BuildValue("(ii)", device_type, device_id);
   if (self->device == NULL) {
@@ -96,6 +178,9 @@ PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
   return (PyObject *)self;
 }
 
-int dlc_producer_calls(PyObject *producer) { return ((Producer *)producer)->calls; }
-int dlc_producer_bad_stream(PyObject *producer) { return ((Producer *)producer)->bad_stream; }
-long dlc_producer_max_major(PyObject *producer) { return ((Producer *)producer)->max_major; }
+void dlc_producer_set_old(PyObject *producer) { ((Producer *)producer)->old = 1; }
+void dlc_producer_set_strict(PyObject *producer) { ((Producer *)producer)->strict = 1; }
+
+const dlc_producer_log *dlc_producer_log_of(PyObject *producer) {
+  return &((Producer *)producer)->log;
+}

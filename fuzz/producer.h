@@ -1,11 +1,33 @@
 /* producer: the tiny Python object a consumer's from_dlpack receives.
  * __dlpack__(**kw) returns the capsule it was built with (a new reference each call) and
- * counts the calls; __dlpack_device__() returns the device tuple (API-01, API-02). */
+ * logs how it was called; __dlpack_device__() returns the device tuple (API-01, API-02).
+ * It never copies and ignores dl_device: what it hands out is always the forged capsule.
+ * The log feeds the consumer-side keyword oracles (consumer_oracles.h):
+ *   - the first stream breach, judged against the producer's device and the call's
+ *     dl_device: STR-10 (CPU: only None), STR-12 (dl_device=(1, 0): only None), STR-08
+ *     (CUDA: never 0), STR-09 (ROCm: never 1 or 2), STR-14 (CUDA: stream=None passed
+ *     explicitly, SHOULD);
+ *   - whether any call asked for dl_device=(kDLCPU, 0) (DEV-06);
+ *   - the copy value forwarded by the first call that carried one (CPY-06, CPY-07);
+ *   - max_version[0] of the last call (VER-02);
+ *   - for an old producer (VER-06), the calls refused with TypeError for new keywords. */
 #ifndef DLCONFORM_FUZZ_PRODUCER_H
 #define DLCONFORM_FUZZ_PRODUCER_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+enum { DLC_FWD_ABSENT = -1, DLC_FWD_NONE = 0, DLC_FWD_FALSE = 1, DLC_FWD_TRUE = 2 };
+
+typedef struct {
+  int calls;              /* __dlpack__ calls */
+  int refused_kw;         /* old producer: calls refused for a keyword other than stream */
+  long max_major;         /* max_version[0] of the last call, -1 when not passed */
+  const char *stream_clause; /* first stream breach, or NULL */
+  char stream_msg[120];
+  int cpu_dl_device;      /* some call passed dl_device=(1, 0) */
+  int copy_forwarded;     /* DLC_FWD_*: copy= of the first call that passed it */
+} dlc_producer_log;
 
 /* Creates the type once (after Py_Initialize). Returns 0, or -1 with an exception set. */
 int dlc_producer_type_init(void);
@@ -13,11 +35,15 @@ int dlc_producer_type_init(void);
 /* A new producer holding a reference to capsule and to a (device_type, device_id) tuple. */
 PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id);
 
-/* What the consumer did with the producer: __dlpack__ calls, and whether it passed a stream
- * other than None for a CPU export (STR-10). */
-int dlc_producer_calls(PyObject *producer);
-int dlc_producer_bad_stream(PyObject *producer);
-/* max_version[0] the consumer passed in its last __dlpack__ call; -1 when it passed none. */
-long dlc_producer_max_major(PyObject *producer);
+/* Makes the producer an old one (VER-06): __dlpack__ raises TypeError for any keyword but
+ * stream. */
+void dlc_producer_set_old(PyObject *producer);
+
+/* The producer's call log (valid while the producer lives). */
+const dlc_producer_log *dlc_producer_log_of(PyObject *producer);
+
+/* Makes __dlpack__ raise BufferError for a dl_device other than its own device (DEV-05),
+ * instead of handing out the capsule anyway. */
+void dlc_producer_set_strict(PyObject *producer);
 
 #endif /* DLCONFORM_FUZZ_PRODUCER_H */

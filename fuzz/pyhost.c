@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef DLC_HARNESS_DIR
 #define DLC_HARNESS_DIR "harness"
@@ -65,6 +66,22 @@ static PyObject *resolve(const char *name) {
   return fn;
 }
 
+/* harness/ for sys.path: DLCONFORM_HARNESS_DIR, else the build-time path when it exists,
+ * else "harness" next to the executable (how fuzz/oss-fuzz/build.sh ships it in $OUT). */
+static const char *harness_dir(void) {
+  static char exe_dir[4096];
+  const char *env = getenv("DLCONFORM_HARNESS_DIR");
+  if (env != NULL && *env) return env;
+  if (access(DLC_HARNESS_DIR, R_OK) == 0) return DLC_HARNESS_DIR;
+  ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof exe_dir - 16);
+  if (n <= 0) return DLC_HARNESS_DIR;
+  exe_dir[n] = '\0';
+  char *slash = strrchr(exe_dir, '/');
+  if (slash == NULL) return DLC_HARNESS_DIR;
+  strcpy(slash + 1, "harness");
+  return exe_dir;
+}
+
 void dlc_pyhost_init(void) {
   if (dlc_py.from_dlpack != NULL) return;
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
@@ -73,9 +90,8 @@ void dlc_pyhost_init(void) {
   dlc_py.consumer = getenv("DLCONFORM_FUZZ_CONSUMER");
   if (dlc_py.consumer == NULL || *dlc_py.consumer == '\0') dlc_py.consumer = "numpy";
   Py_InitializeEx(0);
-  const char *harness = getenv("DLCONFORM_HARNESS_DIR");
   PyObject *path = PySys_GetObject("path"); /* borrowed */
-  PyObject *dir = PyUnicode_FromString(harness ? harness : DLC_HARNESS_DIR);
+  PyObject *dir = PyUnicode_FromString(harness_dir());
   if (path == NULL || dir == NULL || PyList_Insert(path, 0, dir) != 0) die("cannot set sys.path");
   Py_DECREF(dir);
   init_allowed();

@@ -36,6 +36,11 @@
 #define DLC_KW_COPY 0x02u
 #define DLC_KW_DL_DEVICE 0x04u
 #define DLC_KW_STREAM 0x08u
+#define DLC_KW_OLD_PRODUCER 0x10u /* the producer is an old one: __dlpack__ takes only stream,
+                                     TypeError for other keywords (VER-06) */
+#define DLC_KW_STRICT_PRODUCER 0x20u /* the producer raises BufferError for a dl_device other
+                                       than its own (DEV-05), rather than ignoring it */
+#define DLC_KW_PASSED 0x0fu       /* the bits that pass a keyword */
 
 /* copy value (byte 64, taken mod 3) and stream kind (byte 65, taken mod 3). */
 enum { DLC_COPY_NONE = 0, DLC_COPY_FALSE = 1, DLC_COPY_TRUE = 2 };
@@ -47,7 +52,7 @@ typedef struct {
   int8_t ndim;        /* DLTensor.ndim, -128..127 */
   uint8_t code;       /* DLDataType.code */
   uint8_t bits;       /* DLDataType.bits */
-  uint8_t kw;         /* DLC_KW_* bits; bits 4..7 reserved and kept */
+  uint8_t kw;         /* DLC_KW_* bits; bits 6..7 reserved and kept */
   uint16_t lanes;     /* DLDataType.lanes */
   int32_t device_type;
   int32_t device_id;

@@ -19,10 +19,18 @@
  *           data + byte_offset, has byte strides other than strides * itemsize, a different
  *           shape, or an element outside the exported buffer.
  *   STR-10  the consumer passed a stream other than None for a CPU export.
+ *   more    keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
+ *           CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h.
+ *           Kind bit 4 of kw makes the producer an old one (VER-06).
+ * With DLCONFORM_FUZZ_TRIAGE set, each input first prints "dlconform-input: CLAUSE: why",
+ * the clause a plain crash on it breaks: its must-refuse clause, DEV-07 for another
+ * device, else LAY-11 (a legal export: import it, copy or raise). fuzz-ci uses it. The
+ * mapping of EXC to a clause is documented in fuzz/README.md (Oracles).
  * Writes into a READ_ONLY export fault on their own: the buffer sits on PROT_READ pages.
  * A record with a valid extent whose data is dangling, or whose elements take more than the
  * cap (numel * itemsize: stride-0 giants), never gets copy=True, since a conforming
  * consumer would then read memory the record only claims or allocate gigabytes. */
+#include "consumer_oracles.h"
 #include "forge.h"
 #include "oracle.h"
 #include "producer.h"
@@ -33,13 +41,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WALK_MAX_ELEMENTS 65536
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Input outcomes, printed at exit when DLCONFORM_FUZZ_STATS is set (benchmarks). */
 static unsigned long long n_skipped, n_accepted, n_refused;
+static int triage; /* DLCONFORM_FUZZ_TRIAGE: print the input's crash clause first */
 
 static void print_stats(void) {
   fprintf(stderr, "dlconform-fuzz: consumer %s: %llu accepted, %llu refused, %llu set aside\n",
@@ -48,6 +56,7 @@ static void print_stats(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (getenv("DLCONFORM_FUZZ_STATS")) atexit(print_stats);
+  triage = getenv("DLCONFORM_FUZZ_TRIAGE") != NULL;
   (void)argc;
   (void)argv;
   /* Buffers up to the 1 MiB cap come from the heap, not a fresh mmap per input (page
@@ -62,21 +71,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
+/* The copy value from_dlpack gets for r (DLC_COPY_*), or -1 when none is passed. */
+static int copy_passed(const dlc_record *r, const dlc_plan *plan) {
+  if (!(r->kw & DLC_KW_COPY)) return -1;
+  int copy = r->kw_copy % 3;
+  /* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: only
+   * ask for it when that is within the cap (dangling data and stride-0 giants excluded). */
+  int big = plan->ext.status == DLC_EXTENT_OK &&
+            (plan->mode == DLC_DATA_DANGLING ||
+             (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
+  return copy == DLC_COPY_TRUE && big ? -1 : copy;
+}
+
 static PyObject *build_kwargs(const dlc_record *r, const dlc_plan *plan) {
   if (!(r->kw & (DLC_KW_COPY | DLC_KW_DL_DEVICE))) return NULL;
   PyObject *kw = PyDict_New();
   if (kw == NULL) return NULL;
-  if (r->kw & DLC_KW_COPY) {
-    int copy = r->kw_copy % 3;
-    /* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: only
-     * ask for it when that is within the cap (dangling data and stride-0 giants excluded). */
-    int big = plan->ext.status == DLC_EXTENT_OK &&
-              (plan->mode == DLC_DATA_DANGLING ||
-               (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
-    if (!(copy == DLC_COPY_TRUE && big)) {
-      PyObject *v = copy == DLC_COPY_NONE ? Py_None : copy == DLC_COPY_TRUE ? Py_True : Py_False;
-      PyDict_SetItem(kw, dlc_py.kw_copy, v);
-    }
+  int copy = copy_passed(r, plan);
+  if (copy >= 0) {
+    PyObject *v = copy == DLC_COPY_NONE ? Py_None : copy == DLC_COPY_TRUE ? Py_True : Py_False;
+    PyDict_SetItem(kw, dlc_py.kw_copy, v);
   }
   if (r->kw & DLC_KW_DL_DEVICE) {
     PyObject *dev = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
@@ -88,54 +102,38 @@ static PyObject *build_kwargs(const dlc_record *r, const dlc_plan *plan) {
   return kw;
 }
 
-static void check_refusal(void) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  if (type == NULL)
-    return dlc_oracle_fail("EXC", "from_dlpack returned NULL without setting an exception");
-  if (!dlc_pyhost_exception_allowed(type)) {
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *s = value ? PyObject_Str(value) : NULL;
-    const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
-    dlc_oracle_fail("EXC", "from_dlpack raised %s: %s", ((PyTypeObject *)type)->tp_name,
-                    msg ? msg : "?");
-    Py_XDECREF(s);
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-}
-
 /* The clause a consumer breaks by accepting this export (DLPack 1.3 consumer rules), with a
  * message; NULL when accepting it is fine. */
+/* msg may be NULL: then nothing is formatted (the per-input fast path). */
+#define FMT(...) (msg != NULL ? snprintf(msg, n, __VA_ARGS__) : 0)
 static const char *refusal_clause(const dlc_record *r, const dlc_plan *p, char *msg, size_t n) {
   DLDataType dtype = {r->code, r->bits, r->lanes};
   if (r->kind & DLC_REC_USED_NAME)
-    return snprintf(msg, n, "accepted a capsule already named used_*"), "CAP-04";
+    return FMT( "accepted a capsule already named used_*"), "CAP-04";
   if ((r->kind & DLC_REC_VERSIONED) && r->version_major != 1)
-    return snprintf(msg, n, "accepted a versioned capsule of version %u.%u", r->version_major,
+    return FMT( "accepted a versioned capsule of version %u.%u", r->version_major,
                     r->version_minor), "VER-08";
   switch (p->ext.status) {
     case DLC_EXTENT_OK: break;
     case DLC_EXTENT_OVERFLOW:
-      return snprintf(msg, n, "accepted a tensor whose size overflows int64"), "LAY-10";
+      return FMT( "accepted a tensor whose size overflows int64"), "LAY-10";
     case DLC_EXTENT_BAD_ITEMSIZE:
-      return snprintf(msg, n, "accepted dtype (%u, %u, %u) of item size 0", r->code, r->bits,
+      return FMT( "accepted dtype (%u, %u, %u) of item size 0", r->code, r->bits,
                       r->lanes), "DT-10";
     default:
-      return snprintf(msg, n, "accepted ndim %d / shape %s with extent status %d",
+      return FMT( "accepted ndim %d / shape %s with extent status %d",
                       (int)r->ndim, (r->kind & DLC_REC_SHAPE_NULL) ? "NULL" : "set",
                       (int)p->ext.status), "LAY-09";
   }
   dlc_dtype_info dt = dlc_dtype_classify(dtype, 1, 3);
   if (!dt.valid)
-    return snprintf(msg, n, "accepted dtype (%u, %u, %u), invalid in DLPack 1.3 (%s)",
+    return FMT( "accepted dtype (%u, %u, %u), invalid in DLPack 1.3 (%s)",
                     r->code, r->bits, r->lanes, dt.clause ? dt.clause : "?"), "VER-09";
   if (!dlc_is_known_device(r->device_type, 1, 3))
-    return snprintf(msg, n, "accepted device type %d, unknown in DLPack 1.3", r->device_type),
+    return FMT( "accepted device type %d, unknown in DLPack 1.3", r->device_type),
            "VER-09";
   if (p->mode == DLC_DATA_NULL && !p->ext.zero_size)
-    return snprintf(msg, n, "accepted NULL data for %llu elements",
+    return FMT( "accepted NULL data for %llu elements",
                     (unsigned long long)p->ext.numel), "LAY-01";
   return NULL;
 }
@@ -167,7 +165,8 @@ static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, lon
   for (int i = 0; i < dlc_rec_dims(r) && span <= DLC_REC_BUFFER_CAP; ++i)
     span *= (unsigned __int128)(r->shape[i] > 1 ? r->shape[i] : 1);
   if (span > DLC_REC_BUFFER_CAP) return NULL;
-  if (r->device_type != kDLCPU || r->device_id != 0 || !array_api_dtype(r) || r->kw != 0 ||
+  if (r->device_type != kDLCPU || r->device_id != 0 || !array_api_dtype(r) ||
+      (r->kw & (DLC_KW_PASSED | DLC_KW_OLD_PRODUCER)) != 0 ||
       p->ext.status != DLC_EXTENT_OK || r->ndim > 8 || !p->ext.row_major ||
       r->byte_offset != 0 || (r->kind & (DLC_REC_SHAPE_NULL | DLC_REC_USED_NAME)) ||
       (versioned && (r->version_major != 1 || r->version_minor > 3 || (r->flags & ~3ull))))
@@ -211,7 +210,7 @@ static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *hav
 static void check_view(const dlc_forged *f, const Py_buffer *v) {
   const DLTensor *t = &f->mem.t;
   const dlc_extent *e = &f->mem.plan.ext;
-  const uint8_t *lo = f->mem.buffer, *hi = f->mem.buffer + f->mem.plan.size;
+  const uint8_t *lo = (const uint8_t *)f->base, *hi = lo + f->mem.plan.size;
   if (v->ndim != t->ndim || (Py_ssize_t)e->itemsize != v->itemsize) {
     if (t->dtype.lanes == 1)
       dlc_oracle_fail("SEM-01", "view has ndim %d itemsize %zd, export ndim %d itemsize %llu",
@@ -225,23 +224,26 @@ static void check_view(const dlc_forged *f, const Py_buffer *v) {
     if (v->shape[i] != t->shape[i])
       return dlc_oracle_fail("SEM-01", "view shape[%d] = %zd, export %lld", i, v->shape[i],
                              (long long)t->shape[i]);
+    /* strides read as bytes break LAY-05; any other mismatch ignores the layout (LAY-11) */
     if (t->shape[i] > 1 && v->strides[i] != strides[i] * (int64_t)e->itemsize)
-      dlc_oracle_fail("LAY-05", "view stride[%d] = %zd bytes, export %lld elements of %llu",
-                      i, v->strides[i], (long long)strides[i], (unsigned long long)e->itemsize);
+      dlc_oracle_fail(v->strides[i] == strides[i] ? "LAY-05" : "LAY-11",
+                      "view stride[%d] = %zd bytes, export %lld elements of %llu", i,
+                      v->strides[i], (long long)strides[i], (unsigned long long)e->itemsize);
   }
-  if (e->zero_size || e->numel > WALK_MAX_ELEMENTS) return;
-  for (uint64_t flat = 0; flat < e->numel; ++flat) {
-    const uint8_t *p = v->buf;
-    uint64_t rest = flat;
-    for (int i = t->ndim - 1; i >= 0; --i) {
-      p += (Py_ssize_t)(rest % (uint64_t)v->shape[i]) * v->strides[i];
-      rest /= (uint64_t)v->shape[i];
-    }
-    if (p < lo || p + v->itemsize > hi)
-      return dlc_oracle_fail("LAY-03", "view element %llu at %p lies outside the export [%p, %p)",
-                             (unsigned long long)flat, (const void *)p, (const void *)lo,
-                             (const void *)hi);
+  if (e->zero_size) return;
+  /* The lowest and highest elements of a strided view: each dim at 0 or shape-1, whichever
+   * its stride's sign makes extreme. Exact for any strides, O(ndim) (no element walk). The
+   * shapes equal the export's here, so the products cannot overflow (valid extent). */
+  const uint8_t *first = v->buf, *low = first, *high = first;
+  for (int i = 0; i < t->ndim; ++i) {
+    Py_ssize_t span = (Py_ssize_t)(v->shape[i] - 1) * v->strides[i];
+    if (span < 0) low += span;
+    else high += span;
   }
+  if (low < lo || high + v->itemsize > hi)
+    dlc_oracle_fail("LAY-03", "view elements span [%p, %p), outside the export [%p, %p)",
+                    (const void *)low, (const void *)(high + v->itemsize), (const void *)lo,
+                    (const void *)hi);
 }
 
 /* Oracles on an accepted result, while it is alive. */
@@ -253,10 +255,11 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   Py_buffer view;
   int have_view;
   const uint8_t *addr = result_address(result, &view, &have_view);
-  uintptr_t a = (uintptr_t)addr, b = (uintptr_t)f->mem.buffer;
+  uintptr_t a = (uintptr_t)addr, b = f->base;
   int aliases = p->mode == DLC_DATA_BUFFER && addr != NULL && a >= b && a - b <= p->size;
   /* Without an address, assume zero-copy unless a copy was asked for (SEM-01). */
-  int copy_asked = (r->kw & DLC_KW_COPY) && r->kw_copy % 3 == DLC_COPY_TRUE;
+  int copy = copy_passed(r, p);
+  int copy_asked = copy == DLC_COPY_TRUE;
   int zero_copy = aliases || (addr == NULL && !copy_asked && !p->ext.zero_size);
   if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0)
     dlc_oracle_fail(f->destructor_deleted ? "CAP-03" : "OWN-03",
@@ -271,6 +274,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
                       (unsigned long long)f->mem.t.byte_offset);
     if (have_view) check_view(f, &view);
   }
+  dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr);
   if (have_view) PyBuffer_Release(&view);
 }
 
@@ -327,16 +331,34 @@ static int refusal_is_due_to(const char *clause, const dlc_record *r) {
   return control_accepts(&control);
 }
 
+/* Input classes a known plain crash can set aside (a bare token in the ignore lists), since
+ * a crash has no oracle key to match: input:negative-stride (a dim of extent > 1 with a
+ * negative stride). */
+static int set_aside_input(const dlc_record *r) {
+  static int neg = -1;
+  if (neg < 0) neg = dlc_oracle_ignored("input:negative-stride");
+  if (neg && !(r->kind & DLC_REC_STRIDES_NULL))
+    for (int i = 0; i < dlc_rec_dims(r); ++i)
+      if (r->shape[i] > 1 && r->strides[i] < 0) return 1;
+  return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlc_record r;
   dlc_rec_decode(data, size, &r);
   dlc_plan plan;
   dlc_rec_plan(&r, DLC_REC_BUFFER_CAP, &plan);
   char msg[160];
-  const char *breach = refusal_clause(&r, &plan, msg, sizeof msg);
-  if (breach && dlc_oracle_ignored(breach)) { /* set aside: not sent (oracle.h) */
+  const char *breach = refusal_clause(&r, &plan, triage ? msg : NULL, sizeof msg);
+  if ((breach && dlc_oracle_ignored(breach)) || set_aside_input(&r)) { /* oracle.h */
     ++n_skipped;
     return 0;
+  }
+  if (triage) {
+    const char *why = breach ? breach : r.device_type != kDLCPU ? "DEV-07" : "LAY-11";
+    fprintf(stderr, "dlconform-input: %s: %s\n", why,
+            breach ? msg : r.device_type != kDLCPU ? "another device: refuse with BufferError"
+                                                    : "a legal export: import, copy or raise");
   }
   dlc_forged *f = dlc_forged_new(&r);
   if (f == NULL) return 0;
@@ -348,15 +370,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dlc_forged_free(f);
     return 0;
   }
+  if (r.kw & DLC_KW_OLD_PRODUCER) dlc_producer_set_old(producer);
+  if (r.kw & DLC_KW_STRICT_PRODUCER) dlc_producer_set_strict(producer);
   PyObject *kw = build_kwargs(&r, &f->mem.plan);
   PyObject *args = PyTuple_Pack(1, producer);
   PyObject *result = args ? PyObject_Call(dlc_py.from_dlpack, args, kw) : NULL;
   Py_XDECREF(args);
   Py_XDECREF(kw);
-  if (dlc_producer_bad_stream(producer))
-    dlc_oracle_fail("STR-10", "consumer passed a stream other than None for a CPU export");
-  long max_major = dlc_producer_max_major(producer);
+  dlc_producer_log log = *dlc_producer_log_of(producer);
   Py_DECREF(producer);
+  long max_major = log.max_major;
+  dlc_check_calls(&r, copy_passed(&r, &f->mem.plan), &log, result == NULL, breach != NULL);
   if (result == NULL) {
     ++n_refused;
     const char *must = acceptance_clause(&r, &f->mem.plan, max_major);
@@ -377,7 +401,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       PyErr_Clear(); /* from PyObject_Str, if it failed */
       PyErr_Restore(type, value, tb);
     }
-    check_refusal();
+    /* DEV-07 / CPY-08 judge the class only when the device is the one thing unusual */
+    int other_reason = breach != NULL || !array_api_dtype(&r) || r.ndim > 32 ||
+                       f->mem.plan.ext.status != DLC_EXTENT_OK ||
+                       f->mem.plan.mode != DLC_DATA_BUFFER ||
+                       (unsigned __int128)f->mem.plan.ext.numel * f->mem.plan.ext.itemsize >
+                           DLC_REC_BUFFER_CAP ||
+                       ((r.kind & DLC_REC_VERSIONED) && max_major < 1);
+    dlc_check_refusal_class(&r, copy_passed(&r, &f->mem.plan), &log, other_reason);
   } else {
     ++n_accepted;
     check_result(&r, f, result);

@@ -101,5 +101,14 @@ int main(int argc, char **argv) {
   base(&r, 1, s4, 2, 32);
   r.kind = DLC_REC_USED_NAME; /* already consumed (CAP-04) */
   emit("legacy-used-capsule", &r);
+
+  base(&r, 1, s4, 2, 32);
+  r.device_type = 2; /* CUDA producer asked for a host copy: device=(1, 0) (DEV-06, CPY-08) */
+  r.kw = DLC_KW_DL_DEVICE | DLC_KW_STRICT_PRODUCER, r.kw_dev_type = 1;
+  emit("legacy-cuda-strict-to-cpu", &r);
+
+  base(&r, 1, s4, 2, 32);
+  r.kw = DLC_KW_OLD_PRODUCER; /* an old producer: __dlpack__(stream) only (VER-06) */
+  emit("legacy-old-producer", &r);
   return 0;
 }

@@ -1,0 +1,184 @@
+/* consumer_oracles: see consumer_oracles.h for the clauses. */
+#include "consumer_oracles.h"
+
+#include <string.h>
+
+#include "oracle.h"
+#include "pyhost.h"
+
+static int cpu_device_kw(const dlc_record *r) {
+  return (r->kw & DLC_KW_DL_DEVICE) && r->kw_dev_type == kDLCPU && r->kw_dev_id == 0;
+}
+
+/* A TypeError about a keyword: the consumer (or an old producer) lacks that keyword. */
+static int keyword_type_error(PyObject *type, PyObject *text) {
+  if (!PyErr_GivenExceptionMatches(type, PyExc_TypeError) || text == NULL) return 0;
+  const char *s = PyUnicode_AsUTF8(text);
+  return s != NULL && strstr(s, "keyword") != NULL;
+}
+
+/* keyword_type_error on the pending exception, which stays pending. */
+static int keyword_error_pending(void) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == NULL) return 0;
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject *text = value ? PyObject_Str(value) : NULL;
+  if (text == NULL) PyErr_Clear();
+  int yes = keyword_type_error(type, text);
+  Py_XDECREF(text);
+  PyErr_Restore(type, value, tb);
+  return yes;
+}
+
+void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log, int refused,
+                     int must_refuse) {
+  if (log->stream_clause != NULL) dlc_oracle_fail(log->stream_clause, "%s", log->stream_msg);
+  if (refused && log->refused_kw > 0 && log->calls == log->refused_kw &&
+      PyErr_ExceptionMatches(PyExc_TypeError))
+    dlc_oracle_fail("VER-06", "an old producer's __dlpack__ raised TypeError for new keywords "
+                    "%d time(s), and the consumer never retried without them", log->refused_kw);
+  if (r->device_type == kDLCPU || must_refuse || !cpu_device_kw(r)) return;
+  /* with copy=False a consumer may refuse at once: the copy to the host is needed (CPY-07) */
+  if (refused && copy != DLC_COPY_FALSE && !log->cpu_dl_device && log->refused_kw == 0 &&
+      !keyword_error_pending())
+    dlc_oracle_fail("DEV-06", "from_dlpack(device=(1, 0)) refused a producer on device %d "
+                    "without asking it for dl_device=(1, 0)", r->device_type);
+  if (copy == DLC_COPY_FALSE &&
+      (log->copy_forwarded == DLC_FWD_NONE || log->copy_forwarded == DLC_FWD_TRUE))
+    dlc_oracle_fail("CPY-07", "from_dlpack(device=(1, 0), copy=False) forwarded copy=%s to a "
+                    "producer on device %d", log->copy_forwarded == DLC_FWD_NONE ? "None" : "True",
+                    r->device_type);
+}
+
+void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_log *log,
+                             int other_reason) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == NULL)
+    return dlc_oracle_fail("EXC", "from_dlpack returned NULL without setting an exception");
+  /* the message is only rendered when a decision needs it (per-input fast path) */
+  PyObject *text = NULL;
+  int is_type_error = PyErr_GivenExceptionMatches(type, PyExc_TypeError);
+  if (is_type_error) {
+    PyErr_NormalizeException(&type, &value, &tb);
+    text = value ? PyObject_Str(value) : NULL;
+    if (text == NULL) PyErr_Clear();
+  }
+  const char *clause = NULL;
+  if (r->device_type != kDLCPU && !other_reason && log->refused_kw == 0 &&
+      !keyword_type_error(type, text) &&
+      !PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&
+      !PyErr_GivenExceptionMatches(type, PyExc_MemoryError)) {
+    if (!(r->kw & DLC_KW_DL_DEVICE))
+      clause = "DEV-07"; /* SHOULD: a device it does not support gets BufferError */
+    else if (!(copy == DLC_COPY_FALSE &&
+               PyErr_GivenExceptionMatches(type, PyExc_ValueError)))
+      clause = "CPY-08"; /* device= it cannot support at all: BufferError (CPY-07: ValueError) */
+  }
+  if (clause == NULL && !dlc_pyhost_exception_allowed(type)) clause = "EXC";
+  if (clause != NULL) {
+    if (text == NULL) {
+      PyErr_NormalizeException(&type, &value, &tb);
+      text = value ? PyObject_Str(value) : NULL;
+      if (text == NULL) PyErr_Clear();
+    }
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    dlc_oracle_fail(clause, "from_dlpack raised %s: %s", ((PyTypeObject *)type)->tp_name,
+                    msg ? msg : "?");
+  }
+  Py_XDECREF(text);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+}
+
+/* API-05: a result of a (1, 0) export, imported without device=, reports (1, 0). */
+static void check_device(const dlc_record *r, PyObject *result) {
+  if (r->device_type != kDLCPU || r->device_id != 0 || (r->kw & DLC_KW_DL_DEVICE)) return;
+  PyObject *dev = PyObject_CallMethod(result, "__dlpack_device__", NULL);
+  if (dev == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  long t = -1, i = -1;
+  if (PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
+    t = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+    i = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
+    PyErr_Clear();
+  }
+  Py_DECREF(dev);
+  if (t != kDLCPU || i != 0)
+    dlc_oracle_fail("API-05", "the result of a (1, 0) export reports device (%ld, %ld)", t, i);
+}
+
+/* FLG-03: a zero-copy result of a READ_ONLY export, whose type can say read-only, says so. */
+static void check_readonly(PyObject *result, const Py_buffer *view) {
+  if (view != NULL) {
+    if (!view->readonly)
+      dlc_oracle_fail("FLG-03", "the zero-copy result of a READ_ONLY export is a writable buffer");
+    return;
+  }
+  PyObject *ro = PyObject_GetAttrString(result, "readonly");
+  if (ro == NULL) {
+    PyErr_Clear();
+    return;
+  }
+  if (ro == Py_False)
+    dlc_oracle_fail("FLG-03", "the zero-copy result of a READ_ONLY export has readonly False");
+  Py_DECREF(ro);
+}
+
+/* The result's element strides from a `strides` tuple attribute or a `stride()` method;
+ * NULL when it offers neither. */
+static PyObject *element_strides(PyObject *result) {
+  PyObject *s = PyObject_GetAttrString(result, "strides");
+  if (s != NULL && PyTuple_Check(s)) return s;
+  Py_XDECREF(s);
+  PyErr_Clear();
+  s = PyObject_CallMethod(result, "stride", NULL);
+  if (s != NULL && PyTuple_Check(s)) return s;
+  Py_XDECREF(s);
+  PyErr_Clear();
+  return NULL;
+}
+
+/* LAY-11: a zero-copy result without the buffer protocol keeps the export's strides. */
+static void check_strides(const dlc_forged *f, PyObject *result) {
+  const DLTensor *t = &f->mem.t;
+  int64_t rm[DLC_REC_MAX_NDIM];
+  if (t->strides == NULL && dlc_row_major_strides(t->ndim, t->shape, rm) != 0) return;
+  const int64_t *want = t->strides ? t->strides : rm;
+  PyObject *s = element_strides(result);
+  if (s == NULL) return;
+  if (PyTuple_GET_SIZE(s) == t->ndim) {
+    for (int i = 0; i < t->ndim; ++i) {
+      long long got = PyLong_AsLongLong(PyTuple_GET_ITEM(s, i));
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        break;
+      }
+      if (t->shape[i] > 1 && got != want[i]) {
+        dlc_oracle_fail("LAY-11", "result stride[%d] = %lld elements, export %lld", i, got,
+                        (long long)want[i]);
+        break;
+      }
+    }
+  }
+  Py_DECREF(s);
+}
+
+void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, PyObject *result,
+                            const Py_buffer *view, int aliases, const void *addr) {
+  const dlc_plan *p = &f->mem.plan;
+  check_device(r, result);
+  int copied_flag = (r->kind & DLC_REC_VERSIONED) && (r->flags & DLPACK_FLAG_BITMASK_IS_COPIED);
+  if (copy == DLC_COPY_TRUE && aliases && !p->ext.zero_size && !copied_flag)
+    dlc_oracle_fail("CPY-06", "from_dlpack(copy=True) returned a view of the producer's memory");
+  if (copy != DLC_COPY_TRUE && addr != NULL && !aliases && p->mode == DLC_DATA_BUFFER &&
+      !p->ext.zero_size && r->device_type == kDLCPU && r->device_id == 0 && r->lanes == 1 &&
+      r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
+    dlc_oracle_fail("SEM-01", "the result copies a CPU export it could view (copy not requested)");
+  if (aliases && p->readonly) check_readonly(result, view);
+  if (aliases && view == NULL && !p->ext.zero_size) check_strides(f, result);
+}

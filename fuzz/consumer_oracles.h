@@ -1,0 +1,49 @@
+/* consumer_oracles: the consumer target's oracles on how the consumer called the producer,
+ * on the class of its refusal, and on an accepted result beyond its layout. Each breach goes
+ * through dlc_oracle_fail (oracle.h). Clauses:
+ *   calls    STR-08, STR-09, STR-10, STR-12, STR-14 (the producer's stream log, producer.h);
+ *            VER-06 an old producer's TypeError was not followed by a retry without the new
+ *            keywords; DEV-06 from_dlpack(device=(1, 0)) refused a non-CPU producer without
+ *            asking it for dl_device=(1, 0); CPY-07 from_dlpack(device=(1, 0), copy=False)
+ *            forwarded a copy other than False to a non-CPU producer.
+ *   refusal  a non-CPU export refused with a class other than BufferError: DEV-07 (SHOULD),
+ *            or CPY-08 when device= was passed (ValueError also allowed with copy=False,
+ *            CPY-07); a TypeError naming a keyword is the consumer lacking that keyword and
+ *            passes. Any other refusal: EXC for a class outside BufferError, TypeError,
+ *            ValueError, MemoryError and DLCONFORM_FUZZ_ALLOW_EXC (no clause names the class
+ *            of a consumer's refusal of a CPU export: DESIGN.md, Oracles, calls SystemError
+ *            and aborts findings); EXC also for NULL without an exception.
+ *   result   API-05 a result of a (1, 0) export without device= reports another device;
+ *            SEM-01 a result that does not alias a CPU export it could view (byte-sized
+ *            scalar dtype, copy not requested); CPY-06 copy=True returned a view of memory the
+ *            producer did not flag IS_COPIED; FLG-03 a zero-copy result of a READ_ONLY export
+ *            is writable though its type can say read-only; LAY-11 a zero-copy result
+ *            without the buffer protocol reports element strides (`strides` attribute or
+ *            `stride()`) other than the export's. */
+#ifndef DLCONFORM_FUZZ_CONSUMER_ORACLES_H
+#define DLCONFORM_FUZZ_CONSUMER_ORACLES_H
+
+#include "forge.h"
+#include "producer.h"
+#include "record.h"
+
+/* copy: the DLC_COPY_* value actually passed to from_dlpack, or -1 when none was. */
+
+/* After from_dlpack returned; refused: it returned NULL (the exception is still set and is
+ * left set). must_refuse: the record breaks a must-refuse clause. */
+void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log, int refused,
+                     int must_refuse);
+
+/* On a refusal: consumes the pending exception (or its absence) and judges its class.
+ * other_reason: the export has something unusual besides its device (a must-refuse clause,
+ * a dtype outside the array API, an invalid extent, NULL or dangling data, more elements than
+ * the 1 MiB cap holds (stride-0 giants), more than 32 dims, a versioned capsule the consumer did not ask for), so DEV-07 / CPY-08 cannot tell why it was refused. */
+void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_log *log,
+                             int other_reason);
+
+/* On an accepted result, while it lives. view: its buffer-protocol view or NULL; aliases:
+ * its first element lies in the forged buffer; addr: that address or NULL when unknown. */
+void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, PyObject *result,
+                            const Py_buffer *view, int aliases, const void *addr);
+
+#endif /* DLCONFORM_FUZZ_CONSUMER_ORACLES_H */

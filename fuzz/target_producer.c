@@ -1,0 +1,279 @@
+/* target_producer: fuzzed view parameters build a native tensor in a producer, which is then
+ * exported through __dlpack__ and, when its type offers one, the C exchange API.
+ *
+ * DLCONFORM_FUZZ_PRODUCER (numpy default, torch, ref) picks the producer. The record's
+ * fields become view parameters (dlconform.fuzzproducer.build does the Python side):
+ *   ndim 0..4 ((uint8)ndim % 5), shape[i] = shape % 5, element strides[i] = strides % 9
+ *   (negative and zero included), element offset = byte_offset % 64 into a 64-element
+ *   base, dtype one of the 13 array-API dtypes (DT-12) chosen from (code, bits), read-only
+ *   from flags bit 0, buffer bytes from fill_seed; keywords from kw: max_version, copy,
+ *   dl_device, stream (None, the int, or a str). A view the library cannot express is
+ *   skipped (build returns None).
+ * Oracles (dlconform-oracle: CLAUSE: message, then abort):
+ *   EXC     __dlpack__ failed with a class other than BufferError, TypeError, ValueError,
+ *           MemoryError, or returned NULL without an exception (DESIGN.md, Oracles);
+ *   STR-10 / STR-02  a stream other than None for a CPU tensor was accepted;
+ *   DEV-05  a dl_device other than (1, 0) was accepted;
+ *   CAP-01 / CAP-02 / VER-02 / VER-03 / VER-04  the capsule name does not fit max_version;
+ *   any clause dlc_check_managed / dlc_check_versioned reports (MUST clauses; LAY-04 and
+ *           LAY-01 are SHOULDs and are left out);
+ *   FLG-02  a read-only view exported versioned without READ_ONLY; FLG-04 copy=True without
+ *           IS_COPIED;
+ *   SEM-01  the values read through the export differ from the view's (expected bytes come
+ *           from the view parameters, not from the library), or the export copies though
+ *           copy was not True; CPY-06 copy=True exported the view's own memory;
+ *   OWN-03  (ASan) the deleter faults or double-frees; it is called once, as a consumer would.
+ * Exchange API: managed_tensor_from_py_object_no_sync(view) gets the same metadata, value and
+ * flag oracles (XAPI-14 when it fails without an exception). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "oracle.h"
+#include "pyhost.h"
+#include "record.h"
+
+#define BASE_ELEMENTS 64
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static PyObject *build_fn;     /* dlconform.fuzzproducer.build */
+static const char *producer;   /* DLCONFORM_FUZZ_PRODUCER */
+static const uint8_t k_dtypes[][2] = {{6, 8}, {0, 8},  {0, 16}, {0, 32}, {0, 64}, {1, 8}, {1, 16},
+                                      {1, 32}, {1, 64}, {2, 32}, {2, 64}, {5, 64}, {5, 128}};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  producer = getenv("DLCONFORM_FUZZ_PRODUCER");
+  if (producer == NULL || *producer == '\0') producer = "numpy";
+  setenv("DLCONFORM_FUZZ_CONSUMER", producer, 1); /* pyhost imports the library */
+  dlc_pyhost_init();
+  PyObject *mod = PyImport_ImportModule("dlconform.fuzzproducer");
+  build_fn = mod ? PyObject_GetAttrString(mod, "build") : NULL;
+  Py_XDECREF(mod);
+  if (build_fn == NULL) {
+    PyErr_Print();
+    exit(2);
+  }
+  return 0;
+}
+
+/* The DTYPES index of (code, bits) when it is an array-API dtype, else a hash of both. */
+static int dtype_index(const dlc_record *r) {
+  for (int i = 0; i < 13; ++i)
+    if (k_dtypes[i][0] == r->code && k_dtypes[i][1] == r->bits) return i;
+  return (r->code + r->bits) % 13;
+}
+
+static PyObject *build_view(const dlc_record *r) {
+  int nd = (uint8_t)r->ndim % 5;
+  PyObject *shape = PyTuple_New(nd), *strides = PyTuple_New(nd);
+  for (int i = 0; shape && strides && i < nd; ++i) {
+    PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong((long long)((uint64_t)r->shape[i] % 5)));
+    PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong((long long)(r->strides[i] % 9)));
+  }
+  PyObject *res = shape && strides
+                      ? PyObject_CallFunction(build_fn, "siOOiii", producer, dtype_index(r), shape,
+                                              strides, (int)(r->byte_offset % BASE_ELEMENTS),
+                                              (int)(r->flags & 1), (int)r->fill_seed)
+                      : NULL;
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  return res;
+}
+
+static PyObject *build_kwargs(const dlc_record *r) {
+  PyObject *kw = PyDict_New();
+  if (kw == NULL) return NULL;
+  if (r->kw & DLC_KW_MAX_VERSION) {
+    PyObject *v = Py_BuildValue("(ii)", r->kw_max_major, r->kw_max_minor);
+    if (v) PyDict_SetItemString(kw, "max_version", v);
+    Py_XDECREF(v);
+  }
+  if (r->kw & DLC_KW_COPY) {
+    int c = r->kw_copy % 3;
+    PyDict_SetItemString(kw, "copy", c == DLC_COPY_NONE ? Py_None : c == DLC_COPY_TRUE ? Py_True : Py_False);
+  }
+  if (r->kw & DLC_KW_DL_DEVICE) {
+    PyObject *v = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
+    if (v) PyDict_SetItemString(kw, "dl_device", v);
+    Py_XDECREF(v);
+  }
+  if (r->kw & DLC_KW_STREAM) {
+    int k = r->kw_stream_kind % 3;
+    PyObject *v = k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
+                  : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
+                                        : PyUnicode_FromString("stream");
+    if (v) PyDict_SetItemString(kw, "stream", v);
+    Py_XDECREF(v);
+  }
+  return kw;
+}
+
+static void check_exception(const char *what) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (type == NULL) return dlc_oracle_fail("EXC", "%s failed without setting an exception", what);
+  if (!dlc_pyhost_exception_allowed(type)) {
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *s = value ? PyObject_Str(value) : NULL;
+    const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
+    dlc_oracle_fail("EXC", "%s raised %s: %s", what, ((PyTypeObject *)type)->tp_name, m ? m : "?");
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+}
+
+/* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. */
+static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int versioned,
+                         const dlc_record *r, PyObject *expected, uintptr_t base, long nbytes) {
+  dlc_report rep;
+  dlc_report_init(&rep);
+  dlc_check_tensor(t, versioned ? DLC_CAPSULE_VERSIONED : DLC_CAPSULE_LEGACY, 1, 3, 0, &rep);
+  for (int i = 0; i < rep.count; ++i)
+    if (strcmp(rep.items[i].clause, "LAY-04") && strcmp(rep.items[i].clause, "LAY-01"))
+      return dlc_oracle_fail(rep.items[i].clause, "%s: %s", via, rep.items[i].message);
+  int copy = (r->kw & DLC_KW_COPY) ? r->kw_copy % 3 : -1;
+  /* a copy (IS_COPIED) belongs to the consumer and may drop READ_ONLY (FLG-05) */
+  if (versioned && (r->flags & 1) && !(flags & DLPACK_FLAG_BITMASK_READ_ONLY) &&
+      !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+    dlc_oracle_fail("FLG-02", "%s: a read-only view exported without READ_ONLY", via);
+  if (versioned && copy == DLC_COPY_TRUE && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+    dlc_oracle_fail("FLG-04", "%s: copy=True exported without IS_COPIED", via);
+  dlc_extent e = dlc_extent_of(t);
+  if (e.status != DLC_EXTENT_OK || e.zero_size) return;
+  int64_t rm[8];
+  const int64_t *st = t->strides;
+  if (st == NULL && (t->ndim > 8 || dlc_row_major_strides(t->ndim, t->shape, rm) != 0)) return;
+  if (st == NULL) st = rm;
+  const uint8_t *first = (const uint8_t *)t->data + t->byte_offset;
+  uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
+  int inside = lo >= base && hi <= base + (uintptr_t)nbytes;
+  if (copy == DLC_COPY_TRUE && inside)
+    dlc_oracle_fail("CPY-06", "%s: copy=True exported the view's own memory", via);
+  if (copy != DLC_COPY_TRUE && !inside && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+    dlc_oracle_fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)", via);
+  const char *want = PyBytes_AsString(expected);
+  Py_ssize_t want_n = PyBytes_Size(expected);
+  if (want == NULL || (uint64_t)want_n != e.numel * e.itemsize) {
+    PyErr_Clear();
+    return dlc_oracle_fail("SEM-01", "%s: %llu elements of %llu bytes exported, the view has %zd bytes",
+                           via, (unsigned long long)e.numel, (unsigned long long)e.itemsize, want_n);
+  }
+  uint64_t idx[8] = {0};
+  for (uint64_t flat = 0; flat < e.numel; ++flat) {
+    const uint8_t *p = first;
+    for (int d = 0; d < t->ndim; ++d) p += (int64_t)idx[d] * st[d] * (int64_t)e.itemsize;
+    if (memcmp(p, want + flat * e.itemsize, e.itemsize) != 0)
+      return dlc_oracle_fail("SEM-01", "%s: element %llu differs from the tensor's value", via,
+                             (unsigned long long)flat);
+    for (int d = t->ndim - 1; d >= 0; --d)
+      if (++idx[d] < (uint64_t)t->shape[d]) break;
+      else idx[d] = 0;
+  }
+}
+
+/* The capsule's name against the max_version asked (VER-02, VER-03, VER-04; CAP-01/02). */
+static int check_name(const dlc_record *r, PyObject *cap) {
+  const char *name = PyCapsule_GetName(cap);
+  int versioned = name && strcmp(name, "dltensor_versioned") == 0;
+  if (!versioned && !(name && strcmp(name, "dltensor") == 0))
+    dlc_oracle_fail("CAP-01", "__dlpack__ returned a capsule named %s", name ? name : "NULL");
+  int asked = (r->kw & DLC_KW_MAX_VERSION) ? r->kw_max_major : -1;
+  if (versioned && asked < 1)
+    dlc_oracle_fail(asked < 0 ? "VER-02" : "VER-04", "versioned capsule for max_version %s",
+                    asked < 0 ? "None" : "(0, x)");
+  return versioned;
+}
+
+static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expected, uintptr_t base,
+                          long nbytes) {
+  PyObject *kw = build_kwargs(r), *empty = PyTuple_New(0);
+  PyObject *meth = PyObject_GetAttrString(view, "__dlpack__");
+  PyObject *cap = kw && empty && meth ? PyObject_Call(meth, empty, kw) : NULL;
+  Py_XDECREF(kw);
+  Py_XDECREF(empty);
+  Py_XDECREF(meth);
+  if (cap == NULL) return check_exception("__dlpack__");
+  if (r->kw & DLC_KW_STREAM && r->kw_stream_kind % 3 != DLC_STREAM_NONE)
+    dlc_oracle_fail(r->kw_stream_kind % 3 == DLC_STREAM_INT ? "STR-10" : "STR-02",
+                    "__dlpack__ accepted stream=%s for a CPU tensor",
+                    r->kw_stream_kind % 3 == DLC_STREAM_INT ? "<int>" : "'stream'");
+  if (r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
+    dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor",
+                    r->kw_dev_type, r->kw_dev_id);
+  int versioned = check_name(r, cap);
+  void *p = PyCapsule_GetPointer(cap, versioned ? "dltensor_versioned" : "dltensor");
+  if (p == NULL) {
+    PyErr_Clear();
+    Py_DECREF(cap);
+    return;
+  }
+  dlc_report rep;
+  dlc_report_init(&rep);
+  if (versioned) dlc_check_versioned(p, 1, 3, &rep);
+  for (int i = 0; i < rep.count; ++i)
+    if (strncmp(rep.items[i].clause, "LAY-0", 5) && strncmp(rep.items[i].clause, "DT-", 3))
+      dlc_oracle_fail(rep.items[i].clause, "__dlpack__: %s", rep.items[i].message);
+  DLManagedTensorVersioned *mv = p;
+  DLManagedTensor *ml = p;
+  check_tensor("__dlpack__", versioned ? &mv->dl_tensor : &ml->dl_tensor,
+               versioned ? mv->flags : 0, versioned, r, expected, base, nbytes);
+  /* consume it as a consumer would: rename, then call the deleter once (OWN-01, OWN-03) */
+  if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") == 0) {
+    if (versioned && mv->deleter) mv->deleter(mv);
+    if (!versioned && ml->deleter) ml->deleter(ml);
+  }
+  PyErr_Clear();
+  Py_DECREF(cap);
+}
+
+/* The C exchange API of the view's type, when offered (XAPI-14). */
+static void export_xapi(const dlc_record *r, PyObject *view, PyObject *expected, uintptr_t base,
+                        long nbytes) {
+  PyObject *c = PyObject_GetAttrString((PyObject *)Py_TYPE(view), "__dlpack_c_exchange_api__");
+  if (c == NULL || !PyCapsule_IsValid(c, "dlpack_exchange_api")) {
+    Py_XDECREF(c);
+    PyErr_Clear();
+    return;
+  }
+  const DLPackExchangeAPI *api = PyCapsule_GetPointer(c, "dlpack_exchange_api");
+  Py_DECREF(c); /* the table is static for the type (XAPI-05) */
+  if (api == NULL || api->header.version.major != 1 || api->managed_tensor_from_py_object_no_sync == NULL)
+    return;
+  DLManagedTensorVersioned *out = NULL;
+  if (api->managed_tensor_from_py_object_no_sync(view, &out) != 0 || out == NULL) {
+    if (!PyErr_Occurred()) dlc_oracle_fail("XAPI-14", "managed_tensor_from_py_object_no_sync failed "
+                                           "without a Python exception");
+    return check_exception("managed_tensor_from_py_object_no_sync");
+  }
+  dlc_record plain = *r;
+  plain.kw = 0; /* the exchange API takes no keywords */
+  check_tensor("exchange API", &out->dl_tensor, out->flags, 1, &plain, expected, base, nbytes);
+  if (out->deleter) out->deleter(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  dlc_record r;
+  dlc_rec_decode(data, size, &r);
+  PyObject *res = build_view(&r);
+  if (res == NULL || res == Py_None) {
+    if (res == NULL) check_exception("building the view");
+    Py_XDECREF(res);
+    return 0;
+  }
+  PyObject *view = PyTuple_GetItem(res, 0), *expected = PyTuple_GetItem(res, 1);
+  uintptr_t base = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GetItem(res, 3));
+  long nbytes = PyLong_AsLong(PyTuple_GetItem(res, 4));
+  export_dunder(&r, view, expected, base, nbytes);
+  export_xapi(&r, view, expected, base, nbytes);
+  Py_DECREF(res);
+  PyErr_Clear();
+  return 0;
+}

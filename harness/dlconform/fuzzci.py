@@ -1,0 +1,436 @@
+"""CI mode of the fuzz targets (fuzz/README.md, "CI mode"): `make fuzz-ci` runs
+
+    python3 -m dlconform fuzz-ci --target T --seconds S [--bin B] [--out reports/out]
+
+Within S seconds of fuzzing (libFuzzer, ASan+UBSan build, no UI) it:
+  1. runs rounds: a round ends at a crash; the crash is triaged at once and its dedup key set
+     aside (DLCONFORM_FUZZ_IGNORE_FILE) so the next round looks for something else. Keys of
+     fuzz/known/T.txt are set aside from the start. A plain crash on an input that breaks a
+     must-refuse clause sets that whole clause aside; any other plain crash cannot be set
+     aside in process: the run goes on, and ends early when one key comes back 3 times in a row;
+  2. triages each crash by replaying it with DLCONFORM_FUZZ_TRIAGE=1: the clause is the
+     oracle line's ("dlconform-oracle: CLAUSE: message"), or for a plain crash the input's
+     ("dlconform-input: CLAUSE: why", fuzz/target_consumer.c); the dedup key is
+     "CLAUSE: message" with numbers as N, or "SIGNAL in f1 < f2 < f3" from the sanitizer's
+     stack (sanitizer, libFuzzer, libc, CPython and harness frames skipped);
+  3. minimises each new finding (-minimize_crash=1, bounded per finding and in all), keeping the minimised input
+     only when it still gives the same key, and writes a Python reproducer (fuzzrepro.py);
+  4. writes OUT/fuzz/T-summary.json and .md and merges one `crash` record per finding into
+     OUT/results.json (created when absent; earlier fuzz records of T are replaced).
+Exit status: 1 when a finding's key is not in the known-findings file, else 0; 2 on a usage
+or build error.
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
+SKIP_FRAME = re.compile(r"^(__sanitizer|__asan|__pthread_kill|__gxx_personality|_Unwind_|pthread_kill|__GI_|__ubsan|__interceptor|__lsan|fuzzer::|abort$|raise$|__libc|gsignal|"
+                        r"LLVMFuzzer|dlc_|_Py|Py(?!Array|UFunc|DataMem)|std::|__cxa|__gnu_cxx|__clone|start_thread|_start$|main$|"
+                        r"malloc$|calloc$|realloc$|operator new|method_vectorcall|cfunction_|vectorcall|slot_tp|call_function|wrap_|object_vacall)")
+FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?)(?: (/\S+?)(?::\d+)*(?::\d+)?)?$")
+FRAME_MOD = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ +\((\S+?)\+(0x[0-9a-f]+)\)")
+RUNTIME_MODULES = ("libc.so", "libpython", "libstdc++", "libgcc_s", "consumer.", "validator.", "producer.")
+KEY_MAX = 199  # the C side compares at most this many characters (fuzz/oracle.c)
+
+
+def normalize(msg):
+    """Numbers (decimal, 0x hex, a leading minus) -> N; the same rule as dlc_oracle_normalize."""
+    out, i, n = [], 0, len(msg)
+    while i < n:
+        c = msg[i]
+        if c == "0" and i + 1 < n and msg[i + 1] in "xX":
+            i += 2
+            while i < n and msg[i] in "0123456789abcdefABCDEF":
+                i += 1
+            out.append("N")
+        elif c.isdigit() or (c == "-" and i + 1 < n and msg[i + 1].isdigit() and (i == 0 or not msg[i - 1].isalnum())):
+            i += 1
+            while i < n and msg[i].isdigit():
+                i += 1
+            out.append("N")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)[:KEY_MAX]
+
+
+def oracle_key(clause, msg):
+    return ("%s: %s" % (clause, normalize(msg)))[:KEY_MAX]
+
+
+def _signal(log):
+    m = re.search(r"ERROR: AddressSanitizer: (SEGV|BUS|FPE|ILL|ABRT)", log)
+    if m:
+        return "SIG" + m.group(1)
+    m = re.search(r"ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+)", log)
+    if m:
+        return m.group(2)
+    if "runtime error:" in log:
+        return "ubsan"
+    if "ERROR: libFuzzer: timeout" in log:
+        return "timeout"
+    if "out-of-memory" in log:
+        return "oom"
+    if "ERROR: libFuzzer: deadly signal" in log:
+        return "SIGABRT"
+    return "crash"
+
+
+def top_frames(log, n=3):
+    """The first n frames of the first stack that are not sanitizer/libFuzzer/libc/CPython/harness."""
+    frames, started = [], False
+    for line in log.splitlines():
+        if re.match(r"^\s*#0 ", line):
+            if started and frames:
+                break
+            started = True
+        if not started:
+            continue
+        m = FRAME.match(line)
+        if m:
+            name = m.group(1).strip()
+            if name.startswith("("):  # "in (module+0x..)" forms
+                mm = re.match(r"\((\S+?)\+(0x[0-9a-f]+)\)", name)
+                name = "%s+%s" % (os.path.basename(mm.group(1)), mm.group(2)) if mm else name
+                if name.startswith(RUNTIME_MODULES):
+                    continue
+            else:
+                if " (" in name:  # "f (module+0x..)"
+                    name = name[:name.index(" (")]
+                name = re.sub(r"\(.*$", "", name)  # C++ arguments
+                name = name.split(" ")[0].strip()  # "f path/file.c:1:2"
+                if SKIP_FRAME.match(name):
+                    continue
+            frames.append(name)
+        else:
+            mm = FRAME_MOD.match(line)
+            if mm:
+                base = os.path.basename(mm.group(1))
+                if base.startswith(RUNTIME_MODULES):
+                    continue
+                frames.append("%s+%s" % (base, mm.group(2)))
+        if len(frames) >= n:
+            break
+    return frames
+
+
+def triage_log(log):
+    """dict(clause, message, key, kind, evidence) from a replay's output."""
+    ctx = re.search(r"^dlconform-input: ([^:]+): (.*)$", log, re.M)
+    orc = re.search(r"^dlconform-oracle: ([^:]+): (.*)$", log, re.M)
+    if orc:
+        clause, msg = orc.group(1), orc.group(2)
+        return {"clause": clause, "message": msg, "key": oracle_key(clause, msg), "kind": "oracle",
+                "evidence": orc.group(0), "context": ctx.group(1) if ctx else ""}
+    sig = _signal(log)
+    frames = top_frames(log)
+    clause = ctx.group(1) if ctx else "*"
+    key = "%s in %s" % (sig, " < ".join(frames) if frames else "?")
+    lines = [l for l in log.splitlines() if re.search(r"ERROR:|SUMMARY:|runtime error|^\s*#\d+ |terminate|what\(\)", l)]
+    msg = "%s on an input that %s" % (sig, ctx.group(2) if ctx else "the target could not classify")
+    return {"clause": clause, "message": msg, "key": key[:KEY_MAX], "kind": sig,
+            "evidence": "\n".join(lines[:40]), "context": clause}
+
+
+class Fuzz:
+    def __init__(self, args):
+        self.a = args
+        self.dir = os.path.join(args.out, "fuzz")
+        self.prefix = os.path.join(self.dir, args.target + "-")
+        self.ignore = os.path.join(self.dir, args.target + ".ignore")
+        self.log = os.path.join(self.dir, args.target + ".log")
+        self.known = set()
+        if args.known and os.path.exists(args.known):
+            with open(args.known, encoding="utf-8") as f:
+                self.known = {l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")}
+        self.set_aside = list(self.known)
+        self.findings = {}  # key -> finding dict
+        self.execs = 0
+        self.fuzz_seconds = 0.0
+
+    def env(self, ignore_file=None, triage=False):
+        e = dict(os.environ)
+        e.update(ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:handle_abort=1",
+                 UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=self.a.consumer or self.a.target)
+        if self.a.producer:
+            e["DLCONFORM_FUZZ_PRODUCER"] = self.a.producer
+        e["DLCONFORM_FUZZ_IGNORE_FILE"] = ignore_file or self.ignore
+        if triage:
+            e["DLCONFORM_FUZZ_TRIAGE"] = "1"
+        return e
+
+    def write_ignore(self, path, entries):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("# set aside by dlconform fuzz-ci (fuzz/oracle.h)\n")
+            for k in entries:
+                f.write(k + "\n")
+
+    def replay(self, path, ignore_entries):
+        tmp = path + ".ignore"
+        self.write_ignore(tmp, ignore_entries)
+        try:
+            p = subprocess.run([self.a.bin, "-runs=1", path], env=self.env(tmp, triage=True),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+            out = p.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode("utf-8", "replace") + "\nERROR: libFuzzer: timeout (replay)"
+        finally:
+            os.unlink(tmp)
+        return out
+
+    def artifacts(self):
+        found = []
+        for kind in ARTIFACT_KINDS:
+            found += glob.glob(self.prefix + kind + "-*")
+        return sorted(p for p in found if not p.endswith((".ignore", ".py")))
+
+    def round(self, seconds):
+        self.write_ignore(self.ignore, self.set_aside)
+        corpus = self.a.corpus or os.path.join("build", "fuzz", "corpus-" + self.a.target)
+        os.makedirs(corpus, exist_ok=True)
+        cmd = [self.a.bin, "-rss_limit_mb=2048", "-max_len=2200", "-timeout=20", "-print_final_stats=1",
+               "-max_total_time=%d" % max(1, int(seconds)), "-artifact_prefix=" + self.prefix, corpus]
+        if os.path.isdir(self.a.seeds):
+            cmd.append(self.a.seeds)
+        if self.a.dict and os.path.exists(self.a.dict):
+            cmd.insert(1, "-dict=" + self.a.dict)
+        t0 = time.time()
+        with open(self.log, "a", encoding="utf-8") as logf:
+            logf.write("\n### round: %s\n" % " ".join(cmd))
+            logf.flush()
+            try:
+                rc = subprocess.run(cmd, env=self.env(), stdout=logf, stderr=subprocess.STDOUT,
+                                    timeout=seconds + 120).returncode
+            except subprocess.TimeoutExpired:
+                rc = 124
+        self.fuzz_seconds += time.time() - t0
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            tail = f.read()[-200000:]
+        tail = tail[tail.rfind("### round:"):]
+        m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", tail) or re.findall(r"^#(\d+)\s", tail, re.M)
+        if m:
+            self.execs += int(m[-1])
+        return rc
+
+    def run(self):
+        os.makedirs(self.dir, exist_ok=True)
+        for p in set(glob.glob(self.prefix + "*")) - {self.ignore, self.log}:
+            if not p.endswith(("-summary.json", "-summary.md")) and os.path.isfile(p):
+                os.unlink(p)
+        if os.path.exists(self.log):
+            os.unlink(self.log)
+        seen, start, rounds, repeats, last = set(), time.time(), 0, 0, None
+        while True:
+            left = self.a.seconds - (time.time() - start)
+            if left < 1 or rounds >= self.a.max_rounds:
+                break
+            rounds += 1
+            rc = self.round(left)
+            new = [p for p in self.artifacts() if p not in seen]
+            if rc == 0 and not new:
+                break
+            if not new:  # the target did not start (import error, ...): not a finding
+                print("fuzz-ci: %s: the fuzz target exited %d without a crash input; see %s"
+                      % (self.a.target, rc, self.log), file=sys.stderr)
+                return 2
+            stop = False
+            for path in new:
+                seen.add(path)
+                t = triage_log(self.replay(path, self.set_aside))
+                t.update(input=path, found_after=round(time.time() - start, 1))
+                f = self.findings.get(t["key"])
+                if f:  # a plain crash that could not be set aside; 3 hits in a row end the run
+                    f["count"] += 1
+                    repeats = repeats + 1 if t["key"] == last else 1
+                    last = t["key"]
+                    stop = stop or repeats >= 3
+                    continue
+                repeats, last = 0, None
+                t["count"] = 1
+                self.findings[t["key"]] = t
+                if t["kind"] == "oracle":
+                    self.set_aside.append(t["key"])
+                elif t["context"] and t["context"] not in ("LAY-11", "DEV-07", "*"):
+                    self.set_aside.append(t["context"])  # must-refuse inputs: not sent again
+            if stop or not new:
+                break
+        self.rounds = rounds
+        budget_end = time.time() + self.a.minimize_total  # all minimisation together
+        for f in sorted(self.findings.values(), key=lambda x: x["found_after"]):
+            f["new"] = f["key"] not in self.known and f["clause"] not in self.known  # bare clause
+            if f["new"] and time.time() + self.a.minimize_seconds <= budget_end:
+                self.minimize(f)
+            self.repro(f)
+        return self.report()
+
+    def minimize(self, f):
+        if self.a.minimize_seconds <= 0:
+            return
+        out = self.prefix + "min-" + os.path.basename(f["input"]).split("-", 1)[-1]
+        others = [k for k in self.set_aside if k not in (f["key"], f.get("context"))]
+        tmp = out + ".ignore"
+        self.write_ignore(tmp, others)
+        try:
+            subprocess.run([self.a.bin, "-minimize_crash=1", "-max_total_time=%d" % self.a.minimize_seconds,
+                            "-timeout=20", "-exact_artifact_path=" + out, f["input"]], env=self.env(tmp),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=self.a.minimize_seconds + 60)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            os.unlink(tmp)
+        if os.path.exists(out) and triage_log(self.replay(out, others))["key"] == f["key"]:
+            f["minimized"] = out
+        elif os.path.exists(out):
+            os.unlink(out)
+
+    def repro(self, f):
+        from . import fuzzrepro
+
+        path = f.get("minimized") or f["input"]
+        f["repro_file"] = path + ".py"
+        if self.a.target == "validator":
+            f["repro"] = "build/fuzz/dump_record %s; make fuzz-replay TARGET=validator FILE=%s" % (path, path)
+            return
+        with open(path, "rb") as fh:
+            data = fh.read()
+        try:
+            text = fuzzrepro.reproducer(data, self.a.consumer or self.a.target,
+                                        "%s: %s" % (f["clause"], f["message"]), os.path.basename(path))
+        except Exception as e:  # a reproducer that cannot be written is reported, not fatal
+            text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
+        with open(f["repro_file"], "w", encoding="utf-8") as fh:
+            fh.write(text)
+        f["repro"] = text
+
+    def report(self):
+        from . import catalogue
+
+        try:
+            cat = catalogue.Catalogue.load() if hasattr(catalogue.Catalogue, "load") else catalogue.Catalogue()
+        except Exception:
+            cat = None
+        records = []
+        for f in sorted(self.findings.values(), key=lambda x: x["found_after"]):
+            c = None
+            try:
+                c = cat.get(f["clause"]) if cat is not None else None
+            except Exception:
+                c = None
+            level = getattr(c, "level", None) or "MUST"
+            f["level"] = level
+            records.append({
+                "target": self.a.target, "role": "any" if self.a.target == "validator" else
+                ("producer" if self.a.producer else "consumer"),
+                "clause": f["clause"], "level": level, "group": f["clause"].split("-", 1)[0],
+                "verdict": "crash",
+                "message": "fuzz (%s): %s%s; key %s; input %s" % (
+                    f["kind"], f["message"], "" if f["new"] else " (known finding)", f["key"],
+                    f.get("minimized") or f["input"]),
+                "repro": f.get("repro", ""),
+                "test": "fuzz:%s:%s" % (self.a.target, hashlib.sha1(f["key"].encode()).hexdigest()[:12]),
+                "duration": f["found_after"], "evidence": f["evidence"]})
+        new = [f for f in self.findings.values() if f["new"]]
+        summary = {"target": self.a.target, "binary": self.a.bin, "seconds": self.a.seconds,
+                   "fuzz_seconds": round(self.fuzz_seconds, 1), "rounds": self.rounds, "executions": self.execs,
+                   "exec_per_s": round(self.execs / self.fuzz_seconds) if self.fuzz_seconds else 0,
+                   "known_file": self.a.known, "new": len(new),
+                   "findings": [{k: f.get(k) for k in ("key", "clause", "level", "kind", "message", "new", "count",
+                                                        "found_after", "input", "minimized", "repro_file", "evidence")}
+                                for f in sorted(self.findings.values(), key=lambda x: x["found_after"])]}
+        with open(os.path.join(self.dir, self.a.target + "-summary.json"), "w", encoding="utf-8") as fh:
+            json.dump(summary, fh, indent=1)
+        with open(os.path.join(self.dir, self.a.target + "-summary.md"), "w", encoding="utf-8") as fh:
+            fh.write(render_md(summary))
+        if not self.a.no_merge:
+            merge_results(self.a.out, self.a.target, records)
+        for f in summary["findings"]:
+            print("fuzz-ci: %s: %s %s [%s] %s" % (self.a.target, "NEW  " if f["new"] else "known", f["clause"],
+                                                  f["kind"], f["key"]))
+        print("fuzz-ci: %s: %d execs in %.0f s (%d/s), %d round(s), %d finding(s), %d new; summary %s" % (
+            self.a.target, self.execs, self.fuzz_seconds, summary["exec_per_s"], self.rounds,
+            len(self.findings), len(new), os.path.join(self.dir, self.a.target + "-summary.md")))
+        return 1 if new else 0
+
+
+def render_md(s):
+    lines = ["# fuzz-ci: %s" % s["target"], "",
+             "%d executions in %.0f s (%d/s), %d round(s); %d finding(s), %d new (known: %s)." % (
+                 s["executions"], s["fuzz_seconds"], s["exec_per_s"], s["rounds"], len(s["findings"]), s["new"],
+                 s["known_file"] or "none"), ""]
+    if s["findings"]:
+        lines += ["| new | clause | level | kind | after (s) | key | reproducer |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for f in s["findings"]:
+            lines.append("| %s | %s | %s | %s | %s | `%s` | `%s` |" % (
+                "yes" if f["new"] else "known", f["clause"], f["level"], f["kind"], f["found_after"],
+                f["key"].replace("|", "\\|"), f["repro_file"]))
+        for f in s["findings"]:
+            lines += ["", "<details><summary>%s</summary>" % f["key"].replace("<", "&lt;"), "", "```",
+                      f["evidence"], "```", "", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def merge_results(out, target, records):
+    """Replaces target's fuzz records in OUT/results.json (creating it when absent)."""
+    from .report import json_report, write_all
+
+    path = os.path.join(out, "results.json")
+    if os.path.exists(path):
+        doc = json_report.load(path)
+        results = [r for r in doc["results"] if not str(r.get("test", "")).startswith("fuzz:%s:" % target)]
+        targets, environment, run = doc.get("targets", {}), doc.get("environment", {}), doc.get("run", {})
+    else:
+        results, targets, environment, run = [], {}, {}, {"argv": sys.argv[1:]}
+    results += records
+    targets.setdefault(target, {"status": "ran", "reason": "fuzz-ci", "roles": sorted({r["role"] for r in records}) or
+                                ["consumer"], "versions": {}})
+    doc = json_report.build(targets, results, environment, run)
+    write_all(out, doc)
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="dlconform fuzz-ci", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", required=True, help="validator, numpy, torch, ref or a module (consumer target), "
+                    "or producer-NAME")
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--bin", default=None, help="fuzz binary (default build/fuzz/{validator,consumer}.asan)")
+    ap.add_argument("--consumer", default=None, help="DLCONFORM_FUZZ_CONSUMER (default: the target)")
+    ap.add_argument("--producer", default=None, help="DLCONFORM_FUZZ_PRODUCER (producer target)")
+    ap.add_argument("--out", default=os.path.join("reports", "out"))
+    ap.add_argument("--known", default=None, help="known-findings file (default fuzz/known/TARGET.txt)")
+    ap.add_argument("--corpus", default=None)
+    ap.add_argument("--seeds", default=os.path.join("fuzz", "corpus", "seeds"))
+    ap.add_argument("--dict", default=os.path.join("fuzz", "dlpack.dict"))
+    ap.add_argument("--minimize-seconds", type=int, default=10)
+    ap.add_argument("--minimize-total", type=int, default=None,
+                    help="seconds for all minimisation together (default: the fuzzing time, at most 120)")
+    ap.add_argument("--max-rounds", type=int, default=16)
+    ap.add_argument("--no-merge", action="store_true", help="do not touch results.json")
+    a = ap.parse_args(argv)
+    if a.bin is None:
+        kind = "validator" if a.target == "validator" else "producer" if a.producer else "consumer"
+        a.bin = os.path.join("build", "fuzz", kind + ".asan")
+    if a.minimize_total is None:
+        a.minimize_total = int(min(120, max(a.minimize_seconds, a.seconds)))
+    if a.known is None:
+        a.known = os.path.join("fuzz", "known", a.target + ".txt")
+    return a
+
+
+def main(argv):
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "fuzz-repro":
+        from . import fuzzrepro
+
+        return fuzzrepro.main(rest)
+    a = parse(rest)
+    if not os.access(a.bin, os.X_OK):
+        print("fuzz-ci: no fuzz binary %s (make fuzz)" % a.bin, file=sys.stderr)
+        return 2
+    return Fuzz(a).run()

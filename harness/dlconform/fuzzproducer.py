@@ -1,0 +1,84 @@
+"""Native views for the producer fuzz target (fuzz/target_producer.c).
+
+`build(name, dtype_index, shape, strides, offset, readonly, seed)` makes, in producer `name`
+(numpy, torch or ref), a base of BASE_ELEMENTS elements of dtype DTYPES[dtype_index] whose
+byte i is (i * 131 + seed) & 0xff, and a view of it with `shape`, element `strides` and an
+element `offset` into the base; read-only when asked and the library can say so. It returns
+(view, expected, itemsize, base_address, base_nbytes) or None when the library cannot express
+that view (negative strides in torch, read-only in torch, a dtype it lacks, a view leaving the
+base). `expected` is the view's logical row-major element bytes, computed here from the base
+bytes and the view parameters alone: what any export of the view must show (the value oracle).
+"""
+BASE_ELEMENTS = 64
+# (name, itemsize): the array-API dtypes (DT-12), names as in numpy / torch / _ref
+DTYPES = (("bool", 1), ("int8", 1), ("int16", 2), ("int32", 4), ("int64", 8), ("uint8", 1),
+          ("uint16", 2), ("uint32", 4), ("uint64", 8), ("float32", 4), ("float64", 8),
+          ("complex64", 8), ("complex128", 16))
+
+
+def _base_bytes(itemsize, seed, is_bool):
+    n = BASE_ELEMENTS * itemsize
+    if is_bool:  # only 0/1 are valid bools
+        return bytes((i * 131 + seed) & 1 for i in range(n))
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+def _expected(base, itemsize, shape, strides, offset):
+    out = bytearray()
+    idx = [0] * len(shape)
+    total = 1
+    for s in shape:
+        total *= s
+    for _ in range(total):
+        e = offset + sum(i * st for i, st in zip(idx, strides))
+        out += base[e * itemsize:(e + 1) * itemsize]
+        for d in range(len(shape) - 1, -1, -1):
+            idx[d] += 1
+            if idx[d] < shape[d]:
+                break
+            idx[d] = 0
+    return bytes(out)
+
+
+def _inside(shape, strides, offset):
+    if any(s == 0 for s in shape):
+        return 0 <= offset < BASE_ELEMENTS
+    lo = offset + sum(min(0, (s - 1) * st) for s, st in zip(shape, strides))
+    hi = offset + sum(max(0, (s - 1) * st) for s, st in zip(shape, strides))
+    return lo >= 0 and hi < BASE_ELEMENTS
+
+
+def build(name, dtype_index, shape, strides, offset, readonly, seed):
+    dname, itemsize = DTYPES[dtype_index % len(DTYPES)]
+    shape, strides = tuple(shape), tuple(strides)
+    if not _inside(shape, strides, offset):
+        return None
+    base = _base_bytes(itemsize, seed, dname == "bool")
+    expected = _expected(base, itemsize, shape, strides, offset)
+    if name == "numpy":
+        import numpy as np
+        from numpy.lib.stride_tricks import as_strided
+
+        b = np.frombuffer(bytearray(base), dtype=dname)
+        v = as_strided(b[offset:], shape=shape, strides=tuple(s * itemsize for s in strides),
+                       writeable=not readonly)
+        return v, expected, itemsize, b.__array_interface__["data"][0], len(base)
+    if name == "torch":
+        import torch
+
+        if readonly or any(s < 0 for s in strides) or not hasattr(torch, dname):
+            return None
+        b = torch.frombuffer(bytearray(base), dtype=getattr(torch, dname)) if dname != "bool" else \
+            torch.frombuffer(bytearray(base), dtype=torch.uint8).to(torch.bool)
+        v = torch.as_strided(b, shape, strides, offset)
+        return v, expected, itemsize, b.data_ptr(), len(base)
+    if name == "ref":
+        from . import _ref
+
+        b = _ref.Tensor(dname, (BASE_ELEMENTS,), data=base, readonly=bool(readonly))
+        try:
+            v = b.view(shape, strides, offset * itemsize)
+        except ValueError:
+            return None
+        return v, expected, itemsize, b.data_ptr, len(base)
+    raise ValueError("unknown producer %r (numpy, torch, ref)" % name)

@@ -1,0 +1,240 @@
+"""Fuzz record (format 1, fuzz/README.md) -> a self-contained Python reproducer.
+
+`python3 -m dlconform fuzz-repro FILE [--target numpy] [--finding "CLAUSE: message"]` prints a
+script that rebuilds the fuzz target's export without the fuzzer: the same DLTensor through
+`dlconform._ref.Forge` over a buffer laid out as fuzz/layout.c lays it out (size, pad, fill
+`(i * 131 + seed) & 0xff`, PROT_READ pages for a READ_ONLY record), the same producer
+behaviour as fuzz/producer.c (one capsule, handed out on every `__dlpack__` call, an old
+producer raising TypeError for new keywords), the same keywords as the consumer target,
+then the consumer's `from_dlpack` and the checks for the finding's clause.
+
+The memory plan uses check's own extent arithmetic through `dlconform._probe.extent`, so
+the Python side never re-implements it. Invariant: decode() accepts any bytes, like
+dlc_rec_decode (missing bytes read as 0, extra bytes are ignored).
+"""
+import struct
+
+HEADER = 68
+CAP = 1 << 20
+KIND = {"versioned": 0x01, "strides_null": 0x02, "shape_null": 0x04, "deleter_null": 0x08,
+        "data_null": 0x10, "dangling": 0x20, "used": 0x40}
+KW = {"max_version": 0x01, "copy": 0x02, "dl_device": 0x04, "stream": 0x08, "old_producer": 0x10}
+CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
+             "torch": ("import torch.utils.dlpack", "torch.utils.dlpack.from_dlpack"),
+             "ref": ("from dlconform import _ref as ref_consumer", "ref_consumer.from_dlpack")}
+MUST_REFUSE = {"CAP-04", "VER-08", "LAY-09", "LAY-10", "DT-10", "VER-09", "LAY-01"}
+DANGLING = 0x1000  # below mmap_min_addr: never mapped, like the target's PROT_NONE pointer
+
+
+def decode(data):
+    """dict of the record's fields, exactly as dlc_rec_decode reads them."""
+    b = bytes(data[:HEADER]).ljust(HEADER, b"\0")
+    (fmt, kind, ndim, code, bits, kw, lanes, dev_type, dev_id, vmaj, vmin, flags, off, mv_maj,
+     mv_min, kdev_type, kdev_id, stream, copy, stream_kind, seed, _res) = struct.unpack(
+        "<BBbBBBHiiIIQQiiiiqBBBB", b)
+    n = max(ndim, 0)
+    tail = bytes(data[HEADER:HEADER + 16 * n]).ljust(16 * n, b"\0")
+    shape = struct.unpack("<%dq" % n, tail[:8 * n]) if n else ()
+    strides = struct.unpack("<%dq" % n, tail[8 * n:]) if n else ()
+    return dict(format=fmt, kind=kind, ndim=ndim, dtype=(code, bits, lanes), device=(dev_type, dev_id),
+                version=(vmaj, vmin), flags=flags, byte_offset=off, kw=kw, max_version=(mv_maj, mv_min),
+                kw_device=(kdev_type, kdev_id), stream=stream, copy=copy % 3, stream_kind=stream_kind % 3,
+                seed=seed, shape=tuple(shape), strides=tuple(strides))
+
+
+def plan(rec):
+    """The memory plan of fuzz/layout.c: dict mode ("buffer", "null", "dangling"), pad, size,
+    readonly, and the extent from check (dlconform._probe.extent)."""
+    from . import _probe, _ref
+
+    k = rec["kind"]
+    meta = _ref.Forge(dtype=rec["dtype"], shape=rec["shape"], ndim=rec["ndim"], data="null",
+                      strides=None if k & KIND["strides_null"] else rec["strides"],
+                      shape_null=bool(k & KIND["shape_null"]), byte_offset=rec["byte_offset"],
+                      versioned=False, device=rec["device"])
+    ext = _probe.extent(meta.capsule())
+    p = {"ext": ext, "pad": 0, "size": 0,
+         "readonly": bool(k & KIND["versioned"]) and bool(rec["flags"] & 1)}
+    unsized = "dangling" if k & KIND["dangling"] else "null"
+    if k & KIND["data_null"]:
+        p["mode"] = "null"
+    elif ext["status"] != "ok":
+        p["mode"] = unsized
+    else:
+        off = rec["byte_offset"]
+        pad = max(0, -ext["lo"] - off)
+        size = max(1, pad + off + ext["hi"])
+        p.update(mode="buffer" if size <= CAP else unsized, pad=pad, size=size if size <= CAP else 0)
+    return p
+
+
+def copy_passed(rec, p):
+    """The copy value the consumer target passes (None/False/True), or "absent"."""
+    if not rec["kw"] & KW["copy"]:
+        return "absent"
+    ext = p["ext"]
+    big = ext["status"] == "ok" and (p["mode"] == "dangling" or ext["numel"] * ext["itemsize"] > CAP)
+    if rec["copy"] == 2 and big:
+        return "absent"
+    return (None, False, True)[rec["copy"]]
+
+
+def _kwargs(rec, p):
+    kw = {}
+    c = copy_passed(rec, p)
+    if c != "absent":
+        kw["copy"] = c
+    if rec["kw"] & KW["dl_device"]:
+        kw["device"] = rec["kw_device"]
+    return kw
+
+
+def consumer_lines(target):
+    if target in CONSUMERS:
+        return CONSUMERS[target]
+    return ("import importlib\nconsumer = importlib.import_module(%r)" % target, "consumer.from_dlpack")
+
+
+def checks(clause):
+    """Lines checking the finding's clause after the import (`y`, `err`, `p`, `forge`)."""
+    if clause in MUST_REFUSE:
+        return ["assert y is None, %r" % (clause + ": the consumer accepted an export it must refuse")]
+    if clause in ("OWN-03", "CAP-03", "CAP-04"):
+        return ["if y is not None:",
+                "    assert forge.deleter_calls == 0, 'OWN-03: deleter ran while the result lives'",
+                "del y",
+                "gc.collect()",
+                "want = 0 if %r else 1" % bool(clause == "CAP-04"),
+                "assert forge.deleter_calls == want, 'OWN-03: deleter ran %d times' % forge.deleter_calls"]
+    if clause in ("EXC", "DEV-07", "CPY-08"):
+        allowed = "(BufferError,)" if clause != "EXC" else "(BufferError, TypeError, ValueError, MemoryError)"
+        return ["assert err is None or isinstance(err, %s), %r %% type(err).__name__" % (
+            allowed, clause + ": refused with %s")]
+    if clause == "VER-06":
+        return ["assert not (y is None and p.calls and all(set(c) - {'stream'} for c in p.calls)), "
+                "'VER-06: no retry without the new keywords'"]
+    if clause.startswith("STR-"):
+        return ["for c in p.calls:", "    print('stream passed:', c.get('stream', '<absent>'), 'dl_device:', "
+                "c.get('dl_device'))", "# %s: see the rule in suites/clauses.json" % clause]
+    return ["if y is not None:", "    print('result:', describe(y))",
+            "    print('export: data+byte_offset = %#x, strides (elements) =' % (forge.buffer_address "
+            "+ BYTE_OFFSET), STRIDES)"]
+
+
+TEMPLATE = '''\
+# dlconform fuzz reproducer, record format 1: {name}
+# finding: {finding}
+# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref built: make build)
+import ctypes
+import gc
+import mmap
+import sys
+import traceback
+
+from dlconform import _ref
+{consumer_import}
+
+SIZE, PAD, SEED, READONLY, MODE = {size}, {pad}, {seed}, {readonly}, {mode!r}
+BYTE_OFFSET, STRIDES = {byte_offset}, {strides!r}
+if MODE == "buffer":  # fuzz/layout.c: byte i = (i * 131 + seed) & 0xff, data = buffer + pad
+    page = mmap.PAGESIZE
+    mem = mmap.mmap(-1, (SIZE + page - 1) // page * page)
+    mem[:SIZE] = bytes((i * 131 + SEED) & 0xFF for i in range(SIZE))
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+    if READONLY:  # FLG-02: a READ_ONLY export sits on PROT_READ pages
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        assert libc.mprotect(base, len(mem), mmap.PROT_READ) == 0
+    data = base + PAD
+else:
+    data = {dangling} if MODE == "dangling" else "null"
+forge = _ref.Forge({forge_args}, data=data)
+
+
+class Producer:  # fuzz/producer.c: one capsule, handed out on every call; logs the keywords
+    def __init__(self, device, old):
+        self.device, self.old, self.calls, self.cap = device, old, [], None
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, *args, **kw):
+        self.calls.append(dict(kw))
+        if args:
+            raise TypeError("__dlpack__ takes keyword arguments only")
+        if self.old and set(kw) - {{"stream"}}:  # VER-06: an old producer
+            raise TypeError("__dlpack__() got an unexpected keyword argument %r" % sorted(set(kw) - {{"stream"}})[0])
+        if self.cap is None:
+            self.cap = forge.capsule()
+        return self.cap
+
+
+def describe(y):
+    if hasattr(y, "__array_interface__"):
+        return {{"ptr": hex(y.__array_interface__["data"][0]), "byte_strides": y.strides, "shape": y.shape,
+                "writeable": y.flags.writeable}}
+    if hasattr(y, "data_ptr") and callable(y.data_ptr):
+        return {{"ptr": hex(y.data_ptr()), "strides": y.stride(), "shape": tuple(y.shape)}}
+    return {{k: getattr(y, k, None) for k in ("data_ptr", "byte_offset", "strides", "shape", "readonly")}}
+
+
+p = Producer({device!r}, old={old})
+y = err = None
+try:
+    y = {from_dlpack}(p{kwargs})
+    print("accepted:", type(y).__name__)
+except Exception as e:
+    err = e
+    print("refused:", type(e).__name__, e)
+print("__dlpack__ calls:", p.calls)
+{checks}
+print("done: the finding did not show; the crash or assertion above is the finding otherwise")
+'''
+
+
+def reproducer(data, target="numpy", finding="", name="input"):
+    """The reproducer script (str) for one fuzz input."""
+    rec = decode(data)
+    p = plan(rec)
+    k = rec["kind"]
+    versioned = bool(k & KIND["versioned"])
+    forge_args = ["dtype=%r" % (rec["dtype"],), "shape=%r" % (rec["shape"],), "ndim=%d" % rec["ndim"],
+                  "strides=%r" % (None if k & KIND["strides_null"] else rec["strides"],),
+                  "byte_offset=%d" % rec["byte_offset"], "versioned=%r" % versioned,
+                  "version=%r" % (rec["version"],), "flags=%d" % rec["flags"], "device=%r" % (rec["device"],)]
+    if k & KIND["shape_null"]:
+        forge_args.append("shape_null=True")
+    if k & KIND["deleter_null"]:
+        forge_args.append("null_deleter=True")
+    if k & KIND["used"]:
+        forge_args.append("capsule_name=%r" % ("used_dltensor_versioned" if versioned else "used_dltensor"))
+    kw = _kwargs(rec, p)
+    clause = finding.split(":", 1)[0].strip() if finding else ""
+    imp, call = consumer_lines(target)
+    return TEMPLATE.format(
+        name=name, finding=finding or "(none recorded)", consumer_import=imp, size=p["size"], pad=p["pad"],
+        seed=rec["seed"], readonly=p["readonly"], mode=p["mode"], byte_offset=rec["byte_offset"],
+        strides=None if k & KIND["strides_null"] else rec["strides"], dangling=hex(DANGLING),
+        forge_args=",\n                   ".join(forge_args), device=rec["device"],
+        old=bool(rec["kw"] & KW["old_producer"]), from_dlpack=call,
+        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause)))
+
+
+def main(argv):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="dlconform fuzz-repro",
+                                 description="print a Python reproducer for a fuzz input (record format 1)")
+    ap.add_argument("file")
+    ap.add_argument("--target", default=None, help="consumer (default: the file name's prefix, else numpy)")
+    ap.add_argument("--finding", default="", help='"CLAUSE: message" to check for')
+    args = ap.parse_args(argv)
+    import os
+
+    target = args.target or os.path.basename(args.file).split("-", 1)[0]
+    if target in ("crash", "leak", "timeout", "oom", "validator", ""):
+        target = "numpy"
+    with open(args.file, "rb") as f:
+        data = f.read()
+    print(reproducer(data, target, args.finding, os.path.basename(args.file)), end="")
+    return 0
