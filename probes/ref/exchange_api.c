@@ -19,6 +19,21 @@ static void report(void *error_ctx, void (*SetError)(void *, const char *, const
     SetError(error_ctx, kind, "second report of the same failure");
 }
 
+/* obj as an exportable ref Tensor, or NULL with TypeError (another type, XAPI-14) or
+ * BufferError (data that cannot be described, XAPI-14/15) set. */
+static RefTensor *exportable_tensor(PyObject *obj) {
+  if (!obj || !RefTensor_Check(obj)) {
+    PyErr_SetString(PyExc_TypeError, "expected a dlconform._ref.Tensor");
+    return NULL;
+  }
+  RefTensor *t = (RefTensor *)obj;
+  if (!t->exportable) {
+    PyErr_SetString(PyExc_BufferError, "this tensor cannot be exported");
+    return NULL;
+  }
+  return t;
+}
+
 static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
                          void (*SetError)(void *error_ctx, const char *kind,
                                           const char *message)) {
@@ -127,15 +142,8 @@ static int ref_managed_to_py(DLManagedTensorVersioned *tensor, void **out_py_obj
 
 static int ref_dltensor_from_py(void *py_object, DLTensor *out) {
   PyObject *obj = py_object;
-  if (!obj || !RefTensor_Check(obj)) {
-    PyErr_SetString(PyExc_TypeError, "expected a dlconform._ref.Tensor");
-    return -1;
-  }
-  RefTensor *t = (RefTensor *)obj;
-  if (!t->exportable) {
-    PyErr_SetString(PyExc_BufferError, "this tensor cannot be exported");
-    return -1;
-  }
+  RefTensor *t = exportable_tensor(obj);
+  if (!t) return -1;
   ref_tensor_fill(t, out); /* borrows the tensor's own arrays: no allocation (XAPI-15) */
   if (out->data && ref_fault_is(FAULT_XAPI_DLTENSOR_COPIES)) {
     /* fault: a temporary copy of the whole buffer (leaked), so data is not the producer's */
@@ -308,15 +316,8 @@ void ref_exchange_api_refresh(void) {
 static int ref_managed_from_py_uncached(void *py_object, DLManagedTensorVersioned **out) {
   PyObject *obj = py_object;
   *out = NULL;
-  if (!obj || !RefTensor_Check(obj)) {
-    PyErr_SetString(PyExc_TypeError, "expected a dlconform._ref.Tensor");
-    return -1;
-  }
-  RefTensor *t = (RefTensor *)obj;
-  if (!t->exportable) {
-    PyErr_SetString(PyExc_BufferError, "this tensor cannot be exported");
-    return -1;
-  }
+  RefTensor *t = exportable_tensor(obj);
+  if (!t) return -1;
   if (ref_fault_table[ref_fault_current()].changes_export) {
     *out = ref_export_versioned_nocopy(t); /* already fresh while such a fault is active */
   } else {
