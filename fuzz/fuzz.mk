@@ -3,17 +3,20 @@
 # Targets:
 #   make fuzz                 install clang-14/libclang-rt-14-dev/afl++ when missing (root),
 #                             then build every target with every engine installed
-#   make fuzz-ci TARGET=validator|numpy|torch|ref|<module> FUZZ_SECONDS=60
-#                             bounded libFuzzer run (ASan+UBSan); crashes -> reports/out/fuzz/,
-#                             exit 1 when it finds one
-#   make fuzz-replay FILE=... [TARGET=...]   replay one input (TARGET defaults to the file
-#                             name's prefix before the first '-', as fuzz-ci names artifacts)
-#   make fuzz-test            C unit test of the record codec and mutator
+#   make fuzz-ci TARGET=validator|numpy|torch|ref|<module>|producer-NAME FUZZ_SECONDS=60
+#                             CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage,
+#                             minimised crashes, Python reproducers, dedup against
+#                             fuzz/known/TARGET.txt, summary and results.json; exit 1 when new
+#   make fuzz-replay FILE=... [TARGET=...] [PRODUCER=...]   replay one input (TARGET defaults
+#                             to the file name's prefix before the first '-')
+#   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
+#   make fuzz-test            C unit test of the record codec and mutator, Python-side tests
 #   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
+#   make sanitize             fuzz/sanitize.mk
 #   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
 # Binaries in build/fuzz/: <t>.asan (libFuzzer, ASan+UBSan), <t>.fast (libFuzzer only, for
 # throughput), <t>.afl (afl-clang-fast -fsanitize=fuzzer), dlc_mutator.so (AFL++ custom
-# mutator), for t in validator, consumer, pyempty (the empty harness baseline).
+# mutator), for t in validator, consumer, producer, pyempty and pybase (the baselines).
 
 PYTHON ?= /usr/bin/python3
 BUILD ?= build

@@ -148,6 +148,16 @@ static int array_api_dtype(const dlc_record *r) {
   return 0;
 }
 
+/* small: the product of the extents, zeros counted as 1, times the item size is within the
+ * cap (a zero-size tensor with giant other extents may be refused: its row-major strides or
+ * the product of its other extents overflow). */
+static int small_span(const dlc_record *r, const dlc_plan *p) {
+  unsigned __int128 span = p->ext.itemsize;
+  for (int i = 0; i < dlc_rec_dims(r) && span <= DLC_REC_BUFFER_CAP; ++i)
+    span *= (unsigned __int128)(r->shape[i] > 1 ? r->shape[i] : 1);
+  return span <= DLC_REC_BUFFER_CAP;
+}
+
 /* The clause a consumer breaks by refusing this export, or NULL. Only plain exports count:
  * CPU (1, 0), an array-API dtype, a small valid extent of at most 8 dims with row-major or NULL
  * strides, no byte_offset, a shape, no keywords, an unconsumed capsule, version 1.0..1.3
@@ -158,13 +168,7 @@ static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, lon
   int versioned = (r->kind & DLC_REC_VERSIONED) != 0;
   /* VER-02: a consumer that did not ask for max_version >= 1 may refuse a versioned capsule */
   if (versioned && max_major < 1) return NULL;
-  /* small: the product of the extents, zeros counted as 1, times the item size is within
-   * the cap (a zero-size tensor with giant other extents may be refused: its row-major
-   * strides overflow) */
-  unsigned __int128 span = p->ext.itemsize;
-  for (int i = 0; i < dlc_rec_dims(r) && span <= DLC_REC_BUFFER_CAP; ++i)
-    span *= (unsigned __int128)(r->shape[i] > 1 ? r->shape[i] : 1);
-  if (span > DLC_REC_BUFFER_CAP) return NULL;
+  if (!small_span(r, p)) return NULL;
   if (r->device_type != kDLCPU || r->device_id != 0 || !array_api_dtype(r) ||
       (r->kw & (DLC_KW_PASSED | DLC_KW_OLD_PRODUCER)) != 0 ||
       p->ext.status != DLC_EXTENT_OK || r->ndim > 8 || !p->ext.row_major ||
@@ -405,8 +409,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int other_reason = breach != NULL || !array_api_dtype(&r) || r.ndim > 32 ||
                        f->mem.plan.ext.status != DLC_EXTENT_OK ||
                        f->mem.plan.mode != DLC_DATA_BUFFER ||
-                       (unsigned __int128)f->mem.plan.ext.numel * f->mem.plan.ext.itemsize >
-                           DLC_REC_BUFFER_CAP ||
+                       !small_span(&r, &f->mem.plan) ||
                        ((r.kind & DLC_REC_VERSIONED) && max_major < 1);
     dlc_check_refusal_class(&r, copy_passed(&r, &f->mem.plan), &log, other_reason);
   } else {

@@ -273,7 +273,7 @@ class Fuzz:
     def minimize(self, f):
         if self.a.minimize_seconds <= 0:
             return
-        out = self.prefix + "min-" + os.path.basename(f["input"]).split("-", 1)[-1]
+        out = self.prefix + "min-" + os.path.basename(f["input"])[len(self.a.target) + 1:]
         others = [k for k in self.set_aside if k not in (f["key"], f.get("context"))]
         tmp = out + ".ignore"
         self.write_ignore(tmp, others)
@@ -300,9 +300,12 @@ class Fuzz:
             return
         with open(path, "rb") as fh:
             data = fh.read()
+        finding = "%s: %s" % (f["clause"], f["message"])
         try:
-            text = fuzzrepro.reproducer(data, self.a.consumer or self.a.target,
-                                        "%s: %s" % (f["clause"], f["message"]), os.path.basename(path))
+            if self.a.producer:
+                text = fuzzrepro.producer_reproducer(data, self.a.producer, finding, os.path.basename(path))
+            else:
+                text = fuzzrepro.reproducer(data, self.a.consumer or self.a.target, finding, os.path.basename(path))
         except Exception as e:  # a reproducer that cannot be written is reported, not fatal
             text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
         with open(f["repro_file"], "w", encoding="utf-8") as fh:

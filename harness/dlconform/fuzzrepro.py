@@ -231,10 +231,71 @@ def main(argv):
     args = ap.parse_args(argv)
     import os
 
-    target = args.target or os.path.basename(args.file).split("-", 1)[0]
+    base = os.path.basename(args.file)
+    if args.target and args.target.startswith("producer-") or (not args.target and base.startswith("producer-")):
+        name = (args.target or base).split("-")[1]
+        print(producer_reproducer(open(args.file, "rb").read(), name, args.finding, base), end="")
+        return 0
+    target = args.target or base.split("-", 1)[0]
     if target in ("crash", "leak", "timeout", "oom", "validator", ""):
         target = "numpy"
     with open(args.file, "rb") as f:
         data = f.read()
     print(reproducer(data, target, args.finding, os.path.basename(args.file)), end="")
     return 0
+
+
+PRODUCER_TEMPLATE = '''\
+# dlconform fuzz reproducer (producer target), record format 1: {name}
+# finding: {finding}
+# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE
+from dlconform import _probe, fuzzproducer
+
+# fuzz/target_producer.c's view parameters for this record
+made = fuzzproducer.build({producer!r}, {dtype_index}, {shape!r}, {strides!r}, {offset}, {readonly}, {seed})
+assert made is not None, "the producer cannot express this view (the target skips it)"
+x, expected, itemsize, base, nbytes = made
+print("view:", type(x).__name__, getattr(x, "shape", None))
+cap = x.__dlpack__({kwargs})
+assert {stream!r} is None, "STR-10/STR-02: a CPU tensor was exported with stream=%r" % ({stream!r},)
+assert {dl_device!r} in (None, (1, 0)), "DEV-05: exported for dl_device=%r" % ({dl_device!r},)
+info = _probe.inspect(cap)
+print("capsule:", info["name"], "flags", info.get("flags"), "shape", info.get("shape"), "strides", info.get("strides"),
+      "byte_offset", info.get("byte_offset"))
+print("check:", _probe.check(cap))
+got = _probe.read_elements(cap)
+assert got == expected, "SEM-01: the values read through the export differ from the view's"
+print("done: the finding did not show; the exception or assertion above is the finding otherwise")
+'''
+
+DTYPE_KEYS = ((6, 8), (0, 8), (0, 16), (0, 32), (0, 64), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32), (2, 64),
+              (5, 64), (5, 128))
+
+
+def producer_reproducer(data, producer="numpy", finding="", name="input"):
+    """Reproducer for an input of the producer target (fuzz/target_producer.c's mapping)."""
+    rec = decode(data)
+    code, bits, _lanes = rec["dtype"]
+    idx = DTYPE_KEYS.index((code, bits)) if (code, bits) in DTYPE_KEYS else (code + bits) % 13
+    nd = (rec["ndim"] & 0xFF) % 5
+    shape = tuple((rec["shape"][i] if i < len(rec["shape"]) else 0) % (1 << 64) % 5 for i in range(nd))
+    strides = tuple(_c_mod(rec["strides"][i] if i < len(rec["strides"]) else 0, 9) for i in range(nd))
+    kw = {}
+    if rec["kw"] & KW["max_version"]:
+        kw["max_version"] = rec["max_version"]
+    if rec["kw"] & KW["copy"]:
+        kw["copy"] = (None, False, True)[rec["copy"]]
+    if rec["kw"] & KW["dl_device"]:
+        kw["dl_device"] = rec["kw_device"]
+    if rec["kw"] & KW["stream"]:
+        kw["stream"] = (None, rec["stream"], "stream")[rec["stream_kind"]]
+    return PRODUCER_TEMPLATE.format(
+        name=name, finding=finding or "(none recorded)", producer=producer, dtype_index=idx, shape=shape,
+        strides=strides, offset=rec["byte_offset"] % 64, readonly=rec["flags"] & 1, seed=rec["seed"],
+        kwargs=", ".join("%s=%r" % kv for kv in kw.items()), stream=kw.get("stream"), dl_device=kw.get("dl_device"))
+
+
+def _c_mod(a, m):
+    """C's a % m for int64 a (the sign follows a)."""
+    r = abs(a) % m
+    return -r if a < 0 else r
