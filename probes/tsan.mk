@@ -1,7 +1,8 @@
 # TSan stress of ref's cached export (probes/tests/tsan_cache.c); included from the top Makefile.
-#   make tsan       build build/tsan_cache with -fsanitize=thread and run it twice: the real
-#                   cache must be race-free (exit 0); with DLCONFORM_REF_FAULT=cache_no_cas
-#                   TSan must report a race (exit 66).
+#   make tsan       build build/tsan_cache with -fsanitize=thread and run it three times: the
+#                   real cache must be race-free in both disciplines (exit 0); with
+#                   DLCONFORM_REF_FAULT=cache_no_cas or cache_deleter_no_gil TSan must report
+#                   a race (exit 66).
 #   make tsan-if-available   the same where the compiler links -fsanitize=thread, else a note.
 # The executable embeds libpython ($(PYTHON)-config --embed) and compiles the ref sources
 # itself, so nothing in harness/dlconform/ is a sanitizer build.
@@ -23,6 +24,9 @@ tsan: $(TSAN_BIN)
 	@DLCONFORM_REF_FAULT=cache_no_cas TSAN_OPTIONS=halt_on_error=0 $(TSAN_BIN) >/dev/null 2>$(BUILD)/tsan_fault.log; rc=$$?; \
 	  if [ $$rc -ne 66 ]; then echo "tsan: cache_no_cas not caught (exit $$rc, expected 66; $(BUILD)/tsan_fault.log)"; exit 1; fi; \
 	  echo "tsan: cache_no_cas caught (exit 66)"
+	@DLCONFORM_REF_FAULT=cache_deleter_no_gil TSAN_OPTIONS=halt_on_error=0 $(TSAN_BIN) >/dev/null 2>$(BUILD)/tsan_fault_gil.log; rc=$$?; \
+	  if [ $$rc -ne 66 ]; then echo "tsan: cache_deleter_no_gil not caught (exit $$rc, expected 66; $(BUILD)/tsan_fault_gil.log)"; exit 1; fi; \
+	  echo "tsan: cache_deleter_no_gil caught (exit 66)"
 
 tsan-if-available:
 	@if echo 'int main(void){return 0;}' | $(TSAN_CC) -fsanitize=thread -x c - -o $(BUILD)/.tsan_probe 2>/dev/null; then \

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 
 from . import SUITES_DIR, __version__
@@ -45,6 +46,8 @@ def build_parser():
                    help="restarts of a target's child after crashes (default 100)")
     r.add_argument("--suites", default=SUITES_DIR, metavar="DIR", help="the suites folder (default: <repo>/suites)")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
+    r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
+                   help="targets run at once, each in its own child (default: the CPU count, at most 4)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench.py)",
                        prog="dlconform bench")
@@ -88,15 +91,30 @@ def _say(msg):
 
 
 class _Sink:
+    """results.jsonl as records arrive; safe to call from the --jobs worker threads."""
+
     def __init__(self, path):
         self.f = open(path, "w", encoding="utf-8")
+        self.lock = threading.Lock()
 
     def __call__(self, rec):
-        self.f.write(json.dumps(rec, default=str) + "\n")
-        self.f.flush()
+        line = json.dumps(rec, default=str) + "\n"
+        with self.lock:
+            self.f.write(line)
+            self.f.flush()
 
     def close(self):
         self.f.close()
+
+
+def _jobs(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number of jobs, got %r" % text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("--jobs must be at least 1, got %d" % n)
+    return n
 
 
 def _skip_record(spec, reason):
@@ -165,29 +183,56 @@ def cmd_run(args):
         return finish(EXIT_USAGE)
 
     progress = None
-    runner = Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
-                    target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
-                    progress=progress)
-    try:
-        for spec in runnable:
+    jobs = min(args.jobs or min(os.cpu_count() or 1, 4), len(runnable))
+    runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
+                      target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
+                      progress=progress) for _ in range(jobs)]
+    queue = list(runnable)
+    runs = {}
+    lock = threading.Lock()
+
+    def worker(runner):
+        # One Runner per thread: a Runner drives one child at a time. Each target still has
+        # its own process; the threads only wait on them.
+        while True:
+            with lock:
+                if not queue:
+                    return
+                spec = queue.pop(0)
             if not args.quiet:
                 print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"])
-            results.extend(run.records)
-            targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts,
-                                 duration=round(run.duration, 3))
+            with lock:
+                runs[spec] = run
+                targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts,
+                                     duration=round(run.duration, 3))
             if not args.quiet:
                 counts = run.summary()
                 print("dlconform: %s: %s" % (spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v))
                                              or "no results"), flush=True)
+
+    threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in runners]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
     except KeyboardInterrupt:
-        runner.kill()
+        with lock:
+            queue.clear()
+        for r in runners:
+            r.kill()
         for spec in runnable:
-            if targets[spec]["status"] == "pending":
+            if spec in runs:
+                results.extend(runs[spec].records)
+            elif targets[spec]["status"] == "pending":
                 targets[spec].update(status="skipped", reason="interrupted")
         finish(EXIT_FAIL)
         _say("interrupted")
         return 130
+    for spec in runnable:  # report order is the command line's, whatever finished first
+        results.extend(runs[spec].records)
     code = EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK
     return finish(code)
 

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -76,7 +77,43 @@ def test_ref_passes_every_check(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+# Faults that are data races and nothing else: no suite check can see them from Python
+# (every exchange-API call holds the GIL), so the check that catches them is the TSan stress
+# of ref's cache (probes/tests/tsan_cache.c, `make tsan`, part of `make test`): exit 66.
+TSAN_FAULTS = {"cache_no_cas", "cache_deleter_no_gil"}
+
+
+_TSAN_BUILD = threading.Lock()
+
+
+def _tsan_build():
+    """(ok, why): builds build/tsan_cache once, where the compiler links -fsanitize=thread."""
+    with _TSAN_BUILD:
+        probe = subprocess.run(["sh", "-c", "echo 'int main(void){return 0;}' | ${CC:-cc} -fsanitize=thread -x c - "
+                                "-o /tmp/dlconform_tsan_probe && rm -f /tmp/dlconform_tsan_probe"], capture_output=True)
+        if probe.returncode != 0:
+            return False, "no TSan here"
+        build = subprocess.run(["make", "--no-print-directory", "build/tsan_cache"], cwd=REPO, capture_output=True,
+                               text=True, timeout=600)
+        return build.returncode == 0, build.stderr[-400:]
+
+
+def _tsan_fault(name, clause):
+    ok, why = _tsan_build()
+    if not ok and why == "no TSan here":
+        return name, clause, ["skip:no TSan on this machine, not checked"], ""
+    if not ok:
+        return name, clause, [], "tsan_cache did not build: " + why
+    env = dict(os.environ, DLCONFORM_REF_FAULT=name, TSAN_OPTIONS="halt_on_error=0")
+    p = subprocess.run([str(REPO / "build" / "tsan_cache")], env=env, capture_output=True, text=True, timeout=600)
+    if p.returncode == 66 and "ThreadSanitizer: data race" in p.stderr:
+        return name, clause, ["tsan:data race (tsan_cache exit 66)"], ""
+    return name, clause, [], "tsan_cache exit %d" % p.returncode
+
+
 def _run_fault(tmp_path, name, clause):
+    if name in TSAN_FAULTS:
+        return _tsan_fault(name, clause)
     out = tmp_path / name
     proc, data = run_dlconform(out, "--target", f"ref:fault={name}", "--clause", clause)
     if data is None:

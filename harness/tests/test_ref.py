@@ -699,6 +699,7 @@ OBSERVE = {
     "positional_args": lambda: _raises(lambda: _t().__dlpack__(None, (1, 3))),
     "unexportable_typeerror": lambda: _raises(lambda: _t(exportable=False).__dlpack__()),
     "cache_no_cas": None,  # only a data race: observable under TSan, see test below
+    "cache_deleter_no_gil": None,  # the same (test_tsan.py)
     "consumer_no_rename": _no_rename,
     "consumer_accepts_used": _accepts_used,
     "consumer_double_delete": _after_death,
@@ -909,6 +910,14 @@ def test_fault_cache_no_cas_is_selectable(fault):
     t = _t()
     a, b = t.__dlpack__(max_version=(1, 3)), t.__dlpack__(max_version=(1, 3))
     assert pointer_of(a) == pointer_of(b)  # single-threaded it still works
+
+
+def test_fault_cache_deleter_no_gil_is_selectable(fault):
+    fault("cache_deleter_no_gil")
+    t = _t()
+    a, b = t.__dlpack__(max_version=(1, 3)), t.__dlpack__(max_version=(1, 3))
+    assert pointer_of(a) == pointer_of(b)  # with the GIL held the deleter is still correct
+    del a, b
 
 
 def test_fault_from_environment():

@@ -1,5 +1,6 @@
 """The TSan stress of ref's cached export (probes/tests/tsan_cache.c, `make tsan`): the real
-cache is race-free (exit 0) and the cache_no_cas fault is a race TSan reports (exit 66)."""
+cache is race-free in both disciplines (exit 0), and the cache_no_cas and cache_deleter_no_gil
+faults are races TSan reports (exit 66)."""
 import os
 import subprocess
 from pathlib import Path
@@ -45,3 +46,9 @@ def test_cache_without_cas_is_a_race_tsan_reports(tsan_bin):
     p = _run(tsan_bin, "cache_no_cas")
     assert p.returncode == 66, "exit %d\n%s" % (p.returncode, p.stderr[-3000:])
     assert "ThreadSanitizer: data race" in p.stderr and "ref_cache_handout" in p.stderr
+
+
+def test_gil_counted_deleter_without_the_gil_is_a_race_tsan_reports(tsan_bin):
+    p = _run(tsan_bin, "cache_deleter_no_gil")
+    assert p.returncode == 66, "exit %d\n%s" % (p.returncode, p.stderr[-3000:])
+    assert "ThreadSanitizer: data race" in p.stderr and "drop_gil_count" in p.stderr

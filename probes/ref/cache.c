@@ -1,7 +1,14 @@
 /* cache: one DLManagedTensorVersioned per tensor, shared by every no-copy versioned
  * export (__dlpack__ and managed_tensor_from_py_object_no_sync).
  *
- * Invariants:
+ * Two disciplines, one per interpreter kind (both stressed under TSan, tsan_cache.c):
+ *  - GIL builds (ref_cache_handout_gil): the slot and the count are plain and touched only
+ *    with the GIL held; the deleter takes the GIL when its thread lacks it. A hand-out
+ *    plus its deleter on a GIL-holding thread runs no locked instruction (issue 6 bound).
+ *  - free-threaded builds (ref_cache_handout, Py_GIL_DISABLED): CAS publication and
+ *    atomic counts, with the invariants below, safe with no GIL at all.
+ *
+ * Invariants of the free-threaded discipline:
  *  - the slot goes from NULL to one struct exactly once per tensor: racing creators each
  *    build a candidate and publish it with a compare-and-swap; a loser frees its own;
  *  - the struct's refcount is the hand-outs in flight plus one for the tensor; each
@@ -47,7 +54,27 @@ DLManagedTensorVersioned *ref_cache_handout(RefTensor *t) {
   return cur;
 }
 
+/* GIL held. The struct's count is the hand-outs in flight plus one for the tensor; its
+ * contents never change after it is stored (as above). */
+DLManagedTensorVersioned *ref_cache_handout_gil(RefTensor *t) {
+  DLManagedTensorVersioned *m = t->cache_gil;
+  if (!m) {
+    DLTensor dl;
+    ref_tensor_fill(t, &dl);
+    m = ref_make_versioned(t->buf, &dl, ref_export_flags(t));
+    if (!m) return NULL;
+    ref_versioned_mark_cached(m);
+    ref_versioned_use_gil_count(m); /* the tensor's reference */
+    t->cache_gil = m;
+  }
+  ref_versioned_retain_gil(m);
+  return m;
+}
+
 void ref_cache_release(RefTensor *t) {
   DLManagedTensorVersioned *m = atomic_exchange_explicit(&t->cache, NULL, memory_order_acq_rel);
   if (m) ref_versioned_release(m); /* direct call: m->deleter may be a probe trampoline */
+  m = t->cache_gil;
+  t->cache_gil = NULL;
+  if (m) ref_versioned_release_gil(m);
 }

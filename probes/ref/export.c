@@ -4,8 +4,9 @@
  * Invariants:
  *  - every managed struct holds one reference to the tensor's ref_buf, so data stays valid
  *    until its deleter runs, whatever happens to the Tensor (OWN-05);
- *  - deleters free the struct (OWN-02) and never touch Python (OWN-04): they may run on any
- *    thread, without the GIL, after finalisation;
+ *  - deleters free the struct (OWN-02) and may run on any thread, without the GIL, after
+ *    finalisation (OWN-04). Only the GIL-counted deleter touches Python: it takes the GIL
+ *    when its thread lacks it, and leaks once the interpreter is finalising;
  *  - strides are non-NULL for ndim > 0 (LAY-06), data is NULL for zero-size (LAY-04),
  *    versioned exports carry version (1, 3) (VER-07) and only defined flags (FLG-01). */
 #include "ref.h"
@@ -18,6 +19,7 @@
 typedef struct {
   DLManagedTensorVersioned m; /* first: the struct's address is the hand-out */
   atomic_long refs;           /* hand-outs in flight (+1 held by a caching tensor) */
+  long gil_refs;              /* the same, GIL discipline: touched only with the GIL held */
   ref_buf *buf;
   int cached;                 /* 1 once published as a tensor's cached export */
   int64_t dims[];             /* shape then strides, ndim each */
@@ -45,13 +47,56 @@ static void release_n(ref_managed_v *v, long n) {
   free(v);
 }
 
+static void poison_if_unretained(ref_managed_v *v) {
+  if (v->cached && ref_fault_is(FAULT_CACHE_HANDOUT_UNRETAINED)) /* fault (OWN-05): as if */
+    memset(v->dims, 0xA5, sizeof(int64_t) * 2 * (size_t)v->m.dl_tensor.ndim); /* freed */
+}
+
 /* Any thread, no GIL, no Python (OWN-04): one hand-out's reference goes. */
 static void versioned_deleter(DLManagedTensorVersioned *self) {
   ref_managed_v *v = (ref_managed_v *)self;
-  if (v->cached && ref_fault_is(FAULT_CACHE_HANDOUT_UNRETAINED)) /* fault (OWN-05): as if */
-    memset(v->dims, 0xA5, sizeof(int64_t) * 2 * (size_t)v->m.dl_tensor.ndim); /* freed */
+  poison_if_unretained(v);
   release_n(v, 1);
 }
+
+/* GIL discipline. gil_refs is a plain long: every read and write of it happens with the
+ * GIL held (hand-outs run under it, tensor dealloc too, and the deleter takes it), so the
+ * GIL orders them and no locked instruction is needed. Not for Py_GIL_DISABLED builds. */
+static void drop_gil_count(ref_managed_v *v) {
+  if (--v->gil_refs) return;
+  ref_buf_decref(v->buf);
+  free(v);
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define ref_interpreter_finalizing() Py_IsFinalizing()
+#else
+#define ref_interpreter_finalizing() _Py_IsFinalizing()
+#endif
+
+static void versioned_deleter_gil(DLManagedTensorVersioned *self) {
+  ref_managed_v *v = (ref_managed_v *)self;
+  poison_if_unretained(v);
+  if (ref_gil_held() || ref_fault_is(FAULT_CACHE_DELETER_NO_GIL)) {
+    drop_gil_count(v);
+    return;
+  }
+  /* OWN-04: no Python once the interpreter is going away: the struct leaks instead */
+  if (!Py_IsInitialized() || ref_interpreter_finalizing()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  drop_gil_count(v);
+  PyGILState_Release(gil);
+}
+
+void ref_versioned_use_gil_count(DLManagedTensorVersioned *m) {
+  ref_managed_v *v = (ref_managed_v *)m;
+  v->gil_refs = atomic_load_explicit(&v->refs, memory_order_relaxed); /* unpublished */
+  v->m.deleter = versioned_deleter_gil;
+}
+
+void ref_versioned_retain_gil(DLManagedTensorVersioned *m) { ((ref_managed_v *)m)->gil_refs++; }
+
+void ref_versioned_release_gil(DLManagedTensorVersioned *m) { drop_gil_count((ref_managed_v *)m); }
 
 void ref_versioned_mark_cached(DLManagedTensorVersioned *m) { ((ref_managed_v *)m)->cached = 1; }
 
@@ -73,6 +118,7 @@ DLManagedTensorVersioned *ref_make_versioned(ref_buf *buf, const DLTensor *t, ui
   v->m.flags = flags;
   copy_layout(&v->m.dl_tensor, t, v->dims);
   atomic_init(&v->refs, 1);
+  v->gil_refs = 0;
   v->cached = 0;
   v->buf = buf;
   ref_buf_incref(buf);
@@ -140,7 +186,11 @@ static int export_fault_active(void) {
 }
 
 DLManagedTensorVersioned *ref_export_versioned_nocopy(RefTensor *t) {
+#ifdef Py_GIL_DISABLED
   if (!export_fault_active()) return ref_cache_handout(t);
+#else
+  if (!export_fault_active()) return ref_cache_handout_gil(t);
+#endif
   DLTensor dl;
   int64_t scratch[REF_MAX_NDIM];
   ref_tensor_fill(t, &dl);

@@ -155,6 +155,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CACHE_HANDOUT_UNRETAINED] = {"cache_handout_unretained", "OWN-05", P, 0,
         "releasing one cached hand-out scribbles 0xA5 over the shared struct's shape and "
         "strides, as a premature free would, while other hand-outs still use it"},
+    [FAULT_CACHE_DELETER_NO_GIL] = {"cache_deleter_no_gil", "OWN-04", P, 0,
+        "the deleter of a GIL-counted cached hand-out drops its count without taking the "
+        "GIL on a thread that lacks it (a data race for TSan; counts can be lost)"},
     [FAULT_CONSUMER_NO_RENAME] = {"consumer_no_rename", "CAP-03", C, 0,
         "from_dlpack does not rename the capsule it consumes"},
     [FAULT_CONSUMER_ACCEPTS_USED] = {"consumer_accepts_used", "CAP-04", C, 0,
@@ -185,25 +188,17 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "from_dlpack does not retry without the new keywords on TypeError"},
 };
 
-static atomic_int active_fault = FAULT_NONE;
-
-int ref_fault_is(ref_fault_id f) {
-  return atomic_load_explicit(&active_fault, memory_order_relaxed) == (int)f;
-}
-
-ref_fault_id ref_fault_current(void) {
-  return (ref_fault_id)atomic_load_explicit(&active_fault, memory_order_relaxed);
-}
+atomic_int ref_active_fault = FAULT_NONE;
 
 int ref_fault_set_name(const char *name) {
   if (!name || !*name) {
-    atomic_store(&active_fault, FAULT_NONE);
+    atomic_store(&ref_active_fault, FAULT_NONE);
     ref_exchange_api_refresh(); /* XAPI faults that change the type's attribute */
     return 0;
   }
   for (int f = 1; f < FAULT_COUNT; f++) {
     if (strcmp(ref_fault_table[f].name, name) == 0) {
-      atomic_store(&active_fault, f);
+      atomic_store(&ref_active_fault, f);
       ref_exchange_api_refresh(); /* XAPI faults that change the type's attribute */
       return 0;
     }

@@ -5,7 +5,9 @@
  *   faults.c        the built-in faults ("mutants"), one clause each
  *   tensor.c        the Tensor type
  *   export.c        __dlpack__: capsules, the capsule destructor, managed-struct deleters
- *   cache.c         the cached DLManagedTensorVersioned (one per tensor, C11 CAS)
+ *   cache.c         the cached DLManagedTensorVersioned (one per tensor; GIL-counted,
+ *                   or CAS and atomic counts in free-threaded builds)
+ *   gil.c           whether the calling thread holds the GIL (the cached deleter's test)
  *   exchange_api.c  the static DLPackExchangeAPI and __dlpack_c_exchange_api__
  *   consume.c       from_dlpack, the reference consumer
  *   forge.c         Forge: capsules with any metadata and counted deleters
@@ -110,6 +112,7 @@ typedef enum {
   FAULT_CONSUMER_XAPI_IGNORES_MAJOR,
   FAULT_CONSUMER_XAPI_NULL_DLTENSOR,
   FAULT_CACHE_HANDOUT_UNRETAINED, /* threads (issue 3): cache.c */
+  FAULT_CACHE_DELETER_NO_GIL,     /* export.c: the GIL-counted deleter skips the GIL */
   /* producer, device and copy (export.c) */
   FAULT_DL_DEVICE_CPU_REFUSED,
   FAULT_COPY_FALSE_COPIES,
@@ -168,9 +171,16 @@ typedef struct {
 
 extern const ref_fault_info ref_fault_table[FAULT_COUNT];
 
-/* 1 when fault f is the active one. The only test a fault site makes. */
-int ref_fault_is(ref_fault_id f);
-ref_fault_id ref_fault_current(void);
+/* The active fault (FAULT_NONE when clean); written only by ref_fault_set_name. */
+extern atomic_int ref_active_fault;
+/* 1 when fault f is the active one. The only test a fault site makes. Inline: fault
+ * sites sit on the benchmarked hand-out paths. */
+static inline int ref_fault_is(ref_fault_id f) {
+  return atomic_load_explicit(&ref_active_fault, memory_order_relaxed) == (int)f;
+}
+static inline ref_fault_id ref_fault_current(void) {
+  return (ref_fault_id)atomic_load_explicit(&ref_active_fault, memory_order_relaxed);
+}
 /* 0, or -1 with ValueError for an unknown name. NULL clears. */
 int ref_fault_set_name(const char *name);
 
@@ -190,9 +200,12 @@ typedef struct {
   int zero_size;
   int readonly;          /* fixed for the tensor's life, so the cached export's flags are */
   int exportable;        /* 0: __dlpack__ raises BufferError (ERR-01) */
-  /* The cached versioned export (created lazily, CAS-published), or NULL. The tensor
-   * holds one reference to it. */
+  /* The cached versioned export of the free-threaded discipline (created lazily,
+   * CAS-published, atomic counts), or NULL. The tensor holds one reference to it. */
   _Atomic(DLManagedTensorVersioned *) cache;
+  /* The cached versioned export of the GIL discipline (GIL builds): read, written and
+   * counted only with the GIL held, or NULL. The tensor holds one reference to it. */
+  DLManagedTensorVersioned *cache_gil;
 } RefTensor;
 
 extern PyTypeObject RefTensor_Type;
@@ -220,17 +233,30 @@ void ref_versioned_retain(DLManagedTensorVersioned *m);
 void ref_versioned_release(DLManagedTensorVersioned *m);
 /* Marks an unpublished candidate as a tensor's cached export (before publication). */
 void ref_versioned_mark_cached(DLManagedTensorVersioned *m);
+/* GIL discipline: switches an unpublished struct to a plain count guarded by the GIL.
+ * Retain and release then need the GIL; its deleter takes the GIL when the calling
+ * thread lacks it (OWN-04) and leaks once the interpreter is finalising. */
+void ref_versioned_use_gil_count(DLManagedTensorVersioned *m);
+void ref_versioned_retain_gil(DLManagedTensorVersioned *m);
+void ref_versioned_release_gil(DLManagedTensorVersioned *m);
+/* 1 when the calling thread holds the GIL; what PyGILState_Check answers (gil.c). */
+int ref_gil_held(void);
 /* A compact row-major copy of t's elements in a new buffer (NULL + MemoryError). */
 ref_buf *ref_copy_compact(const RefTensor *t);
 /* The flags a no-copy versioned export of t carries. */
 uint64_t ref_export_flags(const RefTensor *t);
-/* One hand-out of t's cached versioned export (created on first use). Never touches
+/* One hand-out of t's cached versioned export (created on first use), free-threaded
+ * discipline: CAS publication and atomic counts, safe without the GIL. Never touches
  * Python; NULL only when out of memory. */
 DLManagedTensorVersioned *ref_cache_handout(RefTensor *t);
-/* A no-copy versioned export of t: the cached hand-out, or a fresh struct while a fault
- * that alters exports is active. NULL only when out of memory. */
+/* The same with the GIL discipline: the caller holds the GIL, and no locked instruction
+ * runs on the hand-out or in its deleter on a thread that holds the GIL. */
+DLManagedTensorVersioned *ref_cache_handout_gil(RefTensor *t);
+/* A no-copy versioned export of t (GIL held): the cached hand-out (GIL discipline, or the
+ * free-threaded one where Py_GIL_DISABLED), or a fresh struct while a fault that alters
+ * exports is active. NULL only when out of memory. */
 DLManagedTensorVersioned *ref_export_versioned_nocopy(RefTensor *t);
-/* Drops the tensor's own reference to its cached export (tensor dealloc). */
+/* Drops the tensor's own references to its cached exports (tensor dealloc, GIL held). */
 void ref_cache_release(RefTensor *t);
 
 /* Capsules. kind_versioned selects the struct; the destructor is the standard one

@@ -193,6 +193,7 @@ RefTensor *ref_tensor_over(ref_buf *buf, char *data, uint64_t byte_offset, DLDat
   t->readonly = readonly;
   t->exportable = 1;
   atomic_init(&t->cache, NULL);
+  t->cache_gil = NULL;
   if (ndim > 0) {
     t->shape = malloc(sizeof(int64_t) * (size_t)ndim);
     t->strides = malloc(sizeof(int64_t) * (size_t)ndim);
