@@ -293,16 +293,97 @@ class Keep(RecordingProducer):
         return cap
 
 
+def held_elsewhere(caps):
+    """For each object of the list `caps` (the only reference the caller keeps to each), whether
+    something else holds it too: after an import, the consumer's result keeping the capsule.
+    Measured against a control object referenced the same way (one list, one local)."""
+    ctl = object()
+    pool = [ctl] + list(caps)
+    counts = [sys.getrefcount(o) for o in pool]
+    del pool
+    return [n > counts[0] for n in counts[1:]]
+
+
 def drop_capsules(p, imported):
-    """Lets go of the capsules a producer handed out. After a successful import a capsule the
-    consumer did not rename (CAP-03) would make its destructor call the deleter a second time:
-    such capsules are kept alive instead (their breach is reported by CAP-03)."""
+    """Lets go of the capsules a producer handed out; call it while the imported result is still
+    alive, so the deleter accounting that follows sees what really happens. A capsule the
+    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
+    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
+      when the result dies: the consumer's ownership goes through the producer's destructor) is
+      let go, so OWN-03 judges what the consumer really does;
+    - not held: kept alive for the life of the process. Its destructor would run the deleter
+      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
+      not a second fault; the consumer's own deleter calls are then counted alone.
+    Returns [(name, held)] of the capsules."""
     caps = list(getattr(p, "capsules", []))
     if hasattr(p, "capsules"):
         p.capsules.clear()
-    for c in caps:
-        if imported and _probe.inspect(c)["name"] not in USED_NAMES:
-            pin_forever(c)
+    names = [_probe.inspect(c)["name"] for c in caps]
+    held = held_elsewhere(caps)
+    if imported:
+        for c, name, h in zip(caps, names, held):
+            if name not in USED_NAMES and not h:
+                pin_forever(c)
+    del caps
+    return list(zip(names, held))
+
+
+def lifetime(p, box):
+    """The ownership of a successful import: box = [result] (emptied here, so the result dies).
+    Lets go of p's kept capsules while the result lives (drop_capsules), then counts the deleter
+    calls of p's forges while it lives and after it died. Returns {"names", "held", "renamed",
+    "alive", "after"}."""
+    fs = list(p.forges.values())
+    kept = drop_capsules(p, imported=True)
+    settle()
+    alive = sum(f.deleter_calls for f in fs)
+    box.clear()
+    settle()
+    after = sum(f.deleter_calls for f in fs)
+    names = [n for n, _ in kept]
+    return {"names": names, "held": [h for _, h in kept], "renamed": bool(names) and all(n in USED_NAMES for n in names),
+            "alive": alive, "after": after}
+
+
+_PLAIN_LIFETIME = {}
+
+
+def plain_lifetime(target):
+    """lifetime() of a plain import (a valid float32 (2, 3) capsule of the kind the consumer
+    asks for), cached per target; None when the consumer refuses it. What the consumer does with
+    every capsule: checks of other clauses report only departures from it, the rest being its
+    CAP-03/OWN-03 behaviour, judged there."""
+    key = target.name
+    if key not in _PLAIN_LIFETIME:
+        p = Keep(forges(shape=(2, 3)))
+        y, exc = try_import(target, p)
+        if exc is not None:
+            drop_capsules(p, imported=False)
+            _PLAIN_LIFETIME[key] = None
+        else:
+            box = [y]
+            del y
+            _PLAIN_LIFETIME[key] = lifetime(p, box)
+        settle()
+    return _PLAIN_LIFETIME[key]
+
+
+def lifetime_departures(obs, plain, what=""):
+    """Messages for each way the observed lifetime `obs` departs from a correct import (renamed
+    used_*, no deleter call while the result lives, exactly one after) that the consumer's plain
+    import does not share (a shared departure is one CAP-03/OWN-03 fault, reported there)."""
+    want = {"renamed": True, "alive": 0, "after": 1}
+    text = {"renamed": "capsule renamed used_* after import", "alive": "deleter calls while the result is alive",
+            "after": "deleter calls after the result died"}
+    out = []
+    for k in ("renamed", "alive", "after"):
+        if obs[k] == want[k] or (plain is not None and plain[k] == obs[k]):
+            continue
+        got = obs["names"] if k == "renamed" else obs[k]
+        out.append("%s%s: got %r, expected %r%s" % (what, text[k], got, want[k] if k != "renamed" else "used_*",
+                                                     "" if plain is None else " (a plain import: %r)"
+                                                     % (plain["names"] if k == "renamed" else plain[k])))
+    return out
 
 
 class ProducerError(Exception):
@@ -366,6 +447,22 @@ def try_import(target, obj, **kw):
         return None, e
 
 
+def missing_methods_verdict(obj, y, exc):
+    """(verdict, message) of from_dlpack(obj) for an obj without the DLPack methods (API-06,
+    ERR-03): AttributeError passes; another ordinary exception is warn, because the array API
+    phrases the exception types of a Raises section as a should (design_topics/exceptions.rst)
+    and the design topic says from_dlpack "may raise" AttributeError; a result or a SystemError
+    is fail."""
+    if exc is None:
+        return "fail", "from_dlpack(%r) returned %s" % (obj, type(y).__name__)
+    if isinstance(exc, AttributeError):
+        return "pass", ""
+    if isinstance(exc, SystemError):
+        return "fail", "from_dlpack(%r) raised %s" % (obj, describe_exc(exc))
+    return "warn", ("from_dlpack(%r) raised %s; the from_dlpack Raises section names AttributeError, a should "
+                    "for exception types in the array API (design_topics/exceptions.rst)" % (obj, describe_exc(exc)))
+
+
 def describe_exc(e):
     return "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 
@@ -386,6 +483,50 @@ def result_device(y):
         return (int(dev[0]), int(dev[1]))
     except Exception:
         return None
+
+
+def result_dtype(target, y):
+    """The dtype the consumer's result holds, as target.describe() reports it under "dtype": a
+    (code, bits, lanes) tuple, "bytes" for untyped memory (a byte buffer that keeps no element
+    type), or None when the adapter does not say (a typed result of a library's own dtype)."""
+    try:
+        v = target.describe(y).get("dtype")
+    except Exception:  # noqa: BLE001 - an adapter that cannot describe says nothing
+        return None
+    return tuple(v) if isinstance(v, (tuple, list)) else v
+
+
+def unknown_dtype_reading(target, y, forged, expected):
+    """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
+    element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
+    untyped bytes, over the same bytes reads nothing into the unknown value; any other dtype, a
+    typed result the adapter cannot name, or other bytes is a misread."""
+    held = result_dtype(target, y)
+    if held is None:
+        return True, "imported as a typed result (the library's own dtype, which cannot be %r)" % (forged,)
+    if held != "bytes" and held != tuple(forged):
+        return True, "imported as dtype %r" % (held,)
+    try:
+        got, _ = result_elements(target, y)
+    except Exception as e:  # noqa: BLE001
+        return True, "imported, but its bytes cannot be read (%s)" % describe_exc(e)
+    if got != expected:
+        return True, "imported with other bytes (%s, expected %s)" % (got[:16].hex(), expected[:16].hex())
+    if held == "bytes":
+        return False, "imported as untyped bytes (the dtype is not kept)"
+    return False, "imported carrying dtype %r unchanged" % (held,)
+
+
+def unknown_device_reading(y, forged):
+    """(misread, how) for a result imported from memory of a device type the consumer cannot
+    know: a result on another device misreads it; one with no device at all (a bare address) or
+    on the same device carries it."""
+    dev = result_device(y)
+    if dev is None:
+        return False, "imported as memory with no device attached (a bare address)"
+    if dev == tuple(forged):
+        return False, "imported carrying device %r unchanged" % (dev,)
+    return True, "imported as memory of device %r" % (dev,)
 
 
 _CONSUMER_VERSIONED = {}

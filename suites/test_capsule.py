@@ -535,15 +535,21 @@ def _check_import(target, check, versioned):
                 % kind)
     dev = S.result_device(y)
     check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
-    names = [_probe.inspect(c)["name"] for c in p.capsules]
-    check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
-    check.that(bool(names) and names[-1] == used, "CAP-03", "%s capsule name after import: %r, expected %r"
-               % (kind, names[-1] if names else None, used))
-    check.equal(forge.deleter_calls, 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
+    box = [y]
     del y
-    S.settle()
-    check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the result died" % kind)
-    S.drop_capsules(p, imported=True)
+    life = S.lifetime(p, box)  # the result dies in there
+    names = life["names"]
+    check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
+    if not (names and names[-1] == used):
+        # what the missing rename leads to, told once here (OWN-03 judges the deleter calls)
+        held = bool(life["held"]) and life["held"][-1]
+        check.record("CAP-03", "fail", "%s capsule name after import: %r, expected %r (%s)" % (
+            kind, names[-1] if names else None, used,
+            "the result keeps the capsule, so the producer's destructor runs the deleter when the result dies"
+            if held else "the result does not keep the capsule: its destructor runs the deleter as soon as the "
+            "capsule dies, whatever the consumer does"))
+    check.equal(life["alive"], 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
+    check.equal(life["after"], 1, "OWN-03", "%s: deleter calls after the result died" % kind)
     S.settle()
     check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the capsule died too" % kind)
 
@@ -622,6 +628,7 @@ def test_consumer_used_names_static(target, check):
         for c in p.capsules:
             names.append(_probe.inspect(c)["name"])
             pointers.append(S.name_pointer(c))
+        c = None  # no reference of ours may outlive the loop: drop_capsules counts them
         S.drop_capsules(p, imported=True)
     renamed = [ptr for ptr, n in zip(pointers, names) if n in S.USED_NAMES]
     if not renamed:
@@ -658,15 +665,14 @@ def test_consumer_calls_device_first(target, check):
 @pytest.mark.role("consumer")
 def test_consumer_object_without_methods(target, check):
     """An object of a library that never exports has neither method: from_dlpack raises
-    AttributeError."""
+    AttributeError. Reading: the design topic says from_dlpack "may raise" it, and the array
+    API gives exception types in a Raises section as a should (design_topics/exceptions.rst):
+    another ordinary exception is warn; a result or a SystemError is fail."""
     S.repro_unless_failed(check, S.setup_lines(target) + [
         "class NoDLPack: pass",
         "%s  # expected AttributeError" % S.consumer_expr(target, "NoDLPack()"),
     ])
     for obj in (S.NoDLPack(), object()):
         y, exc = S.try_import(target, obj)
-        if exc is None:
-            check.that(False, "API-06", "from_dlpack(%r) returned %s" % (obj, type(y).__name__))
-        else:
-            check.that(isinstance(exc, AttributeError), "API-06", "from_dlpack(%r) raised %s, expected AttributeError"
-                       % (obj, S.describe_exc(exc)))
+        verdict, message = S.missing_methods_verdict(obj, y, exc)
+        check.record("API-06", verdict, message)

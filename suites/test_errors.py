@@ -137,16 +137,15 @@ def test_producer_exception_propagates(target, check, where):
 def test_missing_methods_attributeerror(target, check):
     """from_dlpack(obj) for an obj without __dlpack__ and __dlpack_device__ raises AttributeError.
     An obj with __dlpack_device__ only: AttributeError expected too (warn otherwise: the Raises
-    text speaks of the methods, plural)."""
+    text speaks of the methods, plural). Reading: the array API gives the exception types of a
+    Raises section as a should (design_topics/exceptions.rst), so another ordinary exception is
+    warn; a result or a SystemError is fail."""
     check.repro(S.setup_lines(target) + ["class NoDLPack: pass",
                                          "%s  # expected AttributeError" % S.consumer_expr(target, "NoDLPack()")])
     for obj in (S.NoDLPack(), object(), 3):
         y, exc = S.try_import(target, obj)
-        if exc is None:
-            check.that(False, "ERR-03", "from_dlpack(%r) returned %s" % (obj, type(y).__name__))
-        else:
-            check.that(isinstance(exc, AttributeError), "ERR-03", "from_dlpack(%r) raised %s, expected AttributeError"
-                       % (obj, S.describe_exc(exc)))
+        verdict, message = S.missing_methods_verdict(obj, y, exc)
+        check.record("ERR-03", verdict, message)
     y, exc = S.try_import(target, S.DeviceOnly())
     if exc is None:
         check.warn("ERR-03", "from_dlpack of an object with __dlpack_device__ but no __dlpack__ returned %s"

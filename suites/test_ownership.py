@@ -236,8 +236,10 @@ def test_producer_manager_ctx_and_deleter_fields(target, check):
 @pytest.mark.clause("OWN-03")
 @C
 def test_consumer_calls_deleter_exactly_once(target, check):
-    """0 deleter calls while the imported result lives, exactly 1 after it dies; the capsule
-    was renamed used_* (so its destructor does not call the deleter again)."""
+    """0 deleter calls while the imported result lives, exactly 1 after it dies. Whether the
+    capsule was renamed used_* is CAP-03's (test_capsule.py); a consumer that keeps an unrenamed
+    capsule has its deleter run by the capsule's destructor when the result dies, which is
+    counted here like any other call (see _capsule_support.drop_capsules)."""
     for kw in [dict(shape=(4,)), dict(shape=(2, 3), dtype=(0, 32, 1)), dict(shape=())]:
         repro_once(check, attempt_lines(target, kw))
         att = Attempt(target, kw)
@@ -247,10 +249,6 @@ def test_consumer_calls_deleter_exactly_once(target, check):
             check.record("OWN-03", "fail" if why else "warn", "valid capsule %r refused: %s" % (kw, why or att.refusal()))
             att.settle()
             continue
-        names = att.names()
-        check.that(all(n and n.startswith("used_") for n in names), "OWN-03",
-                   "capsules after import are named %r: not renamed used_*, so their destructor will also run the "
-                   "deleter" % (names,))
         _, got = result_bytes(target, att.result)
         check.equal(got, att.forge.expected_elements(), "OWN-03", "result elements")
         deleter_accounting(check, att, alive)

@@ -22,11 +22,13 @@ def _producer_lines(target, mk, *body):
 @pytest.mark.role("producer")
 def test_producer_accepts_max_version_tuple(target, check):
     """__dlpack__ takes max_version as a (major, minor) tuple of ints and returns a capsule for
-    every consumer version: older (0, x), equal, newer minor and newer major."""
+    consumer versions of its own major (equal, newer minor) and a newer major (or BufferError).
+    An older major (0, x) is VER-04's case, judged by test_older_major_gets_legacy_or_buffererror:
+    a producer that mishandles it breaks VER-04, not the form of the argument."""
     x, values, mk = S.make(target)
-    check.repro(_producer_lines(target, mk, "for mv in [(0, 8), (1, 0), (1, 3), (1, 99), (2, 0)]:",
+    check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0)]:",
                                 "    print(mv, x.__dlpack__(max_version=mv))"))
-    for mv in ((1, 0),) + ((0, 8), (1, 3), (1, 99), (2, 0)):
+    for mv in ((1, 0), (1, 3), (1, 99), (2, 0)):
         try:
             cap = S.export_versioned(x, mv)
         except BufferError as e:
@@ -191,23 +193,23 @@ def _consumer_lines(target, *body):
     return S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer") + list(body)
 
 
-def _expect_import(target, check, clause, p, forge_of, what, used=None):
-    """Imports p; checks values, the rename and the deleter count. Returns True if it imported."""
+def _expect_import(target, check, clause, p, forge_of, what):
+    """Imports p; checks the values, and that the capsule's ownership (rename, deleter calls)
+    matches a correct import wherever the consumer's plain import does (a departure the plain
+    import shares is the consumer's CAP-03/OWN-03 fault, reported there once). Returns the
+    exception of a refusal, or None."""
+    plain = S.plain_lifetime(target)
     y, exc = S.try_import(target, p)
     if exc is not None:
-        check.that(False, clause, "%s: from_dlpack raised %s" % (what, S.describe_exc(exc)))
-        return False
+        return exc
     forge = forge_of(p)
     got, d = S.result_elements(target, y)
     check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
-    if used is not None and getattr(p, "capsules", None):
-        check.equal(_probe.inspect(p.capsules[-1])["name"], used, clause, "%s: capsule name after import" % what)
-    check.equal(forge.deleter_calls, 0, clause, "%s: deleter calls while the result is alive" % what)
+    box = [y]
     del y
-    S.settle()
-    check.equal(forge.deleter_calls, 1, clause, "%s: deleter calls after the result died" % what)
-    S.drop_capsules(p, imported=True)
-    return True
+    for message in S.lifetime_departures(S.lifetime(p, box), plain, "%s: " % what):
+        check.that(False, clause, message)
+    return None
 
 
 def _expect_refusal(target, check, clause, p, forge, what):
@@ -215,10 +217,11 @@ def _expect_refusal(target, check, clause, p, forge, what):
     y, exc = S.try_import(target, p)
     if exc is None:
         check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(y).__name__))
+        S.drop_capsules(p, imported=True)  # while the result lives: it may be what keeps the capsule
         del y
     else:
         check.that(not isinstance(exc, SystemError), clause, "%s: refused with %s" % (what, S.describe_exc(exc)))
-    S.drop_capsules(p, imported=exc is None)
+        S.drop_capsules(p, imported=False)
     del p
     S.settle()
     return exc
@@ -250,16 +253,31 @@ def test_consumer_checks_name_and_version(target, check):
     with an unknown name."""
     S.require_versioned_consumer(target)
     cases = [
-        ("legacy capsule although max_version was passed", {"versioned": False}, S.USED_LEGACY),
-        ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)}, S.USED_VERSIONED),
+        ("legacy capsule although max_version was passed", {"versioned": False}),
+        ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)}),
     ]
-    for what, fk, used in cases:
+    for what, fk in cases:
         fk = dict(fk, shape=(2, 3))
         S.repro_unless_failed(check, _consumer_lines(
             target, "p = RecordingProducer(%s)" % S.forge_repr(fk), "y = %s" % S.consumer_expr(target)))
         forge = S._ref().Forge(**fk)
         p = S.Keep(forge)
-        _expect_import(target, check, "VER-05", p, lambda _p: forge, what, used)
+        exc = _expect_import(target, check, "VER-05", p, lambda _p: forge, what)
+        if exc is not None:
+            S.drop_capsules(p, imported=False)
+            S.settle()
+            if isinstance(exc, SystemError) or forge.deleter_calls != 1:
+                check.record("VER-05", "fail", "%s: refused with %s, deleter calls afterwards %d (expected 1)"
+                             % (what, S.describe_exc(exc), forge.deleter_calls))
+            elif fk["versioned"]:
+                check.record("VER-05", "fail", "%s: from_dlpack raised %s" % (what, S.describe_exc(exc)))
+            else:
+                # the consumer looked at the name and refused the kind it did not ask for: it
+                # checked (VER-05); taking both kinds is VER-11's SHOULD
+                check.warn("VER-05", "%s: refused with %s; the consumer checks the capsule name, but a legacy "
+                           "capsule is what a producer at DLPack 0.x answers to max_version (VER-03), and "
+                           "consumers should take both kinds (VER-11)" % (what, S.describe_exc(exc)))
+            continue
         S.drop_capsules(p, imported=False)
         S.settle()
     fk = {"versioned": True, "shape": (2, 3), "capsule_name": "dltensor_v9"}
@@ -330,15 +348,18 @@ def test_consumer_refuses_other_major(target, check):
 @pytest.mark.clause("VER-09")
 @pytest.mark.role("consumer")
 def test_consumer_newer_minor(target, check):
-    """Version (1, 99) with fields the consumer knows is usable; with an unknown dtype code or
-    device type it must be refused, not misread."""
+    """Version (1, 99) with fields the consumer knows is usable; an unknown dtype code or device
+    type must not be misread: refusing it passes, reading it as another dtype or device fails, and
+    carrying it unchanged (or keeping no dtype or device at all) is warn (catalogue reading)."""
     S.require_versioned_consumer(target)
     fk = {"versioned": True, "version": (1, 99), "shape": (2, 3)}
     S.repro_unless_failed(check, _consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
                                                  "y = %s" % S.consumer_expr(target)))
     forge = S._ref().Forge(**fk)
     p = S.Keep(forge)
-    _expect_import(target, check, "VER-09", p, lambda _p: forge, "version (1, 99), known fields", S.USED_VERSIONED)
+    exc = _expect_import(target, check, "VER-09", p, lambda _p: forge, "version (1, 99), known fields")
+    if exc is not None:
+        check.that(False, "VER-09", "version (1, 99), known fields: from_dlpack raised %s" % S.describe_exc(exc))
     S.drop_capsules(p, imported=False)
     S.settle()
     for what, extra, device in (("unknown dtype code 99", {"dtype": (99, 32, 1)}, (1, 0)),
@@ -350,9 +371,30 @@ def test_consumer_newer_minor(target, check):
             "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
         forge = S._ref().Forge(**fk)
         p = S.Keep(forge, device=device)
-        _expect_refusal(target, check, "VER-09", p, forge, "version (1, 99), " + what)
+        y, exc = S.try_import(target, p)
+        if exc is None:
+            # an unknown value must not be misread (VER-09); carrying it unchanged, or keeping
+            # no dtype or device at all, reads nothing into it: the header calls such a tensor
+            # safe only "as long as the consumer knows how to interpret all fields" (warn)
+            if "dtype" in extra:
+                misread, how = S.unknown_dtype_reading(target, y, extra["dtype"], forge.expected_elements())
+            else:
+                misread, how = S.unknown_device_reading(y, extra["device"])
+            if misread:
+                check.record("VER-09", "fail", "version (1, 99), %s: %s" % (what, how))
+            else:
+                check.warn("VER-09", "version (1, 99), %s: %s; not misread, but the header calls a tensor usable "
+                           "only when the consumer can interpret every field" % (what, how))
+            S.drop_capsules(p, imported=True)  # while the result lives: it may be what keeps the capsule
+            del y
+        else:
+            check.that(not isinstance(exc, SystemError), "VER-09", "version (1, 99), %s: refused with %s"
+                       % (what, S.describe_exc(exc)))
+            S.drop_capsules(p, imported=False)
+        del p
+        S.settle()
         check.equal(forge.deleter_calls, 1 if forge.capsules_made else 0, "VER-09",
-                    "%s: deleter calls once the refused capsule is gone" % what)
+                    "%s: deleter calls once the capsule is gone" % what)
 
 
 @pytest.mark.clause("VER-11")

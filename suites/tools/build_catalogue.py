@@ -16,7 +16,7 @@ INFO = {"CAP-10", "DEV-08", "STR-13", "STR-15", "XAPI-20"}
 READINGS = {
     "API-04": "A CPU-only consumer that skips __dlpack_device__ loses nothing, so a missing or late call is reported as warn.",
     "CPY-07": "The spec names ValueError in the device text and Raises section and BufferError in the copy text; the suite accepts either and fails any other class.",
-    "LAY-04": "The producer side (data should be NULL) is a SHOULD and reports warn; the consumer side (accept NULL data for size 0) is a MUST.",
+    "LAY-04": "The producer side (data should be NULL) is a SHOULD and reports warn; the consumer side (accept NULL data for size 0) is a MUST. A consumer breaks it only by refusing the NULL pointer: when it refuses the same zero-size shape and strides over real memory too, it refuses the layout, which LAY-11 allows.",
     "LAY-06": "Binds capsules that claim version 1.2 or later; legacy capsules and older versions fall under LAY-07.",
     "LAY-07": "python_spec (v1.1 text) still says NULL strides mean row-major; the suite requires consumers to accept it in legacy capsules.",
     "LAY-10": "For sub-byte types the header formula (rounding each element up) and packed storage disagree; the suite reports such differences as warn.",
@@ -26,6 +26,13 @@ READINGS = {
     "VER-02": "Returning a legacy capsule is the rule; a BufferError is allowed from March 2025 and reports pass with a note.",
     "DT-12": "Checked for every array-API dtype the library itself can create; a dtype the library lacks is unsupported, not a failure.",
     "XAPI-03": "The v1.2 integer attribute is superseded by the v1.3 capsule; finding only the integer form reports warn.",
+    "API-06": "The design topic says from_dlpack \"may raise\" AttributeError for an object without the methods, and the array API phrases the exception types of a Raises section as a should (design_topics/exceptions.rst): another ordinary exception reports warn; a result, a SystemError or a crash fails.",
+    "ERR-03": "The array API phrases the exception types of a Raises section as a should (design_topics/exceptions.rst): another ordinary exception than AttributeError reports warn; a result, a SystemError or a crash fails.",
+    "VER-05": "Checking the name and version is the MUST: a consumer that imports the capsule it got correctly, or refuses it cleanly (deleter called once), has checked. Refusing the legacy capsule a 0.x producer answers to max_version (VER-03) reports warn (VER-11 asks consumers to take both kinds); misreading one kind as the other, or refusing a versioned capsule of its own major, fails.",
+    "VER-09": "Unknown enumeration values must not be misread: importing an unknown dtype code or device type as another dtype or device fails, refusing it passes. A consumer that carries the unknown value unchanged, or keeps no dtype or device at all (untyped bytes, a bare address), misreads nothing, but the header calls the tensor safe only \"as long as the consumer knows how to interpret all fields\": warn. The rule is applied to dtype codes no DLPack version defines (18, 99, 255) in capsules of any version: a consumer cannot tell them from a newer minor's codes (DT-01 binds the producer that sends them).",
+    "DT-07": "Binds consumers that keep an element type: one whose result holds the fp6 code with other bits (or any type) fails. A consumer whose result keeps no element type (untyped bytes) neither reads nor passes on an fp6 type; whether it must stop too is not said: warn.",
+    "DT-08": "Binds consumers that keep an element type: one whose result holds the fp4 code with other bits (or any type) fails. A consumer whose result keeps no element type (untyped bytes) neither reads nor passes on an fp4 type; whether it must stop too is not said: warn.",
+    "DT-09": "Binds consumers that form elements from packed data: they must read little bit-endian. A consumer that keeps packed data packed (the same dtype, or untyped bytes) over the producer's bytes imposes no order and passes; its storage size is LAY-10's question.",
 }
 
 #: clauses no check can test here, with the reason (harness/tests/test_meta.py requires every
@@ -42,6 +49,7 @@ NO_CHECK = {
               "no rule to check (the oneAPI keywords a consumer passes are recorded by the STR-08/09/12/14 check)",
     "XAPI-20": "informative: a recommendation of which path consumers start with (__dlpack__ before the C "
                "exchange API); no behaviour to observe",
+    "XAPI-19": "needs a GPU: only a consumer that launches kernels on a stream device can show which stream it uses; on the CPU current_work_stream is NULL and there is nothing to launch on",
 }
 
 BINDS = {"P": "producer", "C": "consumer", "B": "both"}

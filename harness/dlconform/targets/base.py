@@ -112,7 +112,10 @@ class Target:
 
     def describe(self, y):
         """Of a consumer result: {"ptr" (address of the first element, byte_offset applied),
-        "shape", "strides" (elements), "itemsize", "readonly"}."""
+        "shape", "strides" (elements), "itemsize", "readonly"}, and optionally "dtype": the
+        (code, bits, lanes) the result holds, or "bytes" for untyped memory (a byte buffer that
+        keeps no element type). Without "dtype" the dtype checks take the result for a typed
+        array of the library's own dtypes."""
         raise NotImplementedError("%s cannot describe its tensors" % self.name)
 
     # ---- streams

@@ -7,7 +7,10 @@ A flat buffer has no shape: `describe` gives the shape, strides and itemsize the
 announced (recorded by `from_dlpack` from the capsule before mpi4py consumed it: mpi4py
 accepts any dense layout and exposes it in memory order) with the buffer's own address, so
 value checks read exactly the bytes mpi4py exposes; when `nbytes` disagrees with that shape
-the flat byte count is reported instead."""
+the flat byte count is reported instead. The buffer keeps no element type (`format` is "B",
+`itemsize` 1, whatever the capsule's dtype): `describe` says so with "dtype": "bytes", so the
+dtype checks judge mpi4py as a byte-buffer consumer (it forms no elements; it sizes the buffer
+with the header's GetDataSize formula)."""
 from .base import Target, TargetError, numel, row_major_strides
 
 
@@ -73,6 +76,9 @@ class Mpi4pyTarget(Target):
         if (address, nbytes) != (y.address, y.nbytes):  # another buffer reused the id
             info = None
         nbytes = y.nbytes
+        # MPI.buffer is untyped memory: format "B", itemsize 1 for any capsule dtype
+        untyped = getattr(y, "format", "B") == "B" and getattr(y, "itemsize", 1) == 1
+        dtype = "bytes" if untyped else None
         if info and info.get("dtype") and (info.get("shape") is not None or info.get("ndim") == 0):
             code, bits, lanes = info["dtype"]
             itemsize = max(1, (bits * lanes + 7) // 8)
@@ -83,8 +89,9 @@ class Mpi4pyTarget(Target):
                 else row_major_strides(shape)
             if numel(shape) * itemsize == nbytes and all(s >= 0 for s in strides):
                 return {"ptr": y.address, "shape": shape, "strides": strides,
-                        "itemsize": itemsize, "readonly": bool(y.readonly)}
-        return {"ptr": y.address, "shape": (nbytes,), "strides": (1,), "itemsize": 1, "readonly": bool(y.readonly)}
+                        "itemsize": itemsize, "readonly": bool(y.readonly), "dtype": dtype}
+        return {"ptr": y.address, "shape": (nbytes,), "strides": (1,), "itemsize": 1, "readonly": bool(y.readonly),
+                "dtype": dtype}
 
     def repro_setup(self):
         return ["from mpi4py import MPI"]

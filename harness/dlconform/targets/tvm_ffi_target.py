@@ -86,7 +86,9 @@ class TvmFfiTarget(Target):
         info = _probe.inspect(y.__dlpack__(max_version=(1, 3)))
         return {"ptr": (info["data"] or 0) + info["byte_offset"], "shape": tuple(info["shape"] or ()),
                 "strides": tuple(info["strides"] or ()), "itemsize": max(1, info["dtype"][1] * info["dtype"][2] // 8),
-                "readonly": bool((info.get("flags") or 0) & 1)}
+                "readonly": bool((info.get("flags") or 0) & 1),
+                # the DLDataType the tvm_ffi tensor holds (it keeps the imported one as is)
+                "dtype": tuple(info["dtype"])}
 
     def repro_setup(self):
         return ["import tvm_ffi", "from dlconform import _ref"]
