@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "exchange.h"
 #include "oracle.h"
 #include "pyhost.h"
 
@@ -60,11 +61,7 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
   /* the message is only rendered when a decision needs it (per-input fast path) */
   PyObject *text = NULL;
   int is_type_error = PyErr_GivenExceptionMatches(type, PyExc_TypeError);
-  if (is_type_error) {
-    PyErr_NormalizeException(&type, &value, &tb);
-    text = value ? PyObject_Str(value) : NULL;
-    if (text == NULL) PyErr_Clear();
-  }
+  if (is_type_error) text = dlc_exception_text(&type, &value, &tb);
   const char *clause = NULL;
   if (r->device_type != kDLCPU && !other_reason && log->refused_kw == 0 &&
       !keyword_type_error(type, text) &&
@@ -77,15 +74,9 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
       clause = "CPY-08"; /* device= it cannot support at all: BufferError (CPY-07: ValueError) */
   }
   if (clause == NULL && !dlc_pyhost_exception_allowed(type)) clause = "EXC";
-  if (clause != NULL) {
-    if (text == NULL) {
-      PyErr_NormalizeException(&type, &value, &tb);
-      text = value ? PyObject_Str(value) : NULL;
-      if (text == NULL) PyErr_Clear();
-    }
-    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
-    dlc_oracle_fail(clause, "from_dlpack raised %s: %s", ((PyTypeObject *)type)->tp_name,
-                    msg ? msg : "?");
+  if (clause != NULL && !dlc_oracle_ignored(clause)) {
+    if (text == NULL) text = dlc_exception_text(&type, &value, &tb);
+    dlc_refusal_fail(clause, type, text);
   }
   Py_XDECREF(text);
   Py_XDECREF(type);
@@ -96,7 +87,7 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
 /* API-05: a result of a (1, 0) export, imported without device=, reports (1, 0). */
 static void check_device(const dlc_record *r, PyObject *result) {
   if (r->device_type != kDLCPU || r->device_id != 0 || (r->kw & DLC_KW_DL_DEVICE)) return;
-  PyObject *dev = PyObject_CallMethod(result, "__dlpack_device__", NULL);
+  PyObject *dev = PyObject_CallMethodNoArgs(result, dlc_py.dlpack_device);
   if (dev == NULL) {
     PyErr_Clear();
     return;

@@ -27,24 +27,43 @@ static void versioned_deleter(DLManagedTensorVersioned *self) {
   release(f);
 }
 
-/* CAP-05, CAP-06, CAP-07: the standard destructor. PyCapsule_IsValid sets no exception,
- * so an exception already pending (the capsule dies during unwinding) is preserved. */
+/* Name equality as PyCapsule_IsValid judges it (both NULL, or equal strings), without the
+ * strcmp libFuzzer intercepts and records when it mismatches. */
+static int name_is(const char *name, const char *want) {
+  if (name == want) return 1;
+  if (name == NULL) return 0;
+  while (*name != '\0' && *name == *want) ++name, ++want;
+  return *name == *want;
+}
+
+/* CAP-05, CAP-06, CAP-07: the standard destructor. It runs from the capsule's dealloc, so
+ * the capsule is a valid one (a capsule's pointer is never NULL): GetName and GetPointer
+ * (with the capsule's own name) set no exception, and one already pending (the capsule
+ * dies during unwinding) is preserved. The same decisions as PyCapsule_IsValid(capsule,
+ * "dltensor"), then "dltensor_versioned". */
 static void capsule_destructor(PyObject *capsule) {
-  if (PyCapsule_IsValid(capsule, kLegacyName)) {
-    DLManagedTensor *m = PyCapsule_GetPointer(capsule, kLegacyName);
+  const char *name = PyCapsule_GetName(capsule);
+  if (name_is(name, kLegacyName)) {
+    DLManagedTensor *m = PyCapsule_GetPointer(capsule, name);
     ((dlc_forged *)m->manager_ctx)->destructor_deleted = 1;
     if (m->deleter) m->deleter(m);
-  } else if (PyCapsule_IsValid(capsule, kVersionedName)) {
-    DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, kVersionedName);
+  } else if (name_is(name, kVersionedName)) {
+    DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, name);
     ((dlc_forged *)m->manager_ctx)->destructor_deleted = 1;
     if (m->deleter) m->deleter(m);
   }
 }
 
 dlc_forged *dlc_forged_new(const dlc_record *r) {
+  dlc_plan plan;
+  dlc_rec_plan(r, DLC_REC_BUFFER_CAP, &plan);
+  return dlc_forged_new_plan(r, &plan);
+}
+
+dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan) {
   dlc_forged *f = calloc(1, sizeof *f);
   if (f == NULL) return NULL;
-  if (dlc_rec_materialize(r, DLC_REC_BUFFER_CAP, &f->mem) != 0) {
+  if (dlc_rec_materialize_plan(r, plan, &f->mem) != 0) {
     free(f);
     return NULL;
   }

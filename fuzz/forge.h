@@ -36,6 +36,9 @@ typedef struct {
 /* Materialises r; NULL when memory ran out. */
 dlc_forged *dlc_forged_new(const dlc_record *r);
 
+/* The same with the record's plan already made (dlc_rec_plan with DLC_REC_BUFFER_CAP). */
+dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan);
+
 /* A new capsule over f ("dltensor" or "dltensor_versioned", CAP-01, CAP-02; with the used_
  * prefix when the record asks for an already consumed capsule). */
 PyObject *dlc_forged_capsule(dlc_forged *f);

@@ -48,7 +48,7 @@ FUZZ_PY_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var
 FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage.ignore
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
-FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/consumer_oracles.c
+FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
 FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
@@ -77,7 +77,7 @@ fuzz-tools:
 	  else echo "fuzz: missing $$need (not root: not installing)"; fi; fi
 
 fuzz-build: $(FUZZ_LF_BINS) $(if $(FUZZ_HAVE_AFL),$(FUZZ_AFL_BINS)) $(FUZZ_DIR)/test_record \
-  $(FUZZ_DIR)/dump_record
+  $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record
 
 $(FUZZ_DIR):
 	@mkdir -p $@
@@ -124,8 +124,12 @@ $(FUZZ_DIR)/dlc_mutator.so: $(FUZZ_MUT) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | 
 $(FUZZ_DIR)/test_record: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
-fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/dump_record
+# The same test without sanitizers: the throughput builds' buffer pool (layout.c, DLC_POOL).
+$(FUZZ_DIR)/test_record.pool: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
+fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record
 	$(FUZZ_DIR)/test_record
+	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py
 
 $(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)

@@ -11,13 +11,29 @@
 
 /* Buffer pool (throughput builds only). Under ASan every buffer is its own exact-size
  * allocation (or mapping), so an overrun or a use after the deleter is reported to the byte.
- * Without ASan (T.fast, T.afl) nothing could see that anyway, so buffers come from two
- * process-wide regions mapped once: a writable one, and a read-only one followed by a
- * PROT_NONE guard page (writes and overruns still fault). A region is refilled only when
- * the (size, seed) it holds differs, so the per-input mmap/munmap, page faults and 1 MiB
- * fills of the exact-size scheme go away; a consumer that wrote into a writable export
- * may leave its bytes for a later input with the same (size, seed). Pool buffers are never
- * freed; dlc_tensor_mem_free only forgets them. */
+ * Without ASan (T.fast, T.afl) nothing could see that anyway, so buffers come from regions
+ * mapped once, writable ones and read-only ones, each of the cap's size and followed by a
+ * PROT_NONE guard page (writes to read-only buffers and overruns still fault). Pool buffers
+ * are never freed; dlc_tensor_mem_free only forgets them. Per input, nothing is mapped or
+ * protected:
+ *   - A read-only region is a memfd mapped twice: PROT_READ where buffers are exported,
+ *     and read-write elsewhere, where the harness fills them. Protection never changes
+ *     (an mprotect pair per refill cost a fifth of the consumer target's time).
+ *   - A buffer ends within 63 bytes of its region's end, so where it starts depends on its
+ *     size. Its byte i, (i * 131 + seed) mod 256, is the byte at region offset o = start + i
+ *     of the periodic pattern (o * 131 + phase) mod 256 with phase = seed - start * 131: a
+ *     region keeps one phase from some offset `from` to its end, and a buffer with that
+ *     phase that starts at or after `from` is already in place. Only other phases, or the
+ *     bytes below `from`, are written, and by memcpy of the 256-byte period.
+ *   - Buffers up to DLC_POOL_SMALL bytes share one region per protection (a refill is
+ *     cheap). Larger ones (about 1 in 100 inputs, up to the 1 MiB cap, and most of the
+ *     bytes filled) take the region already holding their phase among DLC_POOL_BIG, else
+ *     the least recently used one, so a corpus entry's big buffer is rarely refilled.
+ *   - A read-only region's (phase, from, last use) lives in its memfd too: AFL++ forks its
+ *     children from a process that may already hold the pool, and they all share the memfd.
+ * At most (1 + DLC_POOL_BIG) MiB per protection is touched. A consumer that wrote into a
+ * writable export may leave its bytes for later inputs of the same phase (nothing the
+ * consumer target checks reads them back). */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define DLC_POOL 0
@@ -113,49 +129,131 @@ static int alloc_guarded(dlc_tensor_mem *m, uint64_t size, uint8_t seed) {
 }
 
 #if DLC_POOL
+#include <sys/syscall.h>
+
+#define DLC_POOL_SMALL 4096u /* buffers up to this size share one region */
+#define DLC_POOL_BIG 16      /* regions for larger buffers, by phase, least recently used */
+
 typedef struct {
-  uint8_t *base;   /* mapping: [base, base + span) data, then (read-only pool) a guard page */
-  size_t span;
-  uint64_t size;   /* the buffer the region holds now, at its end: (size, seed) */
-  int seed;        /* -1: nothing filled yet */
-} dlc_pool;
+  int valid;                /* 0: the region holds no known pattern (also while a fill runs) */
+  unsigned phase;           /* pattern (o * 131 + phase) mod 256 at region offset o ... */
+  size_t from;              /* ... for o in [from, span) */
+  unsigned long long used;  /* last use, for the least recently used choice */
+} dlc_pool_state;
 
-static dlc_pool pools[2]; /* [0] writable, [1] read-only */
+typedef struct {
+  uint8_t *base;      /* exported: [base, base + span), then a PROT_NONE guard page */
+  uint8_t *fill;      /* where the harness writes the same bytes (base, or the alias) */
+  dlc_pool_state *st; /* a writable region's in .bss, a read-only one's in its memfd */
+  dlc_pool_state own;
+} dlc_region;
 
-/* A buffer of size bytes holding the fill pattern, ending within 63 bytes of the region's
- * end (as alloc_guarded does); NULL when the region cannot be set up. */
+static dlc_region regions[2][1 + DLC_POOL_BIG]; /* [readonly][0 small, 1.. big] */
+static size_t pool_span;
+
+/* Writes the pattern of phase into [a, b) of the region's fill view: one period by hand,
+ * then doubling copies (offsets 256 apart hold the same byte). */
+static void fill_phase(uint8_t *fill, size_t a, size_t b, unsigned phase) {
+  size_t total = b - a, done = total < 256 ? total : 256;
+  uint8_t *dst = fill + a;
+  for (size_t i = 0; i < done; ++i) dst[i] = (uint8_t)((a + i) * 131u + phase);
+  while (done < total) {
+    size_t c = total - done < done ? total - done : done;
+    memcpy(dst + done, dst, c);
+    done += c;
+  }
+}
+
+/* Maps a region: [base, base + span) and a PROT_NONE page after it; read-only as a memfd
+ * viewed twice (see above), its first page holding the shared state. 0, or -1. */
+static int map_region(dlc_region *g, int readonly, size_t page) {
+  size_t span = pool_span;
+  uint8_t *ro = mmap(NULL, span + page, readonly ? PROT_NONE : PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (ro == MAP_FAILED) return -1;
+  if (!readonly) {
+    if (mprotect(ro + span, page, PROT_NONE) != 0) return -1;
+    g->base = g->fill = ro;
+    g->st = &g->own;
+    return 0;
+  }
+  int fd = (int)syscall(SYS_memfd_create, "dlconform-pool", 1u /* MFD_CLOEXEC */);
+  if (fd < 0) return -1;
+  int ok = ftruncate(fd, (off_t)(page + span)) == 0;
+  uint8_t *rw = ok ? mmap(NULL, page + span, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                   : MAP_FAILED;
+  if (rw != MAP_FAILED &&
+      mmap(ro, span, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)page) == ro) {
+    close(fd);
+    g->base = ro;
+    g->fill = rw + page;
+    g->st = (dlc_pool_state *)rw;
+    return 0;
+  }
+  if (rw != MAP_FAILED) munmap(rw, page + span);
+  munmap(ro, span + page);
+  close(fd);
+  return -1;
+}
+
+/* A buffer of size bytes holding the fill pattern, ending within 63 bytes of its region's
+ * end (as alloc_guarded does); NULL when a region cannot be set up. */
 static uint8_t *pool_buffer(int readonly, uint64_t size, uint8_t seed) {
-  dlc_pool *p = &pools[readonly];
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  if (p->base == NULL) {
-    p->span = ((size_t)DLC_REC_BUFFER_CAP + 64 + page - 1) / page * page;
-    void *b = mmap(NULL, p->span + page, readonly ? PROT_READ : PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (b == MAP_FAILED) return NULL;
-    if (mprotect((uint8_t *)b + p->span, page, PROT_NONE) != 0) return NULL;
-    p->base = b;
-    p->seed = -1;
-  }
+  if (pool_span == 0) pool_span = ((size_t)DLC_REC_BUFFER_CAP + 64 + page - 1) / page * page;
   size_t aligned = ((size_t)size + 63u) & ~(size_t)63u;
-  uint8_t *buf = p->base + (p->span - aligned);
-  if (p->seed != seed || p->size != size) {
-    /* only the pages under the buffer change protection (mprotect of the whole 1 MiB span
-     * cost a third of the consumer target's time) */
-    uint8_t *lo = p->base + ((size_t)(buf - p->base) / page) * page;
-    size_t len = (size_t)(p->base + p->span - lo);
-    if (readonly && mprotect(lo, len, PROT_READ | PROT_WRITE) != 0) return NULL;
-    fill(buf, size, seed);
-    if (readonly && mprotect(lo, len, PROT_READ) != 0) return NULL;
-    p->seed = seed;
-    p->size = size;
+  size_t start = pool_span - aligned;
+  unsigned phase = (uint8_t)(seed - (uint8_t)(start * 131u));
+  dlc_region *set = regions[readonly], *g = &set[0];
+  if (size > DLC_POOL_SMALL) {
+    /* the big region holding this phase, else the least recently used (unmapped first) */
+    unsigned long long now = 0;
+    g = NULL;
+    for (int i = 1; i <= DLC_POOL_BIG; ++i) {
+      dlc_region *c = &set[i];
+      if (c->st != NULL && c->st->used > now) now = c->st->used;
+      if (c->st != NULL && c->st->valid && c->st->phase == phase) g = c;
+    }
+    for (int i = 1; i <= DLC_POOL_BIG && g == NULL; ++i)
+      if (set[i].st == NULL) g = &set[i];
+    for (int i = 1; i <= DLC_POOL_BIG && g == NULL; ++i)
+      if (set[i].st->used == 0 || !set[i].st->valid) g = &set[i];
+    if (g == NULL) {
+      g = &set[1];
+      for (int i = 2; i <= DLC_POOL_BIG; ++i)
+        if (set[i].st->used < g->st->used) g = &set[i];
+    }
+    if (g->st == NULL && map_region(g, readonly, page) != 0) return NULL;
+    g->st->used = now + 1;
+  } else if (g->st == NULL && map_region(g, readonly, page) != 0) {
+    return NULL;
   }
-  return buf;
+  dlc_pool_state *st = g->st;
+  if (!st->valid || st->phase != phase) {
+    st->valid = 0;
+    fill_phase(g->fill, start, pool_span, phase);
+    st->phase = phase;
+    st->from = start;
+    st->valid = 1;
+  } else if (start < st->from) {
+    st->valid = 0;
+    fill_phase(g->fill, start, st->from, phase);
+    st->from = start;
+    st->valid = 1;
+  }
+  return g->base + start;
 }
 #endif
 
 int dlc_rec_materialize(const dlc_record *r, uint64_t cap, dlc_tensor_mem *m) {
+  dlc_plan plan;
+  dlc_rec_plan(r, cap, &plan);
+  return dlc_rec_materialize_plan(r, &plan, m);
+}
+
+int dlc_rec_materialize_plan(const dlc_record *r, const dlc_plan *plan, dlc_tensor_mem *m) {
   memset(m, 0, sizeof *m);
-  dlc_rec_plan(r, cap, &m->plan);
+  m->plan = *plan;
   DLTensor t = rec_view(r);
   size_t n = (size_t)dlc_rec_dims(r);
   size_t entries = n > 0 ? n : 1;

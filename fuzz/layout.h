@@ -11,7 +11,8 @@
  *     pages with a PROT_NONE page right after, so writes and overruns fault; otherwise the
  *     buffer comes from malloc, so ASan sees overruns exactly. Builds without ASan take
  *     buffers from a pool of two regions mapped once (layout.c, DLC_POOL): same placement
- *     and protection, no per-input mapping, fill only when (size, seed) changes.
+ *     and protection, no per-input mapping or mprotect, and a fill only for bytes the
+ *     region does not already hold.
  * A record whose extent is invalid, or whose buffer would exceed the cap, gets data NULL or
  * a dangling pointer into a PROT_NONE reservation (DLC_REC_DANGLING): what a consumer must
  * refuse. shape and strides arrays are malloc'd with exactly max(ndim, 1) entries, so a
@@ -55,6 +56,9 @@ void dlc_rec_plan(const dlc_record *r, uint64_t cap, dlc_plan *out);
 
 /* Allocates and fills. Returns 0, or -1 when an allocation failed (m is then freed). */
 int dlc_rec_materialize(const dlc_record *r, uint64_t cap, dlc_tensor_mem *m);
+
+/* The same, with the plan dlc_rec_plan(r, cap, plan) already made (no second planning). */
+int dlc_rec_materialize_plan(const dlc_record *r, const dlc_plan *plan, dlc_tensor_mem *m);
 
 /* Frees everything materialize allocated; safe on a zeroed or already freed m. */
 void dlc_tensor_mem_free(dlc_tensor_mem *m);

@@ -18,7 +18,11 @@ uint64_t dlc_rng_next(dlc_rng *g) {
   return z ^ (z >> 31);
 }
 
-static uint64_t below(dlc_rng *g, uint64_t n) { return n ? dlc_rng_next(g) % n : 0; }
+/* A value in [0, n): the high word of a 64x64-bit product (no division; a mutation draws
+ * several of these, and a 64-bit modulo costs tens of cycles each). */
+static uint64_t below(dlc_rng *g, uint64_t n) {
+  return (uint64_t)(((unsigned __int128)dlc_rng_next(g) * n) >> 64);
+}
 
 static const int64_t k_i64[] = {
     0, 1, -1, 2, -2, 3, 7, 8, 16, 255, 256, 4096, 65536, -65536,

@@ -15,6 +15,8 @@ typedef struct {
 } Producer;
 
 static PyTypeObject *producer_type;
+/* interned keyword names, looked up per __dlpack__ call */
+static PyObject *k_stream, *k_dl_device, *k_copy, *k_max_version;
 
 /* 1 when dl_device is the tuple (kDLCPU, 0). */
 static int is_cpu_device(PyObject *dl_device) {
@@ -53,10 +55,10 @@ static const char *stream_breach(const Producer *self, PyObject *stream, PyObjec
 
 static void log_call(Producer *self, PyObject *kwargs) {
   dlc_producer_log *log = &self->log;
-  PyObject *stream = PyDict_GetItemString(kwargs, "stream");       /* borrowed */
-  PyObject *dl_device = PyDict_GetItemString(kwargs, "dl_device"); /* borrowed */
-  PyObject *copy = PyDict_GetItemString(kwargs, "copy");           /* borrowed */
-  PyObject *mv = PyDict_GetItemString(kwargs, "max_version");      /* borrowed */
+  PyObject *stream = PyDict_GetItem(kwargs, k_stream);       /* borrowed */
+  PyObject *dl_device = PyDict_GetItem(kwargs, k_dl_device); /* borrowed */
+  PyObject *copy = PyDict_GetItem(kwargs, k_copy);           /* borrowed */
+  PyObject *mv = PyDict_GetItem(kwargs, k_max_version);      /* borrowed */
   long value;
   const char *clause = stream_breach(self, stream, dl_device, &value);
   if (clause != NULL && log->stream_clause == NULL) {
@@ -107,7 +109,7 @@ static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwar
   else self->log.max_major = -1;
   if (self->strict && kwargs != NULL) {
     /* DEV-05: a producer that cannot export to the requested device raises BufferError */
-    PyObject *dl_device = PyDict_GetItemString(kwargs, "dl_device"); /* borrowed */
+    PyObject *dl_device = PyDict_GetItem(kwargs, k_dl_device); /* borrowed */
     if (dl_device != NULL && dl_device != Py_None &&
         PyObject_RichCompareBool(dl_device, self->device, Py_EQ) != 1) {
       PyErr_Clear();
@@ -154,8 +156,38 @@ static PyType_Spec producer_spec = {
 
 int dlc_producer_type_init(void) {
   if (producer_type != NULL) return 0;
+  k_stream = PyUnicode_InternFromString("stream");
+  k_dl_device = PyUnicode_InternFromString("dl_device");
+  k_copy = PyUnicode_InternFromString("copy");
+  k_max_version = PyUnicode_InternFromString("max_version");
+  if (!k_stream || !k_dl_device || !k_copy || !k_max_version) return -1;
   producer_type = (PyTypeObject *)PyType_FromSpec(&producer_spec);
   return producer_type ? 0 : -1;
+}
+
+/* A (device_type, device_id) tuple: the last one made when it matches (tuples are
+ * immutable, so producers may share one), else a new one. */
+static PyObject *device_tuple(int device_type, int device_id) {
+  static PyObject *last;
+  static int last_type, last_id;
+  if (last != NULL && last_type == device_type && last_id == device_id) {
+    Py_INCREF(last);
+    return last;
+  }
+  PyObject *t = PyTuple_New(2), *a = PyLong_FromLong(device_type), *b = PyLong_FromLong(device_id);
+  if (t == NULL || a == NULL || b == NULL) {
+    Py_XDECREF(t);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return NULL;
+  }
+  PyTuple_SET_ITEM(t, 0, a);
+  PyTuple_SET_ITEM(t, 1, b);
+  Py_XSETREF(last, t);
+  last_type = device_type;
+  last_id = device_id;
+  Py_INCREF(t);
+  return t;
 }
 
 PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
@@ -168,7 +200,7 @@ PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
   self->log.max_major = -1;
   self->log.copy_forwarded = DLC_FWD_ABSENT;
   self->device_type = device_type;
-  self->device = Py_BuildValue("(ii)", device_type, device_id);
+  self->device = device_tuple(device_type, device_id);
   if (self->device == NULL) {
     Py_DECREF(self);
     return NULL;

@@ -98,11 +98,33 @@ void dlc_pyhost_init(void) {
   dlc_py.from_dlpack = resolve(dlc_py.consumer);
   dlc_py.kw_copy = PyUnicode_InternFromString("copy");
   dlc_py.kw_device = PyUnicode_InternFromString("device");
-  if (dlc_py.kw_copy == NULL || dlc_py.kw_device == NULL) die("out of memory");
+  dlc_py.dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  if (dlc_py.kw_copy == NULL || dlc_py.kw_device == NULL || dlc_py.dlpack_device == NULL)
+    die("out of memory");
 }
 
+/* Answers per exception type, memoised: a refusal is judged per input, and most come with
+ * the same few classes. Each entry holds a reference, so its type cannot be freed and its
+ * address reused by another. */
+#define ALLOWED_MEMO 8
+static struct {
+  PyObject *type; /* owned */
+  int allowed;
+} allowed_memo[ALLOWED_MEMO];
+static unsigned n_allowed_memo;
+
 int dlc_pyhost_exception_allowed(PyObject *exc_type) {
-  for (int i = 0; i < n_allowed; ++i)
-    if (PyErr_GivenExceptionMatches(exc_type, allowed[i])) return 1;
-  return 0;
+  for (unsigned i = 0; i < ALLOWED_MEMO; ++i)
+    if (allowed_memo[i].type == exc_type && exc_type != NULL) return allowed_memo[i].allowed;
+  int yes = 0;
+  for (int i = 0; i < n_allowed && !yes; ++i)
+    yes = PyErr_GivenExceptionMatches(exc_type, allowed[i]);
+  if (exc_type != NULL && PyType_Check(exc_type)) {
+    unsigned i = n_allowed_memo++ % ALLOWED_MEMO;
+    Py_XDECREF(allowed_memo[i].type);
+    Py_INCREF(exc_type);
+    allowed_memo[i].type = exc_type;
+    allowed_memo[i].allowed = yes;
+  }
+  return yes;
 }

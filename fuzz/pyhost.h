@@ -20,6 +20,7 @@ typedef struct {
   PyObject *from_dlpack; /* owned, lives for the process */
   PyObject *kw_copy;     /* interned "copy" */
   PyObject *kw_device;   /* interned "device" */
+  PyObject *dlpack_device; /* interned "__dlpack_device__" */
 } dlc_pyhost;
 
 extern dlc_pyhost dlc_py;

@@ -1,8 +1,9 @@
 /* target_consumer: a forged capsule goes to a consumer's from_dlpack (embedded CPython).
  *
  * Per input: decode the record, forge a capsule over memory sized by check (forge.h), wrap
- * it in a producer object (producer.h), call from_dlpack(producer[, copy=][, device=]),
- * then apply the oracles. Each breach prints "dlconform-oracle: CLAUSE: message" and aborts:
+ * it in a producer object (producer.h), call from_dlpack(producer[, copy=][, device=])
+ * (exchange.h: that plumbing lives outside this instrumented file), then apply the oracles.
+ * Each breach prints "dlconform-oracle: CLAUSE: message" and aborts:
  *   EXC     the call failed with an exception class the spec does not name for refusals
  *           (SystemError, which also covers "returned NULL without setting an exception",
  *           RuntimeError, AssertionError ...). DLCONFORM_FUZZ_ALLOW_EXC adds classes.
@@ -31,6 +32,7 @@
  * cap (numel * itemsize: stride-0 giants), never gets copy=True, since a conforming
  * consumer would then read memory the record only claims or allocate gigabytes. */
 #include "consumer_oracles.h"
+#include "exchange.h"
 #include "forge.h"
 #include "oracle.h"
 #include "producer.h"
@@ -81,25 +83,6 @@ static int copy_passed(const dlc_record *r, const dlc_plan *plan) {
             (plan->mode == DLC_DATA_DANGLING ||
              (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
   return copy == DLC_COPY_TRUE && big ? -1 : copy;
-}
-
-static PyObject *build_kwargs(const dlc_record *r, const dlc_plan *plan) {
-  if (!(r->kw & (DLC_KW_COPY | DLC_KW_DL_DEVICE))) return NULL;
-  PyObject *kw = PyDict_New();
-  if (kw == NULL) return NULL;
-  int copy = copy_passed(r, plan);
-  if (copy >= 0) {
-    PyObject *v = copy == DLC_COPY_NONE ? Py_None : copy == DLC_COPY_TRUE ? Py_True : Py_False;
-    PyDict_SetItem(kw, dlc_py.kw_copy, v);
-  }
-  if (r->kw & DLC_KW_DL_DEVICE) {
-    PyObject *dev = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
-    if (dev != NULL) {
-      PyDict_SetItem(kw, dlc_py.kw_device, dev);
-      Py_DECREF(dev);
-    }
-  }
-  return kw;
 }
 
 /* The clause a consumer breaks by accepting this export (DLPack 1.3 consumer rules), with a
@@ -364,27 +347,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             breach ? msg : r.device_type != kDLCPU ? "another device: refuse with BufferError"
                                                     : "a legal export: import, copy or raise");
   }
-  dlc_forged *f = dlc_forged_new(&r);
+  dlc_forged *f = dlc_forged_new_plan(&r, &plan);
   if (f == NULL) return 0;
-  PyObject *capsule = dlc_forged_capsule(f);
-  PyObject *producer = capsule ? dlc_producer_new(capsule, r.device_type, r.device_id) : NULL;
-  Py_XDECREF(capsule); /* the producer holds the only reference now */
-  if (producer == NULL) {
-    PyErr_Clear();
+  int copy = copy_passed(&r, &plan);
+  PyObject *result;
+  dlc_producer_log log;
+  if (dlc_exchange(f, &r, copy, &result, &log) != 0) {
     dlc_forged_free(f);
     return 0;
   }
-  if (r.kw & DLC_KW_OLD_PRODUCER) dlc_producer_set_old(producer);
-  if (r.kw & DLC_KW_STRICT_PRODUCER) dlc_producer_set_strict(producer);
-  PyObject *kw = build_kwargs(&r, &f->mem.plan);
-  PyObject *args = PyTuple_Pack(1, producer);
-  PyObject *result = args ? PyObject_Call(dlc_py.from_dlpack, args, kw) : NULL;
-  Py_XDECREF(args);
-  Py_XDECREF(kw);
-  dlc_producer_log log = *dlc_producer_log_of(producer);
-  Py_DECREF(producer);
   long max_major = log.max_major;
-  dlc_check_calls(&r, copy_passed(&r, &f->mem.plan), &log, result == NULL, breach != NULL);
+  dlc_check_calls(&r, copy, &log, result == NULL, breach != NULL);
   if (result == NULL) {
     ++n_refused;
     const char *must = acceptance_clause(&r, &f->mem.plan, max_major);
@@ -411,7 +384,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        f->mem.plan.mode != DLC_DATA_BUFFER ||
                        !small_span(&r, &f->mem.plan) ||
                        ((r.kind & DLC_REC_VERSIONED) && max_major < 1);
-    dlc_check_refusal_class(&r, copy_passed(&r, &f->mem.plan), &log, other_reason);
+    dlc_check_refusal_class(&r, copy, &log, other_reason);
   } else {
     ++n_accepted;
     check_result(&r, f, result);

@@ -1,8 +1,11 @@
 /* test_record: unit test of the fuzz record codec, the layout planner and the mutator.
  * Prints "N passed, N failed"; exit status 1 when anything failed. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "layout.h"
 #include "mutate.h"
@@ -134,6 +137,76 @@ static void test_plan(void) {
   CHECK(dlc_dangling_pointer() != NULL, "dangling pointer is not NULL");
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
+/* 1 when touching p (a write, or a read) faults: tried in a child, which exits 0 when it
+ * does not. Under ASan a fault is a report and a non-zero exit. */
+static int faults(volatile uint8_t *p, int write) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    if (write) *p = 1;
+    else (void)*p;
+    _exit(0);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return 0;
+  return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* Every byte of a materialised buffer holds its fill pattern, read-only buffers fault on a
+ * write, and (pool builds) the first byte past the buffer's 64-byte rounded end faults. The
+ * sequence reuses the pool's regions with other sizes, seeds and protections in turn. */
+static void test_fill_and_guard(void) {
+  dlc_rng g = {11};
+  int pattern = 1, ro_faults = 1, guard = 1, forks = 0, checked = 0;
+  static const uint64_t sizes[] = {1, 4, 63, 64, 65, 4096, 4097, 100000, (uint64_t)1 << 20};
+  for (int iter = 0; iter < 600; ++iter) {
+    dlc_record r;
+    dlc_rec_init(&r);
+    r.code = 1, r.bits = 8, r.ndim = 1;
+    r.shape[0] = (int64_t)sizes[dlc_rng_next(&g) % (sizeof sizes / sizeof sizes[0])];
+    if (dlc_rng_next(&g) % 3 == 0) r.shape[0] -= (int64_t)(dlc_rng_next(&g) % 7);
+    if (r.shape[0] < 1) r.shape[0] = 1;
+    r.strides[0] = 1;
+    r.fill_seed = (uint8_t)(dlc_rng_next(&g) % 6); /* few seeds: regions get reused */
+    if (dlc_rng_next(&g) % 2) {
+      r.kind |= DLC_REC_VERSIONED;
+      r.flags = 1; /* READ_ONLY */
+    }
+    dlc_tensor_mem mem;
+    if (dlc_rec_materialize(&r, DLC_REC_BUFFER_CAP, &mem) != 0) continue;
+    for (uint64_t i = 0; i < mem.plan.size; ++i)
+      if (mem.buffer[i] != (uint8_t)(i * 131u + r.fill_seed)) {
+        pattern = 0;
+        fprintf(stderr, "size %llu seed %u: byte %llu is %u\n", (unsigned long long)mem.plan.size,
+                r.fill_seed, (unsigned long long)i, mem.buffer[i]);
+        break;
+      }
+    ++checked;
+    if (forks < 24 && dlc_rng_next(&g) % 8 == 0) {
+      ++forks;
+      if (mem.plan.readonly) ro_faults &= faults(mem.buffer + mem.plan.size / 2, 1);
+      else ro_faults &= !faults(mem.buffer + mem.plan.size / 2, 1);
+      if (!TEST_ASAN) guard &= faults(mem.buffer + ((mem.plan.size + 63) & ~(uint64_t)63), 0);
+    }
+    dlc_tensor_mem_free(&mem);
+  }
+  CHECK(checked > 500, "materialised %d buffers", checked);
+  CHECK(pattern, "every buffer byte holds (i * 131 + seed) mod 256");
+  CHECK(forks > 5 && ro_faults, "writes fault exactly in READ_ONLY buffers (%d tried)", forks);
+  CHECK(guard, "the byte past a buffer's 64-byte rounded end faults");
+}
+
 /* Mutated records: the encoding fits, and materialised memory obeys layout.h. */
 static void test_mutate_materialize(void) {
   dlc_rng g = {7};
@@ -173,6 +246,7 @@ int main(void) {
   test_any_bytes_decode();
   test_plan();
   test_mutate_materialize();
+  test_fill_and_guard();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
