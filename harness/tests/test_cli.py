@@ -104,3 +104,31 @@ def test_clause_filter_and_file_adapter(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     assert [(r["target"], r["clause"], r["verdict"]) for r in doc["results"]] == [(spec, "T-01", "pass")]
     assert doc["run"]["clause"] == "T-01"
+
+
+TRIVIAL = '''
+import pytest
+
+@pytest.mark.clause("T-01")
+def test_ok(target):
+    pass
+'''
+
+
+def test_jobs_runs_targets_in_parallel_and_reports_in_command_line_order(tmp_path):
+    out = tmp_path / "out"
+    p = dlc("run", "--jobs", "2", "--target", FAKE, "--target", "ref", "--suites", suite(tmp_path, TRIVIAL),
+            "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert [doc["targets"][t]["status"] for t in (FAKE, "ref")] == ["ran", "ran"]
+    assert [r["target"] for r in doc["results"]] == [FAKE, "ref"]
+    streamed = [json.loads(l) for l in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["target"] for r in streamed) == sorted([FAKE, "ref"])  # whole lines, any order
+
+
+def test_bad_jobs_value_is_a_usage_error(tmp_path):
+    for bad in ("0", "two"):
+        p = dlc("run", "--jobs", bad, "--target", "ref", "--out", str(tmp_path / "out"))
+        assert p.returncode == 2
+        assert len(p.stderr.strip().splitlines()) == 1 and "--jobs" in p.stderr
