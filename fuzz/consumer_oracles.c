@@ -160,7 +160,7 @@ static void check_strides(const dlc_forged *f, PyObject *result) {
 }
 
 void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, PyObject *result,
-                            const Py_buffer *view, int aliases, const void *addr) {
+                            const Py_buffer *view, int aliases, const void *addr, int view_only) {
   const dlc_plan *p = &f->mem.plan;
   check_device(r, result);
   int copied_flag = (r->kind & DLC_REC_VERSIONED) && (r->flags & DLPACK_FLAG_BITMASK_IS_COPIED);
@@ -170,6 +170,6 @@ void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, 
       !p->ext.zero_size && r->device_type == kDLCPU && r->device_id == 0 && r->lanes == 1 &&
       r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
     dlc_oracle_fail("SEM-01", "the result copies a CPU export it could view (copy not requested)");
-  if (aliases && p->readonly) check_readonly(result, view);
+  if (aliases && p->readonly && !view_only) check_readonly(result, view);
   if (aliases && view == NULL && !p->ext.zero_size) check_strides(f, result);
 }

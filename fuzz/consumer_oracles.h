@@ -55,8 +55,10 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
                              int other_reason);
 
 /* On an accepted result, while it lives. view: its buffer-protocol view or NULL; aliases:
- * its first element lies in the forged buffer; addr: that address or NULL when unknown. */
+ * its first element lies in the forged buffer; addr: that address or NULL when unknown;
+ * view_only: the consumer got the tensor only as a dltensor_from_py_object_no_sync view,
+ * a bare DLTensor without the export's flags (FLG-03 is then not judged). */
 void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, PyObject *result,
-                            const Py_buffer *view, int aliases, const void *addr);
+                            const Py_buffer *view, int aliases, const void *addr, int view_only);
 
 #endif /* DLCONFORM_FUZZ_CONSUMER_ORACLES_H */

@@ -4,6 +4,7 @@
 
 #include "oracle.h"
 #include "pyhost.h"
+#include "xapi_offer.h"
 
 /* Most refusals are raised with PyErr_SetString / PyErr_Format and stay unnormalised: the
  * value is the message itself. For a class whose construction and __str__ are
@@ -120,7 +121,9 @@ static PyObject *dlc_call_consumer(PyObject *producer, int copy, int device, int
 int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result,
                  dlc_producer_log *log) {
   PyObject *capsule = dlc_forged_capsule(f);
-  PyObject *producer = capsule ? dlc_producer_new(capsule, r->device_type, r->device_id) : NULL;
+  PyObject *producer = capsule ? dlc_producer_new_of(dlc_xapi_offer_type(r), capsule,
+                                                     r->device_type, r->device_id)
+                               : NULL;
   Py_XDECREF(capsule); /* the producer holds the only reference now */
   if (producer == NULL) {
     PyErr_Clear();
@@ -128,8 +131,10 @@ int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result
   }
   if (r->kw & DLC_KW_OLD_PRODUCER) dlc_producer_set_old(producer);
   if (r->kw & DLC_KW_STRICT_PRODUCER) dlc_producer_set_strict(producer);
+  dlc_xapi_begin(r); /* the offer's tables judge and count calls from here (xapi_offer.h) */
   *result = dlc_call_consumer(producer, copy, (r->kw & DLC_KW_DL_DEVICE) != 0,
                               r->kw_dev_type, r->kw_dev_id);
+  dlc_xapi_end();
   *log = *dlc_producer_log_of(producer);
   Py_DECREF(producer);
   return 0;

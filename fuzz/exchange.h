@@ -13,7 +13,7 @@
 #include "record.h"
 
 /* One exchange: a capsule over f, a producer for it (producer.h: r's device; old or strict
- * when r's kw bits ask), then the consumer's from_dlpack(producer[, copy=][, device=r's kw
+ * when r's kw bits ask; of r's offer type, xapi_offer.h, with the tables' log reset), then the consumer's from_dlpack(producer[, copy=][, device=r's kw
  * device]) (copy: DLC_COPY_* or -1 for none) as a vectorcall, with no argument tuple or
  * keyword dict per input. *result: the result, or NULL with the exception set (a refusal);
  * *log: the producer's call log. The producer is gone on return. Returns 0, or -1 (nothing

@@ -11,6 +11,7 @@
 #                             to the file name's prefix before the first '-')
 #   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
 #   make fuzz-test            C unit test of the record codec and mutator, Python-side tests
+#                             (with the consumer target: the XAPI-15 oracle must fire)
 #   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
 #   make sanitize             fuzz/sanitize.mk
 #   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
@@ -48,7 +49,8 @@ FUZZ_PY_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var
 FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage.ignore
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
-FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c
+FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c \
+  fuzz/xapi_offer.c fuzz/xapi_guard.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
 FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
@@ -127,7 +129,7 @@ $(FUZZ_DIR)/test_record: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(C
 # The same test without sanitizers: the throughput builds' buffer pool (layout.c, DLC_POOL).
 $(FUZZ_DIR)/test_record.pool: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
-fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record
+fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record $(FUZZ_DIR)/consumer.asan
 	$(FUZZ_DIR)/test_record
 	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py

@@ -2,7 +2,9 @@
  * encodable (the codec accepts every value), so mutation never needs to validate. The
  * value tables carry the edges consumers mis-handle: 0/1/-1, INT64 limits, spans that
  * overflow once multiplied by an item size, negative and zero strides, sub-byte and odd
- * widths, vector lanes, unknown codes, versions 0/1/2, undefined flag bits. */
+ * widths, vector lanes, unknown codes, versions 0/1/2, undefined flag bits, and every
+ * exchange API offer (byte 67, with copy=True now and then: some consumers take the
+ * dltensor_from_py_object_no_sync path only for copies, XAPI-11). */
 #include "mutate.h"
 
 #include <string.h>
@@ -87,9 +89,10 @@ static void stride_game(dlc_record *r, dlc_rng *g) {
 /* A plausible valid export: what a well-behaved producer would send (reaches the deep,
  * accepting paths of a consumer). */
 static void valid_tensor(dlc_record *r, dlc_rng *g) {
-  uint8_t seed = r->fill_seed;
+  uint8_t seed = r->fill_seed, offer = r->offer; /* kept: both are orthogonal to the tensor */
   dlc_rec_init(r);
   r->fill_seed = seed;
+  r->offer = offer;
   r->ndim = (int8_t)below(g, 5);
   small_dims(r, g, 0);
   if (below(g, 3) == 0) stride_game(r, g);
@@ -103,9 +106,23 @@ static void valid_tensor(dlc_record *r, dlc_rng *g) {
   r->flags = below(g, 3) == 0 ? below(g, 4) : 0;
 }
 
+/* The exchange API offer (record.h): a kind and the major-0 variant, now and then a flip of
+ * a kept bit (4..7, which decode to the same offer), and copy=True for a quarter. */
+static void offer_game(dlc_record *r, dlc_rng *g) {
+  if (below(g, 8) == 0) {
+    r->offer ^= (uint8_t)(0x10u << below(g, 4));
+    return;
+  }
+  r->offer = (uint8_t)((r->offer & ~0x0fu) | below(g, 16));
+  if (below(g, 4) == 0) {
+    r->kw |= DLC_KW_COPY;
+    r->kw_copy = DLC_COPY_TRUE;
+  }
+}
+
 static void mutate_once(dlc_record *r, dlc_rng *g) {
   int n = dlc_rec_dims(r);
-  switch (below(g, 16)) {
+  switch (below(g, 17)) {
     case 0: {
       int old = n;
       r->ndim = below(g, 2) ? k_ndim[below(g, COUNT(k_ndim))] : (int8_t)(r->ndim + 1);
@@ -182,6 +199,9 @@ static void mutate_once(dlc_record *r, dlc_rng *g) {
     case 12:
     case 13:
       valid_tensor(r, g);
+      break;
+    case 16:
+      offer_game(r, g);
       break;
     case 14:
       /* one huge extent, the rest consistent: over the cap, or overflowing */

@@ -144,15 +144,17 @@ static PyMethodDef producer_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyType_Slot producer_slots[] = {
-    {Py_tp_dealloc, (void *)producer_dealloc},
-    {Py_tp_methods, producer_methods},
-    {0, NULL},
-};
-
-static PyType_Spec producer_spec = {
-    "dlconform_fuzz.Producer", sizeof(Producer), 0, Py_TPFLAGS_DEFAULT, producer_slots,
-};
+/* Methods, slots and layout every producer type shares; getattro set for offer types. */
+static PyTypeObject *type_from(const char *name, getattrofunc getattro) {
+  PyType_Slot slots[] = {
+      {Py_tp_dealloc, (void *)producer_dealloc},
+      {Py_tp_methods, producer_methods},
+      {getattro ? Py_tp_getattro : 0, (void *)getattro},
+      {0, NULL},
+  };
+  PyType_Spec spec = {name, sizeof(Producer), 0, Py_TPFLAGS_DEFAULT, slots};
+  return (PyTypeObject *)PyType_FromSpec(&spec);
+}
 
 int dlc_producer_type_init(void) {
   if (producer_type != NULL) return 0;
@@ -161,8 +163,13 @@ int dlc_producer_type_init(void) {
   k_copy = PyUnicode_InternFromString("copy");
   k_max_version = PyUnicode_InternFromString("max_version");
   if (!k_stream || !k_dl_device || !k_copy || !k_max_version) return -1;
-  producer_type = (PyTypeObject *)PyType_FromSpec(&producer_spec);
+  producer_type = type_from("dlconform_fuzz.Producer", NULL);
   return producer_type ? 0 : -1;
+}
+
+PyTypeObject *dlc_producer_type_new(const char *name, getattrofunc getattro) {
+  if (dlc_producer_type_init() != 0) return NULL;
+  return type_from(name, getattro);
 }
 
 /* A (device_type, device_id) tuple: the last one made when it matches (tuples are
@@ -191,7 +198,12 @@ static PyObject *device_tuple(int device_type, int device_id) {
 }
 
 PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
-  Producer *self = PyObject_New(Producer, producer_type);
+  return dlc_producer_new_of(NULL, capsule, device_type, device_id);
+}
+
+PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_type,
+                              int device_id) {
+  Producer *self = PyObject_New(Producer, type ? type : producer_type);
   if (self == NULL) return NULL;
   self->capsule = NULL;
   self->old = 0;
@@ -212,6 +224,12 @@ PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id) {
 
 void dlc_producer_set_old(PyObject *producer) { ((Producer *)producer)->old = 1; }
 void dlc_producer_set_strict(PyObject *producer) { ((Producer *)producer)->strict = 1; }
+
+/* Every producer type shares producer_dealloc: that identifies its instances. */
+PyObject *dlc_producer_capsule(PyObject *obj) {
+  if (obj == NULL || Py_TYPE(obj)->tp_dealloc != producer_dealloc) return NULL;
+  return ((Producer *)obj)->capsule;
+}
 
 const dlc_producer_log *dlc_producer_log_of(PyObject *producer) {
   return &((Producer *)producer)->log;

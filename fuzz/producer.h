@@ -10,7 +10,10 @@
  *   - whether any call asked for dl_device=(kDLCPU, 0) (DEV-06);
  *   - the copy value forwarded by the first call that carried one (CPY-06, CPY-07);
  *   - max_version[0] of the last call (VER-02);
- *   - for an old producer (VER-06), the calls refused with TypeError for new keywords. */
+ *   - for an old producer (VER-06), the calls refused with TypeError for new keywords.
+ * Besides the plain type, xapi_offer.c makes one type per exchange-API offer with
+ * dlc_producer_type_new (the attribute __dlpack_c_exchange_api__ is per type, XAPI-01);
+ * all share these methods and this layout. */
 #ifndef DLCONFORM_FUZZ_PRODUCER_H
 #define DLCONFORM_FUZZ_PRODUCER_H
 
@@ -31,6 +34,19 @@ typedef struct {
 
 /* Creates the type once (after Py_Initialize). Returns 0, or -1 with an exception set. */
 int dlc_producer_type_init(void);
+
+/* A new producer type with the plain type's methods, named name (a static string, as
+ * "module.Name"); getattro NULL for the generic lookup. NULL with an exception set. */
+PyTypeObject *dlc_producer_type_new(const char *name, getattrofunc getattro);
+
+/* dlc_producer_new for a producer of type (from dlc_producer_type_new; NULL: the plain
+ * type). */
+PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_type,
+                              int device_id);
+
+/* The capsule a producer hands out (borrowed), or NULL (no exception set) when obj is not
+ * an instance of a producer type. */
+PyObject *dlc_producer_capsule(PyObject *obj);
 
 /* A new producer holding a reference to capsule and to a (device_type, device_id) tuple. */
 PyObject *dlc_producer_new(PyObject *capsule, int device_type, int device_id);

@@ -1,4 +1,4 @@
-/* record: decode and encode the fuzz input format 1 (layout table in fuzz/README.md).
+/* record: decode and encode the fuzz input format 2 (layout table in fuzz/README.md).
  * All multi-byte fields are little-endian. Field offsets are the single source of truth
  * below (REC_OFF_*); decode and encode use the same table so they cannot drift apart. */
 #include "record.h"
@@ -27,9 +27,9 @@ enum {
   REC_OFF_KW_COPY = 64,
   REC_OFF_KW_STREAM_KIND = 65,
   REC_OFF_FILL_SEED = 66,
-  REC_OFF_RESERVED = 67,
+  REC_OFF_OFFER = 67,
 };
-_Static_assert(REC_OFF_RESERVED + 1 == DLC_REC_HEADER_SIZE, "header layout is contiguous");
+_Static_assert(REC_OFF_OFFER + 1 == DLC_REC_HEADER_SIZE, "header layout is contiguous");
 
 /* Reads n little-endian bytes at off from a zero-extended view of (data, size). */
 static uint64_t get_le(const uint8_t *data, size_t size, size_t off, int n) {
@@ -108,7 +108,7 @@ void dlc_rec_decode(const uint8_t *data, size_t size, dlc_record *out) {
   out->kw_copy = h[REC_OFF_KW_COPY];
   out->kw_stream_kind = h[REC_OFF_KW_STREAM_KIND];
   out->fill_seed = h[REC_OFF_FILL_SEED];
-  out->reserved = h[REC_OFF_RESERVED];
+  out->offer = h[REC_OFF_OFFER];
   int n = dlc_rec_dims(out);
   size_t shape_off = DLC_REC_HEADER_SIZE;
   size_t strides_off = shape_off + 8u * (size_t)n;
@@ -146,7 +146,7 @@ size_t dlc_rec_encode(const dlc_record *r, uint8_t *out, size_t cap) {
   h[REC_OFF_KW_COPY] = r->kw_copy;
   h[REC_OFF_KW_STREAM_KIND] = r->kw_stream_kind;
   h[REC_OFF_FILL_SEED] = r->fill_seed;
-  h[REC_OFF_RESERVED] = r->reserved;
+  h[REC_OFF_OFFER] = r->offer;
   if (cap) memcpy(out, h, cap < sizeof h ? cap : sizeof h);
   int n = dlc_rec_dims(r);
   size_t shape_off = DLC_REC_HEADER_SIZE;
@@ -159,6 +159,12 @@ size_t dlc_rec_encode(const dlc_record *r, uint8_t *out, size_t cap) {
     else put_le(out, cap, b, 8, (uint64_t)r->strides[i]);
   }
   return dlc_rec_size(r);
+}
+
+int dlc_rec_offer(const dlc_record *r) { return r->offer & DLC_OFFER_KIND; }
+
+void dlc_rec_apply_offer(dlc_record *r) {
+  if (dlc_rec_offer(r) != DLC_OFFER_NONE) r->kind |= DLC_REC_VERSIONED;
 }
 
 void dlc_rec_init(dlc_record *r) {

@@ -1,8 +1,10 @@
-/* record: the fuzz input format (format 1). Byte layout in fuzz/README.md.
+/* record: the fuzz input format (format 2). Byte layout in fuzz/README.md.
  *
  * A record describes one forged DLPack export: DLTensor metadata, the capsule kind, the
  * DLManagedTensorVersioned version and flags, how data/shape/strides pointers are formed,
- * and the keyword arguments to pass. Invariants:
+ * the keyword arguments to pass, and the C exchange API table the producer offers (byte 67;
+ * format 1 kept that byte unused, so a format-1 input reads as "no offer" unless it carried
+ * junk there). Invariants:
  *   - dlc_rec_decode accepts ANY byte string: missing bytes read as 0, extra bytes are
  *     ignored, no value is rejected (negative ndim, unknown codes, huge extents included).
  *   - dlc_rec_encode(decode(b)) equals b truncated or zero-extended to dlc_rec_size(); so
@@ -17,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DLC_REC_FORMAT 1        /* written by the encoder at byte 0 */
+#define DLC_REC_FORMAT 2        /* written by the encoder at byte 0 (2: byte 67 is the offer) */
 #define DLC_REC_HEADER_SIZE 68  /* fixed part; shape then strides follow */
 #define DLC_REC_MAX_NDIM 127    /* ndim is stored as int8 */
 #define DLC_REC_MAX_SIZE (DLC_REC_HEADER_SIZE + 16 * DLC_REC_MAX_NDIM)
@@ -42,12 +44,30 @@
                                        than its own (DEV-05), rather than ignoring it */
 #define DLC_KW_PASSED 0x0fu       /* the bits that pass a keyword */
 
+/* Byte 67, "offer": the DLPackExchangeAPI the producer offers as __dlpack_c_exchange_api__
+ * (XAPI-01, XAPI-02). Bits 0..2 the kind, bit 3 a variant, bits 4..7 kept. Every value
+ * names an offer. A record with an offer exports a versioned tensor whatever kind bit 0
+ * says: the table hands out DLManagedTensorVersioned only (XAPI-14), and the capsule path
+ * must export the same tensor (dlc_rec_apply_offer). */
+#define DLC_OFFER_KIND 0x07u
+#define DLC_OFFER_MAJOR0 0x08u /* DLC_OFFER_MAJOR: the foreign header major is 0, not 2 */
+enum {
+  DLC_OFFER_NONE = 0,          /* no attribute (what format 1 always meant) */
+  DLC_OFFER_TYPE = 1,          /* a 1.3 table on the producer's type */
+  DLC_OFFER_INSTANCE = 2,      /* a 1.3 table on instances only, none on the type (XAPI-04) */
+  DLC_OFFER_MAJOR = 3,         /* a type table whose header major is 2 (0 with bit 3) (XAPI-06) */
+  DLC_OFFER_NULL_DLTENSOR = 4, /* a 1.3 type table, dltensor_from_py_object_no_sync NULL (XAPI-11) */
+  DLC_OFFER_CHAINED = 5,       /* a major-2 type table whose prev_api is a 1.3 table (XAPI-06/07) */
+  DLC_OFFER_SHADOWED = 6,      /* a 1.3 table on the type, another on the instance (XAPI-04) */
+  DLC_OFFER_MINOR = 7,         /* a type table of version 1.99: a newer minor, same layout */
+};
+
 /* copy value (byte 64, taken mod 3) and stream kind (byte 65, taken mod 3). */
 enum { DLC_COPY_NONE = 0, DLC_COPY_FALSE = 1, DLC_COPY_TRUE = 2 };
 enum { DLC_STREAM_NONE = 0, DLC_STREAM_INT = 1, DLC_STREAM_STR = 2 };
 
 typedef struct {
-  uint8_t format;     /* byte 0 as read; decode interprets every value with layout 1 */
+  uint8_t format;     /* byte 0 as read; decode interprets every value with layout 2 */
   uint8_t kind;       /* DLC_REC_* bits; bit 7 reserved and kept */
   int8_t ndim;        /* DLTensor.ndim, -128..127 */
   uint8_t code;       /* DLDataType.code */
@@ -68,7 +88,7 @@ typedef struct {
   uint8_t kw_copy;        /* DLC_COPY_* after mod 3 is applied by users; stored raw */
   uint8_t kw_stream_kind; /* DLC_STREAM_* after mod 3; stored raw */
   uint8_t fill_seed;      /* buffer byte i = (uint8_t)(i * 131 + fill_seed) */
-  uint8_t reserved;       /* byte 67, kept */
+  uint8_t offer;          /* byte 67: DLC_OFFER_* kind in bits 0..2, DLC_OFFER_MAJOR0; rest kept */
   int64_t shape[DLC_REC_MAX_NDIM];   /* entries beyond max(ndim,0) are 0 */
   int64_t strides[DLC_REC_MAX_NDIM]; /* in elements (LAY-05); kept even when STRIDES_NULL */
 } dlc_record;
@@ -86,7 +106,14 @@ void dlc_rec_decode(const uint8_t *data, size_t size, dlc_record *out);
  * cap only the first cap bytes are written (the tail decodes as zeros). */
 size_t dlc_rec_encode(const dlc_record *r, uint8_t *out, size_t cap);
 
-/* A zeroed record with format 1, dtype float32 (2, 32, 1), device (1, 0), version (1, 3):
+/* The offer kind of r: r->offer & DLC_OFFER_KIND (DLC_OFFER_*). */
+int dlc_rec_offer(const dlc_record *r);
+
+/* Applies the offer's rule to a decoded record before it is exported: with an offer, kind
+ * bit 0 is set (versioned). Records without an offer are left as they are. */
+void dlc_rec_apply_offer(dlc_record *r);
+
+/* A zeroed record with format 2, dtype float32 (2, 32, 1), device (1, 0), version (1, 3):
  * the defaults seeds and tests start from. */
 void dlc_rec_init(dlc_record *r);
 

@@ -23,6 +23,13 @@
  *   more    keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
  *           CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h.
  *           Kind bit 4 of kw makes the producer an old one (VER-06).
+ *   XAPI-04 / XAPI-06 / XAPI-11
+ *           record byte 67 offers a C exchange API table (xapi_offer.h): the consumer used
+ *           a table offered on the instance only, or one of a foreign header major, or
+ *           called its NULL dltensor_from_py_object_no_sync (xapi_guard.h). An offered
+ *           export is versioned (dlc_rec_apply_offer).
+ *   XAPI-15 a zero-copy result kept from dltensor_from_py_object_no_sync (a view valid only
+ *           until control returns) outlives the producer's tensor.
  * With DLCONFORM_FUZZ_TRIAGE set, each input first prints "dlconform-input: CLAUSE: why",
  * the clause a plain crash on it breaks: its must-refuse clause, DEV-07 for another
  * device, else LAY-11 (a legal export: import it, copy or raise). fuzz-ci uses it. The
@@ -37,6 +44,8 @@
 #include "oracle.h"
 #include "producer.h"
 #include "pyhost.h"
+#include "xapi_guard.h"
+#include "xapi_offer.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -66,10 +75,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   dlc_pyhost_init();
-  if (dlc_producer_type_init() != 0) {
+  if (dlc_producer_type_init() != 0 || dlc_xapi_offer_init() != 0) {
     PyErr_Print();
     abort();
   }
+  if (dlc_xapi_guard_install() != 0) abort();
   return 0;
 }
 
@@ -233,11 +243,16 @@ static void check_view(const dlc_forged *f, const Py_buffer *v) {
                     (const void *)hi);
 }
 
-/* Oracles on an accepted result, while it is alive. */
-static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result) {
+/* Oracles on an accepted result, while it is alive. view_only: the consumer got the tensor
+ * only as a dltensor_from_py_object_no_sync view (no __dlpack__ call, no owning hand-out). */
+static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result,
+                         int view_only) {
   char msg[160];
   const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
-  if (breach) dlc_oracle_fail(breach, "%s", msg);
+  /* a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version, so
+   * VER-08 judges only a DLManagedTensorVersioned the consumer received (capsule, hand-out) */
+  if (breach && !(view_only && strcmp(breach, "VER-08") == 0))
+    dlc_oracle_fail(breach, "%s", msg);
   const dlc_plan *p = &f->mem.plan;
   Py_buffer view;
   int have_view;
@@ -248,11 +263,18 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   int copy = copy_passed(r, p);
   int copy_asked = copy == DLC_COPY_TRUE;
   int zero_copy = aliases || (addr == NULL && !copy_asked && !p->ext.zero_size);
+  /* XAPI-15: a view is valid only until control returns; keeping it is the consumer's
+   * breach, whose trace is the unconsumed capsule's destructor running the deleter */
   if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0)
-    dlc_oracle_fail(f->destructor_deleted ? "CAP-03" : "OWN-03",
+    dlc_oracle_fail(view_only && f->destructor_deleted ? "XAPI-15"
+                    : f->destructor_deleted            ? "CAP-03"
+                                                       : "OWN-03",
                     "deleter ran %d time(s) while the zero-copy result is alive%s",
                     f->deleter_calls,
-                    f->destructor_deleted ? " (capsule died unconsumed)" : "");
+                    view_only && f->destructor_deleted
+                        ? " (a dltensor_from_py_object_no_sync view kept past the call)"
+                    : f->destructor_deleted ? " (capsule died unconsumed)"
+                                            : "");
   if (aliases && !p->ext.zero_size) {
     const uint8_t *first = (const uint8_t *)f->mem.t.data + f->mem.t.byte_offset;
     if (addr != first)
@@ -261,7 +283,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
                       (unsigned long long)f->mem.t.byte_offset);
     if (have_view) check_view(f, &view);
   }
-  dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr);
+  dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr, view_only);
   if (have_view) PyBuffer_Release(&view);
 }
 
@@ -333,6 +355,7 @@ static int set_aside_input(const dlc_record *r) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlc_record r;
   dlc_rec_decode(data, size, &r);
+  dlc_rec_apply_offer(&r); /* an offered export is versioned (record.h) */
   dlc_plan plan;
   dlc_rec_plan(&r, DLC_REC_BUFFER_CAP, &plan);
   char msg[160];
@@ -387,7 +410,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dlc_check_refusal_class(&r, copy, &log, other_reason);
   } else {
     ++n_accepted;
-    check_result(&r, f, result);
+    const dlc_xapi_log *x = dlc_xapi_log_now();
+    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0);
     Py_DECREF(result);
   }
   if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();

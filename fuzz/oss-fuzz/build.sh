@@ -57,7 +57,7 @@ if command -v "$PY-config" >/dev/null 2>&1 || command -v python3-config >/dev/nu
     # shellcheck disable=SC2086
     $CC $CFLAGS $W -DDLC_FIXED_ENV_NAME="\"$var\"" -DDLC_FIXED_ENV_VALUE="\"$lib\"" \
       $MUT $PYT -o "$OUT/dlconform_$t" fuzz/target_$kind.c fuzz/oss-fuzz/fixed_env.c \
-      $( [ $kind = consumer ] && echo fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c ) \
+      $( [ $kind = consumer ] && echo fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c fuzz/xapi_offer.c fuzz/xapi_guard.c ) \
       $CORE $PYLIBS $LIB_FUZZING_ENGINE
     extras "$t"
   done

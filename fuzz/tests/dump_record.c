@@ -16,10 +16,17 @@ static void dump(const char *path) {
   fclose(f);
   dlc_record r;
   dlc_rec_decode(buf, n, &r);
+  static const char *const offers[] = {"none", "type", "instance", "major", "null-dltensor",
+                                       "chained", "shadowed", "minor"};
+  int offer = dlc_rec_offer(&r);
+  printf("%s: %zu bytes, format %u\n", path, n, r.format);
+  printf("  offer 0x%02x: %s%s%s\n", r.offer, offers[offer],
+         offer == DLC_OFFER_MAJOR ? (r.offer & DLC_OFFER_MAJOR0 ? " (major 0)" : " (major 2)") : "",
+         offer ? " (exported versioned)" : "");
+  dlc_rec_apply_offer(&r); /* as the consumer target exports it */
   dlc_plan p;
   dlc_rec_plan(&r, DLC_REC_BUFFER_CAP, &p);
   static const char *const modes[] = {"buffer", "null", "dangling"};
-  printf("%s: %zu bytes, format %u\n", path, n, r.format);
   printf("  capsule %s%s%s%s%s%s  version %u.%u flags 0x%llx\n",
          r.kind & DLC_REC_VERSIONED ? "versioned" : "legacy",
          r.kind & DLC_REC_STRIDES_NULL ? " strides=NULL" : "",

@@ -22,6 +22,9 @@ def test_decode_matches_dump_record():
         assert "dtype (%d, %d, %d)" % rec["dtype"] in out, (name, out)
         assert "ndim %d" % rec["ndim"] in out, (name, out)
         assert "byte_offset %d" % rec["byte_offset"] in out, (name, out)
+        assert "offer 0x%02x" % rec["offer"] in out, (name, out)
+        capsule = "versioned" if fuzzrepro.apply_offer(rec)["kind"] & 1 else "legacy"
+        assert "capsule " + capsule in out, (name, out)
     assert fuzzrepro.decode(b"")["ndim"] == 0  # every byte string decodes
 
 
@@ -56,6 +59,59 @@ def test_reproducer_runs():
     out = p.stdout.decode()
     assert p.returncode == 0 and "accepted:" in out, out
 
+
+def _run_repro(seed, env_extra=None):
+    text = fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed)
+    env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}  # the correct ref
+    env.update(PYTHONPATH=os.path.join(ROOT, "harness"), **(env_extra or {}))
+    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return p.returncode, p.stdout.decode()
+
+
+def test_offer_reproducers():
+    """Offer seeds rebuild the target's exchange tables: the correct ref passes every one (and
+    takes the table on the type), each consumer-side XAPI fault of ref fails its own."""
+    for seed in sorted(n for n in os.listdir(SEEDS) if n.startswith("offer-")):
+        rc, out = _run_repro(seed)
+        assert rc == 0 and "accepted:" in out, (seed, out)
+        took = "'ok': ['" in out
+        assert took == (seed not in ("offer-instance", "offer-major2", "offer-major0", "offer-chained")), (seed, out)
+    for fault, seed, clause in (("consumer_xapi_on_instance", "offer-instance", "XAPI-04"),
+                                ("consumer_xapi_on_instance", "offer-shadowed", "XAPI-04"),
+                                ("consumer_xapi_ignores_major", "offer-major0", "XAPI-06"),
+                                ("consumer_xapi_ignores_major", "offer-chained", "XAPI-06")):
+        rc, out = _run_repro(seed, {"DLCONFORM_REF_FAULT": fault})
+        assert rc == 1 and "AssertionError: " + clause in out, (fault, seed, out)
+    rc, out = _run_repro("offer-null-dltensor-copy", {"DLCONFORM_REF_FAULT": "consumer_xapi_null_dltensor"})
+    assert rc == -11 and "a SIGSEGV in from_dlpack is XAPI-11" in out, (rc, out)
+
+
+def _run_target(consumer, seed):
+    binary = os.path.join(ROOT, "build", "fuzz", "consumer.asan")
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", DLCONFORM_FUZZ_CONSUMER=consumer,
+               DLCONFORM_FUZZ_STATS="1", PYTHONPATH=os.path.join(ROOT, "fuzz", "tests"))
+    p = subprocess.run([binary, os.path.join(SEEDS, seed)], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def test_target_reports_kept_view():
+    """XAPI-15 can fail: the consumer target reports a consumer that keeps a
+    dltensor_from_py_object_no_sync view (fuzz/tests/xapi_view_keeper.py), and not the same
+    consumer refusing a table of a foreign major."""
+    rc, out = _run_target("xapi_view_keeper", "offer-type")
+    assert rc != 0 and "dlconform-oracle: XAPI-15: " in out, out[-2000:]
+    rc, out = _run_target("xapi_view_keeper", "offer-major2")
+    assert rc == 0 and "dlconform-oracle" not in out, out[-2000:]
+
+
+def test_offered_tables_work():
+    """Every function of the offered tables works under ASan (fuzz/tests/xapi_table_user.py:
+    stream, allocator with and without SetError, to_py, dltensor view, hand-out once)."""
+    for seed in ("offer-type", "offer-type-copy", "offer-minor", "offer-shadowed", "offer-null-dltensor-copy"):
+        rc, out = _run_target("xapi_table_user", seed)
+        assert rc == 0 and "dlconform-oracle" not in out and "ERROR" not in out, (seed, out[-3000:])
+        assert " 0 refused" in out, (seed, out[-3000:])  # every check in it passed
 
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):

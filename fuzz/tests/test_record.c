@@ -51,7 +51,7 @@ static void test_struct_roundtrip(void) {
   r.flags = UINT64_MAX, r.byte_offset = (uint64_t)1 << 63;
   r.kw = 0xff, r.kw_max_major = -1, r.kw_max_minor = 3, r.kw_dev_type = 2, r.kw_dev_id = 5;
   r.kw_stream = INT64_MIN, r.kw_copy = 200, r.kw_stream_kind = 7, r.fill_seed = 9;
-  r.reserved = 0x55;
+  r.offer = 0x55;
   size_t n = dlc_rec_encode(&r, buf_a, sizeof buf_a);
   CHECK(n == DLC_REC_HEADER_SIZE + 3 * 16, "encoded size %zu", n);
   CHECK(buf_a[0] == DLC_REC_FORMAT, "format byte %u", buf_a[0]);
@@ -63,7 +63,7 @@ static void test_struct_roundtrip(void) {
             back.kw == 0xff && back.kw_max_major == -1 && back.kw_max_minor == 3 &&
             back.kw_dev_type == 2 && back.kw_dev_id == 5 && back.kw_stream == INT64_MIN &&
             back.kw_copy == 200 && back.kw_stream_kind == 7 && back.fill_seed == 9 &&
-            back.reserved == 0x55,
+            back.offer == 0x55,
         "header fields survive the round trip");
   CHECK(back.shape[0] == 2 && back.shape[1] == INT64_MAX && back.shape[2] == -1 &&
             back.strides[0] == INT64_MIN && back.strides[1] == -3 && back.strides[2] == 1,
@@ -207,6 +207,54 @@ static void test_fill_and_guard(void) {
   CHECK(guard, "the byte past a buffer's 64-byte rounded end faults");
 }
 
+/* Byte 67, the exchange API offer: decoded at its offset, every value names an offer, an
+ * offer makes the export versioned, and the mutator reaches every kind and variant. */
+static void test_offer(void) {
+  dlc_record r, back;
+  dlc_rec_init(&r);
+  CHECK(r.offer == 0 && dlc_rec_offer(&r) == DLC_OFFER_NONE, "a fresh record offers nothing");
+  int at67 = 1, apply = 1;
+  for (unsigned v = 0; v < 256; ++v) {
+    memset(buf_a, 0, DLC_REC_HEADER_SIZE);
+    buf_a[67] = (uint8_t)v;
+    dlc_rec_decode(buf_a, DLC_REC_HEADER_SIZE, &back);
+    at67 &= back.offer == v && dlc_rec_offer(&back) == (int)(v & 7u) && back.fill_seed == 0;
+    back.kind = DLC_REC_STRIDES_NULL;
+    dlc_rec_apply_offer(&back);
+    int want = (v & 7u) ? DLC_REC_STRIDES_NULL | DLC_REC_VERSIONED : DLC_REC_STRIDES_NULL;
+    apply &= back.kind == want;
+  }
+  CHECK(at67, "byte 67 decodes as the offer, its kind in bits 0..2");
+  CHECK(apply, "an offer (and only an offer) makes the export versioned");
+  r.offer = DLC_OFFER_MAJOR | DLC_OFFER_MAJOR0 | 0x80;
+  size_t n = dlc_rec_encode(&r, buf_a, sizeof buf_a);
+  CHECK(n == DLC_REC_HEADER_SIZE && buf_a[67] == 0x8b && buf_a[0] == 2,
+        "the offer is written at byte 67 (0x%02x), format 2", buf_a[67]);
+  /* the mutator: every kind x variant, the kept bits, copy=True with an offer, and the offer
+   * kept by valid_tensor (most mutations leave it) */
+  dlc_rng g = {11};
+  unsigned seen = 0, kept_bits = 0;
+  int copy_with_offer = 0, kept = 0, rounds = 0;
+  dlc_rec_init(&r);
+  for (int iter = 0; iter < 20000; ++iter) {
+    uint8_t before = r.offer;
+    n = dlc_rec_encode(&r, buf_a, sizeof buf_a);
+    size_t m = dlc_mutate_bytes(buf_a, n, sizeof buf_a, &g);
+    dlc_rec_decode(buf_a, m, &r);
+    seen |= 1u << (r.offer & 0x0f);
+    kept_bits |= r.offer & 0xf0u;
+    if (dlc_rec_offer(&r) && (r.kw & DLC_KW_COPY) && r.kw_copy % 3 == DLC_COPY_TRUE)
+      ++copy_with_offer;
+    if (before != 0) ++rounds, kept += r.offer == before;
+    if (dlc_rng_next(&g) % 50 == 0) dlc_rec_init(&r);
+  }
+  CHECK(seen == 0xffff, "the mutator reaches every offer kind and variant (mask 0x%04x)", seen);
+  CHECK(kept_bits == 0xf0, "the mutator flips the kept offer bits (0x%02x)", kept_bits);
+  CHECK(copy_with_offer > 500, "offers come with copy=True (%d of 20000)", copy_with_offer);
+  CHECK(rounds > 1000 && kept * 10 > rounds * 7, "an offer mostly survives a mutation (%d of %d)",
+        kept, rounds);
+}
+
 /* Mutated records: the encoding fits, and materialised memory obeys layout.h. */
 static void test_mutate_materialize(void) {
   dlc_rng g = {7};
@@ -246,6 +294,7 @@ int main(void) {
   test_any_bytes_decode();
   test_plan();
   test_mutate_materialize();
+  test_offer();
   test_fill_and_guard();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -110,5 +110,29 @@ int main(int argc, char **argv) {
   base(&r, 1, s4, 2, 32);
   r.kw = DLC_KW_OLD_PRODUCER; /* an old producer: __dlpack__(stream) only (VER-06) */
   emit("legacy-old-producer", &r);
+
+  /* C exchange API offers (record.h, byte 67); an offered export is versioned */
+  static const struct {
+    const char *name;
+    uint8_t offer;
+    int copy; /* pass copy=True: the dltensor_from_py_object_no_sync path of some consumers */
+  } offers[] = {
+      {"offer-type", DLC_OFFER_TYPE, 0},
+      {"offer-type-copy", DLC_OFFER_TYPE, 1},
+      {"offer-instance", DLC_OFFER_INSTANCE, 0},               /* XAPI-04 */
+      {"offer-shadowed", DLC_OFFER_SHADOWED, 0},               /* XAPI-04 */
+      {"offer-major2", DLC_OFFER_MAJOR, 0},                    /* XAPI-06 */
+      {"offer-major0", DLC_OFFER_MAJOR | DLC_OFFER_MAJOR0, 0}, /* XAPI-06 */
+      {"offer-chained", DLC_OFFER_CHAINED, 0},                 /* XAPI-06, XAPI-07 */
+      {"offer-null-dltensor-copy", DLC_OFFER_NULL_DLTENSOR, 1}, /* XAPI-11 */
+      {"offer-minor", DLC_OFFER_MINOR, 1},
+  };
+  for (size_t i = 0; i < sizeof offers / sizeof offers[0]; ++i) {
+    base(&r, 2, s23, 2, 32);
+    r.kind = DLC_REC_VERSIONED;
+    r.offer = offers[i].offer;
+    if (offers[i].copy) r.kw = DLC_KW_COPY, r.kw_copy = DLC_COPY_TRUE;
+    emit(offers[i].name, &r);
+  }
   return 0;
 }

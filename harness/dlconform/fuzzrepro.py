@@ -1,4 +1,4 @@
-"""Fuzz record (format 1, fuzz/README.md) -> a self-contained Python reproducer.
+"""Fuzz record (format 2, fuzz/README.md) -> a self-contained Python reproducer.
 
 `python3 -m dlconform fuzz-repro FILE [--target numpy] [--finding "CLAUSE: message"]` prints a
 script that rebuilds the fuzz target's export without the fuzzer: the same DLTensor through
@@ -6,7 +6,11 @@ script that rebuilds the fuzz target's export without the fuzzer: the same DLTen
 `(i * 131 + seed) & 0xff`, PROT_READ pages for a READ_ONLY record), the same producer
 behaviour as fuzz/producer.c (one capsule, handed out on every `__dlpack__` call, an old
 producer raising TypeError for new keywords), the same keywords as the consumer target,
-then the consumer's `from_dlpack` and the checks for the finding's clause.
+then the consumer's `from_dlpack` and the checks for the finding's clause. A record that
+offers a C exchange API table (byte 67, fuzz/xapi_offer.c) gets the same tables built with
+ctypes (their functions hand out fresh versioned capsules of the same Forge: one owner per
+hand-out, so the deleter count still means what it means in the target), on the type, the
+instance or both, and the XAPI-04 / XAPI-06 checks on which tables the consumer called.
 
 The memory plan uses check's own extent arithmetic through `dlconform._probe.extent`, so
 the Python side never re-implements it. Invariant: decode() accepts any bytes, like
@@ -18,6 +22,8 @@ HEADER = 68
 CAP = 1 << 20
 KIND = {"versioned": 0x01, "strides_null": 0x02, "shape_null": 0x04, "deleter_null": 0x08,
         "data_null": 0x10, "dangling": 0x20, "used": 0x40}
+# byte 67 (record.h DLC_OFFER_*): kind in bits 0..2, bit 3 the major-0 variant of "major"
+OFFERS = ("none", "type", "instance", "major", "null_dltensor", "chained", "shadowed", "minor")
 KW = {"max_version": 0x01, "copy": 0x02, "dl_device": 0x04, "stream": 0x08, "old_producer": 0x10}
 CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
              "torch": ("import torch.utils.dlpack", "torch.utils.dlpack.from_dlpack"),
@@ -30,7 +36,7 @@ def decode(data):
     """dict of the record's fields, exactly as dlc_rec_decode reads them."""
     b = bytes(data[:HEADER]).ljust(HEADER, b"\0")
     (fmt, kind, ndim, code, bits, kw, lanes, dev_type, dev_id, vmaj, vmin, flags, off, mv_maj,
-     mv_min, kdev_type, kdev_id, stream, copy, stream_kind, seed, _res) = struct.unpack(
+     mv_min, kdev_type, kdev_id, stream, copy, stream_kind, seed, offer) = struct.unpack(
         "<BBbBBBHiiIIQQiiiiqBBBB", b)
     n = max(ndim, 0)
     tail = bytes(data[HEADER:HEADER + 16 * n]).ljust(16 * n, b"\0")
@@ -39,7 +45,15 @@ def decode(data):
     return dict(format=fmt, kind=kind, ndim=ndim, dtype=(code, bits, lanes), device=(dev_type, dev_id),
                 version=(vmaj, vmin), flags=flags, byte_offset=off, kw=kw, max_version=(mv_maj, mv_min),
                 kw_device=(kdev_type, kdev_id), stream=stream, copy=copy % 3, stream_kind=stream_kind % 3,
-                seed=seed, shape=tuple(shape), strides=tuple(strides))
+                seed=seed, offer=offer, shape=tuple(shape), strides=tuple(strides))
+
+
+def apply_offer(rec):
+    """dlc_rec_apply_offer: an offered export is versioned (the table hands out
+    DLManagedTensorVersioned only). Returns rec, changed in place."""
+    if rec["offer"] & 7:
+        rec["kind"] |= KIND["versioned"]
+    return rec
 
 
 def plan(rec):
@@ -95,8 +109,11 @@ def consumer_lines(target):
     return ("import importlib\nconsumer = importlib.import_module(%r)" % target, "consumer.from_dlpack")
 
 
-def checks(clause):
+def checks(clause, offer=0):
     """Lines checking the finding's clause after the import (`y`, `err`, `p`, `forge`)."""
+    if clause == "VER-08" and offer:  # a bare dltensor_from_py_object_no_sync view carries no version
+        return ["assert y is None or (views and not owned and not p.calls), "
+                "'VER-08: the consumer accepted an export it must refuse'"]
     if clause in MUST_REFUSE:
         return ["assert y is None, %r" % (clause + ": the consumer accepted an export it must refuse")]
     if clause in ("OWN-03", "CAP-03", "CAP-04"):
@@ -122,7 +139,7 @@ def checks(clause):
 
 
 TEMPLATE = '''\
-# dlconform fuzz reproducer, record format 1: {name}
+# dlconform fuzz reproducer, record format 2: {name}
 # finding: {finding}
 # run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref built: make build)
 import ctypes
@@ -149,7 +166,7 @@ if MODE == "buffer":  # fuzz/layout.c: byte i = (i * 131 + seed) & 0xff, data = 
 else:
     data = {dangling} if MODE == "dangling" else "null"
 forge = _ref.Forge({forge_args}, data=data)
-
+{offer_block}
 
 class Producer:  # fuzz/producer.c: one capsule, handed out on every call; logs the keywords
     def __init__(self, device, old):
@@ -178,8 +195,8 @@ def describe(y):
     return {{k: getattr(y, k, None) for k in ("data_ptr", "byte_offset", "strides", "shape", "readonly")}}
 
 
-p = Producer({device!r}, old={old})
-y = err = None
+{offer_producer}p = {producer_class}({device!r}, old={old})
+{instance_offer}y = err = None
 try:
     y = {from_dlpack}(p{kwargs})
     print("accepted:", type(y).__name__)
@@ -187,14 +204,148 @@ except Exception as e:
     err = e
     print("refused:", type(e).__name__, e)
 print("__dlpack__ calls:", p.calls)
-{checks}
+{offer_checks}{checks}
 print("done: the finding did not show; the crash or assertion above is the finding otherwise")
 '''
 
 
+OFFER_BLOCK = '''
+# fuzz/xapi_offer.c: the exchange API tables of offer {offer_name!r} (record byte 67 = {offer:#04x})
+C = ctypes
+api = C.pythonapi
+api.PyCapsule_GetPointer.restype = C.c_void_p
+api.PyCapsule_GetPointer.argtypes = (C.py_object, C.c_char_p)
+api.PyCapsule_SetName.argtypes = (C.py_object, C.c_char_p)
+api.PyCapsule_New.restype = C.py_object
+api.PyCapsule_New.argtypes = (C.c_void_p, C.c_char_p, C.c_void_p)
+API_NAME, NAME, USED = b"dlpack_exchange_api", b"dltensor_versioned", b"used_dltensor_versioned"
+USED_RECORD = {used_record}  # a used_* record: nothing to hand out (the target: BufferError)
+
+
+class Header(C.Structure):
+    _fields_ = [("major", C.c_uint32), ("minor", C.c_uint32), ("prev_api", C.c_void_p)]
+
+
+ALLOC = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p)
+FROM = C.CFUNCTYPE(C.c_int, C.py_object, C.POINTER(C.c_void_p))
+TO = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_void_p))
+DLT = C.CFUNCTYPE(C.c_int, C.py_object, C.c_void_p)
+STREAM = C.CFUNCTYPE(C.c_int, C.c_int, C.c_int32, C.POINTER(C.c_void_p))
+
+
+class Table(C.Structure):
+    _fields_ = [("header", Header), ("alloc", ALLOC), ("from_py", FROM), ("to_py", TO),
+                ("dltensor", DLT), ("stream", STREAM)]
+
+
+calls = {{"ok": [], "instance": [], "foreign": []}}  # which tables the consumer called
+held = []  # tables and their callbacks, alive until the end
+owned = []  # capsules handed out (renamed used_*: the consumer owns their tensors)
+views = []  # capsules behind dltensor_from_py_object_no_sync views (kept alive here)
+
+
+def make_table(role, major, minor, null_dltensor=False, prev=None):
+    def from_py(obj, out):  # a fresh export of the same memory, owned by the caller
+        calls[role].append("managed_tensor_from_py_object_no_sync")
+        if USED_RECORD:
+            return -1
+        cap = forge.capsule()
+        out[0] = api.PyCapsule_GetPointer(cap, NAME)
+        api.PyCapsule_SetName(cap, USED)
+        owned.append(cap)
+        return 0
+
+    def dltensor(obj, out):  # DLManagedTensorVersioned.dl_tensor: 48 bytes at offset 32
+        calls[role].append("dltensor_from_py_object_no_sync")
+        if USED_RECORD:
+            return -1
+        cap = forge.capsule()
+        views.append(cap)
+        C.memmove(out, api.PyCapsule_GetPointer(cap, NAME) + 32, 48)
+        return 0
+
+    def stream(device_type, device_id, out):
+        calls[role].append("current_work_stream")
+        out[0] = None
+        return 0
+
+    def unsupported(*args):  # allocator, to_py: the target's work; not reproduced here
+        calls[role].append("allocator or to_py")
+        return -1
+
+    fns = [ALLOC(unsupported), FROM(from_py), TO(unsupported), DLT() if null_dltensor else DLT(dltensor),
+           STREAM(stream)]
+    t = Table(Header(major, minor, C.addressof(prev) if prev is not None else None), *fns)
+    held.append((t, fns))
+    return t
+
+
+def capsule_of(table):
+    return api.PyCapsule_New(C.addressof(table), API_NAME, None)
+
+
+OK = make_table("ok", 1, 3)
+TYPE_TABLE, INSTANCE_TABLE = {{  # (on the type, on the instance only)
+    "type": lambda: (OK, None),
+    "instance": lambda: (None, make_table("instance", 1, 3)),
+    "major": lambda: (make_table("foreign", {foreign_major}, 0), None),
+    "null_dltensor": lambda: (make_table("ok", 1, 3, null_dltensor=True), None),
+    "chained": lambda: (make_table("foreign", 2, 0, prev=OK), None),
+    "shadowed": lambda: (OK, make_table("instance", 1, 3)),
+    "minor": lambda: (make_table("ok", 1, 99), None),
+}}[{offer_name!r}]()
+if {offer_name!r} == "null_dltensor":  # XAPI-11: a consumer that calls the NULL pointer dies here
+    import faulthandler
+    faulthandler.enable()
+    print("dltensor_from_py_object_no_sync is NULL: a SIGSEGV in from_dlpack is XAPI-11")
+'''
+
+OFFER_PRODUCER = '''
+
+class OfferingProducer(Producer):  # the target's producer type for this offer
+    pass
+
+
+if TYPE_TABLE is not None:
+    OfferingProducer.__dlpack_c_exchange_api__ = capsule_of(TYPE_TABLE)
+'''
+
+OFFER_CHECKS = '''print("exchange API calls:", calls)
+
+
+def address(y):
+    if hasattr(y, "__array_interface__"):
+        return y.__array_interface__["data"][0]
+    d = getattr(y, "data_ptr", None)
+    d = d() if callable(d) else d
+    return d + (getattr(y, "byte_offset", 0) or 0) if isinstance(d, int) else None
+
+
+if y is not None and views and not owned and not p.calls and MODE == "buffer":
+    a = address(y)
+    assert a is None or not base <= a < base + SIZE, "XAPI-15: the result views a dltensor_from_py_object_no_sync " \\
+        "view past the call"
+assert not calls["instance"], "XAPI-04: the consumer used the table an instance offers: %r" % calls["instance"]
+assert not calls["foreign"], "XAPI-06: the consumer used a table of a foreign header major: %r" % calls["foreign"]
+'''
+
+
+def offer_parts(rec):
+    """(offer_block, producer class, instance line, offer checks) for the template."""
+    kind = rec["offer"] & 7
+    if not kind:
+        return "", "Producer", "", ""
+    name = OFFERS[kind]
+    block = OFFER_BLOCK.format(offer_name=name, offer=rec["offer"], used_record=bool(rec["kind"] & KIND["used"]),
+                               foreign_major=0 if rec["offer"] & 8 else 2)
+    inst = ("if INSTANCE_TABLE is not None:  # on the instance only (XAPI-04)\n"
+            "    p.__dlpack_c_exchange_api__ = capsule_of(INSTANCE_TABLE)\n")
+    return block, "OfferingProducer", inst, OFFER_CHECKS
+
+
 def reproducer(data, target="numpy", finding="", name="input"):
     """The reproducer script (str) for one fuzz input."""
-    rec = decode(data)
+    rec = apply_offer(decode(data))
     p = plan(rec)
     k = rec["kind"]
     versioned = bool(k & KIND["versioned"])
@@ -211,20 +362,23 @@ def reproducer(data, target="numpy", finding="", name="input"):
     kw = _kwargs(rec, p)
     clause = finding.split(":", 1)[0].strip() if finding else ""
     imp, call = consumer_lines(target)
+    block, cls, inst, offer_checks = offer_parts(rec)
     return TEMPLATE.format(
+        offer_block=block, offer_producer=OFFER_PRODUCER if block else "", producer_class=cls,
+        instance_offer=inst, offer_checks=offer_checks,
         name=name, finding=finding or "(none recorded)", consumer_import=imp, size=p["size"], pad=p["pad"],
         seed=rec["seed"], readonly=p["readonly"], mode=p["mode"], byte_offset=rec["byte_offset"],
         strides=None if k & KIND["strides_null"] else rec["strides"], dangling=hex(DANGLING),
         forge_args=",\n                   ".join(forge_args), device=rec["device"],
         old=bool(rec["kw"] & KW["old_producer"]), from_dlpack=call,
-        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause)))
+        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause, rec["offer"] & 7)))
 
 
 def main(argv):
     import argparse
 
     ap = argparse.ArgumentParser(prog="dlconform fuzz-repro",
-                                 description="print a Python reproducer for a fuzz input (record format 1)")
+                                 description="print a Python reproducer for a fuzz input (record format 2)")
     ap.add_argument("file")
     ap.add_argument("--target", default=None, help="consumer (default: the file name's prefix, else numpy)")
     ap.add_argument("--finding", default="", help='"CLAUSE: message" to check for')
@@ -246,7 +400,7 @@ def main(argv):
 
 
 PRODUCER_TEMPLATE = '''\
-# dlconform fuzz reproducer (producer target), record format 1: {name}
+# dlconform fuzz reproducer (producer target), record format 2: {name}
 # finding: {finding}
 # run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE
 from dlconform import _probe, fuzzproducer
