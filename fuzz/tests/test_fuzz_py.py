@@ -1,9 +1,12 @@
 """Tests of the Python side of fuzzing (stdlib only; run by `make fuzz-test`):
 fuzzrepro's record decoder against build/fuzz/dump_record, the dedup-key normalisation,
 crash-log triage, and that a reproducer runs without the fuzzer."""
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "harness"))
@@ -112,6 +115,31 @@ def test_offered_tables_work():
         rc, out = _run_target("xapi_table_user", seed)
         assert rc == 0 and "dlconform-oracle" not in out and "ERROR" not in out, (seed, out[-3000:])
         assert " 0 refused" in out, (seed, out[-3000:])  # every check in it passed
+
+
+def test_report_verdicts_follow_clause_level():
+    """An oracle breach of a SHOULD clause is a warn in results.json (as in the suites); a MUST
+    oracle breach and any plain crash, whatever the clause, are crashes."""
+    tmp = tempfile.mkdtemp(prefix="fuzzci-report-")
+    args = fuzzci.parse(["--target", "ref", "--out", tmp])
+    fz = fuzzci.Fuzz(args)
+    os.makedirs(fz.dir, exist_ok=True)
+    fz.rounds = 1
+    base = {"new": True, "count": 1, "found_after": 1.0, "input": "x", "evidence": "e", "repro": ""}
+    fz.findings = {
+        "XAPI-04: a": dict(base, key="XAPI-04: a", clause="XAPI-04", kind="oracle", message="a"),
+        "XAPI-06: b": dict(base, key="XAPI-06: b", clause="XAPI-06", kind="oracle", message="b"),
+        "SEGV in f": dict(base, key="SEGV in f", clause="XAPI-04", kind="SEGV", message="c"),
+    }
+    assert fz.report() == 1  # new findings of any level fail fuzz-ci
+    with open(os.path.join(tmp, "results.json")) as f:
+        doc = json.load(f)
+    shutil.rmtree(tmp)
+    got = {(r["clause"], r["message"].split(":")[0]): (r["level"], r["verdict"]) for r in doc["results"]}
+    assert got == {("XAPI-04", "fuzz (oracle)"): ("SHOULD", "warn"),
+                   ("XAPI-06", "fuzz (oracle)"): ("MUST", "crash"),
+                   ("XAPI-04", "fuzz (SEGV)"): ("SHOULD", "crash")}
+
 
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
