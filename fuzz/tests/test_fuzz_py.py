@@ -118,8 +118,9 @@ def test_offered_tables_work():
 
 
 def test_report_verdicts_follow_clause_level():
-    """An oracle breach of a SHOULD clause is a warn in results.json (as in the suites); a MUST
-    oracle breach and any plain crash, whatever the clause, are crashes."""
+    """An oracle breach of a SHOULD clause, or an EXC finding on the class of a refusal only, is
+    a warn in results.json (as in the suites); a MUST oracle breach, an EXC finding that breaks
+    the C API, and any plain crash whatever the clause, are crashes."""
     tmp = tempfile.mkdtemp(prefix="fuzzci-report-")
     args = fuzzci.parse(["--target", "ref", "--out", tmp])
     fz = fuzzci.Fuzz(args)
@@ -130,15 +131,22 @@ def test_report_verdicts_follow_clause_level():
         "XAPI-04: a": dict(base, key="XAPI-04: a", clause="XAPI-04", kind="oracle", message="a"),
         "XAPI-06: b": dict(base, key="XAPI-06: b", clause="XAPI-06", kind="oracle", message="b"),
         "SEGV in f": dict(base, key="SEGV in f", clause="XAPI-04", kind="SEGV", message="c"),
+        "EXC: r": dict(base, key="EXC: r", clause="EXC", kind="oracle",
+                       message="from_dlpack raised RuntimeError: Unsupported lanes"),
+        "EXC: s": dict(base, key="EXC: s", clause="EXC", kind="oracle",
+                       message="from_dlpack returned NULL without setting an exception"),
     }
     assert fz.report() == 1  # new findings of any level fail fuzz-ci
     with open(os.path.join(tmp, "results.json")) as f:
         doc = json.load(f)
     shutil.rmtree(tmp)
-    got = {(r["clause"], r["message"].split(":")[0]): (r["level"], r["verdict"]) for r in doc["results"]}
-    assert got == {("XAPI-04", "fuzz (oracle)"): ("SHOULD", "warn"),
-                   ("XAPI-06", "fuzz (oracle)"): ("MUST", "crash"),
-                   ("XAPI-04", "fuzz (SEGV)"): ("SHOULD", "crash")}
+    got = {r["message"].split("; key ")[1].split(";")[0]: (r["clause"], r["level"], r["verdict"])
+           for r in doc["results"]}
+    assert got == {"XAPI-04: a": ("XAPI-04", "SHOULD", "warn"),
+                   "XAPI-06: b": ("XAPI-06", "MUST", "crash"),
+                   "SEGV in f": ("XAPI-04", "SHOULD", "crash"),
+                   "EXC: r": ("EXC", "SHOULD", "warn"),  # the class of a refusal only
+                   "EXC: s": ("EXC", "MUST", "crash")}
 
 
 if __name__ == "__main__":
