@@ -43,11 +43,11 @@ void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log,
   /* with copy=False a consumer may refuse at once: the copy to the host is needed (CPY-07) */
   if (refused && copy != DLC_COPY_FALSE && !log->cpu_dl_device && log->refused_kw == 0 &&
       !keyword_error_pending())
-    dlc_oracle_fail("DEV-06", "from_dlpack(device=(1, 0)) refused a producer on device %d "
+    dlc_oracle_fail("DEV-06", "from_dlpack(device='cpu') refused a producer on device %d "
                     "without asking it for dl_device=(1, 0)", r->device_type);
   if (copy == DLC_COPY_FALSE &&
       (log->copy_forwarded == DLC_FWD_NONE || log->copy_forwarded == DLC_FWD_TRUE))
-    dlc_oracle_fail("CPY-07", "from_dlpack(device=(1, 0), copy=False) forwarded copy=%s to a "
+    dlc_oracle_fail("CPY-07", "from_dlpack(device='cpu', copy=False) forwarded copy=%s to a "
                     "producer on device %d", log->copy_forwarded == DLC_FWD_NONE ? "None" : "True",
                     r->device_type);
 }
@@ -69,9 +69,11 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
       !PyErr_GivenExceptionMatches(type, PyExc_MemoryError)) {
     if (!(r->kw & DLC_KW_DL_DEVICE))
       clause = "DEV-07"; /* SHOULD: a device it does not support gets BufferError */
-    else if (!(copy == DLC_COPY_FALSE &&
-               PyErr_GivenExceptionMatches(type, PyExc_ValueError)))
-      clause = "CPY-08"; /* device= it cannot support at all: BufferError (CPY-07: ValueError) */
+    else if (cpu_device_kw(r) && !(copy == DLC_COPY_FALSE &&
+                                   PyErr_GivenExceptionMatches(type, PyExc_ValueError)))
+      clause = "CPY-08"; /* device='cpu' it cannot support at all: BufferError (CPY-07: ValueError) */
+    /* any other pair names no device the consumer knows: refusing the argument itself
+     * (numpy 2: ValueError "Device not understood") is right, so only EXC applies */
   }
   if (clause == NULL && !dlc_pyhost_exception_allowed(type)) clause = "EXC";
   if (clause != NULL && !dlc_oracle_ignored(clause)) {

@@ -3,8 +3,8 @@
  * through dlc_oracle_fail (oracle.h). Clauses:
  *   calls    STR-08, STR-09, STR-10, STR-12, STR-14 (the producer's stream log, producer.h);
  *            VER-06 an old producer's TypeError was not followed by a retry without the new
- *            keywords; DEV-06 from_dlpack(device=(1, 0)) refused a non-CPU producer without
- *            asking it for dl_device=(1, 0); CPY-07 from_dlpack(device=(1, 0), copy=False)
+ *            keywords; DEV-06 from_dlpack(device='cpu') refused a non-CPU producer without
+ *            asking it for dl_device=(1, 0); CPY-07 from_dlpack(device='cpu', copy=False)
  *            forwarded a copy other than False to a non-CPU producer.
  *   refusal  a non-CPU export refused with a class other than BufferError: DEV-07 (SHOULD),
  *            or CPY-08 when device= was passed (ValueError also allowed with copy=False,

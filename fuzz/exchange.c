@@ -85,8 +85,21 @@ void dlc_refusal_fail(const char *clause, PyObject *type, PyObject *text) {
   dlc_set_aside_add(clause, type, text); /* dlc_oracle_fail returned: set aside */
 }
 
-/* from_dlpack(producer[, copy=][, device=(dev_type, dev_id)]) as a vectorcall. Helpers
- * here are named dlc_*: fuzz-ci's dedup keys skip those frames of a crash's stack. */
+/* from_dlpack(producer[, copy=][, device=]) as a vectorcall. Helpers here are named dlc_*:
+ * fuzz-ci's dedup keys skip those frames of a crash's stack.
+ * device= is the consumer's own device object (array API from_dlpack), not __dlpack__'s
+ * dl_device pair: the CPU, kw dl_device (1, 0), goes as "cpu", the name numpy, torch and ref
+ * all take (as suites/test_device.py passes it for DEV-06 / CPY-08); numpy 2 refuses the pair
+ * (1, 0) with ValueError, which is right and read as a CPY-08 / DEV-06 breach. Other pairs
+ * stay tuples: no library has a device object for them, and any allowed refusal passes. */
+static PyObject *dlc_device_arg(int dev_type, int dev_id) {
+  static PyObject *cpu;
+  if (dev_type != kDLCPU || dev_id != 0) return Py_BuildValue("(ii)", dev_type, dev_id);
+  if (cpu == NULL && (cpu = PyUnicode_InternFromString("cpu")) == NULL) return NULL;
+  Py_INCREF(cpu);
+  return cpu;
+}
+
 static PyObject *dlc_call_consumer(PyObject *producer, int copy, int device, int dev_type,
                                    int dev_id) {
   static PyObject *names[4]; /* keyword names by bit 0 copy, bit 1 device */
@@ -99,7 +112,7 @@ static PyObject *dlc_call_consumer(PyObject *producer, int copy, int device, int
     which |= 1;
   }
   if (device) {
-    dev = Py_BuildValue("(ii)", dev_type, dev_id);
+    dev = dlc_device_arg(dev_type, dev_id);
     if (dev == NULL) return NULL;
     args[n++] = dev;
     which |= 2;

@@ -7,6 +7,10 @@
 #                             CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage,
 #                             minimised crashes, Python reproducers, dedup against
 #                             fuzz/known/TARGET.txt, summary and results.json; exit 1 when new
+#   make fuzz-ci TIER=sid TARGET=numpy FUZZ_SECONDS=600
+#                             the same inside a Debian tier (harness/tiers/tier.sh fuzz-ci): the
+#                             tier's clang and Python, known list fuzz/known/TIER/TARGET.txt,
+#                             outputs in $(OUT)/TIER/fuzz
 #   make fuzz-replay FILE=... [TARGET=...] [PRODUCER=...]   replay one input (TARGET defaults
 #                             to the file name's prefix before the first '-')
 #   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
@@ -151,15 +155,25 @@ fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
 FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
 
 # CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage, minimisation, Python
-# reproducers, dedup against fuzz/known/TARGET.txt, summary in $(FUZZ_OUT)/TARGET-summary.*,
-# `crash` records merged into $(OUT)/results.json. Exit 1 only for a new finding.
+# reproducers, dedup against FUZZ_KNOWN (default fuzz/known/TARGET.txt; empty: none), summary
+# in $(FUZZ_OUT)/TARGET-summary.*, `crash` records merged into $(OUT)/results.json. fuzz-ci's
+# exit status (1 only for a new finding) goes to $(FUZZ_OUT)/TARGET.exit-status (make's own is 2). FUZZ_TOOLS is the rule that provides the engine: a tier's fuzz-ci
+# sets it empty (tier.sh installs the toolchain layer itself; nothing is installed by make).
+# With TIER set, fuzz-ci runs inside that Debian tier, as conformance does (harness/tiers).
 FUZZ_MIN_SECONDS ?= 10
-fuzz-ci: fuzz-tools $(INC)/dlpack/dlpack.h
+FUZZ_TOOLS ?= fuzz-tools
+FUZZ_KNOWN ?= fuzz/known/$(TARGET).txt
+ifeq ($(TIER),)
+fuzz-ci: $(FUZZ_TOOLS) $(INC)/dlpack/dlpack.h
 	@$(FUZZ_SUBMAKE) $(call fuzz_bin,$(TARGET))
 	@echo "fuzz-ci: $(TARGET) for $(FUZZ_SECONDS) s; log $(FUZZ_OUT)/$(TARGET).log"
-	@PYTHONPATH=$(CURDIR)/harness $(PYTHON) -m dlconform fuzz-ci --target $(TARGET) \
-	  --seconds $(FUZZ_SECONDS) --bin $(call fuzz_bin,$(TARGET)) --out $(OUT) \
-	  --minimize-seconds $(FUZZ_MIN_SECONDS) $(call fuzz_producer,$(TARGET)) $(FUZZ_CI_ARGS)
+	@mkdir -p $(FUZZ_OUT); rc=0; PYTHONPATH=$(CURDIR)/harness $(PYTHON) -m dlconform fuzz-ci --target $(TARGET) \
+	  --seconds $(FUZZ_SECONDS) --bin $(call fuzz_bin,$(TARGET)) --out $(OUT) --known '$(FUZZ_KNOWN)' \
+	  --minimize-seconds $(FUZZ_MIN_SECONDS) $(call fuzz_producer,$(TARGET)) $(FUZZ_CI_ARGS) || rc=$$?; \
+	  echo $$rc > $(FUZZ_OUT)/$(TARGET).exit-status; exit $$rc
+else
+fuzz-ci: tier-fuzz-ci
+endif
 
 fuzz-replay:
 	@test -n "$(FILE)" || { echo "usage: make fuzz-replay FILE=path [TARGET=name]"; exit 2; }

@@ -1,6 +1,7 @@
 /* pyhost: interpreter start-up and consumer resolution (see pyhost.h). */
 #include "pyhost.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +51,26 @@ static void init_allowed(void) {
     if (*tok) allow(tok);
 }
 
+/* A consumer's import may install its own fatal-signal handlers: tvm_ffi (backward-cpp)
+ * prints a backtrace and exits with SIGSEGV, so ASan never reports the crash and libFuzzer
+ * never writes its input (fuzz-ci: "exited -11 without a crash input"). The engine's
+ * handlers, installed before, are put back once the import is done. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+
+static PyObject *import_keeping_signal_handlers(const char *module) {
+  struct sigaction saved[N_FATAL];
+  for (size_t i = 0; i < N_FATAL; ++i) sigaction(fatal_signals[i], NULL, &saved[i]);
+  PyObject *mod = PyImport_ImportModule(module);
+  for (size_t i = 0; i < N_FATAL; ++i) sigaction(fatal_signals[i], &saved[i], NULL);
+  return mod;
+}
+
 static PyObject *resolve(const char *name) {
   const char *module = name, *attr = "from_dlpack";
   if (strcmp(name, "torch") == 0) module = "torch.utils.dlpack";
   else if (strcmp(name, "ref") == 0) module = "dlconform._ref";
-  PyObject *mod = PyImport_ImportModule(module);
+  PyObject *mod = import_keeping_signal_handlers(module);
   if (mod == NULL) {
     if (strcmp(name, "ref") == 0)
       die("cannot import dlconform._ref: build harness/dlconform/_ref*.so first (make build)");

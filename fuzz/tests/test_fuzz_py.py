@@ -1,6 +1,7 @@
 """Tests of the Python side of fuzzing (stdlib only; run by `make fuzz-test`):
 fuzzrepro's record decoder against build/fuzz/dump_record, the dedup-key normalisation,
-crash-log triage, and that a reproducer runs without the fuzzer."""
+crash-log triage, offers, that a reproducer runs without the fuzzer, and fuzz-ci's round loop against
+a stand-in fuzz binary."""
 import json
 import os
 import shutil
@@ -147,6 +148,88 @@ def test_report_verdicts_follow_clause_level():
                    "SEGV in f": ("XAPI-04", "SHOULD", "crash"),
                    "EXC: r": ("EXC", "SHOULD", "warn"),  # the class of a refusal only
                    "EXC: s": ("EXC", "MUST", "crash")}
+
+
+
+def test_reproducer_passes_the_cpu_device_by_name():
+    """kw dl_device (1, 0) goes to from_dlpack as device='cpu' (fuzz/exchange.c): the array
+    API's device is the consumer's device object, and numpy 2 refuses the pair (1, 0)."""
+    seed = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read())
+    seed[5] |= 0x04
+    seed[48:56] = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")
+    text = fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
+    assert "from_dlpack(p, device='cpu')" in text, text
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
+    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode == 0 and "accepted:" in p.stdout.decode(), p.stdout.decode()
+    seed[48:52] = (2).to_bytes(4, "little")
+    assert "from_dlpack(p, device=(2, 0))" in fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
+
+# A stand-in for a libFuzzer target whose one crashing input breaks oracle A, and once A is set
+# aside (DLCONFORM_FUZZ_IGNORE_FILE), oracle B: libFuzzer names artifacts by the input's hash,
+# so the second round writes the same file again. Replays (-runs=1) print the same oracle line.
+# With FAKE_PLAIN set, the input is a plain crash (a SEGV in the same library frame) that breaks
+# the must-refuse clauses VER-08 then LAY-09: the target names the first one not set aside.
+FAKE_BIN = r"""#!%s
+import os, sys
+ignored = set(open(os.environ["DLCONFORM_FUZZ_IGNORE_FILE"]).read().splitlines())
+plain = os.environ.get("FAKE_PLAIN")
+hit = next((k for k in (("VER-08", "LAY-09") if plain else ("A: one", "B: two")) if k not in ignored), None)
+line = ("dlconform-input: %%s: breaks it\n==1==ERROR: AddressSanitizer: SEGV on unknown address 0x0\n"
+        "    #0 0x1 in lib_import /lib/x.c:1:1" %% hit) if plain else "dlconform-oracle: %%s" %% hit
+if "-runs=1" in sys.argv or "-minimize_crash=1" in sys.argv:
+    print(line if hit else "ok")
+    sys.exit(1 if hit and "-runs=1" in sys.argv else 0)
+prefix = [a for a in sys.argv if a.startswith("-artifact_prefix=")][0].split("=", 1)[1]
+print("stat::number_of_executed_units: 7")
+if hit is None:
+    sys.exit(0)
+print(line if not plain else "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x0")
+with open(prefix + "crash-0123abcd", "wb") as f:
+    f.write(bytes(68))
+print("artifact_prefix='%%s'; Test unit written to %%scrash-0123abcd" %% (prefix, prefix))
+sys.exit(1)
+"""
+
+
+def fake_fuzz_ci(tmp, plain=False):
+    """fuzzci's round loop against FAKE_BIN: (exit status, summary, the final ignore list)."""
+    fake = os.path.join(tmp, "consumer.asan")
+    with open(fake, "w") as f:
+        f.write(FAKE_BIN % sys.executable)
+    os.chmod(fake, 0o755)
+    out = os.path.join(tmp, "out")
+    a = fuzzci.parse(["--target", "ref", "--seconds", "60", "--bin", fake, "--out", out, "--known", "",
+                      "--corpus", os.path.join(tmp, "corpus"), "--seeds", os.path.join(tmp, "none"),
+                      "--dict", "", "--minimize-seconds", "0", "--no-merge"])
+    old = os.environ.get("FAKE_PLAIN")
+    os.environ["FAKE_PLAIN"] = "1" if plain else ""
+    try:
+        rc = fuzzci.Fuzz(a).run()
+    finally:
+        os.environ["FAKE_PLAIN"] = old or ""
+    summary = json.load(open(os.path.join(out, "fuzz", "ref-summary.json")))
+    ignore = open(os.path.join(out, "fuzz", "ref.ignore")).read().splitlines()[1:]
+    return rc, summary, ignore
+
+
+def test_fuzz_ci_sets_aside_each_must_refuse_clause_a_known_plain_crash_comes_with():
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, summary, ignore = fake_fuzz_ci(tmp, plain=True)
+        assert rc == 1 and [f["key"] for f in summary["findings"]] == ["SIGSEGV in lib_import"], summary
+        assert summary["findings"][0]["count"] == 2
+        assert ignore == ["VER-08", "LAY-09"] and summary["rounds"] == 3, (ignore, summary)
+
+
+def test_fuzz_ci_triages_an_input_written_again_with_another_finding():
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, summary, _ = fake_fuzz_ci(tmp)
+        keys = {f["key"]: f for f in summary["findings"]}
+        assert rc == 1 and set(keys) == {"A: one", "B: two"}, (rc, summary)
+        inputs = {keys[k]["input"] for k in keys}
+        assert len(inputs) == 2 and all(os.path.isfile(p) for p in inputs), inputs
+        assert len({keys[k]["repro_file"] for k in keys}) == 2
+        assert summary["executions"] == 21 and summary["rounds"] == 3, summary
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -157,6 +158,7 @@ class Fuzz:
         self.set_aside = list(self.known)
         self.findings = {}  # key -> finding dict
         self.execs = 0
+        self.written = []  # artifacts the last round wrote (its "Test unit written to" lines)
         self.fuzz_seconds = 0.0
 
     def env(self, ignore_file=None, triage=False):
@@ -221,7 +223,23 @@ class Fuzz:
         m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", tail) or re.findall(r"^#(\d+)\s", tail, re.M)
         if m:
             self.execs += int(m[-1])
+        self.written = re.findall(r"Test unit written to (\S+)", tail)
         return rc
+
+    @staticmethod
+    def must_refuse(context):
+        """Whether a plain crash's input class can be set aside: a must-refuse clause the input
+        breaks (dlconform-input), not a legal export (LAY-11), another device (DEV-07) or none."""
+        return bool(context) and context not in ("LAY-11", "DEV-07", "*")
+
+    def again(self, path, rounds):
+        """A copy of an artifact libFuzzer wrote over in this round. Artifacts are named by the
+        input's hash, so an input whose first finding is now set aside and that breaks another
+        oracle is written to the same name again: it is a new finding with an input of its own
+        (its own minimised input and reproducer), not "the target exited without a crash input"."""
+        copy = "%s-again%d" % (path, rounds)
+        shutil.copyfile(path, copy)
+        return copy
 
     def run(self):
         os.makedirs(self.dir, exist_ok=True)
@@ -238,6 +256,7 @@ class Fuzz:
             rounds += 1
             rc = self.round(left)
             new = [p for p in self.artifacts() if p not in seen]
+            new += [self.again(p, rounds) for p in self.written if p in seen and p not in new and os.path.isfile(p)]
             if rc == 0 and not new:
                 break
             if not new:  # the target did not start (import error, ...): not a finding
@@ -252,6 +271,13 @@ class Fuzz:
                 f = self.findings.get(t["key"])
                 if f:  # a plain crash that could not be set aside; 3 hits in a row end the run
                     f["count"] += 1
+                    if self.must_refuse(t["context"]) and t["context"] not in self.set_aside:
+                        # the same crash from an input that breaks another must-refuse clause
+                        # first (VER-08 before LAY-09, ...): set that clause aside too
+                        self.set_aside.append(t["context"])
+                        f.setdefault("contexts", [f["context"]]).append(t["context"])
+                        repeats, last = 0, None
+                        continue
                     repeats = repeats + 1 if t["key"] == last else 1
                     last = t["key"]
                     stop = stop or repeats >= 3
@@ -261,7 +287,7 @@ class Fuzz:
                 self.findings[t["key"]] = t
                 if t["kind"] == "oracle":
                     self.set_aside.append(t["key"])
-                elif t["context"] and t["context"] not in ("LAY-11", "DEV-07", "*"):
+                elif self.must_refuse(t["context"]):
                     self.set_aside.append(t["context"])  # must-refuse inputs: not sent again
             if stop or not new:
                 break

@@ -98,8 +98,8 @@ def _kwargs(rec, p):
     c = copy_passed(rec, p)
     if c != "absent":
         kw["copy"] = c
-    if rec["kw"] & KW["dl_device"]:
-        kw["device"] = rec["kw_device"]
+    if rec["kw"] & KW["dl_device"]:  # as fuzz/exchange.c: the CPU by its name, other pairs as they are
+        kw["device"] = "cpu" if rec["kw_device"] == (1, 0) else rec["kw_device"]
     return kw
 
 

@@ -276,3 +276,109 @@ def test_built_sid_tier_is_complete_and_reused(tmp_path):
     proc = tier_sh("build", "sid", tier_dir=REAL_TIER_DIR, env=env)
     assert proc.returncode == 0 and "reusing" in proc.stdout, proc.stderr
     assert not log.exists()
+
+
+# ---- fuzz-ci in a tier (tier.sh fuzz-ci, tierfuzz.sh): dispatch, usage, plan; no tier built --
+FUZZ_PACKAGES = ["clang", "libclang-rt-dev", "llvm"]
+
+
+def fuzz_stamp(d, versions):
+    lines = ["dlconform-fuzz=1", "installed=2025-01-01T00:00:00Z", "packages=%s" % " ".join(FUZZ_PACKAGES)]
+    lines += ["pkg %s=%s" % (p, versions[p]) for p in FUZZ_PACKAGES]
+    lines += ["added=%s" % " ".join(FUZZ_PACKAGES), "cc=Debian clang version 21.1.8", "complete=yes"]
+    (d / ".dlconform-fuzz").write_text("\n".join(lines) + "\n")
+
+
+def add_dpkg(d, versions):
+    with open(d / "var/lib/dpkg/status", "a") as f:
+        for p, v in versions.items():
+            f.write("Package: %s\nStatus: install ok installed\nVersion: %s\nArchitecture: amd64\n\n" % (p, v))
+
+
+def fuzz_plan(tmp_path, target="numpy", **env):
+    proc = tier_sh("fuzz-plan", "sid", tier_dir=tmp_path, env=dict({"TARGET": target, "OUT": "reports/out"}, **env))
+    assert proc.returncode == 0, proc.stderr
+    return dict(line.split(": ", 1) for line in proc.stdout.splitlines())
+
+
+@pytest.mark.parametrize("env,why", [
+    ({}, "TARGET= is required"), ({"TARGET": "a b"}, "TARGET 'a b' is not a module or target name"),
+    ({"TARGET": "../x"}, "is not a module or target name"),
+    ({"TARGET": "numpy", "FUZZ_SECONDS": "10m"}, "FUZZ_SECONDS must be a whole number of seconds"),
+    ({"TARGET": "numpy", "FUZZ_MIN_SECONDS": "-1"}, "FUZZ_MIN_SECONDS must be a whole number")])
+def test_fuzz_ci_usage_errors_are_one_line_and_touch_nothing(env, why, tmp_path):
+    e = {"TARGET": "", "FUZZ_SECONDS": "", "FUZZ_MIN_SECONDS": ""}
+    e.update(env)
+    for cmd in ("fuzz-ci", "fuzz-plan"):
+        proc = tier_sh(cmd, "sid", tier_dir=tmp_path, env=e)
+        assert proc.returncode == 2, (cmd, proc.stdout, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and why in proc.stderr, proc.stderr
+        assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_fuzz_ci_dispatches_to_the_tier_only_with_tier_set():
+    env = {k: v for k, v in os.environ.items() if k not in ("TIER", "MAKEFLAGS", "MFLAGS")}
+    run = lambda *a: subprocess.run(["make", "-n", "--no-print-directory", "fuzz-ci", *a], capture_output=True,
+                                    text=True, cwd=REPO, timeout=60, env=env)
+    proc = run("TIER=sid", "TARGET=numpy", "FUZZ_SECONDS=600", "FUZZ_CI_ARGS=--max-rounds 50")
+    assert proc.returncode == 0, proc.stderr
+    assert "tier.sh fuzz-ci 'sid'" in proc.stdout
+    for want in ("TARGET='numpy'", "FUZZ_SECONDS='600'", "FUZZ_CI_ARGS='--max-rounds 50'"):
+        assert want in proc.stdout, (want, proc.stdout)
+    assert "dlconform fuzz-ci" not in proc.stdout     # nothing runs on the host
+    proc = run("TARGET=numpy")
+    assert proc.returncode == 0, proc.stderr
+    assert "tier.sh" not in proc.stdout and "-m dlconform fuzz-ci --target numpy" in proc.stdout
+    assert "--known 'fuzz/known/numpy.txt'" in proc.stdout   # the host keeps its own list
+
+
+@needs_dpkg
+def test_fuzz_plan_reports_the_toolchain_layer_and_the_tier_known_list(tmp_path):
+    d = fake_tier(tmp_path, "sid")
+    p = fuzz_plan(tmp_path)
+    assert p["tier"] == "reuse"
+    assert p["toolchain"] == "install clang libclang-rt-dev llvm: not installed"
+    sid_list = REPO / "fuzz/known/sid/numpy.txt"
+    assert p["known"] == ("fuzz/known/sid/numpy.txt" if sid_list.exists() else "none")  # never the host's
+    assert fuzz_plan(tmp_path, target="dlc_no_such_module")["known"] == "none"
+    assert p["out"] == str(REPO / "reports/out/sid/fuzz")
+    versions = {"clang": "1:21.1.8-74", "libclang-rt-dev": "1:21.1.8-74", "llvm": "1:21.1.8-74"}
+    fuzz_stamp(d, versions)
+    assert fuzz_plan(tmp_path)["toolchain"] == "install clang libclang-rt-dev llvm: clang is not installed, " \
+                                                "fuzz stamp says 1:21.1.8-74"
+    add_dpkg(d, versions)
+    assert fuzz_plan(tmp_path)["toolchain"] == "install clang libclang-rt-dev llvm: no /usr/bin/clang"
+    (d / "usr/bin/clang").write_text("#!/bin/sh\n")
+    (d / "usr/bin/clang").chmod(0o755)
+    assert fuzz_plan(tmp_path)["toolchain"] == "reuse (Debian clang version 21.1.8)"
+    # the layer is optional: extra packages leave the tier complete
+    assert tier_sh("check", "sid", tier_dir=tmp_path).returncode == 0
+    s = d / ".dlconform-fuzz"
+    s.write_text(s.read_text().replace("complete=yes\n", ""))
+    assert fuzz_plan(tmp_path)["toolchain"].endswith(": fuzz stamp is truncated")
+    (d / ".dlconform-tier").unlink()
+    p = fuzz_plan(tmp_path)
+    assert p["tier"].startswith("rebuild: no stamp") and p["toolchain"].endswith("after the tier is built")
+
+
+@needs_root
+@needs_dpkg
+def test_failed_toolchain_install_is_one_line_and_leaves_the_tier_as_it_was(tmp_path):
+    """A fake tier has no /usr/bin/env, so nothing runs inside it: apt-get update fails."""
+    tiers = tmp_path / "tiers"
+    d = fake_tier(tiers, "sid")
+    for m in ("proc", "sys", "dev"):
+        (d / m).mkdir()
+    stamp = (d / ".dlconform-tier").read_text()
+    env, log = fake_mmdebstrap(tmp_path)
+    env.update(TARGET="numpy", FUZZ_SECONDS="5", OUT=str(tmp_path / "out"))
+    proc = tier_sh("fuzz-ci", "sid", tier_dir=tiers, env=env)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and "fuzz toolchain (clang libclang-rt-dev llvm) not installed: apt-get update failed" \
+        in err[0] and "log " in err[0], err
+    assert not log.exists() and (d / ".dlconform-tier").read_text() == stamp
+    assert not (d / ".dlconform-fuzz").exists() and not (d / "opt").exists()
+    with open("/proc/self/mounts") as f:
+        assert not [l for l in f if str(d) in l.split()[1]], "nothing stays mounted"

@@ -5,6 +5,12 @@
 #   tier.sh conformance TIER   build if needed, then build the probes and run the suite inside;
 #                              reports land in $OUT/TIER (exit status: the runner's)
 #   tier.sh bench TIER         the same for `dlconform bench` (REPEATS, TARGETS); reports in $OUT/TIER
+#   tier.sh fuzz-ci TIER       build if needed, add the fuzz toolchain layer when missing, build the
+#                              fuzz targets with the tier's python3 and run `make fuzz-ci` inside
+#                              (TARGET, FUZZ_SECONDS, FUZZ_MIN_SECONDS, FUZZ_CI_ARGS); outputs in
+#                              $OUT/TIER/fuzz, crash records merged into $OUT/TIER/results.json
+#                              (exit status: fuzz-ci's; 2 for a usage, toolchain or build error)
+#   tier.sh fuzz-plan TIER     print what fuzz-ci would do (tier, toolchain, known list, outputs)
 #   tier.sh plan TIER          print what `build` would do: reuse, build, or rebuild: REASON
 #   tier.sh check TIER         exit 0 when the tier is complete (valid stamp), 1 otherwise
 #   tier.sh clean TIER         unmount what is mounted under the tier and delete it
@@ -12,6 +18,8 @@
 #
 # Environment: TIER_DIR (default ~/.cache/dlconform/tiers), MIRROR (default: the Debian mirror
 # the host's apt sources name), OUT (default reports/out), TARGETS, CLAUSE (as for the host run).
+# fuzz-ci: TARGET (required: validator, a consumer module, producer-NAME), FUZZ_SECONDS (60),
+# FUZZ_MIN_SECONDS (10), FUZZ_CI_ARGS (extra `dlconform fuzz-ci` arguments).
 #
 # A tier is complete only when DIR/.dlconform-tier exists: written last, after a smoke test
 # inside the chroot, it records the package versions, and it must still agree with the tier's
@@ -246,27 +254,35 @@ copy_reports() { # the reports of the run inside the tier, to $OUT/TIER on the h
   say "runner exit status $1; reports in $out/$t"
 }
 
-conformance() {
-  t=$1 d=$2
-  need_root
+abs_out() { # $OUT as an absolute path
   out=${OUT:-reports/out}
   case $out in /*) ;; *) out=$PWD/$out ;; esac
-  build "$t" "$d"
-  say "copying sources to $d$IN_TREE"
-  copy_sources "$d$IN_TREE"
-  inc=$d$IN_TREE/build/include/dlpack
+}
+
+prepare_tree() { # sources and the DLPack >= 1.3 header into tier $1, then the probes built there
+  say "copying sources to $1$IN_TREE"
+  copy_sources "$1$IN_TREE"
+  inc=$1$IN_TREE/build/include/dlpack
   mkdir -p "$inc"
-  if hdr_new_enough "$d/usr/include/dlpack/dlpack.h"; then
-    cp "$d/usr/include/dlpack/dlpack.h" "$inc/dlpack.h"
+  if hdr_new_enough "$1/usr/include/dlpack/dlpack.h"; then
+    cp "$1/usr/include/dlpack/dlpack.h" "$inc/dlpack.h"
   else
-    cp "$d$HEADER_STORE/dlpack/dlpack.h" "$inc/dlpack.h"
+    cp "$1$HEADER_STORE/dlpack/dlpack.h" "$inc/dlpack.h"
   fi
-  mount_api "$d"
+  mount_api "$1"
   env_in="/usr/bin/env -i PATH=$CHROOT_PATH HOME=/root LANG=C.UTF-8 TERM=${TERM:-dumb}"
   say "building the probes with the tier's python3"
   # shellcheck disable=SC2086
-  chroot "$d" $env_in make -C "$IN_TREE" --no-print-directory build PYTHON=/usr/bin/python3 \
+  chroot "$1" $env_in make -C "$IN_TREE" --no-print-directory build PYTHON=/usr/bin/python3 \
     || die "building the probes inside the tier failed" 2
+}
+
+conformance() {
+  t=$1 d=$2
+  need_root
+  abs_out
+  build "$t" "$d"
+  prepare_tree "$d"
   say "running the suite"
   phase=suite   # from here on, any way out (Ctrl-C included) still copies what the runner wrote
   rc=0
@@ -285,20 +301,27 @@ conformance() {
   exit "$rc"
 }
 
-on_exit() { # every way out of build and conformance: keep partial reports, unmount the tier
-  trap - EXIT INT TERM HUP
+on_exit() { # every way out of build, conformance and fuzz-ci: keep partial reports, roll back
+  trap - EXIT INT TERM HUP   # a toolchain install cut short (tierfuzz.sh), unmount the tier
   [ "${phase:-}" != suite ] || copy_reports "$1" || true
+  [ "${phase:-}" != fuzz ] || copy_fuzz_reports "$1" || true
+  [ "${phase:-}" != toolchain ] || echo "tier $TIER: fuzz toolchain install interrupted: $(fuzz_rollback)" >&2 || true
   unmount_all "$DIR" || echo "tier: some mounts under $DIR remain" >&2
 }
+
+# ---- fuzz-ci: harness/tiers/tierfuzz.sh --------------------------------------------------
+# shellcheck source=harness/tiers/tierfuzz.sh
+. "$HERE/tierfuzz.sh"
 
 # ---- main --------------------------------------------------------------------------------
 cmd=${1:-}
 TIER=${2:-}
 case $cmd in
-  build|conformance|bench|plan|check|clean|packages) ;;
-  *) echo "usage: tier.sh build|conformance|bench|plan|check|clean|packages TIER (one of: $TIERS)" >&2; exit 2 ;;
+  build|conformance|bench|fuzz-ci|fuzz-plan|plan|check|clean|packages) ;;
+  *) echo "usage: tier.sh build|conformance|bench|fuzz-ci|fuzz-plan|plan|check|clean|packages TIER (one of: $TIERS)" >&2; exit 2 ;;
 esac
 usage_tier "$TIER"
+case $cmd in fuzz-ci|fuzz-plan) fuzz_usage ;; esac
 TIER_DIR=${TIER_DIR:-${HOME:-/root}/.cache/dlconform/tiers}
 case $TIER_DIR in /*) ;; *) TIER_DIR=$PWD/$TIER_DIR ;; esac
 DIR=${TIER_DIR%/}/$TIER
@@ -306,9 +329,10 @@ DIR=${TIER_DIR%/}/$TIER
 case $cmd in
   packages) packages "$TIER" ;;
   plan) plan "$DIR" "$TIER" ;;
+  fuzz-plan) fuzz_plan ;;
   check) why=$(stamp_problem "$DIR" "$TIER"); [ -z "$why" ] || { echo "tier $TIER: $why" >&2; exit 1; } ;;
   clean) need_root; delete_tier "$DIR" ;;
-  build|conformance|bench)
+  build|conformance|bench|fuzz-ci)
     mkdir -p "$TIER_DIR"
     # One build or run per tier at a time.
     exec 9>"$TIER_DIR/.$TIER.lock"
@@ -318,5 +342,9 @@ case $cmd in
     trap 'exit 130' INT
     trap 'exit 143' TERM
     trap 'exit 129' HUP
-    if [ "$cmd" = build ]; then build "$TIER" "$DIR"; else conformance "$TIER" "$DIR"; fi ;;
+    case $cmd in
+      build) build "$TIER" "$DIR" ;;
+      fuzz-ci) fuzz_ci "$TIER" "$DIR" ;;
+      *) conformance "$TIER" "$DIR" ;;
+    esac ;;
 esac

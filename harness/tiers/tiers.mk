@@ -3,8 +3,12 @@
 #   make tier-conformance TIER=sid [TARGETS=...] [CLAUSE=...] [OUT=...]
 #                                    run the suite inside the tier; reports in $(OUT)/$(TIER)/
 #   make tier-bench TIER=sid [TARGETS=...] [REPEATS=...]   the benchmark inside; $(OUT)/$(TIER)/
+#   make tier-fuzz-ci TIER=sid TARGET=numpy [FUZZ_SECONDS=...] [FUZZ_MIN_SECONDS=...]
+#                                    fuzz-ci inside (fuzz toolchain layer added when missing);
+#                                    outputs in $(OUT)/$(TIER)/fuzz/ (fuzz/README.md)
 #   make tier-clean TIER=...         unmount and delete the tier
-# `make conformance TIER=...` should dispatch to tier-conformance (see the top Makefile).
+# `make conformance TIER=...` dispatches to tier-conformance (see the top Makefile), and
+# `make fuzz-ci TIER=...` to tier-fuzz-ci (fuzz/fuzz.mk).
 TIER ?=
 TIER_DIR ?= $(HOME)/.cache/dlconform/tiers
 TIER_SH := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/tier.sh
@@ -14,12 +18,16 @@ tier_q = '$(subst ','\'',$(1))'
 TIER_ENV = TIER_DIR=$(call tier_q,$(TIER_DIR)) OUT=$(call tier_q,$(OUT)) \
   TARGETS=$(call tier_q,$(TARGETS)) CLAUSE=$(call tier_q,$(CLAUSE))
 
-.PHONY: tier tier-conformance tier-bench tier-clean
+.PHONY: tier tier-conformance tier-bench tier-fuzz-ci tier-clean
 tier:
 	@$(TIER_ENV) sh $(TIER_SH) build $(call tier_q,$(TIER))
 tier-conformance:
 	@$(TIER_ENV) sh $(TIER_SH) conformance $(call tier_q,$(TIER))
 tier-bench:
 	@$(TIER_ENV) REPEATS=$(call tier_q,$(REPEATS)) sh $(TIER_SH) bench $(call tier_q,$(TIER))
+tier-fuzz-ci:
+	@$(TIER_ENV) TARGET=$(call tier_q,$(TARGET)) FUZZ_SECONDS=$(call tier_q,$(FUZZ_SECONDS)) \
+	  FUZZ_MIN_SECONDS=$(call tier_q,$(FUZZ_MIN_SECONDS)) FUZZ_CI_ARGS=$(call tier_q,$(FUZZ_CI_ARGS)) \
+	  sh $(TIER_SH) fuzz-ci $(call tier_q,$(TIER))
 tier-clean:
 	@$(TIER_ENV) sh $(TIER_SH) clean $(call tier_q,$(TIER))
