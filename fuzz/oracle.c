@@ -89,21 +89,40 @@ int dlc_oracle_ignored(const char *clause) {
   return yes;
 }
 
+/* Length of the token at in[i] that normalises to N (0: none): a number, or a literal N alone
+ * (so that normalising a key again leaves it as it is). */
+static size_t number_at(const char *in, size_t i) {
+  size_t j = i;
+  if (in[j] == '0' && (in[j + 1] == 'x' || in[j + 1] == 'X')) {
+    j += 2;
+    while (isxdigit((unsigned char)in[j])) ++j;
+    return j - i;
+  }
+  if (isdigit((unsigned char)in[j]) ||
+      (in[j] == '-' && isdigit((unsigned char)in[j + 1]) && (j == 0 || !isalnum((unsigned char)in[j - 1])))) {
+    ++j;
+    while (isdigit((unsigned char)in[j])) ++j;
+    return j - i;
+  }
+  if (in[j] == 'N' && (j == 0 || !isalnum((unsigned char)in[j - 1])) && !isalnum((unsigned char)in[j + 1]))
+    return 1;
+  return 0;
+}
+
 void dlc_oracle_normalize(const char *in, char *out, size_t cap) {
   size_t o = 0;
+  int depth = 0; /* inside [...]: a list of numbers (a shape, strides) is one N, any length */
   if (cap == 0) return;
   for (size_t i = 0; in[i] != '\0' && o + 1 < cap;) {
-    if (in[i] == '0' && (in[i + 1] == 'x' || in[i + 1] == 'X')) {
-      i += 2;
-      while (isxdigit((unsigned char)in[i])) ++i;
-      out[o++] = 'N';
-    } else if (isdigit((unsigned char)in[i]) ||
-               (in[i] == '-' && isdigit((unsigned char)in[i + 1]) &&
-                (i == 0 || !isalnum((unsigned char)in[i - 1])))) {
-      ++i;
-      while (isdigit((unsigned char)in[i])) ++i;
-      out[o++] = 'N';
+    size_t n = number_at(in, i);
+    if (n > 0) {
+      i += n;
+      if (depth > 0 && o >= 3 && memcmp(out + o - 3, "N, ", 3) == 0)
+        o -= 2; /* "N, N" -> "N" */
+      else
+        out[o++] = 'N';
     } else {
+      depth += in[i] == '[' ? 1 : in[i] == ']' && depth > 0 ? -1 : 0;
       out[o++] = in[i++];
     }
   }

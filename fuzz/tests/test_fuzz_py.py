@@ -37,6 +37,13 @@ def test_normalize():
     assert n("accepted NULL data for 12 elements") == "accepted NULL data for N elements"
     assert n("at 0x7ffd12 and -5, data-4") == "at N and N, data-N"
     assert n("size overflows int64") == "size overflows intN"
+    # a list in brackets is one N whatever its length; tuples keep their arity
+    assert n("with sizes=[4, 5, 6] and strides=[1]") == "with sizes=[N] and strides=[N]"
+    assert n("dtype (5, 8, 1) shape [2, -3]") == "dtype (N, N, N) shape [N]"
+    assert n("sizes=[]") == "sizes=[]" and n("[a, 1, 2]") == "[a, N]"
+    for k in ("sizes=[N, N, N] of NaN", "device=(N, N)", "N: [N, N]"):  # keys stay keys
+        assert n(k) == n(n(k)), k
+    assert n("sizes=[N, N, N] of NaN") == "sizes=[N] of NaN"
     assert len(fuzzci.oracle_key("EXC", "x" * 500)) == fuzzci.KEY_MAX
 
 

@@ -9,6 +9,7 @@
 
 #include "layout.h"
 #include "mutate.h"
+#include "oracle.h"
 #include "record.h"
 
 static int passed, failed;
@@ -289,6 +290,29 @@ static void test_mutate_materialize(void) {
   CHECK(buffers > 1000, "mutator reaches real buffers often (%d of 20000)", buffers);
 }
 
+/* dlc_oracle_normalize: the same vectors as test_normalize in fuzz/tests/test_fuzz_py.py
+ * (fuzzci.normalize must agree, or known keys stop matching). */
+static void test_normalize(void) {
+  static const char *const cases[][2] = {
+      {"accepted NULL data for 12 elements", "accepted NULL data for N elements"},
+      {"at 0x7ffd12 and -5, data-4", "at N and N, data-N"},
+      {"size overflows int64", "size overflows intN"},
+      {"with sizes=[4, 5, 6] and strides=[1]", "with sizes=[N] and strides=[N]"},
+      {"dtype (5, 8, 1) shape [2, -3]", "dtype (N, N, N) shape [N]"},
+      {"sizes=[]", "sizes=[]"},
+      {"[a, 1, 2]", "[a, N]"},
+      {"sizes=[N, N, N] of NaN", "sizes=[N] of NaN"},
+      {"N: [N, N]", "N: [N]"},
+  };
+  char out[256], again[256];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    dlc_oracle_normalize(cases[i][0], out, sizeof out);
+    CHECK(strcmp(out, cases[i][1]) == 0, "normalize(%s) = %s", cases[i][0], out);
+    dlc_oracle_normalize(out, again, sizeof again);
+    CHECK(strcmp(out, again) == 0, "normalize is not idempotent on %s", out);
+  }
+}
+
 int main(void) {
   test_struct_roundtrip();
   test_any_bytes_decode();
@@ -296,6 +320,7 @@ int main(void) {
   test_mutate_materialize();
   test_offer();
   test_fill_and_guard();
+  test_normalize();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

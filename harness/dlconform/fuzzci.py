@@ -41,25 +41,41 @@ RUNTIME_MODULES = ("libc.so", "libpython", "libstdc++", "libgcc_s", "consumer.",
 KEY_MAX = 199  # the C side compares at most this many characters (fuzz/oracle.c)
 
 
+def _number_at(msg, i):
+    """Length of the token at i that normalises to N (a number, or a literal N standing alone,
+    so that a key normalised again stays as it is); 0 when there is none."""
+    n = len(msg)
+    if msg[i] == "0" and i + 1 < n and msg[i + 1] in "xX":
+        j = i + 2
+        while j < n and msg[j] in "0123456789abcdefABCDEF":
+            j += 1
+        return j - i
+    if msg[i].isdigit() or (msg[i] == "-" and i + 1 < n and msg[i + 1].isdigit() and
+                            (i == 0 or not msg[i - 1].isalnum())):
+        j = i + 1
+        while j < n and msg[j].isdigit():
+            j += 1
+        return j - i
+    if msg[i] == "N" and (i == 0 or not msg[i - 1].isalnum()) and not (i + 1 < n and msg[i + 1].isalnum()):
+        return 1
+    return 0
+
+
 def normalize(msg):
-    """Numbers (decimal, 0x hex, a leading minus) -> N; the same rule as dlc_oracle_normalize."""
-    out, i, n = [], 0, len(msg)
-    while i < n:
-        c = msg[i]
-        if c == "0" and i + 1 < n and msg[i + 1] in "xX":
-            i += 2
-            while i < n and msg[i] in "0123456789abcdefABCDEF":
-                i += 1
-            out.append("N")
-        elif c.isdigit() or (c == "-" and i + 1 < n and msg[i + 1].isdigit() and (i == 0 or not msg[i - 1].isalnum())):
-            i += 1
-            while i < n and msg[i].isdigit():
-                i += 1
-            out.append("N")
+    """Numbers (decimal, 0x hex, a leading minus) -> N, and inside [...] a list of them -> one N
+    whatever its length; the same rule as dlc_oracle_normalize (fuzz/oracle.c)."""
+    out, i, depth = "", 0, 0
+    while i < len(msg):
+        n = _number_at(msg, i)
+        if n:
+            i += n
+            out = out[:-2] if depth > 0 and out.endswith("N, ") else out + "N"
         else:
-            out.append(c)
+            c = msg[i]
+            depth += 1 if c == "[" else -1 if c == "]" and depth > 0 else 0
+            out += c
             i += 1
-    return "".join(out)[:KEY_MAX]
+    return out[:KEY_MAX]
 
 
 def oracle_key(clause, msg):
