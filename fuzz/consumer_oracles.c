@@ -75,7 +75,12 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
     /* any other pair names no device the consumer knows: refusing the argument itself
      * (numpy 2: ValueError "Device not understood") is right, so only EXC applies */
   }
-  if (clause == NULL && !dlc_pyhost_exception_allowed(type)) clause = "EXC";
+  /* device= as a pair other than (1, 0) is an argument no consumer has a device object for
+   * (exchange.c): refusing it with any class is fine; only SystemError breaks the C API */
+  int foreign_device_arg = (r->kw & DLC_KW_DL_DEVICE) && !cpu_device_kw(r);
+  if (clause == NULL && !dlc_pyhost_exception_allowed(type) &&
+      (!foreign_device_arg || PyErr_GivenExceptionMatches(type, PyExc_SystemError)))
+    clause = "EXC";
   if (clause != NULL && !dlc_oracle_ignored(clause)) {
     if (text == NULL) text = dlc_exception_text(&type, &value, &tb);
     dlc_refusal_fail(clause, type, text);

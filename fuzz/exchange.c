@@ -91,7 +91,8 @@ void dlc_refusal_fail(const char *clause, PyObject *type, PyObject *text) {
  * dl_device pair: the CPU, kw dl_device (1, 0), goes as "cpu", the name numpy, torch and ref
  * all take (as suites/test_device.py passes it for DEV-06 / CPY-08); numpy 2 refuses the pair
  * (1, 0) with ValueError, which is right and read as a CPY-08 / DEV-06 breach. Other pairs
- * stay tuples: no library has a device object for them, and any allowed refusal passes. */
+ * stay tuples: no library has a device object for them, and any refusal but SystemError
+ * passes (consumer_oracles.c). */
 static PyObject *dlc_device_arg(int dev_type, int dev_id) {
   static PyObject *cpu;
   if (dev_type != kDLCPU || dev_id != 0) return Py_BuildValue("(ii)", dev_type, dev_id);

@@ -143,7 +143,7 @@ static int key_ignored(const char *clause, const char *msg) {
 
 void dlc_oracle_fail(const char *clause, const char *fmt, ...) {
   if (dlc_oracle_ignored(clause)) return;
-  char msg[512];
+  char msg[4096]; /* whole: a cut list would normalise differently at each length */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);

@@ -106,6 +106,23 @@ def _run_target(consumer, seed):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
+def test_foreign_device_tuple_refusal_is_no_finding():
+    """device= as a pair other than (1, 0) goes as a tuple no library has a device object for:
+    refusing that argument with AssertionError (torch 2.14) is no EXC finding."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    rec[48:52] = (2).to_bytes(4, "little")  # kw dl_device (1, 0) -> (2, 0): REC_OFF_KW_DEV_TYPE
+    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (2, 0)
+    fd, path = tempfile.mkstemp(prefix="tupledev-")
+    os.write(fd, bytes(rec))
+    os.close(fd)
+    try:
+        rc, out = _run_target("tuple_device_asserter", path)
+    finally:
+        os.unlink(path)
+    assert rc == 0 and "dlconform-oracle" not in out, out[-2000:]
+    assert " 1 refused" in out, out[-2000:]
+
+
 def test_target_reports_kept_view():
     """XAPI-15 can fail: the consumer target reports a consumer that keeps a
     dltensor_from_py_object_no_sync view (fuzz/tests/xapi_view_keeper.py), and not the same
