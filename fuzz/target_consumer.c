@@ -265,16 +265,18 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   int zero_copy = aliases || (addr == NULL && !copy_asked && !p->ext.zero_size);
   /* XAPI-15: a view is valid only until control returns; keeping it is the consumer's
    * breach, whose trace is the unconsumed capsule's destructor running the deleter */
-  if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0)
-    dlc_oracle_fail(view_only && f->destructor_deleted ? "XAPI-15"
-                    : f->destructor_deleted            ? "CAP-03"
-                                                       : "OWN-03",
-                    "deleter ran %d time(s) while the zero-copy result is alive%s",
-                    f->deleter_calls,
-                    view_only && f->destructor_deleted
-                        ? " (a dltensor_from_py_object_no_sync view kept past the call)"
-                    : f->destructor_deleted ? " (capsule died unconsumed)"
-                                            : "");
+  if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0) {
+    const char *clause = "OWN-03", *why = "";
+    if (f->destructor_deleted && view_only) {
+      clause = "XAPI-15";
+      why = " (a dltensor_from_py_object_no_sync view kept past the call)";
+    } else if (f->destructor_deleted) {
+      clause = "CAP-03";
+      why = " (capsule died unconsumed)";
+    }
+    dlc_oracle_fail(clause, "deleter ran %d time(s) while the zero-copy result is alive%s",
+                    f->deleter_calls, why);
+  }
   if (aliases && !p->ext.zero_size) {
     const uint8_t *first = (const uint8_t *)f->mem.t.data + f->mem.t.byte_offset;
     if (addr != first)
