@@ -71,7 +71,10 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
       clause = "DEV-07"; /* SHOULD: a device it does not support gets BufferError */
     else if (cpu_device_kw(r) && !(copy == DLC_COPY_FALSE &&
                                    PyErr_GivenExceptionMatches(type, PyExc_ValueError)))
-      clause = "CPY-08"; /* device='cpu' it cannot support at all: BufferError (CPY-07: ValueError) */
+      /* CPY-08: device='cpu' it cannot support at all is BufferError (CPY-07: ValueError).
+       * A producer that ignored the consumer's dl_device=(1, 0) and handed out an export of
+       * its own device broke DEV-05 first; refusing that export is DEV-07's case (SHOULD). */
+      clause = log->cpu_dl_device && !(r->kw & DLC_KW_STRICT_PRODUCER) ? "DEV-07" : "CPY-08";
     /* any other pair names no device the consumer knows: refusing the argument itself
      * (numpy 2: ValueError "Device not understood") is right, so only EXC applies */
   }

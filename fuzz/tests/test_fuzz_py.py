@@ -71,6 +71,20 @@ def test_reproducer_runs():
     assert p.returncode == 0 and "accepted:" in out, out
 
 
+def test_reproducer_forges_every_record_ndim():
+    """A record's ndim goes up to 127 (int8): the reproducer forges it (fuzz/record.h) rather
+    than stopping at ref's own 64-dim limit; ref as consumer then refuses it."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read()[:68])
+    rec[2] = 127
+    rec += (1).to_bytes(8, "little") * 127 + (0).to_bytes(8, "little") * 127  # shape 1s, strides 0
+    assert fuzzrepro.decode(bytes(rec))["ndim"] == 127
+    text = fuzzrepro.reproducer(bytes(rec), "ref", "", "ndim127")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
+    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "refused: BufferError" in out and "done:" in out, out
+
+
 def _run_repro(seed, env_extra=None):
     text = fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed)
     env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}  # the correct ref
@@ -121,6 +135,52 @@ def test_foreign_device_tuple_refusal_is_no_finding():
         os.unlink(path)
     assert rc == 0 and "dlconform-oracle" not in out, out[-2000:]
     assert " 1 refused" in out, out[-2000:]
+
+
+def _run_target_on(consumer, rec):
+    fd, path = tempfile.mkstemp(prefix="rec-")
+    os.write(fd, bytes(rec))
+    os.close(fd)
+    try:
+        return _run_target(consumer, path)
+    finally:
+        os.unlink(path)
+
+
+def test_cpu_device_refusal_clause_follows_the_producer():
+    """from_dlpack(device='cpu') of CUDA memory, refused with RuntimeError after asking for
+    dl_device=(1, 0) (fuzz/tests/host_asker.py): CPY-08 when the producer refused the request
+    (the host is out of reach), DEV-07 when it ignored it and handed out its CUDA export
+    (the producer broke DEV-05 first; numpy 2.4's "Unsupported device in DLTensor")."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (1, 0) and rec[5] & 0x20  # strict
+    rc, out = _run_target_on("host_asker", rec)
+    assert rc != 0 and "dlconform-oracle: CPY-08: from_dlpack raised RuntimeError: cannot reach" in out, out[-2000:]
+    rec[5] &= ~0x20  # DLC_KW_STRICT_PRODUCER off: the producer ignores dl_device
+    rc, out = _run_target_on("host_asker", rec)
+    assert rc != 0 and "dlconform-oracle: DEV-07: from_dlpack raised RuntimeError: Unsupported device" in out, \
+        out[-2000:]
+
+
+def test_reproducer_models_strict_producer_and_asserts_dev06():
+    """The Python reproducer's producer refuses a foreign dl_device when the record says strict
+    (as fuzz/producer.c), and a DEV-06 finding's reproducer fails on a consumer that refuses
+    device='cpu' without asking for dl_device=(1, 0), and passes on one that asks."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"),
+                                                       os.path.join(ROOT, "fuzz", "tests")]))
+
+    def repro(consumer, finding):
+        text = fuzzrepro.reproducer(bytes(rec), consumer, finding, "x")
+        p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return p.returncode, p.stdout.decode()
+
+    rc, out = repro("host_asker", "CPY-08: x")
+    assert rc != 0 and "refused: RuntimeError cannot reach the host" in out and "CPY-08: refused" in out, out
+    rc, out = repro("tuple_device_asserter", "DEV-06: x")
+    assert rc != 0 and "DEV-06: from_dlpack(device='cpu') refused without asking" in out, out
+    rc, out = repro("host_asker", "DEV-06: x")
+    assert rc == 0 and "done:" in out, out
 
 
 def test_target_reports_kept_view():
