@@ -24,7 +24,8 @@ KIND = {"versioned": 0x01, "strides_null": 0x02, "shape_null": 0x04, "deleter_nu
         "data_null": 0x10, "dangling": 0x20, "used": 0x40}
 # byte 67 (record.h DLC_OFFER_*): kind in bits 0..2, bit 3 the major-0 variant of "major"
 OFFERS = ("none", "type", "instance", "major", "null_dltensor", "chained", "shadowed", "minor")
-KW = {"max_version": 0x01, "copy": 0x02, "dl_device": 0x04, "stream": 0x08, "old_producer": 0x10}
+KW = {"max_version": 0x01, "copy": 0x02, "dl_device": 0x04, "stream": 0x08, "old_producer": 0x10,
+      "strict_producer": 0x20}
 CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
              "torch": ("import torch.utils.dlpack", "torch.utils.dlpack.from_dlpack"),
              "ref": ("from dlconform import _ref as ref_consumer", "ref_consumer.from_dlpack")}
@@ -109,7 +110,7 @@ def consumer_lines(target):
     return ("import importlib\nconsumer = importlib.import_module(%r)" % target, "consumer.from_dlpack")
 
 
-def checks(clause, offer=0):
+def checks(clause, offer=0, kw=None):
     """Lines checking the finding's clause after the import (`y`, `err`, `p`, `forge`)."""
     if clause == "VER-08" and offer:  # a bare dltensor_from_py_object_no_sync view carries no version
         return ["assert y is None or (views and not owned and not p.calls), "
@@ -127,6 +128,13 @@ def checks(clause, offer=0):
         allowed = "(BufferError,)" if clause != "EXC" else "(BufferError, TypeError, ValueError, MemoryError)"
         return ["assert err is None or isinstance(err, %s), %r %% type(err).__name__" % (
             allowed, clause + ": refused with %s")]
+    if clause == "DEV-06":  # as fuzz/consumer_oracles.c: a refusal without asking for the host
+        return ["assert err is None or any(c.get('dl_device') == (1, 0) for c in p.answered), "
+                "\"DEV-06: from_dlpack(device='cpu') refused without asking the producer for dl_device=(1, 0)\""]
+    if clause == "CPY-07" and (kw or {}).get("copy") is False:
+        return ["fwd = [c['copy'] for c in p.answered if 'copy' in c]",
+                "assert not fwd or fwd[0] is False, \"CPY-07: from_dlpack(device='cpu', copy=False) forwarded "
+                "copy=%r\" % fwd[0]"]
     if clause == "VER-06":
         return ["assert not (y is None and p.calls and all(set(c) - {'stream'} for c in p.calls)), "
                 "'VER-06: no retry without the new keywords'"]
@@ -169,8 +177,9 @@ forge = _ref.Forge({forge_args}, data=data)
 {offer_block}
 
 class Producer:  # fuzz/producer.c: one capsule, handed out on every call; logs the keywords
-    def __init__(self, device, old):
-        self.device, self.old, self.calls, self.cap = device, old, [], None
+    def __init__(self, device, old, strict=False):
+        self.device, self.old, self.strict, self.calls, self.cap = device, old, strict, [], None
+        self.answered = []  # the calls past the old-producer refusal (the target's log)
 
     def __dlpack_device__(self):
         return self.device
@@ -181,6 +190,9 @@ class Producer:  # fuzz/producer.c: one capsule, handed out on every call; logs 
             raise TypeError("__dlpack__ takes keyword arguments only")
         if self.old and set(kw) - {{"stream"}}:  # VER-06: an old producer
             raise TypeError("__dlpack__() got an unexpected keyword argument %r" % sorted(set(kw) - {{"stream"}})[0])
+        self.answered.append(dict(kw))
+        if self.strict and kw.get("dl_device") not in (None, self.device):  # DEV-05
+            raise BufferError("cannot export to the requested dl_device")
         if self.cap is None:
             self.cap = forge.capsule()
         return self.cap
@@ -195,7 +207,7 @@ def describe(y):
     return {{k: getattr(y, k, None) for k in ("data_ptr", "byte_offset", "strides", "shape", "readonly")}}
 
 
-{offer_producer}p = {producer_class}({device!r}, old={old})
+{offer_producer}p = {producer_class}({device!r}, old={old}, strict={strict})
 {instance_offer}y = err = None
 try:
     y = {from_dlpack}(p{kwargs})
@@ -370,8 +382,8 @@ def reproducer(data, target="numpy", finding="", name="input"):
         seed=rec["seed"], readonly=p["readonly"], mode=p["mode"], byte_offset=rec["byte_offset"],
         strides=None if k & KIND["strides_null"] else rec["strides"], dangling=hex(DANGLING),
         forge_args=",\n                   ".join(forge_args), device=rec["device"],
-        old=bool(rec["kw"] & KW["old_producer"]), from_dlpack=call,
-        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause, rec["offer"] & 7)))
+        old=bool(rec["kw"] & KW["old_producer"]), strict=bool(rec["kw"] & KW["strict_producer"]), from_dlpack=call,
+        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause, rec["offer"] & 7, kw)))
 
 
 def main(argv):

@@ -111,14 +111,19 @@ static const char *intern_name(const char *name) {
 
 /* ---- the Forge object ------------------------------------------------------------- */
 
+/* A forged DLTensor carries up to FORGE_MAX_NDIM shape and stride entries: every ndim a fuzz
+ * record can hold (fuzz/record.h, int8), so its Python reproducer forges what the target did.
+ * Reading the elements (expected_elements) stays within REF_MAX_NDIM, ref's own limit. */
+#define FORGE_MAX_NDIM 128
+
 typedef struct {
   PyObject_HEAD
   forge_state *st;
   DLDataType dtype;
   int32_t ndim;            /* written into the DLTensor */
   int32_t nshape;          /* entries in shape (and strides when given) */
-  int64_t shape[REF_MAX_NDIM];
-  int64_t strides[REF_MAX_NDIM];
+  int64_t shape[FORGE_MAX_NDIM];
+  int64_t strides[FORGE_MAX_NDIM];
   int has_strides;
   int shape_null;
   uint64_t byte_offset;
@@ -188,14 +193,14 @@ static PyObject *Forge_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     f->dtype = (DLDataType){(uint8_t)c, (uint8_t)b, (uint16_t)l};
   }
   if (shape_obj) {
-    f->nshape = ref_parse_dims(shape_obj, "shape", f->shape);
+    f->nshape = ref_parse_dims_upto(shape_obj, "shape", f->shape, FORGE_MAX_NDIM);
     if (f->nshape < 0) goto fail;
   } else {
     f->nshape = 1;
     f->shape[0] = 4;
   }
   if (strides_obj != Py_None) {
-    int ns = ref_parse_dims(strides_obj, "strides", f->strides);
+    int ns = ref_parse_dims_upto(strides_obj, "strides", f->strides, FORGE_MAX_NDIM);
     if (ns < 0) goto fail;
     if (ns != f->nshape) {
       PyErr_SetString(PyExc_ValueError, "strides must have one entry per shape entry");
@@ -214,7 +219,7 @@ static PyObject *Forge_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     f->ndim = (int32_t)n;
   }
   /* the arrays cover max(len(shape), ndim) entries: padding is extent 1, stride 0 */
-  for (int32_t i = f->nshape; i < REF_MAX_NDIM; i++) {
+  for (int32_t i = f->nshape; i < FORGE_MAX_NDIM; i++) {
     f->shape[i] = 1;
     f->strides[i] = 0;
   }
@@ -253,7 +258,7 @@ static PyObject *Forge_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
       size = PyLong_AsSize_t(bsize_obj);
       if (size == (size_t)-1 && PyErr_Occurred()) goto fail;
     } else {
-      int32_t n = f->ndim >= 0 && f->ndim <= REF_MAX_NDIM ? f->ndim : f->nshape;
+      int32_t n = f->ndim >= 0 && f->ndim <= FORGE_MAX_NDIM ? f->ndim : f->nshape;
       DLTensor t = {NULL, f->device, n, f->dtype, f->shape, f->has_strides ? f->strides : NULL,
                     byte_offset};
       dlc_extent e = dlc_extent_of(&t);
@@ -305,7 +310,7 @@ static void Forge_dealloc(Forge *f) {
 
 static PyObject *Forge_capsule(Forge *f, PyObject *unused) {
   (void)unused;
-  size_t n = (size_t)(f->ndim > f->nshape ? (f->ndim > REF_MAX_NDIM ? REF_MAX_NDIM : f->ndim)
+  size_t n = (size_t)(f->ndim > f->nshape ? (f->ndim > FORGE_MAX_NDIM ? FORGE_MAX_NDIM : f->ndim)
                                           : f->nshape);
   forge_rec *r = calloc(1, sizeof *r + sizeof(int64_t) * 2 * n);
   if (!r) return PyErr_NoMemory();

@@ -297,6 +297,8 @@ int ref_forge_init_type(PyObject *module);
 int ref_parse_dtype(PyObject *obj, DLDataType *out);
 /* Parses a tuple/list of int64 into out (at most REF_MAX_NDIM). Returns the count or -1. */
 int ref_parse_dims(PyObject *obj, const char *what, int64_t *out);
+/* The same, with at most max_dims entries (out holds that many). */
+int ref_parse_dims_upto(PyObject *obj, const char *what, int64_t *out, int max_dims);
 PyObject *ref_dims_tuple(int32_t n, const int64_t *v);
 
 #endif /* DLCONFORM_REF_H */

@@ -84,12 +84,16 @@ int ref_parse_dtype(PyObject *obj, DLDataType *out) {
 }
 
 int ref_parse_dims(PyObject *obj, const char *what, int64_t *out) {
+  return ref_parse_dims_upto(obj, what, out, REF_MAX_NDIM);
+}
+
+int ref_parse_dims_upto(PyObject *obj, const char *what, int64_t *out, int max_dims) {
   PyObject *seq = PySequence_Fast(obj, "dims must be a sequence of ints");
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  if (n > REF_MAX_NDIM) {
+  if (n > max_dims) {
     Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: at most %d dims", what, REF_MAX_NDIM);
+    PyErr_Format(PyExc_ValueError, "%s: at most %d dims", what, max_dims);
     return -1;
   }
   for (Py_ssize_t i = 0; i < n; i++) {
