@@ -316,6 +316,48 @@ def test_fuzz_ci_triages_an_input_written_again_with_another_finding():
         assert summary["executions"] == 21 and summary["rounds"] == 3, summary
 
 
+HANGING_BIN = r"""#!%s
+import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])  # as libFuzzer's own children (-minimize_crash, ...)
+with open(os.environ["FAKE_PIDS"], "w") as f:
+    f.write("%%d %%d" %% (os.getpid(), child.pid))
+time.sleep(300)
+"""
+
+
+def _alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_fuzz_ci_stopped_leaves_no_fuzzer_running():
+    """SIGTERM to fuzz-ci stops the fuzzer it runs and every process the fuzzer started."""
+    import signal
+    import time
+    with tempfile.TemporaryDirectory() as tmp:
+        fake, pids = os.path.join(tmp, "consumer.asan"), os.path.join(tmp, "pids")
+        with open(fake, "w") as f:
+            f.write(HANGING_BIN % sys.executable)
+        os.chmod(fake, 0o755)
+        env = dict(os.environ, FAKE_PIDS=pids, PYTHONPATH=os.path.join(ROOT, "harness"))
+        p = subprocess.Popen([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "ref", "--seconds", "200",
+                              "--bin", fake, "--out", os.path.join(tmp, "out"), "--known", "",
+                              "--corpus", os.path.join(tmp, "corpus"), "--no-merge"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not (os.path.exists(pids) and open(pids).read()) and time.time() < deadline:
+            time.sleep(0.05)
+        fuzzer, child = map(int, open(pids).read().split())
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=30)[0].decode()
+        assert p.returncode == 130 and "interrupted" in out, (p.returncode, out)
+        time.sleep(0.2)
+        assert not _alive(fuzzer) and not _alive(child), out
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +40,33 @@ FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?)(?: (/\S+?)(?::\d+)*(?::\d+)?)
 FRAME_MOD = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ +\((\S+?)\+(0x[0-9a-f]+)\)")
 RUNTIME_MODULES = ("libc.so", "libpython", "libstdc++", "libgcc_s", "consumer.", "validator.", "producer.")
 KEY_MAX = 199  # the C side compares at most this many characters (fuzz/oracle.c)
+
+
+def run_group(cmd, timeout, **kw):
+    """subprocess.run in a session of its own: (returncode, stdout or None). libFuzzer starts
+    processes of its own (-minimize_crash runs the target again, the symbolizer), so on a
+    timeout, and on any way out of fuzz-ci (Ctrl-C, SIGTERM: see main), the whole group is
+    killed, and nothing of a run outlives it. TimeoutExpired carries what stdout held."""
+    p = subprocess.Popen(cmd, start_new_session=True, **kw)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired as e:
+        _kill_group(p)
+        out, _ = p.communicate()
+        e.stdout = out
+        raise
+    except BaseException:
+        _kill_group(p)
+        p.wait()
+        raise
+
+
+def _kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _number_at(msg, i):
@@ -198,9 +226,9 @@ class Fuzz:
         tmp = path + ".ignore"
         self.write_ignore(tmp, ignore_entries)
         try:
-            p = subprocess.run([self.a.bin, "-runs=1", path], env=self.env(tmp, triage=True),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-            out = p.stdout.decode("utf-8", "replace")
+            _, out = run_group([self.a.bin, "-runs=1", path], 120, env=self.env(tmp, triage=True),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = out.decode("utf-8", "replace")
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"").decode("utf-8", "replace") + "\nERROR: libFuzzer: timeout (replay)"
         finally:
@@ -228,8 +256,7 @@ class Fuzz:
             logf.write("\n### round: %s\n" % " ".join(cmd))
             logf.flush()
             try:
-                rc = subprocess.run(cmd, env=self.env(), stdout=logf, stderr=subprocess.STDOUT,
-                                    timeout=seconds + 120).returncode
+                rc, _ = run_group(cmd, seconds + 120, env=self.env(), stdout=logf, stderr=subprocess.STDOUT)
             except subprocess.TimeoutExpired:
                 rc = 124
         self.fuzz_seconds += time.time() - t0
@@ -324,9 +351,9 @@ class Fuzz:
         tmp = out + ".ignore"
         self.write_ignore(tmp, others)
         try:
-            subprocess.run([self.a.bin, "-minimize_crash=1", "-max_total_time=%d" % self.a.minimize_seconds,
-                            "-timeout=20", "-exact_artifact_path=" + out, f["input"]], env=self.env(tmp),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=self.a.minimize_seconds + 60)
+            run_group([self.a.bin, "-minimize_crash=1", "-max_total_time=%d" % self.a.minimize_seconds,
+                       "-timeout=20", "-exact_artifact_path=" + out, f["input"]], self.a.minimize_seconds + 60,
+                      env=self.env(tmp), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             pass
         finally:
@@ -490,4 +517,14 @@ def main(argv):
     if not os.access(a.bin, os.X_OK):
         print("fuzz-ci: no fuzz binary %s (make fuzz)" % a.bin, file=sys.stderr)
         return 2
-    return Fuzz(a).run()
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind, so run_group kills the running group
+        signal.signal(sig, _stop)
+    try:
+        return Fuzz(a).run()
+    except KeyboardInterrupt:
+        print("fuzz-ci: %s: interrupted; its fuzzer processes were stopped" % a.target, file=sys.stderr)
+        return 130
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
