@@ -183,6 +183,29 @@ def test_reproducer_models_strict_producer_and_asserts_dev06():
     assert rc == 0 and "done:" in out, out
 
 
+def test_reproducer_asserts_cpy07_forwarding():
+    """A CPY-07 finding's reproducer fails on a consumer that forwards copy=None for
+    device='cpu', copy=False (fuzz/tests/copy_dropper.py), and passes on one that forwards
+    copy=False (host_asker)."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    rec[5] = (rec[5] | 0x02) & ~0x20  # copy passed, the producer not strict
+    rec[64] = 1  # DLC_COPY_FALSE
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"),
+                                                       os.path.join(ROOT, "fuzz", "tests")]))
+    got = {}
+    for consumer in ("copy_dropper", "host_asker"):
+        text = fuzzrepro.reproducer(bytes(rec), consumer, "CPY-07: x", "x")
+        assert "device='cpu', copy=False" in text or "copy=False, device='cpu'" in text, text
+        p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        got[consumer] = (p.returncode, p.stdout.decode())
+    assert got["copy_dropper"][0] != 0 and "CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
+        in got["copy_dropper"][1], got
+    assert got["host_asker"][0] == 0 and "done:" in got["host_asker"][1], got
+    rc, out = _run_target_on("copy_dropper", rec)  # the target's oracle agrees
+    assert rc != 0 and "dlconform-oracle: CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
+        in out, out[-2000:]
+
+
 def test_target_reports_kept_view():
     """XAPI-15 can fail: the consumer target reports a consumer that keeps a
     dltensor_from_py_object_no_sync view (fuzz/tests/xapi_view_keeper.py), and not the same
