@@ -2,7 +2,7 @@
 """fuzz/ci/time_to_bug.py: seconds until the consumer target finds each consumer-side fault of ref.
 
     /usr/bin/python3 fuzz/ci/time_to_bug.py [--runs 5] [--limit 60] [--fault NAME ...]
-        [--binary build/fuzz/consumer.asan] [--json FILE]
+        [--binary build/fuzz/consumer.asan] [--json FILE] [--log-dir DIR]
 
 The issue 4 benchmark ("each consumer-side built-in fault of ref is found within 60 s, median
 of 5 runs"). For every fault with FAULT_SIDES == "consumer" that fuzz/ci/unfuzzable.txt does
@@ -13,7 +13,8 @@ its first oracle line names the fault's clause, or, for a fault that crashes by 
 (FAULTS[name][1] mentions "crash"), when it ends in a sanitizer report or deadly signal. The
 time is the wall time from start to exit, start-up included. Prints one line per fault
 (median, range, misses); exit 1 when a median exceeds LIMIT. A run that misses counts as
-infinitely long, so a fault missed in most runs fails the bound.
+infinitely long, so a fault missed in most runs fails the bound. The fuzz smoke of .ci/run
+(fuzz/ci/smoke.sh) is this script with --runs 1 --limit 20: one rule for "found".
 """
 import argparse
 import json
@@ -53,7 +54,7 @@ def consumer_faults(only):
     return out
 
 
-def one_run(binary, fault, clause, crashes, seed, limit):
+def one_run(binary, fault, clause, crashes, seed, limit, log=None):
     work = tempfile.mkdtemp(prefix="ttb-")
     env = dict(os.environ, DLCONFORM_FUZZ_CONSUMER="ref", DLCONFORM_REF_FAULT=fault,
                ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1")
@@ -70,6 +71,9 @@ def one_run(binary, fault, clause, crashes, seed, limit):
     except subprocess.TimeoutExpired:
         err = ""
     secs = time.monotonic() - t0
+    if log:
+        with open(log, "w", encoding="latin-1") as f:
+            f.write(err)
     found = any(n.startswith("crash-") for n in os.listdir(work))
     shutil.rmtree(work, ignore_errors=True)
     if not found:
@@ -90,10 +94,13 @@ def main():
     ap.add_argument("--fault", action="append", default=[])
     ap.add_argument("--binary", default=os.path.join("build", "fuzz", "consumer.asan"))
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--log-dir", help="keep each run's output here, as FAULT-RUN.log")
     args = ap.parse_args()
     if args.runs < 1 or args.limit < 1:
         ap.error("--runs and --limit must be positive")
     binary = os.path.join(ROOT, args.binary)
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
     if not os.access(binary, os.X_OK):
         sys.exit("time_to_bug: %s is not built (make fuzz-build)" % args.binary)
     rows, bad = [], 0
@@ -104,7 +111,8 @@ def main():
             continue
         times, misses = [], []
         for i in range(args.runs):
-            secs, how = one_run(binary, name, clause, crashes, 1000 + i, args.limit)
+            log = os.path.join(args.log_dir, "%s-%d.log" % (name, i)) if args.log_dir else None
+            secs, how = one_run(binary, name, clause, crashes, 1000 + i, args.limit, log)
             if secs is None:
                 misses.append(how)
                 times.append(math.inf)
