@@ -36,8 +36,9 @@
  * mapping of EXC to a clause is documented in fuzz/README.md (Oracles).
  * Writes into a READ_ONLY export fault on their own: the buffer sits on PROT_READ pages.
  * A record with a valid extent whose data is dangling, or whose elements take more than the
- * cap (numel * itemsize: stride-0 giants), never gets copy=True, since a conforming
- * consumer would then read memory the record only claims or allocate gigabytes. */
+ * cap (numel * itemsize: stride-0 giants), never gets copy=True, nor device= when it is on
+ * another device, since a conforming consumer would then read memory the record only claims
+ * or allocate gigabytes. */
 #include "consumer_oracles.h"
 #include "exchange.h"
 #include "forge.h"
@@ -84,15 +85,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 /* The copy value from_dlpack gets for r (DLC_COPY_*), or -1 when none is passed. */
+/* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: a copy is
+ * only asked for when that is within the cap (dangling data and stride-0 giants excluded). */
+static int too_big_to_copy(const dlc_plan *plan) {
+  return plan->ext.status == DLC_EXTENT_OK &&
+         (plan->mode == DLC_DATA_DANGLING ||
+          (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
+}
+
 static int copy_passed(const dlc_record *r, const dlc_plan *plan) {
   if (!(r->kw & DLC_KW_COPY)) return -1;
   int copy = r->kw_copy % 3;
-  /* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: only
-   * ask for it when that is within the cap (dangling data and stride-0 giants excluded). */
-  int big = plan->ext.status == DLC_EXTENT_OK &&
-            (plan->mode == DLC_DATA_DANGLING ||
-             (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
-  return copy == DLC_COPY_TRUE && big ? -1 : copy;
+  return copy == DLC_COPY_TRUE && too_big_to_copy(plan) ? -1 : copy;
+}
+
+/* device= for an export of another device asks for a copy to that device (DEV-06): as with
+ * copy=True, not for a record too big to copy (torch 2.14 then allocates the gigabytes the
+ * record claims, a libFuzzer out-of-memory that is no finding). The record is the decoder's
+ * copy, so every oracle below sees the keywords as passed. */
+static void drop_giant_copies(dlc_record *r, const dlc_plan *plan) {
+  if (r->device_type != kDLCPU && too_big_to_copy(plan)) r->kw &= (uint8_t)~DLC_KW_DL_DEVICE;
 }
 
 /* The clause a consumer breaks by accepting this export (DLPack 1.3 consumer rules), with a
@@ -360,6 +372,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlc_rec_apply_offer(&r); /* an offered export is versioned (record.h) */
   dlc_plan plan;
   dlc_rec_plan(&r, DLC_REC_BUFFER_CAP, &plan);
+  drop_giant_copies(&r, &plan);
   char msg[160];
   const char *breach = refusal_clause(&r, &plan, triage ? msg : NULL, sizeof msg);
   if ((breach && dlc_oracle_ignored(breach)) || set_aside_input(&r)) { /* oracle.h */

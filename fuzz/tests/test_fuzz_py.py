@@ -206,6 +206,22 @@ def test_reproducer_asserts_cpy07_forwarding():
         in out, out[-2000:]
 
 
+def test_no_device_kw_for_a_record_too_big_to_copy():
+    """device='cpu' for an export of another device asks for a copy to the host: as with
+    copy=True, the consumer target passes it only when the copy fits the cap (torch 2.14
+    allocated the 8 GiB a dangling MAIA record claims, a libFuzzer OOM that is no finding).
+    The reproducer passes the same keywords."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    rc, out = _run_target_on("device_kw_reporter", rec)
+    assert rc != 0 and "dlconform-oracle: DEV-06: from_dlpack(device='cpu') refused" in out, out[-2000:]
+    assert "device='cpu'" in fuzzrepro.reproducer(bytes(rec), "numpy", "", "small")
+    rec[68:76] = (1 << 33).to_bytes(8, "little")  # shape (2**33,) of float32: 32 GiB, no buffer
+    assert fuzzrepro.too_big_to_copy(fuzzrepro.plan(fuzzrepro.decode(bytes(rec))))
+    rc, out = _run_target_on("device_kw_reporter", rec)
+    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
+    assert "device=" not in fuzzrepro.reproducer(bytes(rec), "numpy", "", "giant").split("from_dlpack(p")[1][:40]
+
+
 def test_target_reports_kept_view():
     """XAPI-15 can fail: the consumer target reports a consumer that keeps a
     dltensor_from_py_object_no_sync view (fuzz/tests/xapi_view_keeper.py), and not the same

@@ -83,13 +83,17 @@ def plan(rec):
     return p
 
 
+def too_big_to_copy(p):
+    """As fuzz/target_consumer.c: a copy would read dangling data or allocate past the cap."""
+    ext = p["ext"]
+    return ext["status"] == "ok" and (p["mode"] == "dangling" or ext["numel"] * ext["itemsize"] > CAP)
+
+
 def copy_passed(rec, p):
     """The copy value the consumer target passes (None/False/True), or "absent"."""
     if not rec["kw"] & KW["copy"]:
         return "absent"
-    ext = p["ext"]
-    big = ext["status"] == "ok" and (p["mode"] == "dangling" or ext["numel"] * ext["itemsize"] > CAP)
-    if rec["copy"] == 2 and big:
+    if rec["copy"] == 2 and too_big_to_copy(p):
         return "absent"
     return (None, False, True)[rec["copy"]]
 
@@ -99,7 +103,8 @@ def _kwargs(rec, p):
     c = copy_passed(rec, p)
     if c != "absent":
         kw["copy"] = c
-    if rec["kw"] & KW["dl_device"]:  # as fuzz/exchange.c: the CPU by its name, other pairs as they are
+    giant = rec["device"][0] != 1 and too_big_to_copy(p)  # drop_giant_copies in fuzz/target_consumer.c
+    if rec["kw"] & KW["dl_device"] and not giant:  # as fuzz/exchange.c: the CPU by name, other pairs as they are
         kw["device"] = "cpu" if rec["kw_device"] == (1, 0) else rec["kw_device"]
     return kw
 
