@@ -418,7 +418,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* DEV-07 / CPY-08 judge the class only when the device is the one thing unusual */
     int other_reason = breach != NULL || !array_api_dtype(&r) || r.ndim > 32 ||
-                       f->mem.plan.ext.status != DLC_EXTENT_OK ||
+                       r.byte_offset != 0 || f->mem.plan.ext.status != DLC_EXTENT_OK ||
+                       !f->mem.plan.ext.row_major ||
                        f->mem.plan.mode != DLC_DATA_BUFFER ||
                        !small_span(&r, &f->mem.plan) ||
                        ((r.kind & DLC_REC_VERSIONED) && max_major < 1);

@@ -111,10 +111,11 @@ def test_offer_reproducers():
     assert rc == -11 and "a SIGSEGV in from_dlpack is XAPI-11" in out, (rc, out)
 
 
-def _run_target(consumer, seed):
+def _run_target(consumer, seed, extra_path=None):
     binary = os.path.join(ROOT, "build", "fuzz", "consumer.asan")
+    path = os.path.join(ROOT, "fuzz", "tests") + (os.pathsep + extra_path if extra_path else "")
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", DLCONFORM_FUZZ_CONSUMER=consumer,
-               DLCONFORM_FUZZ_STATS="1", PYTHONPATH=os.path.join(ROOT, "fuzz", "tests"))
+               DLCONFORM_FUZZ_STATS="1", PYTHONPATH=path)
     p = subprocess.run([binary, os.path.join(SEEDS, seed)], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT)
     return p.returncode, p.stdout.decode(errors="replace")
@@ -137,12 +138,12 @@ def test_foreign_device_tuple_refusal_is_no_finding():
     assert " 1 refused" in out, out[-2000:]
 
 
-def _run_target_on(consumer, rec):
+def _run_target_on(consumer, rec, extra_path=None):
     fd, path = tempfile.mkstemp(prefix="rec-")
     os.write(fd, bytes(rec))
     os.close(fd)
     try:
-        return _run_target(consumer, path)
+        return _run_target(consumer, path, extra_path)
     finally:
         os.unlink(path)
 
@@ -220,6 +221,28 @@ def test_no_device_kw_for_a_record_too_big_to_copy():
     rc, out = _run_target_on("device_kw_reporter", rec)
     assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
     assert "device=" not in fuzzrepro.reproducer(bytes(rec), "numpy", "", "giant").split("from_dlpack(p")[1][:40]
+
+
+def test_device_class_judged_only_without_byte_offset():
+    """DEV-07 / CPY-08 judge the class of a refusal only when the device is the one thing
+    unusual: a ValueError for an export with a non-zero byte_offset or strides that are not
+    row-major is no finding, the same ValueError for the device alone is
+    (fuzz/tests/offset_refuser.py)."""
+    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    rec[5] &= ~0x20  # the producer ignores dl_device
+    env_extra = os.path.join(ROOT, "harness")
+    rc, out = _run_target_on("offset_refuser", rec, env_extra)
+    assert rc != 0 and "dlconform-oracle: DEV-07: from_dlpack raised ValueError: unsupported device" in out, \
+        out[-2000:]
+    legal = bytes(rec)
+    rec[32:40] = (16).to_bytes(8, "little")  # byte_offset 16
+    rc, out = _run_target_on("offset_refuser", rec, env_extra)
+    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
+    rec = bytearray(legal)  # strides (-1,): not row-major (torch 2.14: "Storage size calculation overflowed")
+    rec[76:84] = (-1).to_bytes(8, "little", signed=True)
+    assert fuzzrepro.decode(bytes(rec))["strides"] == (-1,)
+    rc, out = _run_target_on("offset_refuser", rec, env_extra)
+    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
 
 
 def test_target_reports_kept_view():
