@@ -2,14 +2,18 @@
 #include "check.h"
 
 /* Scalar bases that may form vectors (DT-10): int and uint of every valid width, the three
- * IEEE floats and bfloat16. Index = position in dlc_vector_base. */
-#define DLC_N_VECTOR_BASES 18
+ * IEEE floats, bfloat16, and the sub-byte floats fp6 and fp4, whose clauses (DT-07, DT-08)
+ * fix only bits: torch 2.14 exports float4_e2m1fn_x2 as (17, 4, 2). Index = position in
+ * dlc_vector_base. */
+#define DLC_N_VECTOR_BASES 21
+#define DLC_SUBBYTE_FLOAT_BASE 18 /* float6_e2m3fn; then float6_e3m2fn, float4_e2m1fn */
 #define DLC_MAX_NAMED_LANES 64
 
 static const char *const dlc_vector_base[DLC_N_VECTOR_BASES] = {
     "int1",    "int2",    "int4",    "int8",    "int16",   "int32",    "int64",
     "uint1",   "uint2",   "uint4",   "uint8",   "uint16",  "uint32",   "uint64",
-    "float16", "float32", "float64", "bfloat16",
+    "float16", "float32", "float64", "bfloat16", "float6_e2m3fn", "float6_e3m2fn",
+    "float4_e2m1fn",
 };
 
 /* "<base>x2" .. "<base>x64" as static strings: names must outlive the by-value info. */
@@ -28,14 +32,16 @@ static const char *const dlc_vector_names[DLC_N_VECTOR_BASES][DLC_MAX_NAMED_LANE
     {DLC_VEC("int16")},   {DLC_VEC("int32")},   {DLC_VEC("int64")},  {DLC_VEC("uint1")},
     {DLC_VEC("uint2")},   {DLC_VEC("uint4")},   {DLC_VEC("uint8")},  {DLC_VEC("uint16")},
     {DLC_VEC("uint32")},  {DLC_VEC("uint64")},  {DLC_VEC("float16")}, {DLC_VEC("float32")},
-    {DLC_VEC("float64")}, {DLC_VEC("bfloat16")},
+    {DLC_VEC("float64")}, {DLC_VEC("bfloat16")}, {DLC_VEC("float6_e2m3fn")},
+    {DLC_VEC("float6_e3m2fn")}, {DLC_VEC("float4_e2m1fn")},
 };
 
 /* More than DLC_MAX_NAMED_LANES lanes: the lane count is not spelled out. */
 static const char *const dlc_vector_names_n[DLC_N_VECTOR_BASES] = {
     "int1xN",    "int2xN",    "int4xN",    "int8xN",    "int16xN",   "int32xN",    "int64xN",
     "uint1xN",   "uint2xN",   "uint4xN",   "uint8xN",   "uint16xN",  "uint32xN",   "uint64xN",
-    "float16xN", "float32xN", "float64xN", "bfloat16xN",
+    "float16xN", "float32xN", "float64xN", "bfloat16xN", "float6_e2m3fnxN", "float6_e3m2fnxN",
+    "float4_e2m1fnxN",
 };
 
 static const uint8_t dlc_int_bits[7] = {1, 2, 4, 8, 16, 32, 64};
@@ -69,8 +75,8 @@ static int dlc_at_least(uint32_t major, uint32_t minor, uint32_t want_major,
  *   3. bits fit the code: int/uint 1,2,4,8,16,32,64 and float 16,32,64 (DT-13), bfloat 16
  *      (DT-05), complex 32,64,128 (DT-04), bool 8 (DT-03), opaque >= 1 (DT-11), fp8 8
  *      (DT-06), fp6 6 (DT-07), fp4 4 (DT-08);
- *   4. lanes > 1 only for int, uint, float, bfloat (DT-10); bool (DT-03) and fp8 (DT-06)
- *      name lanes 1 in their own clause. */
+ *   4. lanes > 1 only for int, uint, float, bfloat, fp6 and fp4 (DT-10); bool (DT-03) and
+ *      fp8 (DT-06) name lanes 1 in their own clause, complex and opaque name no vectors. */
 dlc_dtype_info dlc_dtype_classify(DLDataType dt, uint32_t spec_major, uint32_t spec_minor) {
   const unsigned code = dt.code, bits = dt.bits, lanes = dt.lanes;
   dlc_dtype_info info;
@@ -138,6 +144,8 @@ dlc_dtype_info dlc_dtype_classify(DLDataType dt, uint32_t spec_major, uint32_t s
         bits_clause = "DT-08";
       }
       if (bits == want) scalar = dlc_lowp_names[code - kDLFloat8_e3m4];
+      if (bits == want && code >= kDLFloat6_e2m3fn)
+        base = DLC_SUBBYTE_FLOAT_BASE + (int)(code - kDLFloat6_e2m3fn);
       break;
     }
   }

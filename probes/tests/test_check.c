@@ -142,12 +142,18 @@ static void test_dtype_lowp(void) {
     int cls = code <= 14 ? DLC_DT_FLOAT8 : code <= 16 ? DLC_DT_FLOAT6 : DLC_DT_FLOAT4;
     unsigned bits = code <= 14 ? 8 : code <= 16 ? 6 : 4;
     const char *bits_clause = code <= 14 ? "DT-06" : code <= 16 ? "DT-07" : "DT-08";
-    const char *lanes_clause = code <= 14 ? "DT-06" : "DT-10";
     EXPECT_DT(dt(code, bits, 1), 1, 1, cls, 1, NULL, names[code - 7]);
     EXPECT_DT(dt(code, bits, 1), 1, 3, cls, 1, NULL, names[code - 7]);
     EXPECT_DT(dt(code, bits, 1), 2, 0, cls, 1, NULL, names[code - 7]);
     EXPECT_DT(dt(code, 16, 1), 1, 3, cls, 0, bits_clause, "unknown");
-    EXPECT_DT(dt(code, bits, 2), 1, 3, cls, 0, lanes_clause, "unknown");
+    EXPECT_DT(dt(code, 16, 2), 1, 3, cls, 0, bits_clause, "unknown");
+    if (code <= 14) { /* DT-06: fp8 has lanes 1; fp6 and fp4 vectors are DT-10 vectors */
+      EXPECT_DT(dt(code, bits, 2), 1, 3, cls, 0, "DT-06", "unknown");
+    } else {
+      char vec[32];
+      snprintf(vec, sizeof vec, "%sx2", names[code - 7]);
+      EXPECT_DT(dt(code, bits, 2), 1, 3, cls, 1, NULL, vec);
+    }
     /* Not yet defined before v1.1 (DT-01). */
     EXPECT_DT(dt(code, bits, 1), 1, 0, DLC_DT_UNKNOWN, 0, "DT-01", "unknown");
     EXPECT_DT(dt(code, bits, 1), 0, 8, DLC_DT_UNKNOWN, 0, "DT-01", "unknown");
