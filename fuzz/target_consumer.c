@@ -84,7 +84,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-/* The copy value from_dlpack gets for r (DLC_COPY_*), or -1 when none is passed. */
 /* A conforming copy of a valid extent reads or allocates numel * itemsize bytes: a copy is
  * only asked for when that is within the cap (dangling data and stride-0 giants excluded). */
 static int too_big_to_copy(const dlc_plan *plan) {
@@ -93,6 +92,7 @@ static int too_big_to_copy(const dlc_plan *plan) {
           (unsigned __int128)plan->ext.numel * plan->ext.itemsize > DLC_REC_BUFFER_CAP);
 }
 
+/* The copy value from_dlpack gets for r (DLC_COPY_*), or -1 when none is passed. */
 static int copy_passed(const dlc_record *r, const dlc_plan *plan) {
   if (!(r->kw & DLC_KW_COPY)) return -1;
   int copy = r->kw_copy % 3;

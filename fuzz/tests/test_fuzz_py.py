@@ -62,13 +62,20 @@ def test_triage_log():
     assert t["key"] == "SIGSEGV in PyArray_NewFromDescr_int < from_dlpack", t["key"]
 
 
+def _run_script(text, env_extra=None):
+    """Runs a reproducer's text against the correct ref, with the test consumers of fuzz/tests
+    importable: (exit status, output)."""
+    env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}
+    env.update(PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"), os.path.join(ROOT, "fuzz", "tests")]),
+               **(env_extra or {}))
+    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return p.returncode, p.stdout.decode()
+
+
 def test_reproducer_runs():
     seed = os.path.join(SEEDS, "legacy-float32-2x3")
-    text = fuzzrepro.reproducer(open(seed, "rb").read(), "ref", "LAY-03: x", "legacy-float32-2x3")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
-    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = p.stdout.decode()
-    assert p.returncode == 0 and "accepted:" in out, out
+    rc, out = _run_script(fuzzrepro.reproducer(open(seed, "rb").read(), "ref", "LAY-03: x", "legacy-float32-2x3"))
+    assert rc == 0 and "accepted:" in out, out
 
 
 def test_reproducer_forges_every_record_ndim():
@@ -78,19 +85,13 @@ def test_reproducer_forges_every_record_ndim():
     rec[2] = 127
     rec += (1).to_bytes(8, "little") * 127 + (0).to_bytes(8, "little") * 127  # shape 1s, strides 0
     assert fuzzrepro.decode(bytes(rec))["ndim"] == 127
-    text = fuzzrepro.reproducer(bytes(rec), "ref", "", "ndim127")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
-    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = p.stdout.decode()
-    assert p.returncode == 0 and "refused: BufferError" in out and "done:" in out, out
+    rc, out = _run_script(fuzzrepro.reproducer(bytes(rec), "ref", "", "ndim127"))
+    assert rc == 0 and "refused: BufferError" in out and "done:" in out, out
 
 
 def _run_repro(seed, env_extra=None):
-    text = fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed)
-    env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}  # the correct ref
-    env.update(PYTHONPATH=os.path.join(ROOT, "harness"), **(env_extra or {}))
-    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    return p.returncode, p.stdout.decode()
+    return _run_script(fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed),
+                       env_extra)
 
 
 def test_offer_reproducers():
@@ -168,13 +169,9 @@ def test_reproducer_models_strict_producer_and_asserts_dev06():
     (as fuzz/producer.c), and a DEV-06 finding's reproducer fails on a consumer that refuses
     device='cpu' without asking for dl_device=(1, 0), and passes on one that asks."""
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"),
-                                                       os.path.join(ROOT, "fuzz", "tests")]))
 
     def repro(consumer, finding):
-        text = fuzzrepro.reproducer(bytes(rec), consumer, finding, "x")
-        p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        return p.returncode, p.stdout.decode()
+        return _run_script(fuzzrepro.reproducer(bytes(rec), consumer, finding, "x"))
 
     rc, out = repro("host_asker", "CPY-08: x")
     assert rc != 0 and "refused: RuntimeError cannot reach the host" in out and "CPY-08: refused" in out, out
@@ -191,14 +188,11 @@ def test_reproducer_asserts_cpy07_forwarding():
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
     rec[5] = (rec[5] | 0x02) & ~0x20  # copy passed, the producer not strict
     rec[64] = 1  # DLC_COPY_FALSE
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"),
-                                                       os.path.join(ROOT, "fuzz", "tests")]))
     got = {}
     for consumer in ("copy_dropper", "host_asker"):
         text = fuzzrepro.reproducer(bytes(rec), consumer, "CPY-07: x", "x")
         assert "device='cpu', copy=False" in text or "copy=False, device='cpu'" in text, text
-        p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        got[consumer] = (p.returncode, p.stdout.decode())
+        got[consumer] = _run_script(text)
     assert got["copy_dropper"][0] != 0 and "CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
         in got["copy_dropper"][1], got
     assert got["host_asker"][0] == 0 and "done:" in got["host_asker"][1], got
@@ -305,9 +299,8 @@ def test_reproducer_passes_the_cpu_device_by_name():
     seed[48:56] = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")
     text = fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
     assert "from_dlpack(p, device='cpu')" in text, text
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
-    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert p.returncode == 0 and "accepted:" in p.stdout.decode(), p.stdout.decode()
+    rc, out = _run_script(text)
+    assert rc == 0 and "accepted:" in out, out
     seed[48:52] = (2).to_bytes(4, "little")
     assert "from_dlpack(p, device=(2, 0))" in fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
 
