@@ -388,7 +388,8 @@ def reproducer(data, target="numpy", finding="", name="input"):
         strides=None if k & KIND["strides_null"] else rec["strides"], dangling=hex(DANGLING),
         forge_args=",\n                   ".join(forge_args), device=rec["device"],
         old=bool(rec["kw"] & KW["old_producer"]), strict=bool(rec["kw"] & KW["strict_producer"]), from_dlpack=call,
-        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()), checks="\n".join(checks(clause, rec["offer"] & 7, kw)))
+        kwargs="".join(", %s=%r" % (k2, v) for k2, v in kw.items()),
+        checks="\n".join(checks(clause, rec["offer"] & 7, kw)))
 
 
 def main(argv):
