@@ -692,6 +692,7 @@ OBSERVE = {
         max_version=(1, 3)))["data"],
     "bool_bits": lambda: fields(_ref.Tensor("bool", (2,)).__dlpack__(max_version=(1, 3)))["dtype"],
     "stream_accepted": lambda: _raises(lambda: _t().__dlpack__(stream=1)),
+    "stream_systemerror": lambda: _raises(lambda: _t().__dlpack__(stream=1)),
     "dl_device_valueerror": lambda: _raises(lambda: _t().__dlpack__(dl_device=(2, 0))),
     "device_mismatch": lambda: fields(_t().__dlpack__(max_version=(1, 3)))["device"],
     "cpu_device_id": lambda: (_t().__dlpack_device__(),

@@ -280,7 +280,8 @@ static int check_stream(PyObject *stream) {
   if (stream == Py_None) return 0;
   if (PyLong_Check(stream) && !PyBool_Check(stream)) {
     if (ref_fault_is(FAULT_STREAM_ACCEPTED)) return 0;
-    PyErr_SetString(PyExc_BufferError, "stream must be None for a CPU tensor"); /* STR-10 */
+    PyErr_SetString(ref_fault_is(FAULT_STREAM_SYSTEMERROR) ? PyExc_SystemError : PyExc_BufferError,
+                    "stream must be None for a CPU tensor"); /* STR-10 */
     return -1;
   }
   PyErr_Format(PyExc_TypeError, "stream must be None or an int, not %.100s", /* STR-02 */

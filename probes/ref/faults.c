@@ -44,6 +44,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "bool is exported with bits 1 instead of 8"},
     [FAULT_STREAM_ACCEPTED] = {"stream_accepted", "STR-10", P, 0,
         "an int stream is accepted on CPU instead of raising BufferError"},
+    [FAULT_STREAM_SYSTEMERROR] = {"stream_systemerror", "STR-10", P, 0,
+        "an int stream on CPU is refused with SystemError (a broken C API call) instead of "
+        "BufferError"},
     [FAULT_DL_DEVICE_VALUEERROR] = {"dl_device_valueerror", "DEV-05", P, 0,
         "an unsupported dl_device raises ValueError instead of BufferError"},
     [FAULT_DEVICE_MISMATCH] = {"device_mismatch", "DEV-03", P, 1,
