@@ -133,7 +133,8 @@ $(FUZZ_DIR)/test_record: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(C
 # The same test without sanitizers: the throughput builds' buffer pool (layout.c, DLC_POOL).
 $(FUZZ_DIR)/test_record.pool: fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/test_record.c $(FUZZ_CORE) fuzz/mutate.c $(CHECK_SRC)
-fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record $(FUZZ_DIR)/consumer.asan
+fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump_record $(FUZZ_DIR)/consumer.asan \
+  $(FUZZ_DIR)/producer.asan
 	$(FUZZ_DIR)/test_record
 	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py

@@ -11,9 +11,12 @@
  *   skipped (build returns None).
  * Oracles (dlconform-oracle: CLAUSE: message, then abort):
  *   EXC     __dlpack__ failed with a class other than BufferError, TypeError, ValueError,
- *           MemoryError, or returned NULL without an exception (DESIGN.md, Oracles);
- *   STR-10 / STR-02  a stream other than None for a CPU tensor was accepted;
- *   DEV-05  a dl_device other than (1, 0) was accepted;
+ *           MemoryError, or returned NULL without an exception (DESIGN.md, Oracles); refusing
+ *           a stream other than None (STR-10) may take any class but SystemError (ERR-01);
+ *   STR-10 / STR-02  a stream other than None for a CPU tensor was accepted (stream=-1: a
+ *           SHOULD-level finding, as the suite judges it);
+ *   DEV-05  a dl_device other than (1, 0) was accepted, or a defined non-CPU one was refused
+ *           with a class other than BufferError (TypeError: an old producer, VER-06);
  *   CAP-01 / CAP-02 / VER-02 / VER-03 / VER-04  the capsule name does not fit max_version;
  *   any clause dlc_check_managed / dlc_check_versioned reports (MUST clauses; LAY-04 and
  *           LAY-01 are SHOULDs and are left out);
@@ -113,11 +116,16 @@ static PyObject *build_kwargs(const dlc_record *r) {
   return kw;
 }
 
-static void check_exception(const char *what) {
+/* any_class: the call carried an argument the producer must refuse without the spec naming the
+ * class (STR-10: a stream other than None on a CPU tensor; ERR-01: bad arguments "raise other
+ * exceptions"), so only a broken refusal is a finding: SystemError, or no exception set. */
+static void check_exception(const char *what, int any_class) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   if (type == NULL) return dlc_oracle_fail("EXC", "%s failed without setting an exception", what);
-  if (!dlc_pyhost_exception_allowed(type)) {
+  int allowed = any_class ? !PyErr_GivenExceptionMatches(type, PyExc_SystemError)
+                          : dlc_pyhost_exception_allowed(type);
+  if (!allowed) {
     PyErr_NormalizeException(&type, &value, &tb);
     PyObject *s = value ? PyObject_Str(value) : NULL;
     const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
@@ -127,6 +135,38 @@ static void check_exception(const char *what) {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(tb);
+  PyErr_Clear();
+}
+
+/* A dl_device a CPU tensor may not be exportable to, and that is no bad argument: a defined
+ * non-CPU DLDeviceType with an id >= 0 (a CPU pair other than (1, 0), a negative id or an
+ * undefined type may be refused as a bad argument, with any class: ERR-01). */
+static int foreign_device(const dlc_record *r) {
+  return (r->kw & DLC_KW_DL_DEVICE) && r->kw_dev_type != kDLCPU && r->kw_dev_id >= 0 &&
+         dlc_is_known_device(r->kw_dev_type, 1, 3);
+}
+
+/* DEV-05: a producer that cannot handle the requested dl_device must raise BufferError.
+ * TypeError is left alone: an old producer rejects the unknown keyword (VER-06). */
+static void check_device_refusal(const dlc_record *r) {
+  PyObject *type = PyErr_Occurred();
+  if (type == NULL || PyErr_GivenExceptionMatches(type, PyExc_SystemError))
+    return check_exception("__dlpack__", 0);
+  if (!PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&
+      !PyErr_GivenExceptionMatches(type, PyExc_TypeError))
+  {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    PyObject *s = v ? PyObject_Str(v) : NULL;
+    const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
+    dlc_oracle_fail("DEV-05", "__dlpack__ refused dl_device=(%d, %d) with %s, not BufferError: %s",
+                    r->kw_dev_type, r->kw_dev_id, ((PyTypeObject *)t)->tp_name, m ? m : "?");
+    Py_XDECREF(s);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+  }
   PyErr_Clear();
 }
 
@@ -200,14 +240,25 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
   Py_XDECREF(kw);
   Py_XDECREF(empty);
   Py_XDECREF(meth);
-  if (cap == NULL) return check_exception("__dlpack__");
-  if (r->kw & DLC_KW_STREAM && r->kw_stream_kind % 3 != DLC_STREAM_NONE)
+  int odd_stream = (r->kw & DLC_KW_STREAM) && r->kw_stream_kind % 3 != DLC_STREAM_NONE;
+  if (cap == NULL && !odd_stream && foreign_device(r)) return check_device_refusal(r);
+  if (cap == NULL) return check_exception("__dlpack__", odd_stream);
+  /* A message with DLC_AMBIGUOUS is reported at SHOULD (a warn), as the suites judge it:
+   * stream=-1 asks for no synchronisation, which a CPU producer never does anyway
+   * (suites/test_stream.py); a CPU id other than 0 names no device (DEV-02) and the export
+   * may stay on (1, 0). */
+  if (odd_stream)
     dlc_oracle_fail(r->kw_stream_kind % 3 == DLC_STREAM_INT ? "STR-10" : "STR-02",
-                    "__dlpack__ accepted stream=%s for a CPU tensor",
-                    r->kw_stream_kind % 3 == DLC_STREAM_INT ? "<int>" : "'stream'");
+                    "__dlpack__ accepted stream=%s for a CPU tensor%s",
+                    r->kw_stream_kind % 3 != DLC_STREAM_INT ? "'stream'"
+                    : r->kw_stream == -1                     ? "-1"
+                                                             : "<int>",
+                    r->kw_stream_kind % 3 == DLC_STREAM_INT && r->kw_stream == -1
+                        ? " " DLC_AMBIGUOUS "-1 asks for no synchronisation)" : "");
   if (r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
-    dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor",
-                    r->kw_dev_type, r->kw_dev_id);
+    dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s",
+                    r->kw_dev_type, r->kw_dev_id,
+                    r->kw_dev_type == kDLCPU ? " " DLC_AMBIGUOUS "a CPU id other than 0)" : "");
   int versioned = check_name(r, cap);
   void *p = PyCapsule_GetPointer(cap, versioned ? "dltensor_versioned" : "dltensor");
   if (p == NULL) {
@@ -251,7 +302,7 @@ static void export_xapi(const dlc_record *r, PyObject *view, PyObject *expected,
   if (api->managed_tensor_from_py_object_no_sync(view, &out) != 0 || out == NULL) {
     if (!PyErr_Occurred()) dlc_oracle_fail("XAPI-14", "managed_tensor_from_py_object_no_sync failed "
                                            "without a Python exception");
-    return check_exception("managed_tensor_from_py_object_no_sync");
+    return check_exception("managed_tensor_from_py_object_no_sync", 0);
   }
   dlc_record plain = *r;
   plain.kw = 0; /* the exchange API takes no keywords */
@@ -264,7 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlc_rec_decode(data, size, &r);
   PyObject *res = build_view(&r);
   if (res == NULL || res == Py_None) {
-    if (res == NULL) check_exception("building the view");
+    if (res == NULL) check_exception("building the view", 0);
     Py_XDECREF(res);
     return 0;
   }

@@ -5,6 +5,7 @@ a stand-in fuzz binary."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -412,6 +413,98 @@ def test_fuzz_ci_stopped_leaves_no_fuzzer_running():
         time.sleep(0.2)
         assert not _alive(fuzzer) and not _alive(child), out
 
+
+
+def _producer_record(stream=None, dl_device=None, copy=None, readonly=False):
+    """A record the producer target turns into float32 [3] (strides 1), read-only when asked,
+    exported with __dlpack__(max_version=(1, 3)) plus stream (an int), dl_device and copy when
+    given: fuzz/record.h's layout, as fuzzrepro.decode reads it."""
+    kw = fuzzrepro.KW["max_version"]
+    kw |= (fuzzrepro.KW["stream"] if stream is not None else 0) | (fuzzrepro.KW["dl_device"] if dl_device else 0)
+    kw |= fuzzrepro.KW["copy"] if copy is not None else 0
+    dev = dl_device or (1, 0)
+    head = struct.pack("<BBbBBBHiiIIQQiiiiqBBBB", 2, 0, 1, 2, 32, kw, 1, 1, 0, 1, 3, int(readonly), 0,
+                       1, 3, dev[0], dev[1], stream or 0, (None, False, True).index(copy), 1, 7, 0)
+    rec = head + struct.pack("<qq", 3, 1)  # stream kind 1 (an int); shape [3], strides [1]
+    d = fuzzrepro.decode(rec)
+    assert (d["kw"], d["stream"], d["kw_device"], d["flags"]) == (kw, stream or 0, dev, int(readonly))
+    return rec
+
+
+def _run_producer_target(producer, rec, fault=None):
+    binary = os.path.join(ROOT, "build", "fuzz", "producer.asan")
+    env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}
+    env.update(ASAN_OPTIONS="detect_leaks=0:handle_abort=1", DLCONFORM_FUZZ_PRODUCER=producer,
+               **({"DLCONFORM_REF_FAULT": fault} if fault else {}))
+    fd, path = tempfile.mkstemp(prefix="prec-")
+    os.write(fd, rec)
+    os.close(fd)
+    try:
+        p = subprocess.run([binary, "-runs=1", path], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    finally:
+        os.unlink(path)
+    out = p.stdout.decode(errors="replace")
+    lines = [l for l in out.splitlines() if l.startswith("dlconform-oracle: ")]
+    return lines[0][len("dlconform-oracle: "):] if lines else None, p.returncode, out
+
+
+def test_producer_target_stream_oracles():
+    """The producer target on a CPU tensor exported with an int stream (STR-10): refused by the
+    clean ref (BufferError), no finding; accepted (ref fault stream_accepted), STR-10, at SHOULD
+    for stream=-1 as the suite judges it; refused with SystemError (stream_systemerror), EXC
+    at MUST; refused with RuntimeError (numpy's "NumPy only supports stream=None"), no finding:
+    STR-10 names no class for the refusal, and ERR-01 leaves bad arguments to other exceptions."""
+    line, rc, out = _run_producer_target("ref", _producer_record(1))
+    assert line is None and rc == 0 and "Executed " in out, out[-2000:]
+    line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_accepted")
+    assert line and line.startswith("STR-10: __dlpack__ accepted stream=<int>"), out[-2000:]
+    assert fuzzci.finding_level("STR-10", line, "MUST") == "MUST"
+    line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
+    assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
+    assert fuzzci.finding_level("STR-10", line, "MUST") == "SHOULD"
+    cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU id other than 0)"
+    assert fuzzci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
+    line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
+    assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]
+    assert fuzzci.finding_level("EXC", line, None) == "MUST"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return
+    line, rc, out = _run_producer_target("numpy", _producer_record(1))
+    assert line is None and rc == 0 and "Executed " in out, out[-2000:]
+
+
+def test_producer_target_device_refusal_class():
+    """dl_device=(kDLCUDA, 0) for a CPU tensor: the clean ref refuses with BufferError, no
+    finding; ref's fault dl_device_valueerror refuses with ValueError: DEV-05 (MUST BufferError),
+    as torch 2.14's NotImplementedError from aten::empty_strided was."""
+    line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(2, 0)))
+    assert line is None and rc == 0 and "Executed " in out, out[-2000:]
+    line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(2, 0)), "dl_device_valueerror")
+    assert line and line.startswith("DEV-05: __dlpack__ refused dl_device=(2, 0) with ValueError, not BufferError: "), \
+        out[-2000:]
+    assert fuzzci.finding_level("DEV-05", line, "MUST") == "MUST"
+    # a CPU pair with another id is a bad argument: any class
+    line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(1, 3)), "dl_device_valueerror")
+    assert line is None and rc == 0, out[-2000:]
+
+
+def test_producer_reproducers_assert_the_target_oracles():
+    """A producer-target reproducer fails on its clause where the target's oracle does (ref's
+    faults), and exits 0 on the clean ref, a refusal of an allowed class included."""
+    cases = ((_producer_record(dl_device=(2, 0)), "dl_device_valueerror", "DEV-05"),
+             (_producer_record(1), "stream_accepted", "STR-10"),
+             (_producer_record(copy=True), "copy_unflagged", "FLG-04"),
+             (_producer_record(readonly=True), "readonly_unflagged", "FLG-02"))
+    for rec, fault, clause in cases:
+        text = fuzzrepro.producer_reproducer(rec, "ref", clause + ": x", "x")
+        rc, out = _run_script(text)
+        assert rc == 0 and ("done: " in out or "no finding" in out), (clause, rc, out)
+        rc, out = _run_script(text, {"DLCONFORM_REF_FAULT": fault})
+        assert rc == 1 and "AssertionError: " + clause in out, (clause, rc, out)
+        line = _run_producer_target("ref", rec, fault)[0]
+        assert line and line.startswith(clause), (clause, line)
 
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):

@@ -428,12 +428,24 @@ made = fuzzproducer.build({producer!r}, {dtype_index}, {shape!r}, {strides!r}, {
 assert made is not None, "the producer cannot express this view (the target skips it)"
 x, expected, itemsize, base, nbytes = made
 print("view:", type(x).__name__, getattr(x, "shape", None))
-cap = x.__dlpack__({kwargs})
+try:
+    cap = x.__dlpack__({kwargs})
+except Exception as e:  # a defined non-CPU dl_device the producer cannot handle: BufferError
+    dev05 = "DEV-05: dl_device=%r refused with %s, not BufferError" % ({dl_device!r}, type(e).__name__)
+    assert not {foreign} or isinstance(e, (BufferError, TypeError)), dev05
+    # the classes fuzz/target_producer.c allows (a refused stream: any but SystemError)
+    if isinstance(e, (BufferError, TypeError, ValueError, MemoryError)) or ({odd_stream} and not isinstance(e, SystemError)):
+        print("refused with %s: %s; no finding" % (type(e).__name__, e))
+        raise SystemExit(0)
+    raise
 assert {stream!r} is None, "STR-10/STR-02: a CPU tensor was exported with stream=%r" % ({stream!r},)
 assert {dl_device!r} in (None, (1, 0)), "DEV-05: exported for dl_device=%r" % ({dl_device!r},)
 info = _probe.inspect(cap)
 print("capsule:", info["name"], "flags", info.get("flags"), "shape", info.get("shape"), "strides", info.get("strides"),
       "byte_offset", info.get("byte_offset"))
+if info["name"] == "dltensor_versioned":  # READ_ONLY 1, IS_COPIED 2 (a copy may drop READ_ONLY)
+    assert not {copy_true} or info["flags"] & 2, "FLG-04: copy=True exported without IS_COPIED"
+    assert not {readonly} or info["flags"] & 3, "FLG-02: a read-only view exported without READ_ONLY"
 print("check:", _probe.check(cap))
 got = _probe.read_elements(cap)
 assert got == expected, "SEM-01: the values read through the export differ from the view's"
@@ -464,7 +476,20 @@ def producer_reproducer(data, producer="numpy", finding="", name="input"):
     return PRODUCER_TEMPLATE.format(
         name=name, finding=finding or "(none recorded)", producer=producer, dtype_index=idx, shape=shape,
         strides=strides, offset=rec["byte_offset"] % 64, readonly=rec["flags"] & 1, seed=rec["seed"],
-        kwargs=", ".join("%s=%r" % kv for kv in kw.items()), stream=kw.get("stream"), dl_device=kw.get("dl_device"))
+        kwargs=", ".join("%s=%r" % kv for kv in kw.items()), stream=kw.get("stream"), dl_device=kw.get("dl_device"),
+        copy_true=kw.get("copy") is True, foreign=_foreign_device(kw),
+        odd_stream=kw.get("stream") is not None)
+
+
+# DLDeviceType values of DLPack 1.3 other than kDLCPU (probes/check_validate.c)
+NON_CPU_DEVICES = {2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+
+
+def _foreign_device(kw):
+    """Whether the producer target judges a refusal's class as DEV-05 (its foreign_device):
+    a defined non-CPU dl_device with an id >= 0, and no stream other than None asked."""
+    dev = kw.get("dl_device")
+    return dev is not None and dev[0] in NON_CPU_DEVICES and dev[1] >= 0 and kw.get("stream") is None
 
 
 def _c_mod(a, m):
