@@ -254,11 +254,11 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
                     : r->kw_stream == -1                     ? "-1"
                                                              : "<int>",
                     r->kw_stream_kind % 3 == DLC_STREAM_INT && r->kw_stream == -1
-                        ? " " DLC_AMBIGUOUS "-1 asks for no synchronisation)" : "");
+                        ? " " DLC_AMBIGUOUS "it asks for no synchronisation)" : "");
   if (r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
     dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s",
                     r->kw_dev_type, r->kw_dev_id,
-                    r->kw_dev_type == kDLCPU ? " " DLC_AMBIGUOUS "a CPU id other than 0)" : "");
+                    r->kw_dev_type == kDLCPU ? " " DLC_AMBIGUOUS "a CPU device id that is not zero)" : "");
   int versioned = check_name(r, cap);
   void *p = PyCapsule_GetPointer(cap, versioned ? "dltensor_versioned" : "dltensor");
   if (p == NULL) {

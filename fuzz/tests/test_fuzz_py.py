@@ -462,7 +462,7 @@ def test_producer_target_stream_oracles():
     line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
     assert fuzzci.finding_level("STR-10", line, "MUST") == "SHOULD"
-    cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU id other than 0)"
+    cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU device id that is not zero)"
     assert fuzzci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
     assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]
