@@ -116,26 +116,40 @@ static PyObject *build_kwargs(const dlc_record *r) {
   return kw;
 }
 
-/* any_class: the call carried an argument the producer must refuse without the spec naming the
- * class (STR-10: a stream other than None on a CPU tensor; ERR-01: bad arguments "raise other
- * exceptions"), so only a broken refusal is a finding: SystemError, or no exception set. */
-static void check_exception(const char *what, int any_class) {
+/* Fails CLAUSE with "LEAD CLASS TAIL: str(exception)" for the pending exception; clears it. */
+static void fail_with_pending(const char *clause, const char *lead, const char *tail) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
-  if (type == NULL) return dlc_oracle_fail("EXC", "%s failed without setting an exception", what);
-  int allowed = any_class ? !PyErr_GivenExceptionMatches(type, PyExc_SystemError)
-                          : dlc_pyhost_exception_allowed(type);
-  if (!allowed) {
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *s = value ? PyObject_Str(value) : NULL;
-    const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
-    dlc_oracle_fail("EXC", "%s raised %s: %s", what, ((PyTypeObject *)type)->tp_name, m ? m : "?");
-    Py_XDECREF(s);
-  }
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject *s = value ? PyObject_Str(value) : NULL;
+  const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
+  dlc_oracle_fail(clause, "%s %s%s: %s", lead, type ? ((PyTypeObject *)type)->tp_name : "?", tail,
+                  m ? m : "?");
+  Py_XDECREF(s);
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(tb);
   PyErr_Clear();
+}
+
+/* any_class: the call carried an argument the producer must refuse without the spec naming the
+ * class (STR-10: a stream other than None on a CPU tensor; ERR-01: bad arguments "raise other
+ * exceptions"), so only a broken refusal is a finding: SystemError, or no exception set. */
+static void check_exception(const char *what, int any_class) {
+  PyObject *type = PyErr_Occurred();
+  if (type == NULL) {
+    dlc_oracle_fail("EXC", "%s failed without setting an exception", what);
+    return;
+  }
+  int allowed = any_class ? !PyErr_GivenExceptionMatches(type, PyExc_SystemError)
+                          : dlc_pyhost_exception_allowed(type);
+  if (allowed) {
+    PyErr_Clear();
+    return;
+  }
+  char lead[96];
+  snprintf(lead, sizeof lead, "%s raised", what);
+  fail_with_pending("EXC", lead, "");
 }
 
 /* A dl_device a CPU tensor may not be exportable to, and that is no bad argument: a defined
@@ -150,24 +164,19 @@ static int foreign_device(const dlc_record *r) {
  * TypeError is left alone: an old producer rejects the unknown keyword (VER-06). */
 static void check_device_refusal(const dlc_record *r) {
   PyObject *type = PyErr_Occurred();
-  if (type == NULL || PyErr_GivenExceptionMatches(type, PyExc_SystemError))
-    return check_exception("__dlpack__", 0);
-  if (!PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&
-      !PyErr_GivenExceptionMatches(type, PyExc_TypeError))
-  {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyErr_NormalizeException(&t, &v, &tb);
-    PyObject *s = v ? PyObject_Str(v) : NULL;
-    const char *m = s ? PyUnicode_AsUTF8(s) : NULL;
-    dlc_oracle_fail("DEV-05", "__dlpack__ refused dl_device=(%d, %d) with %s, not BufferError: %s",
-                    r->kw_dev_type, r->kw_dev_id, ((PyTypeObject *)t)->tp_name, m ? m : "?");
-    Py_XDECREF(s);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
+  if (type == NULL || PyErr_GivenExceptionMatches(type, PyExc_SystemError)) {
+    check_exception("__dlpack__", 0);
+    return;
   }
-  PyErr_Clear();
+  if (PyErr_GivenExceptionMatches(type, PyExc_BufferError) ||
+      PyErr_GivenExceptionMatches(type, PyExc_TypeError)) {
+    PyErr_Clear();
+    return;
+  }
+  char lead[96];
+  snprintf(lead, sizeof lead, "__dlpack__ refused dl_device=(%d, %d) with", r->kw_dev_type,
+           r->kw_dev_id);
+  fail_with_pending("DEV-05", lead, ", not BufferError");
 }
 
 /* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. */
