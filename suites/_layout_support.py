@@ -360,8 +360,17 @@ def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
     if not att.refused:
         check.record(clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
     else:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, clause, "%s refused uncleanly: %s" % (what, why))
+        check_clean_refusal(check, att, clause, what)
+    check_deleted_once(check, att, count_clause, what, "the refusal")
+
+
+def check_clean_refusal(check, att, clause, what):
+    """A refused attempt raised a class the spec allows, cleanly (bad_exception)."""
+    why = bad_exception(att.etype, att.emsg)
+    check.that(why is None, clause, "%s refused uncleanly: %s" % (what, why))
+
+
+def check_deleted_once(check, att, clause, what, after_what):
+    """Once the attempt is dropped, the forged capsule's deleter has run exactly once."""
     after = att.settle()
-    check.that(after == 1, count_clause, "%s: the deleter ran %d time(s) after the refusal (expected 1)"
-               % (what, after))
+    check.that(after == 1, clause, "%s: the deleter ran %d time(s) after %s (expected 1)" % (what, after, after_what))

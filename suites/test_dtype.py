@@ -17,7 +17,8 @@ import _capsule_support as S_cap
 import strategies as S
 from _layout_support import (
     repro_once,
-    DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values, compare_layout, export, lib,
+    DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values, check_clean_refusal,
+    check_deleted_once, compare_layout, export, lib,
     make_lines, result_bytes, setup_lines, values_for)
 from dlconform import _probe
 from dlconform.verdicts import Unsupported
@@ -290,11 +291,8 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
                 check.record(cl, "fail", "dtype %r was imported (%s; result %r)" % (
                     dtype, "as dtype %r" % (held,) if held else "a typed result", target.describe(att.result)))
         else:
-            why = bad_exception(att.etype, att.emsg)
-            check.that(why is None, cl, "dtype %r refused uncleanly: %s" % (dtype, why))
-        after = att.settle()
-        check.that(after == 1, cl, "dtype %r: the deleter ran %d time(s) after the import or refusal (expected 1)"
-                   % (dtype, after))
+            check_clean_refusal(check, att, cl, "dtype %r" % (dtype,))
+        check_deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")
 
 
 @pytest.mark.clause("VER-09")
