@@ -89,7 +89,8 @@ static void check_extent(const DLTensor *t, const dlc_extent *planned) {
                     (long long)want.numel, (long long)want.lo, (long long)want.hi);
 }
 
-/* Reads every byte of [lo, hi) and walks small tensors element by element. */
+/* Reads every byte of [lo, hi) and walks small tensors element by element (each element's
+ * ends). */
 static void touch(const dlc_tensor_mem *m) {
   const dlc_extent *e = &m->plan.ext;
   if (m->plan.mode != DLC_DATA_BUFFER || e->status != DLC_EXTENT_OK || e->zero_size) return;
@@ -115,7 +116,9 @@ static void touch(const dlc_tensor_mem *m) {
       dlc_oracle_fail("EXTENT", "element %llu at byte %lld lies outside [%lld, %lld)",
                       (unsigned long long)flat, (long long)off, (long long)e->lo,
                       (long long)e->hi);
-    for (uint64_t b = 0; b < e->itemsize; ++b) acc ^= base[(int64_t)off + (int64_t)b];
+    /* an element is contiguous: its first and last byte bound it for ASan (every byte of
+     * [lo, hi) was read above), so a huge vector item (lanes up to 65535) costs O(1) */
+    acc ^= base[(int64_t)off] ^ base[(int64_t)off + (int64_t)e->itemsize - 1];
   }
   (void)acc;
 }
