@@ -339,8 +339,6 @@ class _State:
                 continue
             rep, excinfo = rep_exc
             if excinfo is None:
-                if getattr(rep, "wasxfail", None) is not None and rep.passed:
-                    continue
                 continue
             e = excinfo.value
             where = "" if when == "call" else " in %s" % when

@@ -4,8 +4,6 @@ A snippet is text runnable as `PYTHONPATH=harness python3 -c "$SNIPPET"` from th
 """
 import shlex
 
-PREAMBLE = ()
-
 
 def _lines(x):
     if x is None:
@@ -35,7 +33,7 @@ def snippet(setup_lines, body_lines):
         if line.startswith(("import ", "from ")):
             seen.add(line)
         body.append(line)
-    return "\n".join(list(PREAMBLE) + setup + body).strip("\n") + "\n"
+    return "\n".join(setup + body).strip("\n") + "\n"
 
 
 def bytes_literal(data):
@@ -46,18 +44,9 @@ def bytes_literal(data):
     return "bytes.fromhex(%r)" % data.hex()
 
 
-def shell_command(text, python="python3"):
-    """A shell line that runs the snippet from the repository root."""
-    return "PYTHONPATH=harness %s -c %s" % (python, shlex.quote(text))
-
-
 def run_command(target, clause, nodeid=None):
     """The generic reproducer: rerun the clause against the target."""
     line = "python3 -m dlconform run --target %s --clause %s" % (shlex.quote(target), shlex.quote(clause))
     if nodeid:
         line += "\n# pytest node: %s" % nodeid
     return line
-
-
-def ref_setup():
-    return ["from dlconform import _ref, _probe"]

@@ -21,10 +21,6 @@ def worst(verdicts, default="pass"):
     return default if result is None else result
 
 
-def is_failing(verdict):
-    return verdict in FAILING
-
-
 def check_verdict(verdict):
     if verdict not in _RANK:
         raise ValueError("unknown verdict %r (expected one of %s)" % (verdict, ", ".join(VERDICTS)))

@@ -108,4 +108,3 @@ def test_repro_snippet_runs_and_dedupes_imports():
     assert p.stdout.strip() == '"crash"'
     assert repro.run_command("ref", "CAP-01", "t.py::x") == \
         "python3 -m dlconform run --target ref --clause CAP-01\n# pytest node: t.py::x"
-    assert repro.shell_command("print('a b')").startswith("PYTHONPATH=harness python3 -c ")
