@@ -2,7 +2,6 @@
 usage error or when no target can be run."""
 import argparse
 import datetime
-import json
 import os
 import shutil
 import sys
@@ -12,6 +11,7 @@ import time
 from . import SUITES_DIR, __version__
 from . import environment as _environment
 from . import report as _report
+from .records import Record
 from .runner import Runner, child_env
 from .targets.loader import BUILTIN, probe
 from .verdicts import FAILING, VERDICTS
@@ -98,7 +98,7 @@ class _Sink:
         self.lock = threading.Lock()
 
     def __call__(self, rec):
-        line = json.dumps(rec, default=str) + "\n"
+        line = rec.to_json() + "\n"
         with self.lock:
             self.f.write(line)
             self.f.flush()
@@ -115,12 +115,6 @@ def _jobs(text):
     if n < 1:
         raise argparse.ArgumentTypeError("--jobs must be at least 1, got %d" % n)
     return n
-
-
-def _skip_record(spec, reason):
-    return {"target": spec, "role": "any", "clause": "*", "level": "MUST", "group": "*", "verdict": "skip",
-            "message": reason, "repro": "python3 -m dlconform run --target %s" % spec, "test": "<target>",
-            "duration": 0.0}
 
 
 def cmd_run(args):
@@ -159,7 +153,8 @@ def cmd_run(args):
             targets[spec] = {"status": "skipped", "reason": reason, "roles": [], "versions": {}}
             if explicit or spec == "ref":
                 _say("target %r: %s" % (spec, reason))
-                rec = _skip_record(spec, reason)
+                rec = Record.session(spec, "<target>", "skip", reason,
+                                     repro="python3 -m dlconform run --target %s" % spec)
                 results.append(rec)
                 sink(rec)
     clause = ",".join(args.clause) if args.clause else None

@@ -25,6 +25,7 @@ import re
 import sys
 
 from . import catalogue as _catalogue
+from .records import complete
 from .report import atomic_write
 from .verdicts import VERDICTS, rank
 
@@ -371,12 +372,9 @@ def merge(args, catalogue_path=None, generated=None):
                 r["source"] = sid
                 results.append(r)
     clauses = _clause_table(catalogue_path)
+    cat = _catalogue.load(catalogue_path)
     for r in results:
-        c = clauses.get(r["clause"])
-        if not r.get("level"):
-            r["level"] = c["level"] if c else "MUST"
-        if not r.get("group"):
-            r["group"] = c["group"] if c else _catalogue.group_of(r["clause"])
+        complete(r, cat)
     duplicates, conflicts = find_overlaps(results)
     generated = generated or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     summary = {v: 0 for v in VERDICTS}

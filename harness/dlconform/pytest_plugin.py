@@ -15,7 +15,8 @@ import pytest
 
 from . import catalogue as _catalogue
 from . import repro as _repro
-from .verdicts import CheckFailure, Unsupported, Warn, check_verdict, worst
+from .records import Record
+from .verdicts import CheckFailure, Unsupported, Warn, breach, check_verdict, worst
 
 UNMARKED = "UNMARKED"
 _MAX_MESSAGE = 2000
@@ -121,9 +122,6 @@ class Check:
     def level(self, clause):
         return self._level_of(clause)
 
-    def _breach(self, clause):
-        return "fail" if self._level_of(clause) == "MUST" else "warn"
-
     def record(self, clause, verdict, message=""):
         check_verdict(verdict)
         self.records.append((str(clause), verdict, _truncate(message)))
@@ -131,7 +129,7 @@ class Check:
     def that(self, cond, clause, message=""):
         """Records pass, or fail (MUST) / warn (SHOULD, MAY, INFO); returns bool(cond)."""
         ok = bool(cond)
-        self.record(clause, "pass" if ok else self._breach(clause), message if not ok else "")
+        self.record(clause, "pass" if ok else breach(self._level_of(clause)), message if not ok else "")
         return ok
 
     def require(self, cond, clause, message=""):
@@ -251,7 +249,7 @@ class _State:
             self._out = None
 
     def level(self, clause):
-        return self.catalogue.level(clause) if clause != UNMARKED else "MUST"
+        return self.catalogue.level(clause)
 
     def item_state(self, item):
         st = getattr(item, "_dlc", None)
@@ -360,13 +358,9 @@ class _State:
         return "pass", "", None
 
     def _record(self, nodeid, clause, role, verdict, message, repro, duration):
-        return {
-            "event": "result", "target": self.spec, "role": role or "any", "clause": clause,
-            "level": self.level(clause) if clause not in ("*", UNMARKED) else "MUST",
-            "group": _catalogue.group_of(clause) if clause not in self.catalogue else self.catalogue.group(clause),
-            "verdict": verdict, "message": message, "repro": repro, "test": nodeid,
-            "duration": round(duration, 6),
-        }
+        rec = Record(target=self.spec, role=role, clause=clause, verdict=verdict, message=message, repro=repro,
+                     test=nodeid, duration=round(duration, 6), catalogue=self.catalogue)
+        return dict(event="result", **rec)
 
     def results(self, item, st):
         duration = sum(rep.duration for rep, _ in st.phases.values()) if st.phases else time.perf_counter() - st.start
@@ -384,14 +378,14 @@ class _State:
                 recs = list(explicit[clause])
                 # An exception after explicit records is a verdict too: earlier passes never hide it.
                 if kind == "assert":
-                    recs.append(("fail" if self.level(clause) == "MUST" else "warn", message))
+                    recs.append((breach(self.level(clause)), message))
                 elif kind == "unexpected":
                     recs.append(("fail", message))
                 verdict = worst(v for v, _ in recs)
                 msgs = [m for v, m in recs if v == verdict and m] or [m for v, m in recs if v != "pass" and m]
                 msg = "; ".join(dict.fromkeys(msgs))
             elif kind == "assert":
-                verdict, msg = ("fail" if self.level(clause) == "MUST" else "warn"), message
+                verdict, msg = breach(self.level(clause)), message
             elif kind == "unexpected":
                 verdict, msg = "fail", message
             elif kind == "warn":

@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Optional
 
 from . import HARNESS_DIR, REPO_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
+from .records import SESSION, Record
 from .targets.loader import describe_status
-
-RECORD_FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test", "duration")
 
 
 def child_env(base=None):
@@ -70,7 +71,9 @@ def _evidence(err_path, out_path, lines=25):
     return _tail(err_path, lines) or _tail(out_path, lines)
 
 
-def _kill_group(proc):
+def kill_group(proc):
+    """SIGKILL to the process group of `proc` (started with start_new_session=True), then reap
+    it. Nothing the child started outlives it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -106,15 +109,86 @@ class TargetRun:
         return out
 
 
+@dataclass
+class _Test:
+    """The test the child has begun: from its `begin` line until the next one."""
+    test: str
+    clauses: list
+    role: str
+    t0: float  # when it began; once finished, when its last result came
+    done: set = field(default_factory=set)  # clauses with a result
+    finished: bool = False  # every clause has its result
+    repro: str = ""  # the snippet it streamed, for a crash
+
+    def expected(self):
+        return set(self.clauses or [SESSION])
+
+
+@dataclass
 class _Attempt:
-    def __init__(self):
-        self.ended = None  # the end event
-        self.current = None  # {"test", "clauses", "role", "t0", "done": set()}
-        self.begun = 0
-        self.results = 0
-        self.killed = None  # "timeout" / "between" / "exit" / "collect" / "wall"
-        self.ended_t = None
-        self.rc = None
+    """One child process: what it said and how it stopped."""
+    current: Optional[_Test] = None
+    ended: Optional[dict] = None  # its `end` line
+    ended_t: float = 0.0
+    begun: int = 0
+    results: int = 0
+    killed: Optional[str] = None  # why the runner killed it: a key of STOPS
+    rc: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """What a way of stopping records, and whether the child is started again after it.
+    scope `test`: one record per clause of the running test that has no result yet;
+    scope `session`: one record (clause `*`) named `test`. Messages are format strings over
+    the runner's limits, the child's status and the running test."""
+    verdict: str
+    scope: str
+    message: str
+    restart: bool
+    test: str = ""
+    note: str = ""  # appended to the target's notes
+
+
+STOPS = {
+    # killed by the runner
+    "timeout": Stop("timeout", "test", "no result after {timeout:g}s (per-test limit); process group killed", True),
+    "between": Stop("timeout", "session", "no next test within {timeout:g}s after this one finished; process group "
+                    "killed", True, test="{test} (after it finished)"),
+    "collect": Stop("timeout", "session", "no test began within {collect_timeout:g}s of starting the child "
+                    "(collection hung?); process group killed", False, test="<collection>"),
+    "exit": Stop("timeout", "session", "the child did not exit within {timeout:g}s after the session ended; "
+                 "process group killed", False, test="<interpreter exit>"),
+    "wall": Stop("timeout", "test", "per-target limit of {target_timeout:g}s reached during this test", False,
+                 note="per-target limit of {target_timeout:g}s reached; the remaining tests did not run"),
+    # the session ended, then
+    "unused": Stop("crash", "session", "pytest stopped with exit status {exitstatus} before running any test: "
+                   "{last}", False, test="<session>"),
+    "died_at_exit": Stop("crash", "session", "{status} after the session ended (a deleter or finalizer at "
+                         "shutdown?)", False, test="<interpreter exit>"),
+    # the child died
+    "died_after_test": Stop("crash", "session", "{status} after the test finished (a deferred deleter or "
+                            "finalizer?)", True, test="{test} (after it finished)"),
+    "died_in_test": Stop("crash", "test", "{status}", True),
+    "died_at_start": Stop("crash", "session", "{what} ({status}): {last}", False, test="<session>"),
+    "died_between": Stop("crash", "session", "{status} between tests", False, test="<between tests>"),
+}
+
+
+def stop_reasons(att):
+    """The keys of STOPS that describe how the attempt ended (none for a clean end)."""
+    if att.killed:
+        return [att.killed]
+    if att.ended is not None:
+        out = []
+        if att.ended.get("exitstatus") in (2, 3, 4) and att.results == 0 and att.begun == 0:
+            out.append("unused")
+        if att.rc is not None and att.rc < 0:
+            out.append("died_at_exit")
+        return out
+    if att.current is not None:
+        return ["died_after_test" if att.current.done >= att.current.expected() else "died_in_test"]
+    return ["died_at_start" if att.begun == 0 else "died_between"]
 
 
 class Runner:
@@ -145,63 +219,57 @@ class Runner:
         self._proc = None
 
     # ---- records
-    def normalize(self, spec, rec):
-        out = {k: rec.get(k) for k in RECORD_FIELDS}
-        out["target"] = spec
-        clause = out["clause"] or "*"
-        out["clause"] = clause
-        if not out["level"]:
-            out["level"] = self.catalogue.level(clause) if clause != "*" else "MUST"
-        if not out["group"]:
-            out["group"] = self.catalogue.group(clause) if clause != "*" else "*"
-        out["role"] = out["role"] or "any"
-        out["message"] = out["message"] or ""
-        out["repro"] = out["repro"] or ""
-        out["test"] = out["test"] or ""
-        out["duration"] = float(out["duration"] or 0.0)
-        if rec.get("evidence"):
-            out["evidence"] = rec["evidence"]
-        if rec.get("peer"):
-            out["peer"] = str(rec["peer"])
-        return out
-
-    def _emit(self, run, rec):
-        rec = self.normalize(run.spec, rec)
+    def _emit(self, run, fields):
+        rec = Record(fields, self.catalogue, target=run.spec)
         run.records.append(rec)
         if self.sink is not None:
             self.sink(rec)
         return rec
 
     def _session_record(self, run, test, verdict, message, evidence=""):
-        rec = {"clause": "*", "level": "MUST", "group": "*", "role": "any", "verdict": verdict,
-               "message": message, "test": test, "duration": 0.0,
-               "repro": _repro.run_command(run.spec, self.clause or "*")}
-        if evidence:
-            rec["evidence"] = evidence
-        return self._emit(run, rec)
+        return self._emit(run, Record.session(run.spec, test, verdict, message, evidence=evidence,
+                                              repro=_repro.run_command(run.spec, self.clause or SESSION)))
 
     def _lost_repro(self, run, clause, current):
         """The test's own snippet when it streamed one before dying, then how to rerun it."""
-        rerun = (_repro.run_command(run.spec, clause, current["test"])
+        rerun = (_repro.run_command(run.spec, clause, current.test)
                  + "\n# or: PYTHONPATH=harness python3 -m pytest %s --rootdir %s -p dlconform.pytest_plugin "
-                 "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current["test"])),
+                 "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current.test)),
                                       shlex.quote(_rel(self.suites)), shlex.quote(run.spec)))
-        snippet = current.get("repro")
-        if not snippet:
+        if not current.repro:
             return rerun
-        return snippet + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
+        return current.repro + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
 
     def _lost_test(self, run, current, verdict, message, evidence=""):
         """crash/timeout records for the clauses of a begun test that has no result."""
-        elapsed = time.monotonic() - current["t0"]
-        for clause in current["clauses"] or ["*"]:
-            if clause in current["done"]:
+        elapsed = time.monotonic() - current.t0
+        for clause in current.clauses or [SESSION]:
+            if clause in current.done:
                 continue
             self._emit(run, {
-                "clause": clause, "role": current.get("role"), "verdict": verdict, "message": message,
-                "test": current["test"], "duration": elapsed, "evidence": evidence,
+                "clause": clause, "role": current.role, "verdict": verdict, "message": message,
+                "test": current.test, "duration": elapsed, "evidence": evidence,
                 "repro": self._lost_repro(run, clause, current),
             })
+
+    def _record_stop(self, run, att, reason, evidence):
+        """Records what the way of stopping `reason` (a key of STOPS) says; True to restart."""
+        stop = STOPS[reason]
+        cur = att.current
+        values = {"timeout": self.timeout, "collect_timeout": self.collect_timeout,
+                  "target_timeout": self.target_timeout, "status": describe_status(att.rc),
+                  "exitstatus": (att.ended or {}).get("exitstatus"), "last": _last_lines(evidence),
+                  "what": "pytest usage error" if att.rc == 4 else "the child died before running any test",
+                  "test": cur.test if cur is not None else ""}
+        message = stop.message.format(**values)
+        if stop.scope == "test":
+            if cur is not None:
+                self._lost_test(run, cur, stop.verdict, message, evidence)
+        else:
+            self._session_record(run, stop.test.format(**values), stop.verdict, message, evidence)
+        if stop.note:
+            run.notes.append(stop.note.format(**values))
+        return stop.restart
 
     # ---- child
     def command(self, spec, results_path, exclude_path):
@@ -219,6 +287,8 @@ class Runner:
         return cmd + self.extra_args
 
     def run_target(self, spec, roles=(), versions=None):
+        """Runs every test against `spec`, one child after another: a child that dies or is
+        killed is replaced by one that skips every test already begun."""
         run = TargetRun(spec)
         run.roles = list(roles)
         run.versions = dict(versions or {})
@@ -227,8 +297,7 @@ class Runner:
         os.makedirs(work, exist_ok=True)
         os.makedirs(logs, exist_ok=True)
         exclude_path = os.path.join(work, "exclude.txt")
-        begun = []
-        begun_set = set()
+        begun = {}  # test -> None, in the order they began (a set that keeps order)
         start = time.monotonic()
         deadline = start + self.target_timeout
         tested = 0
@@ -255,59 +324,17 @@ class Runner:
                 break
             self._proc = proc
             try:
-                self._watch(run, proc, results_path, att, begun, begun_set, deadline)
+                self._watch(run, proc, results_path, att, begun, deadline)
             finally:
                 if proc.poll() is None:
-                    _kill_group(proc)
+                    kill_group(proc)
                 self._proc = None
             att.rc = proc.returncode
             tested += att.begun
             evidence = _evidence(err_path, out_path)
             restart = False
-            if att.killed == "timeout":
-                self._lost_test(run, att.current, "timeout",
-                                "no result after %gs (per-test limit); process group killed" % self.timeout, evidence)
-                restart = True
-            elif att.killed == "between":
-                self._session_record(run, att.current["test"] + " (after it finished)", "timeout",
-                                     "no next test within %gs after this one finished; process group killed"
-                                     % self.timeout, evidence)
-                restart = True
-            elif att.killed == "collect":
-                self._session_record(run, "<collection>", "timeout", "no test began within %gs of starting the child "
-                                     "(collection hung?); process group killed" % self.collect_timeout, evidence)
-            elif att.killed == "exit":
-                self._session_record(run, "<interpreter exit>", "timeout", "the child did not exit within %gs after "
-                                     "the session ended; process group killed" % self.timeout, evidence)
-            elif att.killed == "wall":
-                if att.current is not None:
-                    self._lost_test(run, att.current, "timeout",
-                                    "per-target limit of %gs reached during this test" % self.target_timeout, evidence)
-                run.notes.append("per-target limit of %gs reached; the remaining tests did not run" % self.target_timeout)
-            elif att.ended is not None:
-                status = att.ended.get("exitstatus")
-                if status in (2, 3, 4) and att.results == 0 and att.begun == 0:
-                    self._session_record(run, "<session>", "crash", "pytest stopped with exit status %s before running any "
-                                         "test: %s" % (status, _last_lines(evidence)), evidence)
-                if att.rc is not None and att.rc < 0:
-                    self._session_record(run, "<interpreter exit>", "crash", "%s after the session ended "
-                                         "(a deleter or finalizer at shutdown?)" % describe_status(att.rc), evidence)
-            elif att.current is not None and att.current["done"] >= set(att.current["clauses"] or ["*"]):
-                # every result of the last test was written, then the process died
-                self._session_record(run, att.current["test"] + " (after it finished)", "crash",
-                                     "%s after the test finished (a deferred deleter or finalizer?)"
-                                     % describe_status(att.rc), evidence)
-                restart = True
-            elif att.current is not None:
-                self._lost_test(run, att.current, "crash", describe_status(att.rc), evidence)
-                restart = True
-            elif att.begun == 0:
-                what = "pytest usage error" if att.rc == 4 else "the child died before running any test"
-                self._session_record(run, "<session>", "crash", "%s (%s): %s" % (
-                    what, describe_status(att.rc), _last_lines(evidence)), evidence)
-            else:
-                self._session_record(run, "<between tests>", "crash", "%s between tests" % describe_status(att.rc),
-                                     evidence)
+            for reason in stop_reasons(att):
+                restart = self._record_stop(run, att, reason, evidence) or restart
             if not restart:
                 break
             if time.monotonic() >= deadline:
@@ -317,7 +344,7 @@ class Runner:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
                 break
         run.duration = time.monotonic() - start
-        session_bad = [r for r in run.records if r["clause"] == "*" and r["verdict"] in ("crash", "timeout")]
+        session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
         if tested == 0 and session_bad:
             run.status = "crashed"
             run.reason = "; ".join([session_bad[0]["message"].splitlines()[0][:300]] + run.notes)
@@ -325,7 +352,9 @@ class Runner:
             run.reason = "; ".join(run.notes)
         return run
 
-    def _watch(self, run, proc, path, att, begun, begun_set, deadline):
+    def _watch(self, run, proc, path, att, begun, deadline):
+        """Follows the child's results file until it exits or a limit makes the runner kill it
+        (att.killed says which)."""
         pos = 0
         pending = b""
         started = time.monotonic()
@@ -345,7 +374,11 @@ class Runner:
             *lines, pending = pending.split(b"\n")
             for line in lines:
                 if line.strip():
-                    self._event(run, line, att, begun, begun_set)
+                    self._event(run, line, att, begun)
+
+        def stop():
+            kill_group(proc)
+            drain()
 
         while True:
             drain()
@@ -355,29 +388,26 @@ class Runner:
             now = time.monotonic()
             if att.ended is not None:
                 if now - att.ended_t > self.timeout:
-                    _kill_group(proc)
+                    kill_group(proc)
                     att.killed = "exit"
                     return
             elif att.current is None and now - started > self.collect_timeout:
-                _kill_group(proc)
-                drain()
+                stop()
                 if att.current is None and att.ended is None:
                     att.killed = "collect"
                 return
-            elif att.current is not None and now - att.current["t0"] > self.timeout:
-                _kill_group(proc)
-                drain()
+            elif att.current is not None and now - att.current.t0 > self.timeout:
+                stop()
                 if att.ended is None and att.current is not None:
-                    att.killed = "between" if att.current["finished"] else "timeout"
+                    att.killed = "between" if att.current.finished else "timeout"
                 return
             if now > deadline:
-                _kill_group(proc)
-                drain()
+                stop()
                 att.killed = "wall"
                 return
             time.sleep(self.poll)
 
-    def _event(self, run, line, att, begun, begun_set):
+    def _event(self, run, line, att, begun):
         try:
             ev = json.loads(line.decode("utf-8", errors="replace"))
         except ValueError:
@@ -388,26 +418,23 @@ class Runner:
         if kind == "begin":
             test = str(ev.get("test", ""))
             att.begun += 1
-            if test not in begun_set:
-                begun_set.add(test)
-                begun.append(test)
-            att.current = {"test": test, "clauses": list(ev.get("clauses") or []), "role": ev.get("role"),
-                           "t0": time.monotonic(), "done": set(), "finished": False}
+            begun.setdefault(test, None)
+            att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic())
             if self.progress:
                 self.progress(run.spec, test)
         elif kind == "result":
             att.results += 1
             self._emit(run, ev)
             cur = att.current
-            if cur is not None and ev.get("test") == cur["test"]:
-                cur["done"].add(ev.get("clause"))
-                if cur["done"] >= set(cur["clauses"] or ["*"]):
-                    cur["finished"] = True
-                    cur["t0"] = time.monotonic()  # now timing the gap to the next test
+            if cur is not None and ev.get("test") == cur.test:
+                cur.done.add(ev.get("clause"))
+                if cur.done >= cur.expected():
+                    cur.finished = True
+                    cur.t0 = time.monotonic()  # now timing the gap to the next test
         elif kind == "repro":
             cur = att.current
-            if cur is not None and ev.get("test") == cur["test"] and isinstance(ev.get("repro"), str):
-                cur["repro"] = ev["repro"]
+            if cur is not None and ev.get("test") == cur.test and isinstance(ev.get("repro"), str):
+                cur.repro = ev["repro"]
         elif kind == "end":
             att.ended = ev
             att.ended_t = time.monotonic()
@@ -415,7 +442,7 @@ class Runner:
     def kill(self):
         """Kills the running child's process group (for KeyboardInterrupt)."""
         if self._proc is not None and self._proc.poll() is None:
-            _kill_group(self._proc)
+            kill_group(self._proc)
 
 
 def _last_lines(text, n=3):

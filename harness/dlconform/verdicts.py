@@ -21,6 +21,12 @@ def worst(verdicts, default="pass"):
     return default if result is None else result
 
 
+def breach(level):
+    """The verdict of a broken clause of this level: fail for MUST, warn for SHOULD, MAY and
+    INFO (suites/README.md, grading)."""
+    return "fail" if level == "MUST" else "warn"
+
+
 def check_verdict(verdict):
     if verdict not in _RANK:
         raise ValueError("unknown verdict %r (expected one of %s)" % (verdict, ", ".join(VERDICTS)))

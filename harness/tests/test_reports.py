@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from dlconform import report
+from dlconform import records, report
 from dlconform.report import json_report, junit, markdown
 from dlconform.verdicts import VERDICTS
 
@@ -41,7 +41,7 @@ def test_json_schema_fields(doc):
     assert doc["summary"]["numpy"]["crash"] == 1 and doc["summary"]["ref"]["fail"] == 1
     assert doc["summary"]["foo"] == {v: 0 for v in VERDICTS}
     for r in doc["results"]:
-        assert set(json_report.RECORD_FIELDS) <= set(r)
+        assert set(records.FIELDS) <= set(r)
 
 
 def test_markdown(doc):

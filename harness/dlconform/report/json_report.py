@@ -2,10 +2,10 @@
 import datetime
 import json
 
+from ..records import FIELDS
 from ..verdicts import VERDICTS
 
 SCHEMA = "dlconform-results/1"
-RECORD_FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test", "duration")
 
 
 def summarize(results, targets=()):
@@ -21,7 +21,7 @@ def build(targets, results, environment, run=None, generated=None):
     results = [dict(r) for r in results]
     for r in results:
         r.pop("event", None)
-        for k in RECORD_FIELDS:
+        for k in FIELDS:
             r.setdefault(k, "" if k != "duration" else 0.0)
     generated = generated or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {
