@@ -71,7 +71,7 @@ conformance: deps
 	  $(if $(CLAUSE),--clause '$(CLAUSE)') $(if $(JOBS),--jobs '$(JOBS)') || rc=$$?; echo $$rc > $(OUT)/exit-status; exit $$rc
 endif
 
-# The exchange-overhead benchmark (harness/dlconform/bench.py); figures into $(OUT)/results.json,
+# The exchange-overhead benchmark (harness/dlconform/bench/); figures into $(OUT)/results.json,
 # results.md and bench.svg. REPEATS runs of the whole set flag noisy figures.
 REPEATS ?= 5
 ifneq ($(TIER),)
@@ -83,7 +83,7 @@ bench: deps
 endif
 .PHONY: bench
 
-# The compatibility matrix (harness/dlconform/matrix_run.py): conformance in each Debian tier
+# The compatibility matrix (harness/dlconform/matrix/run.py): conformance in each Debian tier
 # (built when missing) and on the host, merged into $(MATRIX_OUT) (matrix.json, MATRIX.md,
 # index.html). `make publish` re-renders it from the latest runs in $(MATRIX_RUNS), running nothing.
 TIERS ?= bookworm trixie sid
@@ -93,10 +93,10 @@ MATRIX_JOBS ?= 3
 .PHONY: matrix publish
 matrix: deps
 	@$(MAKE) --no-print-directory build
-	@$(PYTHON) -m dlconform.matrix_run --tiers '$(TIERS)' --targets '$(TARGETS)' --runs $(MATRIX_RUNS) \
+	@$(PYTHON) -m dlconform.matrix.run --tiers '$(TIERS)' --targets '$(TARGETS)' --runs $(MATRIX_RUNS) \
 	  --out $(MATRIX_OUT) --jobs $(MATRIX_JOBS) $(if $(CLAUSE),--clause '$(CLAUSE)')
 publish:
-	@$(PYTHON) -m dlconform.matrix_run --publish --runs $(MATRIX_RUNS) --out $(MATRIX_OUT)
+	@$(PYTHON) -m dlconform.matrix.run --publish --runs $(MATRIX_RUNS) --out $(MATRIX_OUT)
 
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check

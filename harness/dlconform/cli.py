@@ -49,7 +49,7 @@ def build_parser():
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="targets run at once, each in its own child (default: the CPU count, at most 4)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench.py)",
+    b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench/)",
                        prog="dlconform bench")
     b.add_argument("--target", action="append", default=[], metavar="T",
                    help="target spec (repeatable), as for run. Default: ref, numpy, torch, tvm_ffi when importable")
@@ -248,7 +248,7 @@ def main(argv=None):
 
             return cmd_bench(args, _say)
         if args.command == "merge":
-            from . import merge
+            from .matrix import merge
 
             return merge.main(args)
     except KeyboardInterrupt:

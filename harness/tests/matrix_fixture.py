@@ -4,7 +4,7 @@ tier and a rejected input. Used by test_matrix.py and test_matrix_browser.py."""
 import json
 import os
 
-from dlconform import merge, synthetic
+from dlconform.matrix import merge, synthetic
 
 
 def write_inputs(tmp, n=3000):

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from dlconform import cli, matrix_run, merge, synthetic
+from dlconform import cli
+from dlconform.matrix import merge, synthetic
+from dlconform.matrix import run as matrix_run
 from dlconform.report import html, matrix_md, matrix_view
 
 import matrix_fixture

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from dlconform import merge, synthetic  # noqa: E402
+from dlconform.matrix import merge, synthetic  # noqa: E402
 
 
 def main():

@@ -7,7 +7,7 @@ disagree between two runs of the same version (conflicts).
 """
 import random
 
-from . import catalogue as _catalogue
+from .. import catalogue as _catalogue
 
 TIERS = (("bookworm", {"numpy": "1.24.2", "torch": "1.13.1"}),
          ("trixie", {"numpy": "2.2.4", "torch": "2.6.0"}),

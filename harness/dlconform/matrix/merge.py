@@ -24,10 +24,10 @@ import os
 import re
 import sys
 
-from . import catalogue as _catalogue
-from .records import complete
-from .report import atomic_write
-from .verdicts import VERDICTS, rank
+from .. import catalogue as _catalogue
+from ..records import complete
+from ..report import atomic_write
+from ..verdicts import VERDICTS, rank
 
 SCHEMA = "dlconform-matrix/1"
 RESULTS_SCHEMA = "dlconform-results/1"
@@ -403,13 +403,13 @@ def dumps(doc):
 
 def write(out_dir, doc):
     """matrix.json, MATRIX.md and index.html under out_dir; returns their paths."""
-    from .report import html, matrix_md
+    from ..report import html, matrix_md
 
     os.makedirs(out_dir, exist_ok=True)
     paths = {"json": os.path.join(out_dir, "matrix.json"), "markdown": os.path.join(out_dir, "MATRIX.md"),
              "html": os.path.join(out_dir, "index.html")}
     atomic_write(paths["json"], dumps(doc))
-    from .report.matrix_view import build as build_view
+    from ..report.matrix_view import build as build_view
 
     view = build_view(doc)
     atomic_write(paths["markdown"], matrix_md.render(doc, view))

@@ -1,6 +1,6 @@
 """`make matrix`: conformance in every Debian tier and on the host, merged into one matrix.
 
-    python3 -m dlconform.matrix_run [--tiers "bookworm trixie sid"] [--no-host] [--targets "..."]
+    python3 -m dlconform.matrix.run [--tiers "bookworm trixie sid"] [--no-host] [--targets "..."]
                                     [--jobs 3] [--runs reports/out/matrix] [--out reports/matrix] [--publish]
 
 Each run writes RUNS/LABEL/ (LABEL = a tier or `host`): the runner's reports, plus
@@ -29,8 +29,9 @@ import subprocess
 import sys
 import time
 
-from . import REPO_DIR, merge
-from .environment import git_revision
+from .. import REPO_DIR
+from . import merge
+from ..environment import git_revision
 
 TIER_SH = os.path.join(REPO_DIR, "harness", "tiers", "tier.sh")
 DEFAULT_TIERS = ("bookworm", "trixie", "sid")
@@ -199,7 +200,7 @@ def publish(runs, out, quiet=False):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m dlconform.matrix_run", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python3 -m dlconform.matrix.run", description=__doc__.split("\n")[0])
     ap.add_argument("--tiers", default=" ".join(DEFAULT_TIERS), help="Debian tiers, space separated ('' for none)")
     ap.add_argument("--no-host", action="store_true", help="skip the run on the host")
     ap.add_argument("--targets", default="", help="space-separated target specs (default: every built-in)")
