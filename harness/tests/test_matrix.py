@@ -314,3 +314,17 @@ exit 2
     md = (out / "MATRIX.md").read_text()
     assert "**sid** (ci-7) failed at build" in md and "numpy 1.24.2 (bookworm)" in md
     assert "mmdebstrap failed" in (out / "index.html").read_text()
+
+
+def test_matrix_json_has_one_record_per_line():
+    """matrix.json is reviewable as a diff: one result record per line, and it reads back as written."""
+    doc = {"schema": merge.SCHEMA, "sources": [{"id": "s0"}],
+           "results": [{"target": "ref", "clause": "CAP-01", "verdict": "pass", "source": "s0"},
+                       {"target": "ref", "clause": "CAP-02", "verdict": "fail", "source": "s0", "message": "a\nb"}]}
+    text = merge.dumps(doc)
+    assert json.loads(text) == doc
+    lines = text.splitlines()
+    first = lines.index(' "results": [') + 1
+    assert [json.loads(line.rstrip(",")) for line in lines[first:first + 2]] == doc["results"]
+    assert lines[first + 2:] == [" ]", "}"]
+    assert json.loads(merge.dumps({"results": []})) == {"results": []}

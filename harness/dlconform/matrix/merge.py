@@ -398,7 +398,15 @@ def merge(args, catalogue_path=None, generated=None):
 
 
 def dumps(doc):
-    return json.dumps(doc, separators=(",", ":"), default=str) + "\n"
+    """matrix.json's text: the document indented, with one result record per line, so that a
+    new snapshot's diff shows which records changed."""
+    head = {k: v for k, v in doc.items() if k != "results"}
+    text = json.dumps(head, indent=1, default=str)
+    if "results" not in doc:
+        return text + "\n"
+    rows = [json.dumps(r, separators=(",", ":"), default=str) for r in doc["results"]]
+    opening = text[:-2] + ",\n" if head else "{\n"
+    return opening + ' "results": [\n' + ",\n".join(rows) + ("\n" if rows else "") + " ]\n}\n"
 
 
 def write(out_dir, doc):
