@@ -61,6 +61,7 @@ def test_parse_reads_rows_notes_continuations_and_escaped_bars():
     (HEAD + [ROW.replace("MUST", "MUSTN'T")], "level"),
     (HEAD + [ROW.replace("producer", "library")], "binds"),
     (HEAD + [ROW.replace("| cpu |", "| tpu |")], "needs"),
+    (HEAD + [ROW.replace("| cpu |", "| cpu, |")], "needs"),
     (HEAD + [ROW.replace("| AO ", "")], "cells"),
     (HEAD + [ROW.replace("API-01", "CAP-01")], "group API"),
     (HEAD + [ROW, ROW], "twice"),

@@ -45,10 +45,10 @@ def cells(line, where):
 
 def needs_of(value, where):
     """`cpu`, `gpu` or `info`, with `, partial` when only part of the clause is checkable there."""
-    needs, _, partial = value.partition(",")
-    if needs not in NEEDS or partial.strip() not in ("", "partial"):
+    needs, comma, partial = value.partition(",")
+    if needs not in NEEDS or (comma and partial.strip() != "partial"):
         raise SourceError("%s: needs is one of %s, optionally followed by ', partial'" % (where, NEEDS))
-    return needs, bool(partial)
+    return needs, bool(comma)
 
 
 def clause_of(row, group, where):
