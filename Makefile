@@ -98,6 +98,11 @@ matrix: deps
 publish:
 	@$(PYTHON) -m dlconform.matrix.run --publish --runs $(MATRIX_RUNS) --out $(MATRIX_OUT)
 
+# The clause catalogue: suites/clauses.json is built from suites/clauses.md, its one source.
+.PHONY: catalogue
+catalogue:
+	$(PYTHON) suites/tools/build_catalogue.py
+
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check
 

@@ -6,7 +6,7 @@ Each runs against three small Python consumers (file adapters) that keep the cap
 describe their result differently: one reads everything as a known type on the CPU
 ("misread"), one carries the capsule's dtype and device unchanged ("carry", like tvm_ffi),
 one keeps untyped bytes with no device ("bytes", like mpi4py's MPI.buffer). The verdicts are
-the catalogue readings (suites/tools/build_catalogue.py), and every check still fails for the
+the catalogue readings (suites/clauses.md), and every check still fails for the
 consumer that misreads.
 """
 import json

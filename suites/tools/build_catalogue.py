@@ -1,99 +1,161 @@
-"""Regenerates suites/clauses.json from the numbered catalogue (shared/spec/clauses.md).
+"""Builds suites/clauses.json (schema dlconform-clauses/1) from suites/clauses.md, its one source.
 
-The catalogue's IDs, sources and dates come from the tables; the level (MUST, SHOULD, MAY or
-INFO) and the suite's reading of ambiguous clauses are this project's judgement and live here.
-Usage: python3 suites/tools/build_catalogue.py [path/to/clauses.md] > suites/clauses.json
+The format of clauses.md is described at the top of that file. This builder holds no clause
+data: every id, level, reading and no-check reason comes from the Markdown. It rejects a
+source it cannot read fully (a stray table row, an unknown level, a bullet for a missing
+clause) instead of dropping lines.
+Usage: python3 suites/tools/build_catalogue.py [--source clauses.md] [--out clauses.json|-]
 """
+import argparse
 import json
+import os
 import re
 import sys
 
-SHOULD = {"API-04", "VER-06", "VER-11", "FLG-03", "DEV-06", "DEV-07", "STR-14", "ERR-01",
-          "LAY-01", "LAY-02", "DT-02", "XAPI-03", "XAPI-04", "XAPI-19"}
-MAY = {"SEM-02", "FLG-05", "DT-11"}
-INFO = {"CAP-10", "DEV-08", "STR-13", "STR-15", "XAPI-20"}
+SCHEMA = "dlconform-clauses/1"
+SUITES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_SOURCE = os.path.join(SUITES, "clauses.md")
+DEFAULT_OUT = os.path.join(SUITES, "clauses.json")
 
-READINGS = {
-    "API-04": "A CPU-only consumer that skips __dlpack_device__ loses nothing, so a missing or late call is reported as warn.",
-    "CPY-07": "The spec names ValueError in the device text and Raises section and BufferError in the copy text; the suite accepts either and fails any other class.",
-    "LAY-04": "The producer side (data should be NULL) is a SHOULD and reports warn; the consumer side (accept NULL data for size 0) is a MUST. A consumer breaks it only by refusing the NULL pointer: when it refuses the same zero-size shape and strides over real memory too, it refuses the layout, which LAY-11 allows.",
-    "LAY-06": "Binds capsules that claim version 1.2 or later; legacy capsules and older versions fall under LAY-07.",
-    "LAY-07": "python_spec (v1.1 text) still says NULL strides mean row-major; the suite requires consumers to accept it in legacy capsules.",
-    "LAY-10": "For sub-byte types the header formula (rounding each element up) and packed storage disagree; the suite reports such differences as warn.",
-    "XAPI-06": "Only the major version must match; a different minor is not an error (peer suites that require equality are stricter than the spec).",
-    "XAPI-14": "Returning an owning tensor or failing with an exception is a MUST; that the exception is BufferError is a SHOULD and reports warn.",
-    "ERR-01": "BufferError is what the spec says should be raised; another class is reported as warn, SystemError or a crash as fail.",
-    "VER-02": "Returning a legacy capsule is the rule; a BufferError is allowed from March 2025 and reports pass with a note.",
-    "DT-12": "Checked for every array-API dtype the library itself can create; a dtype the library lacks is unsupported, not a failure.",
-    "XAPI-03": "The v1.2 integer attribute is superseded by the v1.3 capsule; finding only the integer form reports warn.",
-    "API-06": "The design topic says from_dlpack \"may raise\" AttributeError for an object without the methods, and the array API phrases the exception types of a Raises section as a should (design_topics/exceptions.rst): another ordinary exception reports warn; a result, a SystemError or a crash fails.",
-    "ERR-03": "The array API phrases the exception types of a Raises section as a should (design_topics/exceptions.rst): another ordinary exception than AttributeError reports warn; a result, a SystemError or a crash fails.",
-    "VER-05": "Checking the name and version is the MUST: a consumer that imports the capsule it got correctly, or refuses it cleanly (deleter called once), has checked. Refusing the legacy capsule a 0.x producer answers to max_version (VER-03) reports warn (VER-11 asks consumers to take both kinds); misreading one kind as the other, or refusing a versioned capsule of its own major, fails.",
-    "VER-09": "Unknown enumeration values must not be misread: importing an unknown dtype code or device type as another dtype or device fails, refusing it passes. A consumer that carries the unknown value unchanged, or keeps no dtype or device at all (untyped bytes, a bare address), misreads nothing, but the header calls the tensor safe only \"as long as the consumer knows how to interpret all fields\": warn. The rule is applied to dtype codes no DLPack version defines (18, 99, 255) in capsules of any version: a consumer cannot tell them from a newer minor's codes (DT-01 binds the producer that sends them).",
-    "DT-07": "Binds consumers that keep an element type: one whose result holds the fp6 code with other bits (or any type) fails. A consumer whose result keeps no element type (untyped bytes) neither reads nor passes on an fp6 type; whether it must stop too is not said: warn.",
-    "DT-08": "Binds consumers that keep an element type: one whose result holds the fp4 code with other bits (or any type) fails. A consumer whose result keeps no element type (untyped bytes) neither reads nor passes on an fp4 type; whether it must stop too is not said: warn.",
-    "DT-09": "Binds consumers that form elements from packed data: they must read little bit-endian. A consumer that keeps packed data packed (the same dtype, or untyped bytes) over the producer's bytes imposes no order and passes; its storage size is LAY-10's question.",
-}
+COLUMNS = ("ID", "level", "binds", "needs", "since", "source", "requirement")
+LEVELS = ("MUST", "SHOULD", "MAY", "INFO")
+BINDS = ("producer", "consumer", "both")
+NEEDS = ("cpu", "gpu", "info")
+#: bullet label -> the JSON field it fills
+NOTES = {"Reading": "reading", "No check": "no_check"}
 
-#: clauses no check can test here, with the reason (harness/tests/test_meta.py requires every
-#: other clause to have a test). GPU-only clauses are checked on ref's virtual stream device
-#: and through recording producers, so only informative clauses remain.
-NO_CHECK = {
-    "CAP-10": "informative: describes how capsules are meant to be used (consumed at once inside from_dlpack); "
-              "nothing a library does can break it",
-    "DEV-08": "informative: device_id numbering may differ between libraries, and documenting the ordering is "
-              "advice to implementers; no behaviour to observe",
-    "STR-13": "informative: supporting a stream other than None is optional; the stream checks (STR-01..12) "
-              "judge what a library does when it supports one",
-    "STR-15": "informative: for SYCL-like devices the stream argument is fixed by mutual agreement, so there is "
-              "no rule to check (the oneAPI keywords a consumer passes are recorded by the STR-08/09/12/14 check)",
-    "XAPI-20": "informative: a recommendation of which path consumers start with (__dlpack__ before the C "
-               "exchange API); no behaviour to observe",
-    "XAPI-19": "needs a GPU: only a consumer that launches kernels on a stream device can show which stream it uses; on the CPU current_work_stream is NULL and there is nothing to launch on",
-}
-
-BINDS = {"P": "producer", "C": "consumer", "B": "both"}
+GROUP_HEADING = re.compile(r"## ([A-Z]+): \S")
+CLAUSE_ID = re.compile(r"([A-Z]+)-\d\d")
+NOTE_BULLET = re.compile(r"- (%s) ([A-Z]+-\d\d): (.+)" % "|".join(NOTES))
+SEPARATOR_CELL = re.compile(r":?-{3,}:?")
+NOTE_STARTS = tuple("- %s" % label for label in NOTES)
 
 
-def needs_of(cpu):
-    head = cpu.strip().strip("*")
-    if head.startswith("Y"):
-        return "cpu", "(" in cpu and ("partly" in cpu or "G" in cpu)
-    if head.startswith("G"):
-        return "gpu", "Y" in cpu
-    if head.startswith("I"):
-        return "info", False
-    raise ValueError(cpu)
+class SourceError(ValueError):
+    """clauses.md does not follow its documented format; the message names the line."""
 
 
-def main(path):
-    pattern = re.compile(r"\| ([A-Z]+-\d\d) \| (.*) \| (.*) \| (.*) \| ([PCB][^|]*) \| (.*) \|\s*$")
-    clauses = []
-    for line in open(path, encoding="utf-8"):
-        m = pattern.match(line)
-        if not m:
+def cells(line, where):
+    """The cells of a table row `| a | b |`; `\\|` stands for a literal bar inside a cell."""
+    if not (line.startswith("|") and line.endswith("|")) or line.endswith("\\|"):
+        raise SourceError("%s: a table row starts and ends with |" % where)
+    parts = re.split(r"(?<!\\)\|", line[1:-1])
+    return [p.strip().replace("\\|", "|") for p in parts]
+
+
+def needs_of(value, where):
+    """`cpu`, `gpu` or `info`, with `, partial` when only part of the clause is checkable there."""
+    needs, comma, partial = value.partition(",")
+    if needs not in NEEDS or (comma and partial.strip() != "partial"):
+        raise SourceError("%s: needs is one of %s, optionally followed by ', partial'" % (where, NEEDS))
+    return needs, bool(comma)
+
+
+def clause_of(row, group, where):
+    if len(row) != len(COLUMNS):
+        raise SourceError("%s: %d cells, expected %d (%s)" % (where, len(row), len(COLUMNS), ", ".join(COLUMNS)))
+    cid, level, binds, needs, since, source, text = row
+    m = CLAUSE_ID.fullmatch(cid)
+    if not m or m.group(1) != group:
+        raise SourceError("%s: %r is not a clause id of group %s" % (where, cid, group))
+    if level not in LEVELS:
+        raise SourceError("%s: level %r is not one of %s" % (where, level, LEVELS))
+    if binds not in BINDS:
+        raise SourceError("%s: binds %r is not one of %s" % (where, binds, BINDS))
+    if not (since and source and text):
+        raise SourceError("%s: since, source and requirement are required" % where)
+    needs, partial = needs_of(needs, where)
+    return {"id": cid, "group": group, "level": level, "binds": binds, "since": since,
+            "source": source, "needs": needs, "partial": partial, "text": text}
+
+
+def add_row(line, group, clauses, where):
+    """A table line of a group: its header, its separator, or one clause."""
+    if group is None:
+        raise SourceError("%s: a table row outside a '## GROUP: title' section" % where)
+    row = cells(line, where)
+    if tuple(row) == COLUMNS or all(SEPARATOR_CELL.fullmatch(c) for c in row):
+        return
+    if not CLAUSE_ID.fullmatch(row[0]):
+        raise SourceError("%s: neither a clause row (ID GROUP-nn) nor the header row | %s |"
+                          % (where, " | ".join(COLUMNS)))
+    entry = clause_of(row, group, where)
+    if entry["id"] in clauses:
+        raise SourceError("%s: %s is listed twice" % (where, entry["id"]))
+    clauses[entry["id"]] = entry
+
+
+def add_note(line, group, clauses, where):
+    """A `- Reading ID: text` or `- No check ID: text` bullet; returns the (entry, field) it set."""
+    bullet = NOTE_BULLET.match(line)
+    if not bullet:
+        raise SourceError("%s: a note reads '- Reading ID: text' or '- No check ID: text'" % where)
+    label, cid, text = bullet.groups()
+    entry = clauses.get(cid)
+    if entry is None or entry["group"] != group:
+        raise SourceError("%s: %s note for %s, which this section's table lacks" % (where, label, cid))
+    field = NOTES[label]
+    if field in entry:
+        raise SourceError("%s: a second %s note for %s" % (where, label, cid))
+    entry[field] = text.strip()
+    return entry, field
+
+
+def parse(lines, name="clauses.md"):
+    """The clause entries of the source, in its order, each with the fields in schema order."""
+    clauses = {}
+    group = None
+    note = None  # the (entry, field) that indented continuation lines extend
+    for number, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        where = "%s:%d" % (name, number)
+        if note and raw.startswith("  ") and line:
+            note[0][note[1]] += " " + line.strip()
             continue
-        cid, text, source, since, binds, cpu = (g.strip() for g in m.groups())
-        level = ("INFO" if cid in INFO else "SHOULD" if cid in SHOULD
-                 else "MAY" if cid in MAY else "MUST")
-        needs, partial = needs_of(cpu)
-        entry = {"id": cid, "group": cid.split("-")[0], "level": level,
-                 "binds": BINDS[binds[0]], "since": since, "source": source,
-                 "needs": needs, "partial": partial, "text": text}
-        if cid in READINGS:
-            entry["reading"] = READINGS[cid]
-        if cid in NO_CHECK:
-            entry["no_check"] = NO_CHECK[cid]
-        clauses.append(entry)
-    if len(clauses) != 119:
-        sys.exit(f"expected 119 clauses, parsed {len(clauses)}")
-    unknown = sorted(set(NO_CHECK) - {c["id"] for c in clauses})
-    if unknown:
-        sys.exit(f"NO_CHECK names clauses the catalogue lacks: {unknown}")
-    json.dump({"schema": "dlconform-clauses/1", "clauses": clauses}, sys.stdout, indent=1,
-              ensure_ascii=False)
-    sys.stdout.write("\n")
+        note = None
+        if line.startswith("#"):
+            heading = GROUP_HEADING.match(line)
+            group = heading.group(1) if heading else None
+        elif line.startswith("|"):
+            add_row(line, group, clauses, where)
+        elif line.startswith(NOTE_STARTS):
+            note = add_note(line, group, clauses, where)
+    if not clauses:
+        raise SourceError("%s: no clauses found" % name)
+    return [order_fields(entry) for entry in clauses.values()]
+
+
+def order_fields(entry):
+    """Schema order: the table's fields, then reading, then no_check (stable rebuild diffs)."""
+    return {k: entry[k] for k in ("id", "group", "level", "binds", "since", "source", "needs",
+                                  "partial", "text", "reading", "no_check") if k in entry}
+
+
+def render(clauses):
+    """clauses.json's exact text."""
+    return json.dumps({"schema": SCHEMA, "clauses": clauses}, indent=1, ensure_ascii=False) + "\n"
+
+
+def build(source=DEFAULT_SOURCE):
+    with open(source, encoding="utf-8") as f:
+        return render(parse(f, os.path.basename(source)))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", default=DEFAULT_SOURCE, help="the Markdown catalogue (default: %(default)s)")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="where to write the JSON, - for stdout (default: %(default)s)")
+    args = ap.parse_args(argv)
+    try:
+        text = build(args.source)
+    except SourceError as e:
+        sys.exit("build_catalogue: %s" % e)
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/spec/clauses.md")
+    main()
