@@ -211,7 +211,7 @@ typedef struct {
   int64_t shape[REF_MAX_NDIM];
   int64_t strides[REF_MAX_NDIM];
 } ref_import;
-/* Its flags and dtype, before anything is checked (FLG-03, VER-09). */
+/* Its flags and dtype, before the rest of it is checked (FLG-03, VER-09). */
 void ref_twist_import_header(ref_import *im);
 /* Its layout, once ndim is in range and shape and strides are the import's own copies
  * (LAY-03, LAY-09, LAY-11). */
