@@ -38,34 +38,37 @@ static PyObject *unwrap(void *py_object) {
   return NULL;
 }
 
+/* The functions of a slot: each counts its call and calls the reference's own, on the
+ * Tensor behind the object for the two that take one (XAPI-14: TypeError otherwise). */
+static int from_slot(int slot, void *obj, DLManagedTensorVersioned **o) {
+  atomic_fetch_add(&counts[slot][FN_FROM], 1);
+  *o = NULL;
+  PyObject *t = unwrap(obj);
+  int rc = t ? ref_exchange_api_table()->managed_tensor_from_py_object_no_sync(t, o) : -1;
+  Py_XDECREF(t);
+  return rc;
+}
+
+static int dlt_slot(int slot, void *obj, DLTensor *o) {
+  atomic_fetch_add(&counts[slot][FN_DLT], 1);
+  PyObject *t = unwrap(obj); /* o borrows from it: obj holds it, and the caller holds obj */
+  int rc = t ? ref_exchange_api_table()->dltensor_from_py_object_no_sync(t, o) : -1;
+  Py_XDECREF(t);
+  return rc;
+}
+
 #define SLOT_FUNCTIONS(S)                                                                    \
   static int alloc_##S(DLTensor *p, DLManagedTensorVersioned **o, void *c,                 \
                        void (*e)(void *, const char *, const char *)) {                    \
     atomic_fetch_add(&counts[S][FN_ALLOC], 1);                                             \
     return ref_exchange_api_table()->managed_tensor_allocator(p, o, c, e);                 \
   }                                                                                        \
-  static int from_##S(void *obj, DLManagedTensorVersioned **o) {                           \
-    atomic_fetch_add(&counts[S][FN_FROM], 1);                                              \
-    *o = NULL;                                                                             \
-    PyObject *t = unwrap(obj);                                                             \
-    if (!t) return -1;                                                                     \
-    int rc = ref_exchange_api_table()->managed_tensor_from_py_object_no_sync(t, o);        \
-    Py_DECREF(t);                                                                          \
-    return rc;                                                                             \
-  }                                                                                        \
+  static int from_##S(void *obj, DLManagedTensorVersioned **o) { return from_slot(S, obj, o); } \
   static int to_##S(DLManagedTensorVersioned *m, void **o) {                               \
     atomic_fetch_add(&counts[S][FN_TO], 1);                                                \
     return ref_exchange_api_table()->managed_tensor_to_py_object_no_sync(m, o);            \
   }                                                                                        \
-  static int dlt_##S(void *obj, DLTensor *o) {                                             \
-    atomic_fetch_add(&counts[S][FN_DLT], 1);                                               \
-    PyObject *t = unwrap(obj);                                                             \
-    if (!t) return -1;                                                                     \
-    /* the Tensor outlives the call: obj holds it, and the caller holds obj */             \
-    int rc = ref_exchange_api_table()->dltensor_from_py_object_no_sync(t, o);              \
-    Py_DECREF(t);                                                                          \
-    return rc;                                                                             \
-  }                                                                                        \
+  static int dlt_##S(void *obj, DLTensor *o) { return dlt_slot(S, obj, o); }               \
   static int stream_##S(DLDeviceType d, int32_t id, void **o) {                            \
     atomic_fetch_add(&counts[S][FN_STREAM], 1);                                            \
     return ref_exchange_api_table()->current_work_stream(d, id, o);                        \
@@ -188,11 +191,8 @@ static PyGetSetDef forge_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject ApiForge_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlconform._ref.ApiForge",
-    .tp_basicsize = sizeof(ApiForge),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+PyTypeObject RefApiForge_Type = {
+    REF_TYPE_HEAD("ApiForge", ApiForge),
     .tp_doc = "ApiForge(slot=0, *, major=1, minor=3, null=(), prev_api=None): a forged "
               "DLPackExchangeAPI whose counting functions delegate to the reference.",
     .tp_new = PyType_GenericNew,
@@ -200,13 +200,3 @@ static PyTypeObject ApiForge_Type = {
     .tp_methods = forge_methods,
     .tp_getset = forge_getset,
 };
-
-int ref_api_forge_init_type(PyObject *module) {
-  if (PyType_Ready(&ApiForge_Type) < 0) return -1;
-  Py_INCREF(&ApiForge_Type);
-  if (PyModule_AddObject(module, "ApiForge", (PyObject *)&ApiForge_Type) < 0) {
-    Py_DECREF(&ApiForge_Type);
-    return -1;
-  }
-  return 0;
-}

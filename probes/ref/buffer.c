@@ -37,9 +37,7 @@ ref_buf *ref_buf_foreign(DLManagedTensor *legacy, DLManagedTensorVersioned *vers
 
 void ref_buf_incref(ref_buf *b) { atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); }
 
-/* Runs the imported tensor's deleter: exactly once per buffer (OWN-03), skipped when NULL
- * (OWN-01). */
-static void call_foreign_deleter(ref_buf *b) {
+void ref_buf_call_deleter(ref_buf *b) {
   if (b->versioned && (b->versioned->deleter || !b->null_check))
     b->versioned->deleter(b->versioned);
   if (b->legacy && (b->legacy->deleter || !b->null_check)) b->legacy->deleter(b->legacy);
@@ -49,7 +47,7 @@ void ref_buf_decref(ref_buf *b) {
   if (!b) return;
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   /* deleter_calls is 1 except under the consumer faults latched at import (OWN-03) */
-  for (int i = 0; i < b->deleter_calls; i++) call_foreign_deleter(b);
+  for (int i = 0; i < b->deleter_calls; i++) ref_buf_call_deleter(b);
   free(b->mem);
   free(b);
 }

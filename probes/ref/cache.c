@@ -24,7 +24,7 @@ DLManagedTensorVersioned *ref_cache_handout(RefTensor *t) {
   if (!cur) {
     DLTensor dl;
     ref_tensor_fill(t, &dl);
-    DLManagedTensorVersioned *cand = ref_make_versioned(t->buf, &dl, ref_export_flags(t));
+    DLManagedTensorVersioned *cand = ref_make_versioned(t->buf, &dl, ref_export_flags(t, 0));
     if (!cand) return NULL;
     ref_versioned_mark_cached(cand); /* before publication: never changes afterwards */
     if (ref_fault_is(FAULT_CACHE_NO_CAS)) {
@@ -61,7 +61,7 @@ DLManagedTensorVersioned *ref_cache_handout_gil(RefTensor *t) {
   if (!m) {
     DLTensor dl;
     ref_tensor_fill(t, &dl);
-    m = ref_make_versioned(t->buf, &dl, ref_export_flags(t));
+    m = ref_make_versioned(t->buf, &dl, ref_export_flags(t, 0));
     if (!m) return NULL;
     ref_versioned_mark_cached(m);
     ref_versioned_use_gil_count(m); /* the tensor's reference */

@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* XAPI-13: a failure is reported through SetError exactly once. */
 static void report(void *error_ctx, void (*SetError)(void *, const char *, const char *),
                    const char *kind, const char *message) {
-  if (ref_fault_is(FAULT_XAPI_ALLOC_SILENT_FAILURE)) return; /* fault: XAPI-13 */
-  if (SetError) SetError(error_ctx, kind, message);
-  if (SetError && ref_fault_is(FAULT_XAPI_ALLOC_DOUBLE_SETERROR)) /* fault: XAPI-13 */
-    SetError(error_ctx, kind, "second report of the same failure");
+  for (int i = 0; SetError && i < ref_twist_error_reports(1); i++)
+    SetError(error_ctx, kind, i == 0 ? message : "second report of the same failure");
 }
 
 /* obj as an exportable ref Tensor, or NULL with TypeError (another type, XAPI-14) or
@@ -103,10 +102,8 @@ static int ref_managed_from_py(void *py_object, DLManagedTensorVersioned **out) 
     return -1;
   }
   RefTensor *t = (RefTensor *)obj;
-  if (!t->exportable) { /* XAPI-14: BufferError when the data cannot be described */
-    PyErr_SetString(ref_fault_is(FAULT_XAPI_FROM_PY_RUNTIMEERROR) ? PyExc_RuntimeError
-                                                                  : PyExc_BufferError,
-                    "this tensor cannot be exported");
+  if (!t->exportable) { /* XAPI-14: data it cannot describe */
+    ref_refuse(REF_REFUSE_XAPI_UNEXPORTABLE, "this tensor cannot be exported");
     return -1;
   }
   *out = ref_export_versioned_nocopy(t); /* READ_ONLY set for a read-only tensor */
@@ -117,23 +114,9 @@ static int ref_managed_from_py(void *py_object, DLManagedTensorVersioned **out) 
   return 0;
 }
 
-/* fault xapi_to_py_no_steal: the import goes through a shim that never calls the
- * original's deleter (XAPI-17 broken: the caller's tensor leaks). */
-static void shim_free(DLManagedTensorVersioned *m) { free(m); }
-
 static int ref_managed_to_py(DLManagedTensorVersioned *tensor, void **out_py_object) {
-  if (tensor && ref_fault_is(FAULT_XAPI_TO_PY_NO_STEAL)) {
-    DLManagedTensorVersioned *shim = malloc(sizeof *shim);
-    if (!shim) {
-      *out_py_object = NULL;
-      PyErr_NoMemory();
-      return -1;
-    }
-    *shim = *tensor;
-    shim->manager_ctx = NULL;
-    shim->deleter = shim_free;
-    tensor = shim;
-  }
+  *out_py_object = NULL;
+  if (tensor && !(tensor = ref_twist_adopted(tensor))) return -1;
   /* steals tensor (XAPI-17): ref_import_versioned calls its deleter on failure */
   PyObject *o = ref_import_versioned(tensor);
   *out_py_object = o;
@@ -145,18 +128,7 @@ static int ref_dltensor_from_py(void *py_object, DLTensor *out) {
   RefTensor *t = exportable_tensor(obj);
   if (!t) return -1;
   ref_tensor_fill(t, out); /* borrows the tensor's own arrays: no allocation (XAPI-15) */
-  if (out->data && ref_fault_is(FAULT_XAPI_DLTENSOR_COPIES)) {
-    /* fault: a temporary copy of the whole buffer (leaked), so data is not the producer's */
-    size_t n = (size_t)(t->buf->hi - t->buf->lo);
-    char *copy = malloc(n ? n : 1);
-    if (!copy) {
-      PyErr_NoMemory();
-      return -1;
-    }
-    memcpy(copy, (const char *)t->buf->lo, n);
-    out->data = copy + ((uintptr_t)out->data - t->buf->lo);
-  }
-  return 0;
+  return ref_twist_borrowed(out, t->buf->lo, t->buf->hi);
 }
 
 static int ref_current_work_stream(DLDeviceType device_type, int32_t device_id,
@@ -164,8 +136,7 @@ static int ref_current_work_stream(DLDeviceType device_type, int32_t device_id,
   (void)device_id;
   if (out_current_stream) *out_current_stream = NULL;
   if (device_type == kDLCPU) { /* XAPI-16: CPU has no stream */
-    if (out_current_stream && ref_fault_is(FAULT_XAPI_STREAM_CPU_NONNULL))
-      *out_current_stream = (void *)(uintptr_t)0x5157; /* fault: a made-up stream */
+    if (out_current_stream) *out_current_stream = ref_twist_cpu_work_stream(NULL);
     return 0;
   }
   PyGILState_STATE g = PyGILState_Ensure();
@@ -189,94 +160,15 @@ static const DLPackExchangeAPI ref_api = {
 
 const DLPackExchangeAPI *ref_exchange_api_table(void) { return &ref_api; }
 
-/* ---- faults that change the table or how it is found ------------------------------
- * The type's attribute is re-installed whenever the fault changes (ref_fault_set_name
- * calls ref_exchange_api_refresh with the GIL held). Faulty tables are separate statics,
- * so the clean one is never written. */
-static DLPackExchangeAPI fault_api;
-/* fault xapi_prev_api_garbage: a readable "older" header that claims a newer major. */
-static DLPackExchangeAPIHeader junk_header = {{7, 7}, NULL};
+/* ---- the type attribute (XAPI-01..03) ---------------------------------------------
+ * Installed by module.c on the Tensor type, and installed again whenever the active fault
+ * changes (ref_exchange_api_refresh, with the GIL held): the table faults act through
+ * ref_twist_api_attribute. */
 static PyTypeObject *installed_type; /* set by ref_exchange_api_install */
 
 static const char CAPSULE_NAME[] = "dlpack_exchange_api"; /* XAPI-02 */
-static const char WRONG_NAME[] = "dlpack_exchange_api_v1";
 static const char ATTR_V13[] = "__dlpack_c_exchange_api__";
 static const char ATTR_V12[] = "__c_dlpack_exchange_api__";
-
-static void free_table(PyObject *cap) {
-  free(PyCapsule_GetPointer(cap, CAPSULE_NAME));
-}
-
-/* fault xapi_table_per_lookup: a heap copy per lookup, freed with its capsule. */
-static PyObject *fresh_table_capsule(void) {
-  DLPackExchangeAPI *t = malloc(sizeof *t);
-  if (!t) return PyErr_NoMemory();
-  *t = ref_api;
-  PyObject *cap = PyCapsule_New(t, CAPSULE_NAME, free_table);
-  if (!cap) free(t);
-  return cap;
-}
-
-/* A descriptor in the type dict for the two discovery faults: mode 0 (xapi_on_instance)
- * gives the capsule to instances only and itself to the type; mode 1
- * (xapi_table_per_lookup) gives a fresh table to everyone. */
-typedef struct {
-  PyObject_HEAD
-  int mode;
-} XapiDescr;
-
-static PyObject *descr_get(PyObject *self, PyObject *obj, PyObject *type) {
-  (void)type;
-  if (((XapiDescr *)self)->mode == 1) return fresh_table_capsule();
-  if (obj == NULL || obj == Py_None) {
-    Py_INCREF(self);
-    return self;
-  }
-  return PyCapsule_New((void *)&ref_api, CAPSULE_NAME, NULL);
-}
-
-static PyTypeObject XapiDescr_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlconform._ref._XapiFaultDescriptor",
-    .tp_basicsize = sizeof(XapiDescr),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_descr_get = descr_get,
-};
-
-static PyObject *descr_new(int mode) {
-  if (PyType_Ready(&XapiDescr_Type) < 0) return NULL;
-  XapiDescr *d = PyObject_New(XapiDescr, &XapiDescr_Type);
-  if (d) d->mode = mode;
-  return (PyObject *)d;
-}
-
-/* The value of the v1.3 attribute for the active fault (new reference), or NULL with
- * *v12 set for the int-only fault. */
-static PyObject *attribute_value(PyObject **v12) {
-  *v12 = NULL;
-  if (ref_fault_is(FAULT_XAPI_INT_FORM)) {
-    *v12 = PyLong_FromVoidPtr((void *)&ref_api); /* XAPI-03: the v1.2 form only */
-    return NULL;
-  }
-  if (ref_fault_is(FAULT_XAPI_ON_INSTANCE)) return descr_new(0);
-  if (ref_fault_is(FAULT_XAPI_TABLE_PER_LOOKUP)) return descr_new(1);
-  if (ref_fault_is(FAULT_XAPI_CAPSULE_NAME))
-    return PyCapsule_New((void *)&ref_api, WRONG_NAME, NULL);
-  const DLPackExchangeAPI *table = &ref_api;
-  if (ref_fault_is(FAULT_XAPI_PREV_API_GARBAGE) || ref_fault_is(FAULT_XAPI_NULL_ALLOCATOR) ||
-      ref_fault_is(FAULT_XAPI_NULL_FROM_PY) || ref_fault_is(FAULT_XAPI_NULL_TO_PY) ||
-      ref_fault_is(FAULT_XAPI_NULL_STREAM)) {
-    fault_api = ref_api;
-    if (ref_fault_is(FAULT_XAPI_PREV_API_GARBAGE)) fault_api.header.prev_api = &junk_header;
-    if (ref_fault_is(FAULT_XAPI_NULL_ALLOCATOR)) fault_api.managed_tensor_allocator = NULL;
-    if (ref_fault_is(FAULT_XAPI_NULL_FROM_PY))
-      fault_api.managed_tensor_from_py_object_no_sync = NULL;
-    if (ref_fault_is(FAULT_XAPI_NULL_TO_PY)) fault_api.managed_tensor_to_py_object_no_sync = NULL;
-    if (ref_fault_is(FAULT_XAPI_NULL_STREAM)) fault_api.current_work_stream = NULL;
-    table = &fault_api;
-  }
-  return PyCapsule_New((void *)table, CAPSULE_NAME, NULL); /* no destructor: static */
-}
 
 static int install(PyTypeObject *type) {
   PyObject *dict = type->tp_dict;
@@ -289,12 +181,11 @@ static int install(PyTypeObject *type) {
     Py_DECREF(key);
     if (rc < 0) return -1;
   }
-  PyObject *v12;
-  PyObject *v13 = attribute_value(&v12);
-  PyObject *v = v13 ? v13 : v12;
-  if (!v) return -1;
-  int rc = PyDict_SetItemString(dict, v13 ? ATTR_V13 : ATTR_V12, v); /* XAPI-01 */
-  Py_DECREF(v);
+  const char *name = ATTR_V13; /* XAPI-01: on the type; no destructor: static (XAPI-05) */
+  PyObject *value = PyCapsule_New((void *)&ref_api, CAPSULE_NAME, NULL);
+  if (!value || ref_twist_api_attribute(&ref_api, &name, &value) < 0) return -1;
+  int rc = PyDict_SetItemString(dict, name, value);
+  Py_DECREF(value);
   PyType_Modified(type);
   return rc;
 }
@@ -311,20 +202,13 @@ void ref_exchange_api_refresh(void) {
 
 /* ---- the uncached table (benchmarks) ------------------------------------------------
  * The same table except that managed_tensor_from_py_object_no_sync builds a fresh struct
- * per call, bypassing the tensor's cached export: it measures what the cache saves. The
- * fresh struct carries what the cached one would (same flags, the active export faults). */
+ * per call, bypassing the tensor's cached export: it measures what the cache saves. */
 static int ref_managed_from_py_uncached(void *py_object, DLManagedTensorVersioned **out) {
   PyObject *obj = py_object;
   *out = NULL;
   RefTensor *t = exportable_tensor(obj);
   if (!t) return -1;
-  if (ref_fault_table[ref_fault_current()].changes_export) {
-    *out = ref_export_versioned_nocopy(t); /* already fresh while such a fault is active */
-  } else {
-    DLTensor dl;
-    ref_tensor_fill(t, &dl);
-    *out = ref_make_versioned(t->buf, &dl, ref_export_flags(t));
-  }
+  *out = ref_export_versioned_fresh(t);
   if (!*out) {
     PyErr_NoMemory();
     return -1;
@@ -332,15 +216,9 @@ static int ref_managed_from_py_uncached(void *py_object, DLManagedTensorVersione
   return 0;
 }
 
-static DLPackExchangeAPI ref_api_uncached = {
-    .header = {.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION}, .prev_api = NULL},
-    .managed_tensor_allocator = ref_allocator,
-    .managed_tensor_from_py_object_no_sync = ref_managed_from_py_uncached,
-    .managed_tensor_to_py_object_no_sync = ref_managed_to_py,
-    .dltensor_from_py_object_no_sync = ref_dltensor_from_py,
-    .current_work_stream = ref_current_work_stream,
-};
-
 PyObject *ref_uncached_api_capsule(void) {
-  return PyCapsule_New(&ref_api_uncached, "dlpack_exchange_api", NULL);
+  static DLPackExchangeAPI ref_api_uncached;
+  ref_api_uncached = ref_api;
+  ref_api_uncached.managed_tensor_from_py_object_no_sync = ref_managed_from_py_uncached;
+  return PyCapsule_New(&ref_api_uncached, CAPSULE_NAME, NULL);
 }

@@ -1,8 +1,8 @@
-/* faults: built-in mutants of the reference. Each breaks exactly one clause, on the
- * producer side (Tensor.__dlpack__, its capsules and its cached export) or the consumer
- * side (from_dlpack and managed_tensor_to_py_object_no_sync). The active fault is
- * process-wide. Every fault site is a single ref_fault_is() test; with the fault off the
- * site behaves exactly as the clean code. */
+/* faults: the catalogue of built-in faults ("mutants"), the active one, and the refusal
+ * seam. Each fault breaks exactly one clause, on the producer side (Tensor.__dlpack__, its
+ * capsules, its cached export, the exchange API table, DeviceTensor) or the consumer side
+ * (from_dlpack and managed_tensor_to_py_object_no_sync). Faults act through the seams of
+ * faults.h: this file, faults_producer.c, faults_consumer.c and faults_xapi.c. */
 #include "ref.h"
 
 #include <string.h>
@@ -60,8 +60,8 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CACHE_NO_CAS] = {"cache_no_cas", "OWN-05", P, 0,
         "the cached export is stored with a plain racy store instead of a compare-and-swap "
         "(a data race for TSan; racing exports lose the tensor's reference)"},
-    /* exchange API (XAPI): producer faults live in exchange_api.c, consumer ones in
-     * consume.c; table and discovery faults re-install the attribute when set. */
+    /* exchange API (XAPI): table and discovery faults re-install the type's attribute
+     * when they are set (module.c). */
     [FAULT_XAPI_ON_INSTANCE] = {"xapi_on_instance", "XAPI-01", P, 0,
         "the type holds a descriptor; only instances give the exchange API capsule"},
     [FAULT_XAPI_CAPSULE_NAME] = {"xapi_capsule_name", "XAPI-02", P, 0,
@@ -196,16 +196,48 @@ atomic_int ref_active_fault = FAULT_NONE;
 int ref_fault_set_name(const char *name) {
   if (!name || !*name) {
     atomic_store(&ref_active_fault, FAULT_NONE);
-    ref_exchange_api_refresh(); /* XAPI faults that change the type's attribute */
     return 0;
   }
   for (int f = 1; f < FAULT_COUNT; f++) {
     if (strcmp(ref_fault_table[f].name, name) == 0) {
       atomic_store(&ref_active_fault, f);
-      ref_exchange_api_refresh(); /* XAPI faults that change the type's attribute */
       return 0;
     }
   }
   PyErr_Format(PyExc_ValueError, "unknown fault '%s'", name);
+  return -1;
+}
+
+/* ---- refusal ---------------------------------------------------------------------------
+ * The faults that change a refusal of the clean code: the class they raise instead, or
+ * NULL where they accept. */
+static const struct {
+  ref_refusal where;
+  ref_fault_id fault;
+  PyObject **raises;
+} refusal_twists[] = {
+    {REF_REFUSE_CPU_STREAM, FAULT_STREAM_ACCEPTED, NULL},
+    {REF_REFUSE_CPU_STREAM, FAULT_STREAM_SYSTEMERROR, &PyExc_SystemError},
+    {REF_REFUSE_DL_DEVICE, FAULT_DL_DEVICE_VALUEERROR, &PyExc_ValueError},
+    {REF_REFUSE_UNEXPORTABLE, FAULT_UNEXPORTABLE_TYPEERROR, &PyExc_TypeError},
+    {REF_REFUSE_XAPI_UNEXPORTABLE, FAULT_XAPI_FROM_PY_RUNTIMEERROR, &PyExc_RuntimeError},
+    {REF_REFUSE_USED_CAPSULE, FAULT_CONSUMER_ACCEPTS_USED, NULL},
+    {REF_REFUSE_OTHER_MAJOR, FAULT_CONSUMER_READS_MAJOR2, NULL},
+    {REF_REFUSE_VSTREAM_ZERO, FAULT_VSTREAM_ACCEPTS_ZERO, NULL},
+    {REF_REFUSE_VSTREAM_NO_COPY, FAULT_VSTREAM_COPY_FALSE_COPIES, NULL},
+};
+
+PyObject *ref_refusal_type(ref_refusal where) {
+  ref_fault_id f = ref_fault_current();
+  for (size_t i = 0; i < sizeof refusal_twists / sizeof *refusal_twists; i++)
+    if (refusal_twists[i].where == where && refusal_twists[i].fault == f)
+      return refusal_twists[i].raises ? *refusal_twists[i].raises : NULL;
+  return PyExc_BufferError;
+}
+
+int ref_refuse(ref_refusal where, const char *message) {
+  PyObject *type = ref_refusal_type(where);
+  if (!type) return 0;
+  PyErr_SetString(type, message);
   return -1;
 }

@@ -138,7 +138,6 @@ typedef struct {
   atomic_long capsules_made;
 } Forge;
 
-static PyTypeObject Forge_Type;
 
 static int parse_pair(PyObject *o, const char *what, long long *a, long long *b) {
   if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 2) {
@@ -457,13 +456,10 @@ static PyGetSetDef Forge_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject Forge_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlconform._ref.Forge",
-    .tp_basicsize = sizeof(Forge),
+PyTypeObject RefForge_Type = {
+    REF_TYPE_HEAD("Forge", Forge),
     .tp_dealloc = (destructor)Forge_dealloc,
     .tp_as_buffer = &Forge_as_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Forge(*, dtype=(2, 32, 1), shape=(4,), strides=None, byte_offset=0, "
               "data='alloc', fill=None, buffer_size=None, versioned=True, version=(1, 3), "
               "flags=0, device=(1, 0), null_deleter=False, ndim=None, shape_null=False, "
@@ -472,13 +468,3 @@ static PyTypeObject Forge_Type = {
     .tp_getset = Forge_getset,
     .tp_new = Forge_new,
 };
-
-int ref_forge_init_type(PyObject *module) {
-  if (PyType_Ready(&Forge_Type) < 0) return -1;
-  Py_INCREF(&Forge_Type);
-  if (PyModule_AddObject(module, "Forge", (PyObject *)&Forge_Type) < 0) {
-    Py_DECREF(&Forge_Type);
-    return -1;
-  }
-  return 0;
-}

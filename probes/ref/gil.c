@@ -1,5 +1,5 @@
 /* gil: "does the calling thread hold the GIL?" for the GIL-counted cached export's
- * deleter (cache.c, export.c), which runs on every hand-out's release.
+ * deleter (cache.c, managed.c), which runs on every hand-out's release.
  *
  * PyGILState_Check answers it, but on 3.11 it costs about 4.5 ns here (several calls and
  * a thread-specific lookup), most of the cached export's budget (issue 6). This file reads

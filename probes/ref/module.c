@@ -1,9 +1,19 @@
-/* module: dlconform._ref init. Exposes Tensor, Forge, from_dlpack, the fault controls
- * (set_fault, fault, FAULTS) and HEADER_VERSION. DLCONFORM_REF_FAULT in the environment
- * selects a fault at import; an unknown name fails the import. */
+/* module: dlconform._ref init, the top of the module's files. Exposes Tensor (with its
+ * exchange API attribute), Forge, DeviceTensor, ApiForge, from_dlpack, the vstream
+ * functions, the fault controls (set_fault, fault, FAULTS, FAULT_SIDES), HEADER_VERSION
+ * and UNCACHED_EXCHANGE_API. DLCONFORM_REF_FAULT in the environment selects a fault at
+ * import; an unknown name fails the import. */
 #include "ref.h"
 
 #include <stdlib.h>
+
+/* Makes name the active fault and re-installs the exchange API attribute for it (a no-op
+ * before it is installed). 0, or -1 with ValueError. */
+static int select_fault(const char *name) {
+  if (ref_fault_set_name(name) < 0) return -1;
+  ref_exchange_api_refresh();
+  return 0;
+}
 
 static PyObject *py_set_fault(PyObject *self, PyObject *arg) {
   (void)self;
@@ -16,7 +26,7 @@ static PyObject *py_set_fault(PyObject *self, PyObject *arg) {
     name = PyUnicode_AsUTF8(arg);
     if (!name) return NULL;
   }
-  if (ref_fault_set_name(name) < 0) return NULL;
+  if (select_fault(name) < 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -28,33 +38,19 @@ static PyObject *py_fault(PyObject *self, PyObject *unused) {
   return PyUnicode_FromString(ref_fault_table[f].name);
 }
 
-static PyObject *faults_dict(void) {
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  for (int f = 1; f < FAULT_COUNT; f++) {
-    PyObject *v = Py_BuildValue("(ss)", ref_fault_table[f].clause,
-                                ref_fault_table[f].description);
-    if (!v || PyDict_SetItemString(d, ref_fault_table[f].name, v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(d);
-      return NULL;
-    }
-    Py_DECREF(v);
-  }
-  return d;
+static PyObject *clause_and_description(const ref_fault_info *f) {
+  return Py_BuildValue("(ss)", f->clause, f->description);
 }
 
-static PyObject *faults_sides(void) {
+static PyObject *side(const ref_fault_info *f) { return PyUnicode_FromString(f->side); }
+
+/* dict fault name -> value(fault) */
+static PyObject *faults_map(PyObject *(*value)(const ref_fault_info *)) {
   PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  for (int f = 1; f < FAULT_COUNT; f++) {
-    PyObject *v = PyUnicode_FromString(ref_fault_table[f].side);
-    if (!v || PyDict_SetItemString(d, ref_fault_table[f].name, v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(d);
-      return NULL;
-    }
-    Py_DECREF(v);
+  for (int f = 1; d && f < FAULT_COUNT; f++) {
+    PyObject *v = value(&ref_fault_table[f]);
+    if (!v || PyDict_SetItemString(d, ref_fault_table[f].name, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
   }
   return d;
 }
@@ -73,36 +69,34 @@ static struct PyModuleDef ref_module = {
     module_methods, NULL, NULL, NULL, NULL,
 };
 
+/* Adds value (stolen, NULL: an error is set) as name. */
+static int add(PyObject *m, const char *name, PyObject *value) {
+  if (value && PyModule_AddObject(m, name, value) == 0) return 0;
+  Py_XDECREF(value);
+  return -1;
+}
+
+static int add_type(PyObject *m, const char *name, PyTypeObject *type) {
+  if (PyType_Ready(type) < 0) return -1;
+  Py_INCREF(type);
+  return add(m, name, (PyObject *)type);
+}
+
 PyMODINIT_FUNC PyInit__ref(void) {
   PyObject *m = PyModule_Create(&ref_module);
   if (!m) return NULL;
   const char *env = getenv("DLCONFORM_REF_FAULT");
-  if (env && *env && ref_fault_set_name(env) < 0) goto fail;
-  if (ref_tensor_init_type(m) < 0 || ref_forge_init_type(m) < 0) goto fail;
-  if (ref_vstream_init(m) < 0) goto fail;
-  if (ref_api_forge_init_type(m) < 0) goto fail; /* ApiForge: XAPI consumer checks */
-  PyObject *faults = faults_dict();
-  if (!faults || PyModule_AddObject(m, "FAULTS", faults) < 0) {
-    Py_XDECREF(faults);
-    goto fail;
-  }
-  PyObject *sides = faults_sides();
-  if (!sides || PyModule_AddObject(m, "FAULT_SIDES", sides) < 0) {
-    Py_XDECREF(sides);
-    goto fail;
-  }
-  PyObject *hv = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-  if (!hv || PyModule_AddObject(m, "HEADER_VERSION", hv) < 0) {
-    Py_XDECREF(hv);
-    goto fail;
-  }
-  PyObject *uncached = ref_uncached_api_capsule();
-  if (!uncached || PyModule_AddObject(m, "UNCACHED_EXCHANGE_API", uncached) < 0) {
-    Py_XDECREF(uncached);
-    goto fail;
+  if ((env && *env && select_fault(env) < 0) || add_type(m, "Tensor", &RefTensor_Type) < 0 ||
+      ref_exchange_api_install(&RefTensor_Type) < 0 || /* XAPI-01: on the type */
+      add_type(m, "Forge", &RefForge_Type) < 0 ||
+      add_type(m, "DeviceTensor", &RefDeviceTensor_Type) < 0 || ref_vstream_init(m) < 0 ||
+      add_type(m, "ApiForge", &RefApiForge_Type) < 0 || /* XAPI consumer checks */
+      add(m, "FAULTS", faults_map(clause_and_description)) < 0 ||
+      add(m, "FAULT_SIDES", faults_map(side)) < 0 ||
+      add(m, "HEADER_VERSION", Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)) < 0 ||
+      add(m, "UNCACHED_EXCHANGE_API", ref_uncached_api_capsule()) < 0) {
+    Py_DECREF(m);
+    return NULL;
   }
   return m;
-fail:
-  Py_DECREF(m);
-  return NULL;
 }

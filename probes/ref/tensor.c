@@ -1,4 +1,5 @@
-/* tensor: the reference strided CPU tensor, dlconform._ref.Tensor.
+/* tensor: the reference strided CPU tensor, the Python type dlconform._ref.Tensor. What its
+ * exports are made of is tensor_core.c's; __dlpack__ is export.c's.
  *
  * Invariants of a RefTensor:
  *  - buf holds one reference; data is buf's start for an owned buffer (256-byte aligned,
@@ -13,127 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- dtype and dims parsing ------------------------------------------------------- */
-
-static int dtype_by_name(const char *name, uint16_t lanes, DLDataType *out) {
-  for (unsigned code = 0; code <= kDLFloat4_e2m1fn; code++) {
-    for (unsigned bits = 1; bits <= 255; bits++) {
-      DLDataType dt = {(uint8_t)code, (uint8_t)bits, lanes};
-      dlc_dtype_info info = dlc_dtype_classify(dt, REF_SPEC_MAJOR, REF_SPEC_MINOR);
-      if (info.valid && strcmp(info.name, name) == 0) {
-        *out = dt;
-        return 0;
-      }
-    }
-  }
-  return -1;
-}
-
-int ref_parse_dtype(PyObject *obj, DLDataType *out) {
-  if (PyUnicode_Check(obj)) {
-    const char *name = PyUnicode_AsUTF8(obj);
-    if (!name) return -1;
-    if (dtype_by_name(name, 1, out) == 0) return 0;
-    /* vector names: "<scalar>x<lanes>" */
-    const char *x = strrchr(name, 'x');
-    if (x && x[1] >= '0' && x[1] <= '9') {
-      char *end;
-      long lanes = strtol(x + 1, &end, 10);
-      if (*end == '\0' && lanes > 1 && lanes <= 65535) {
-        char scalar[64];
-        size_t n = (size_t)(x - name);
-        if (n < sizeof scalar) {
-          memcpy(scalar, name, n);
-          scalar[n] = '\0';
-          DLDataType dt;
-          if (dtype_by_name(scalar, 1, &dt) == 0) {
-            dt.lanes = (uint16_t)lanes;
-            if (dlc_dtype_classify(dt, REF_SPEC_MAJOR, REF_SPEC_MINOR).valid) {
-              *out = dt;
-              return 0;
-            }
-          }
-        }
-      }
-    }
-    PyErr_Format(PyExc_ValueError, "unknown dtype name '%s'", name);
-    return -1;
-  }
-  unsigned long code, bits, lanes;
-  if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 3) {
-    PyErr_SetString(PyExc_TypeError, "dtype must be a name or a (code, bits, lanes) tuple");
-    return -1;
-  }
-  code = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(obj, 0));
-  bits = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(obj, 1));
-  lanes = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(obj, 2));
-  if (PyErr_Occurred()) return -1;
-  if (code > 255 || bits > 255 || lanes > 65535) {
-    PyErr_SetString(PyExc_ValueError, "dtype field out of range");
-    return -1;
-  }
-  DLDataType dt = {(uint8_t)code, (uint8_t)bits, (uint16_t)lanes};
-  dlc_dtype_info info = dlc_dtype_classify(dt, REF_SPEC_MAJOR, REF_SPEC_MINOR);
-  if (!info.valid) {
-    PyErr_Format(PyExc_ValueError, "dtype (%lu, %lu, %lu) is not a DLPack %u.%u dtype (%s)",
-                 code, bits, lanes, REF_SPEC_MAJOR, REF_SPEC_MINOR, info.clause);
-    return -1;
-  }
-  *out = dt;
-  return 0;
-}
-
-int ref_parse_dims(PyObject *obj, const char *what, int64_t *out) {
-  return ref_parse_dims_upto(obj, what, out, REF_MAX_NDIM);
-}
-
-int ref_parse_dims_upto(PyObject *obj, const char *what, int64_t *out, int max_dims) {
-  PyObject *seq = PySequence_Fast(obj, "dims must be a sequence of ints");
-  if (!seq) return -1;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  if (n > max_dims) {
-    Py_DECREF(seq);
-    PyErr_Format(PyExc_ValueError, "%s: at most %d dims", what, max_dims);
-    return -1;
-  }
-  for (Py_ssize_t i = 0; i < n; i++) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-    if (v == -1 && PyErr_Occurred()) {
-      Py_DECREF(seq);
-      return -1;
-    }
-    out[i] = (int64_t)v;
-  }
-  Py_DECREF(seq);
-  return (int)n;
-}
-
-PyObject *ref_dims_tuple(int32_t n, const int64_t *v) {
-  PyObject *t = PyTuple_New(n);
-  if (!t) return NULL;
-  for (int32_t i = 0; i < n; i++) {
-    PyObject *x = PyLong_FromLongLong(v[i]);
-    if (!x) {
-      Py_DECREF(t);
-      return NULL;
-    }
-    PyTuple_SET_ITEM(t, i, x);
-  }
-  return t;
-}
-
 /* ---- construction ----------------------------------------------------------------- */
-
-void ref_tensor_fill(const RefTensor *t, DLTensor *out) {
-  out->data = t->data;
-  out->device.device_type = kDLCPU;
-  out->device.device_id = 0;
-  out->ndim = t->ndim;
-  out->dtype = t->dtype;
-  out->shape = t->shape;
-  out->strides = t->strides;
-  out->byte_offset = t->byte_offset;
-}
 
 RefTensor *ref_tensor_over(ref_buf *buf, char *data, uint64_t byte_offset, DLDataType dtype,
                            int32_t ndim, const int64_t *shape, const int64_t *strides,
@@ -363,11 +244,9 @@ static PyObject *Tensor_view(RefTensor *self, PyObject *args, PyObject *kwargs) 
 
 static PyObject *Tensor_dlpack_device(RefTensor *self, PyObject *unused) {
   (void)unused;
-  /* fault consumer_result_device (API-05): imported tensors claim kDLCUDAHost */
-  if (ref_fault_is(FAULT_CONSUMER_RESULT_DEVICE) && (self->buf->legacy || self->buf->versioned))
-    return Py_BuildValue("(ii)", (int)kDLCUDAHost, 0);
-  /* fault cpu_device_id (DEV-02): the CPU tensor claims device_id 1 */
-  return Py_BuildValue("(ii)", (int)kDLCPU, ref_fault_is(FAULT_CPU_DEVICE_ID) ? 1 : 0);
+  int imported = self->buf->legacy || self->buf->versioned; /* a from_dlpack result */
+  DLDevice d = ref_twist_tensor_device((DLDevice){kDLCPU, 0}, imported);
+  return Py_BuildValue("(ii)", (int)d.device_type, (int)d.device_id);
 }
 
 static PyMethodDef Tensor_methods[] = {
@@ -425,25 +304,11 @@ static PyGetSetDef Tensor_getset[] = {
 };
 
 PyTypeObject RefTensor_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlconform._ref.Tensor",
-    .tp_basicsize = sizeof(RefTensor),
+    REF_TYPE_HEAD("Tensor", RefTensor),
     .tp_dealloc = (destructor)Tensor_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Tensor(dtype, shape, *, strides=None, byte_offset=0, data=None, "
               "readonly=False, exportable=True): the reference strided CPU tensor.",
     .tp_methods = Tensor_methods,
     .tp_getset = Tensor_getset,
     .tp_new = Tensor_new,
 };
-
-int ref_tensor_init_type(PyObject *module) {
-  if (PyType_Ready(&RefTensor_Type) < 0) return -1;
-  if (ref_exchange_api_install(&RefTensor_Type) < 0) return -1;
-  Py_INCREF(&RefTensor_Type);
-  if (PyModule_AddObject(module, "Tensor", (PyObject *)&RefTensor_Type) < 0) {
-    Py_DECREF(&RefTensor_Type);
-    return -1;
-  }
-  return 0;
-}

@@ -25,8 +25,6 @@
 #include <string.h>
 
 #define VDEV_TYPE 12 /* kDLExtDev */
-#define VSTREAM_LEGACY 1
-#define VSTREAM_PER_THREAD 2
 #define VSTREAM_MAX 65536 /* handles 3 .. VSTREAM_MAX-1 */
 
 static unsigned char alive[VSTREAM_MAX];
@@ -34,7 +32,7 @@ static long next_handle = 3;
 static PyObject *event_log; /* list of tuples */
 
 static int stream_alive(long h) {
-  if (h == VSTREAM_LEGACY || h == VSTREAM_PER_THREAD) return 1;
+  if (h == REF_VSTREAM_LEGACY || h == REF_VSTREAM_PER_THREAD) return 1;
   return h > 2 && h < VSTREAM_MAX && alive[h];
 }
 
@@ -91,20 +89,6 @@ static PyObject *VTensor_device(VTensor *self, PyObject *unused) {
   return Py_BuildValue("(ii)", VDEV_TYPE, 0);
 }
 
-/* max_version: 1 versioned, 0 legacy, -1 TypeError (VER-02..04). */
-static int vt_versioned(PyObject *mv) {
-  if (mv == Py_None) return 0;
-  if (!PyTuple_Check(mv) || PyTuple_GET_SIZE(mv) != 2 || !PyLong_Check(PyTuple_GET_ITEM(mv, 0)) ||
-      !PyLong_Check(PyTuple_GET_ITEM(mv, 1))) {
-    PyErr_SetString(PyExc_TypeError, "max_version must be None or a (major, minor) tuple");
-    return -1;
-  }
-  int overflow;
-  long long major = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(mv, 0), &overflow);
-  if (major == -1 && PyErr_Occurred()) return -1;
-  return overflow > 0 || major >= 1;
-}
-
 /* dl_device: 0 own device, 1 host (kDLCPU, 0), -1 BufferError (DEV-05). */
 static int vt_target_device(PyObject *dev) {
   if (dev == Py_None) return 0;
@@ -118,11 +102,10 @@ static int vt_target_device(PyObject *dev) {
   return -1;
 }
 
-/* The consumer stream an export must wait on: >0 a stream id, 0 none (-1 was passed),
- * -1 error. Applies the stream faults. */
-static long vt_wait_stream(PyObject *stream) {
-  if (stream == Py_None) /* STR-04: None is the legacy default stream */
-    return ref_fault_is(FAULT_VSTREAM_NONE_PER_THREAD) ? VSTREAM_PER_THREAD : VSTREAM_LEGACY;
+/* The consumer stream an export waits on: > 0 a stream id, 0 none (-1 was passed), -1 an
+ * error. */
+static long wait_stream(PyObject *stream) {
+  if (stream == Py_None) return REF_VSTREAM_LEGACY; /* STR-04 */
   long s = PyLong_AsLong(stream);
   if (s == -1 && PyErr_Occurred()) return -1;
   if (s < -1) {
@@ -130,40 +113,43 @@ static long vt_wait_stream(PyObject *stream) {
     return -1;
   }
   if (s == -1) return 0; /* STR-03 */
-  if (s == 0) {
-    if (ref_fault_is(FAULT_VSTREAM_ACCEPTS_ZERO)) return VSTREAM_LEGACY;
-    PyErr_SetString(PyExc_BufferError, "stream=0 is ambiguous and not accepted (STR-08)");
-    return -1;
-  }
-  if (s == VSTREAM_LEGACY) /* STR-05 */
-    return ref_fault_is(FAULT_VSTREAM_LEGACY_WRONG) ? VSTREAM_PER_THREAD : VSTREAM_LEGACY;
-  if (s == VSTREAM_PER_THREAD) /* STR-06 */
-    return ref_fault_is(FAULT_VSTREAM_PER_THREAD_WRONG) ? VSTREAM_LEGACY : VSTREAM_PER_THREAD;
+  if (s == 0) /* STR-08; where a fault accepts it, it is the legacy default stream */
+    return ref_refuse(REF_REFUSE_VSTREAM_ZERO, "stream=0 is ambiguous and not accepted (STR-08)")
+               ? -1 : REF_VSTREAM_LEGACY;
+  if (s == REF_VSTREAM_LEGACY || s == REF_VSTREAM_PER_THREAD) return s; /* STR-05, STR-06 */
   if (!stream_alive(s)) {
     PyErr_Format(PyExc_BufferError, "stream %ld is not a live stream handle", s);
     return -1;
   }
-  return ref_fault_is(FAULT_VSTREAM_HANDLE_IGNORED) ? VSTREAM_LEGACY : s; /* STR-07 */
+  return s; /* STR-07 */
 }
 
-/* A capsule over base's memory (or a compact copy of it) claiming device dev. */
+/* Logs what the plan does on the streams, in order; -1 on error. */
+static int run_plan(const ref_vstream_plan *p, long own) {
+  if (p->wait > 0 && log_event("wait", p->wait, own, 1) < 0) return -1; /* STR-01 */
+  if (p->sync && log_event("sync", own, 0, 0) < 0) return -1;
+  if (p->copy && log_event("copy", p->copy_on, 0, 0) < 0) return -1;
+  if (p->destroy > 0) {
+    alive[p->destroy] = 0;
+    if (log_event("destroy", p->destroy, 0, 0) < 0) return -1;
+  }
+  return 0;
+}
+
+/* A capsule over base's memory (or a compact copy of it) claiming device dev. DeviceTensor
+ * capsules carry the base's flags as a no-copy export would, IS_COPIED for a copy. */
 static PyObject *vt_capsule(RefTensor *base, int versioned, int copy, DLDevice dev) {
   DLTensor dl;
   int64_t rm[REF_MAX_NDIM];
   ref_buf *buf = base->buf;
-  uint64_t flags = ref_export_flags(base);
+  uint64_t flags = ref_export_flags(base, 0);
   ref_tensor_fill(base, &dl);
   dl.device = dev;
   if (copy) {
-    buf = ref_copy_compact(base);
-    if (!buf) return NULL;
-    dl.data = buf->mem;
-    dl.byte_offset = 0;
-    if (dl.ndim > 0 && dlc_row_major_strides(dl.ndim, dl.shape, rm) == 0) dl.strides = rm;
+    if (!(buf = ref_copy_export(base, &dl, rm))) return NULL;
     flags = (flags & ~(uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY) | DLPACK_FLAG_BITMASK_IS_COPIED;
   }
-  void *m = versioned ? (void *)ref_make_versioned(buf, &dl, flags)
-                      : (void *)ref_make_legacy(buf, &dl);
+  void *m = ref_make_managed(buf, &dl, flags, versioned);
   if (copy) ref_buf_decref(buf); /* the struct holds its own reference */
   if (!m) return PyErr_NoMemory();
   return ref_capsule_new(m, versioned ? "dltensor_versioned" : "dltensor", versioned, 0);
@@ -180,50 +166,34 @@ static PyObject *VTensor_dlpack(VTensor *self, PyObject *args, PyObject *kwargs)
                  Py_TYPE(stream)->tp_name);
     return NULL;
   }
-  if (copy_obj != Py_None && !PyBool_Check(copy_obj)) {
-    PyErr_SetString(PyExc_TypeError, "copy must be None, True or False");
-    return NULL;
-  }
-  int versioned = vt_versioned(mv);
+  if (ref_check_copy(copy_obj) < 0) return NULL;
+  int versioned = ref_parse_max_version(mv);
   if (versioned < 0) return NULL;
   int to_host = vt_target_device(dev);
   if (to_host < 0) return NULL;
 
+  ref_vstream_plan plan = {.to_host = to_host};
   if (to_host) {
     /* STR-12: for kDLCPU the stream must be None, and the producer synchronises */
     if (stream != Py_None) {
       PyErr_SetString(PyExc_BufferError, "dl_device=(1, 0) takes stream=None only (STR-12)");
       return NULL;
     }
-    if (copy_obj == Py_False && !ref_fault_is(FAULT_VSTREAM_COPY_FALSE_COPIES)) {
-      PyErr_SetString(PyExc_BufferError, "dl_device=(1, 0) needs a copy but copy=False (CPY-05)");
+    if (copy_obj == Py_False &&
+        ref_refuse(REF_REFUSE_VSTREAM_NO_COPY,
+                   "dl_device=(1, 0) needs a copy but copy=False (CPY-05)") < 0)
       return NULL;
-    }
-    if (!ref_fault_is(FAULT_VSTREAM_CPU_NO_SYNC) && log_event("sync", self->own, 0, 0) < 0)
-      return NULL;
-    if (log_event("copy", 0, 0, 0) < 0) return NULL; /* to the host, after the sync */
-    DLDevice host = {kDLCPU, 0};
-    return vt_capsule(self->base, versioned, 1, host);
+    plan.sync = plan.copy = 1; /* the copy to the host (copy_on 0) after the sync */
+  } else {
+    plan.wait = ref_twist_vstream_wait(wait_stream(stream), stream == Py_None);
+    if (plan.wait < 0) return NULL;
+    plan.copy = copy_obj == Py_True;
+    plan.copy_on = plan.wait > 0 ? plan.wait : self->own; /* CPY-04: the consumer's stream */
   }
-
-  long wait = vt_wait_stream(stream);
-  if (wait < 0) return NULL;
-  if (wait > 0 && !ref_fault_is(FAULT_VSTREAM_NO_WAIT)) {
-    if (log_event("wait", wait, self->own, 1) < 0) return NULL; /* STR-01 */
-  } else if (wait == 0 && ref_fault_is(FAULT_VSTREAM_SYNC_ON_MINUS1)) {
-    if (log_event("sync", self->own, 0, 0) < 0) return NULL; /* fault: breaks STR-03 */
-  }
-  int copy = copy_obj == Py_True;
-  if (copy) { /* CPY-04: the copy runs on the consumer's stream */
-    long on = wait > 0 && !ref_fault_is(FAULT_VSTREAM_COPY_ON_PRODUCER_STREAM) ? wait : self->own;
-    if (log_event("copy", on, 0, 0) < 0) return NULL;
-  }
-  if (wait > 2 && ref_fault_is(FAULT_VSTREAM_DESTROYS_STREAM)) { /* fault: breaks STR-11 */
-    alive[wait] = 0;
-    if (log_event("destroy", wait, 0, 0) < 0) return NULL;
-  }
-  DLDevice own_dev = {VDEV_TYPE, 0};
-  return vt_capsule(self->base, versioned, copy, own_dev);
+  ref_twist_vstream_plan(&plan, self->own);
+  if (run_plan(&plan, self->own) < 0) return NULL;
+  DLDevice on = to_host ? (DLDevice){kDLCPU, 0} : (DLDevice){VDEV_TYPE, 0};
+  return vt_capsule(self->base, versioned, plan.copy, on);
 }
 
 static PyMethodDef VTensor_methods[] = {
@@ -250,12 +220,9 @@ static PyGetSetDef VTensor_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject VTensor_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "dlconform._ref.DeviceTensor",
-    .tp_basicsize = sizeof(VTensor),
+PyTypeObject RefDeviceTensor_Type = {
+    REF_TYPE_HEAD("DeviceTensor", VTensor),
     .tp_dealloc = (destructor)VTensor_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "DeviceTensor(base): base's memory on the virtual stream device (12, 0).",
     .tp_methods = VTensor_methods,
     .tp_getset = VTensor_getset,
@@ -312,13 +279,6 @@ static PyMethodDef vstream_functions[] = {
 
 int ref_vstream_init(PyObject *module) {
   if (!event_log && !(event_log = PyList_New(0))) return -1;
-  if (PyType_Ready(&VTensor_Type) < 0) return -1;
   if (PyModule_AddFunctions(module, vstream_functions) < 0) return -1;
-  if (PyModule_AddIntConstant(module, "VSTREAM_DEVICE", VDEV_TYPE) < 0) return -1;
-  Py_INCREF(&VTensor_Type);
-  if (PyModule_AddObject(module, "DeviceTensor", (PyObject *)&VTensor_Type) < 0) {
-    Py_DECREF(&VTensor_Type);
-    return -1;
-  }
-  return 0;
+  return PyModule_AddIntConstant(module, "VSTREAM_DEVICE", VDEV_TYPE);
 }
