@@ -4,7 +4,7 @@
 #   make fuzz                 install clang-14/libclang-rt-14-dev/afl++ when missing (root),
 #                             then build every target with every engine installed
 #   make fuzz-ci TARGET=validator|numpy|torch|ref|<module>|producer-NAME FUZZ_SECONDS=60
-#                             CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage,
+#                             CI mode (harness/dlconform/fuzz/ci.py): bounded rounds, triage,
 #                             minimised crashes, Python reproducers, dedup against
 #                             fuzz/known/TARGET.txt, summary and results.json; exit 1 when new
 #   make fuzz-ci TIER=sid TARGET=numpy FUZZ_SECONDS=600
@@ -155,7 +155,7 @@ fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1 DLCONFORM_FUZZ_CONSUMER=$(1)
 FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
 
-# CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage, minimisation, Python
+# CI mode (harness/dlconform/fuzz/ci.py): bounded rounds, triage, minimisation, Python
 # reproducers, dedup against FUZZ_KNOWN (default fuzz/known/TARGET.txt; empty: none), summary
 # in $(FUZZ_OUT)/TARGET-summary.*, `crash` records merged into $(OUT)/results.json. fuzz-ci's
 # exit status (1 only for a new finding) goes to $(FUZZ_OUT)/TARGET.exit-status (make's own is 2). FUZZ_TOOLS is the rule that provides the engine: a tier's fuzz-ci

@@ -24,7 +24,7 @@
 
 /* Opens the tail of a message whose breach the spec leaves ambiguous: "(ambiguous: why)".
  * fuzz-ci reports such a finding at SHOULD (a warn, not a crash), as the suites warn for the
- * same case (harness/dlconform/fuzzci.py, finding_level). */
+ * same case (harness/dlconform/fuzz/ci.py, finding_level). */
 #define DLC_AMBIGUOUS "(ambiguous: "
 
 /* 1 when clause is ignored as a whole (a bare clause in either list). */

@@ -2,7 +2,7 @@
  * exported through __dlpack__ and, when its type offers one, the C exchange API.
  *
  * DLCONFORM_FUZZ_PRODUCER (numpy default, torch, ref) picks the producer. The record's
- * fields become view parameters (dlconform.fuzzproducer.build does the Python side):
+ * fields become view parameters (dlconform.fuzz.producer_views.build does the Python side):
  *   ndim 0..4 ((uint8)ndim % 5), shape[i] = shape % 5, element strides[i] = strides % 9
  *   (negative and zero included), element offset = byte_offset % 64 into a 64-element
  *   base, dtype one of the 13 array-API dtypes (DT-12) chosen from (code, bits), read-only
@@ -42,7 +42,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static PyObject *build_fn;     /* dlconform.fuzzproducer.build */
+static PyObject *build_fn;     /* dlconform.fuzz.producer_views.build */
 static const char *producer;   /* DLCONFORM_FUZZ_PRODUCER */
 static const uint8_t k_dtypes[][2] = {{6, 8}, {0, 8},  {0, 16}, {0, 32}, {0, 64}, {1, 8}, {1, 16},
                                       {1, 32}, {1, 64}, {2, 32}, {2, 64}, {5, 64}, {5, 128}};
@@ -54,7 +54,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (producer == NULL || *producer == '\0') producer = "numpy";
   setenv("DLCONFORM_FUZZ_CONSUMER", producer, 1); /* pyhost imports the library */
   dlc_pyhost_init();
-  PyObject *mod = PyImport_ImportModule("dlconform.fuzzproducer");
+  PyObject *mod = PyImport_ImportModule("dlconform.fuzz.producer_views");
   build_fn = mod ? PyObject_GetAttrString(mod, "build") : NULL;
   Py_XDECREF(mod);
   if (build_fn == NULL) {

@@ -13,7 +13,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "harness"))
 
-from dlconform import fuzzci, fuzzrepro  # noqa: E402
+from dlconform.fuzz import ci as fuzzci, repro as fuzzrepro  # noqa: E402
 
 SEEDS = os.path.join(ROOT, "fuzz", "corpus", "seeds")
 

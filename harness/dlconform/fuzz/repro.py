@@ -60,7 +60,7 @@ def apply_offer(rec):
 def plan(rec):
     """The memory plan of fuzz/layout.c: dict mode ("buffer", "null", "dangling"), pad, size,
     readonly, and the extent from check (dlconform._probe.extent)."""
-    from . import _probe, _ref
+    from .. import _probe, _ref
 
     k = rec["kind"]
     meta = _ref.Forge(dtype=rec["dtype"], shape=rec["shape"], ndim=rec["ndim"], data="null",
@@ -421,10 +421,11 @@ PRODUCER_TEMPLATE = '''\
 # dlconform fuzz reproducer (producer target), record format 2: {name}
 # finding: {finding}
 # run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE
-from dlconform import _probe, fuzzproducer
+from dlconform import _probe
+from dlconform.fuzz import producer_views
 
 # fuzz/target_producer.c's view parameters for this record
-made = fuzzproducer.build({producer!r}, {dtype_index}, {shape!r}, {strides!r}, {offset}, {readonly}, {seed})
+made = producer_views.build({producer!r}, {dtype_index}, {shape!r}, {strides!r}, {offset}, {readonly}, {seed})
 assert made is not None, "the producer cannot express this view (the target skips it)"
 x, expected, itemsize, base, nbytes = made
 print("view:", type(x).__name__, getattr(x, "shape", None))

@@ -14,7 +14,7 @@ Within S seconds of fuzzing (libFuzzer, ASan+UBSan build, no UI) it:
      "CLAUSE: message" with numbers as N, or "SIGNAL in f1 < f2 < f3" from the sanitizer's
      stack (sanitizer, libFuzzer, libc, CPython and harness frames skipped);
   3. minimises each new finding (-minimize_crash=1, bounded per finding and in all), keeping the minimised input
-     only when it still gives the same key, and writes a Python reproducer (fuzzrepro.py);
+     only when it still gives the same key, and writes a Python reproducer (repro.py);
   4. writes OUT/fuzz/T-summary.json and .md and merges one `crash` record per finding into
      OUT/results.json (created when absent; earlier fuzz records of T are replaced).
 Exit status: 1 when a finding's key is not in the known-findings file, else 0; 2 on a usage
@@ -382,7 +382,7 @@ class Fuzz:
             os.unlink(out)
 
     def repro(self, f):
-        from . import fuzzrepro
+        from . import repro
 
         path = f.get("minimized") or f["input"]
         f["repro_file"] = path + ".py"
@@ -394,9 +394,9 @@ class Fuzz:
         finding = "%s: %s" % (f["clause"], f["message"])
         try:
             if self.a.producer:
-                text = fuzzrepro.producer_reproducer(data, self.a.producer, finding, os.path.basename(path))
+                text = repro.producer_reproducer(data, self.a.producer, finding, os.path.basename(path))
             else:
-                text = fuzzrepro.reproducer(data, self.a.consumer or self.a.target, finding, os.path.basename(path))
+                text = repro.reproducer(data, self.a.consumer or self.a.target, finding, os.path.basename(path))
         except Exception as e:  # a reproducer that cannot be written is reported, not fatal
             text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
         with open(f["repro_file"], "w", encoding="utf-8") as fh:
@@ -404,20 +404,15 @@ class Fuzz:
         f["repro"] = text
 
     def report(self):
-        from . import catalogue
+        from .. import catalogue
 
         try:
-            cat = catalogue.Catalogue.load() if hasattr(catalogue.Catalogue, "load") else catalogue.Catalogue()
-        except Exception:
-            cat = None
+            cat = catalogue.load()
+        except catalogue.CatalogueError:  # unreadable: every finding at MUST (Catalogue.level)
+            cat = catalogue.Catalogue()
         records = []
         for f in sorted(self.findings.values(), key=lambda x: x["found_after"]):
-            c = None
-            try:
-                c = cat.get(f["clause"]) if cat is not None else None
-            except Exception:
-                c = None
-            level = finding_level(f["clause"], f["message"], getattr(c, "level", None))
+            level = finding_level(f["clause"], f["message"], cat.level(f["clause"]))
             f["level"] = level
             records.append({
                 "target": self.a.target, "role": "any" if self.a.target == "validator" else
@@ -474,7 +469,7 @@ def render_md(s):
 
 def merge_results(out, target, records):
     """Replaces target's fuzz records in OUT/results.json (creating it when absent)."""
-    from .report import json_report, write_all
+    from ..report import json_report, write_all
 
     path = os.path.join(out, "results.json")
     if os.path.exists(path):
@@ -520,12 +515,7 @@ def parse(argv):
 
 
 def main(argv):
-    cmd, rest = argv[0], argv[1:]
-    if cmd == "fuzz-repro":
-        from . import fuzzrepro
-
-        return fuzzrepro.main(rest)
-    a = parse(rest)
+    a = parse(argv)
     if not os.access(a.bin, os.X_OK):
         print("fuzz-ci: no fuzz binary %s (make fuzz)" % a.bin, file=sys.stderr)
         return 2
