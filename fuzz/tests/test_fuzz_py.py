@@ -1,5 +1,5 @@
 """Tests of the Python side of fuzzing (stdlib only; run by `make fuzz-test`):
-fuzzrepro's record decoder against build/fuzz/dump_record, the dedup-key normalisation,
+repro's record decoder against build/fuzz/dump_record, the dedup-key normalisation,
 crash-log triage, offers, that a reproducer runs without the fuzzer, and fuzz-ci's round loop against
 a stand-in fuzz binary."""
 import json
@@ -13,7 +13,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "harness"))
 
-from dlconform.fuzz import ci as fuzzci, repro as fuzzrepro  # noqa: E402
+from dlconform.fuzz import ci, repro, triage  # noqa: E402
 
 SEEDS = os.path.join(ROOT, "fuzz", "corpus", "seeds")
 
@@ -22,19 +22,19 @@ def test_decode_matches_dump_record():
     dump = os.path.join(ROOT, "build", "fuzz", "dump_record")
     for name in sorted(os.listdir(SEEDS)):
         path = os.path.join(SEEDS, name)
-        rec = fuzzrepro.decode(open(path, "rb").read())
+        rec = repro.decode(open(path, "rb").read())
         out = subprocess.run([dump, path], stdout=subprocess.PIPE, check=True).stdout.decode()
         assert "dtype (%d, %d, %d)" % rec["dtype"] in out, (name, out)
         assert "ndim %d" % rec["ndim"] in out, (name, out)
         assert "byte_offset %d" % rec["byte_offset"] in out, (name, out)
         assert "offer 0x%02x" % rec["offer"] in out, (name, out)
-        capsule = "versioned" if fuzzrepro.apply_offer(rec)["kind"] & 1 else "legacy"
+        capsule = "versioned" if repro.apply_offer(rec)["kind"] & 1 else "legacy"
         assert "capsule " + capsule in out, (name, out)
-    assert fuzzrepro.decode(b"")["ndim"] == 0  # every byte string decodes
+    assert repro.decode(b"")["ndim"] == 0  # every byte string decodes
 
 
 def test_normalize():
-    n = fuzzci.normalize
+    n = triage.normalize
     assert n("accepted NULL data for 12 elements") == "accepted NULL data for N elements"
     assert n("at 0x7ffd12 and -5, data-4") == "at N and N, data-N"
     assert n("size overflows int64") == "size overflows intN"
@@ -45,12 +45,12 @@ def test_normalize():
     for k in ("sizes=[N, N, N] of NaN", "device=(N, N)", "N: [N, N]"):  # keys stay keys
         assert n(k) == n(n(k)), k
     assert n("sizes=[N, N, N] of NaN") == "sizes=[N] of NaN"
-    assert len(fuzzci.oracle_key("EXC", "x" * 500)) == fuzzci.KEY_MAX
+    assert len(triage.oracle_key("EXC", "x" * 500)) == triage.KEY_MAX
 
 
 def test_triage_log():
     oracle = "dlconform-input: LAY-11: a legal export\ndlconform-oracle: OWN-03: deleter ran 2 times\n"
-    t = fuzzci.triage_log(oracle)
+    t = triage.triage_log(oracle)
     assert (t["clause"], t["key"], t["kind"]) == ("OWN-03", "OWN-03: deleter ran N times", "oracle")
     segv = ("dlconform-input: LAY-09: accepted ndim 2 / shape NULL\n"
             "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000\n"
@@ -58,7 +58,7 @@ def test_triage_log():
             "    #1 0x7f in from_dlpack /usr/src/numpy/dlpack.c:300:5\n"
             "    #2 0x7f in _PyObject_Call /usr/src/python/call.c:1:1\n"
             "    #3 0x7f in LLVMFuzzerTestOneInput /work/fuzz/target_consumer.c:1:1\n")
-    t = fuzzci.triage_log(segv)
+    t = triage.triage_log(segv)
     assert t["clause"] == "LAY-09" and t["kind"] == "SIGSEGV", t
     assert t["key"] == "SIGSEGV in PyArray_NewFromDescr_int < from_dlpack", t["key"]
 
@@ -75,7 +75,7 @@ def _run_script(text, env_extra=None):
 
 def test_reproducer_runs():
     seed = os.path.join(SEEDS, "legacy-float32-2x3")
-    rc, out = _run_script(fuzzrepro.reproducer(open(seed, "rb").read(), "ref", "LAY-03: x", "legacy-float32-2x3"))
+    rc, out = _run_script(repro.reproducer(open(seed, "rb").read(), "ref", "LAY-03: x", "legacy-float32-2x3"))
     assert rc == 0 and "accepted:" in out, out
 
 
@@ -85,13 +85,13 @@ def test_reproducer_forges_every_record_ndim():
     rec = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read()[:68])
     rec[2] = 127
     rec += (1).to_bytes(8, "little") * 127 + (0).to_bytes(8, "little") * 127  # shape 1s, strides 0
-    assert fuzzrepro.decode(bytes(rec))["ndim"] == 127
-    rc, out = _run_script(fuzzrepro.reproducer(bytes(rec), "ref", "", "ndim127"))
+    assert repro.decode(bytes(rec))["ndim"] == 127
+    rc, out = _run_script(repro.reproducer(bytes(rec), "ref", "", "ndim127"))
     assert rc == 0 and "refused: BufferError" in out and "done:" in out, out
 
 
 def _run_repro(seed, env_extra=None):
-    return _run_script(fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed),
+    return _run_script(repro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed),
                        env_extra)
 
 
@@ -128,7 +128,7 @@ def test_foreign_device_tuple_refusal_is_no_finding():
     refusing that argument with AssertionError (torch 2.14) is no EXC finding."""
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
     rec[48:52] = (2).to_bytes(4, "little")  # kw dl_device (1, 0) -> (2, 0): REC_OFF_KW_DEV_TYPE
-    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (2, 0)
+    assert repro.decode(bytes(rec))["kw_device"] == (2, 0)
     fd, path = tempfile.mkstemp(prefix="tupledev-")
     os.write(fd, bytes(rec))
     os.close(fd)
@@ -156,7 +156,7 @@ def test_cpu_device_refusal_clause_follows_the_producer():
     (the host is out of reach), DEV-07 when it ignored it and handed out its CUDA export
     (the producer broke DEV-05 first; numpy 2.4's "Unsupported device in DLTensor")."""
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (1, 0) and rec[5] & 0x20  # strict
+    assert repro.decode(bytes(rec))["kw_device"] == (1, 0) and rec[5] & 0x20  # strict
     rc, out = _run_target_on("host_asker", rec)
     assert rc != 0 and "dlconform-oracle: CPY-08: from_dlpack raised RuntimeError: cannot reach" in out, out[-2000:]
     rec[5] &= ~0x20  # DLC_KW_STRICT_PRODUCER off: the producer ignores dl_device
@@ -171,14 +171,14 @@ def test_reproducer_models_strict_producer_and_asserts_dev06():
     device='cpu' without asking for dl_device=(1, 0), and passes on one that asks."""
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
 
-    def repro(consumer, finding):
-        return _run_script(fuzzrepro.reproducer(bytes(rec), consumer, finding, "x"))
+    def run(consumer, finding):
+        return _run_script(repro.reproducer(bytes(rec), consumer, finding, "x"))
 
-    rc, out = repro("host_asker", "CPY-08: x")
+    rc, out = run("host_asker", "CPY-08: x")
     assert rc != 0 and "refused: RuntimeError cannot reach the host" in out and "CPY-08: refused" in out, out
-    rc, out = repro("tuple_device_asserter", "DEV-06: x")
+    rc, out = run("tuple_device_asserter", "DEV-06: x")
     assert rc != 0 and "DEV-06: from_dlpack(device='cpu') refused without asking" in out, out
-    rc, out = repro("host_asker", "DEV-06: x")
+    rc, out = run("host_asker", "DEV-06: x")
     assert rc == 0 and "done:" in out, out
 
 
@@ -191,7 +191,7 @@ def test_reproducer_asserts_cpy07_forwarding():
     rec[64] = 1  # DLC_COPY_FALSE
     got = {}
     for consumer in ("copy_dropper", "host_asker"):
-        text = fuzzrepro.reproducer(bytes(rec), consumer, "CPY-07: x", "x")
+        text = repro.reproducer(bytes(rec), consumer, "CPY-07: x", "x")
         assert "device='cpu', copy=False" in text or "copy=False, device='cpu'" in text, text
         got[consumer] = _run_script(text)
     assert got["copy_dropper"][0] != 0 and "CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
@@ -210,12 +210,12 @@ def test_no_device_kw_for_a_record_too_big_to_copy():
     rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
     rc, out = _run_target_on("device_kw_reporter", rec)
     assert rc != 0 and "dlconform-oracle: DEV-06: from_dlpack(device='cpu') refused" in out, out[-2000:]
-    assert "device='cpu'" in fuzzrepro.reproducer(bytes(rec), "numpy", "", "small")
+    assert "device='cpu'" in repro.reproducer(bytes(rec), "numpy", "", "small")
     rec[68:76] = (1 << 33).to_bytes(8, "little")  # shape (2**33,) of float32: 32 GiB, no buffer
-    assert fuzzrepro.too_big_to_copy(fuzzrepro.plan(fuzzrepro.decode(bytes(rec))))
+    assert repro.too_big_to_copy(repro.plan(repro.decode(bytes(rec))))
     rc, out = _run_target_on("device_kw_reporter", rec)
     assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
-    assert "device=" not in fuzzrepro.reproducer(bytes(rec), "numpy", "", "giant").split("from_dlpack(p")[1][:40]
+    assert "device=" not in repro.reproducer(bytes(rec), "numpy", "", "giant").split("from_dlpack(p")[1][:40]
 
 
 def test_device_class_judged_only_without_byte_offset():
@@ -235,7 +235,7 @@ def test_device_class_judged_only_without_byte_offset():
     assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
     rec = bytearray(legal)  # strides (-1,): not row-major (torch 2.14: "Storage size calculation overflowed")
     rec[76:84] = (-1).to_bytes(8, "little", signed=True)
-    assert fuzzrepro.decode(bytes(rec))["strides"] == (-1,)
+    assert repro.decode(bytes(rec))["strides"] == (-1,)
     rc, out = _run_target_on("offset_refuser", rec, env_extra)
     assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
 
@@ -264,8 +264,8 @@ def test_report_verdicts_follow_clause_level():
     a warn in results.json (as in the suites); a MUST oracle breach, an EXC finding that breaks
     the C API, and any plain crash whatever the clause, are crashes."""
     tmp = tempfile.mkdtemp(prefix="fuzzci-report-")
-    args = fuzzci.parse(["--target", "ref", "--out", tmp])
-    fz = fuzzci.Fuzz(args)
+    args = ci.parse(["--target", "ref", "--out", tmp])
+    fz = ci.Fuzz(args)
     os.makedirs(fz.dir, exist_ok=True)
     fz.rounds = 1
     base = {"new": True, "count": 1, "found_after": 1.0, "input": "x", "evidence": "e", "repro": ""}
@@ -298,12 +298,12 @@ def test_reproducer_passes_the_cpu_device_by_name():
     seed = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read())
     seed[5] |= 0x04
     seed[48:56] = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")
-    text = fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
+    text = repro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
     assert "from_dlpack(p, device='cpu')" in text, text
     rc, out = _run_script(text)
     assert rc == 0 and "accepted:" in out, out
     seed[48:52] = (2).to_bytes(4, "little")
-    assert "from_dlpack(p, device=(2, 0))" in fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
+    assert "from_dlpack(p, device=(2, 0))" in repro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
 
 # A stand-in for a libFuzzer target whose one crashing input breaks oracle A, and once A is set
 # aside (DLCONFORM_FUZZ_IGNORE_FILE), oracle B: libFuzzer names artifacts by the input's hash,
@@ -333,19 +333,19 @@ sys.exit(1)
 
 
 def fake_fuzz_ci(tmp, plain=False):
-    """fuzzci's round loop against FAKE_BIN: (exit status, summary, the final ignore list)."""
+    """ci's round loop against FAKE_BIN: (exit status, summary, the final ignore list)."""
     fake = os.path.join(tmp, "consumer.asan")
     with open(fake, "w") as f:
         f.write(FAKE_BIN % sys.executable)
     os.chmod(fake, 0o755)
     out = os.path.join(tmp, "out")
-    a = fuzzci.parse(["--target", "ref", "--seconds", "60", "--bin", fake, "--out", out, "--known", "",
+    a = ci.parse(["--target", "ref", "--seconds", "60", "--bin", fake, "--out", out, "--known", "",
                       "--corpus", os.path.join(tmp, "corpus"), "--seeds", os.path.join(tmp, "none"),
                       "--dict", "", "--minimize-seconds", "0", "--no-merge"])
     old = os.environ.get("FAKE_PLAIN")
     os.environ["FAKE_PLAIN"] = "1" if plain else ""
     try:
-        rc = fuzzci.Fuzz(a).run()
+        rc = ci.Fuzz(a).run()
     finally:
         os.environ["FAKE_PLAIN"] = old or ""
     summary = json.load(open(os.path.join(out, "fuzz", "ref-summary.json")))
@@ -418,15 +418,15 @@ def test_fuzz_ci_stopped_leaves_no_fuzzer_running():
 def _producer_record(stream=None, dl_device=None, copy=None, readonly=False):
     """A record the producer target turns into float32 [3] (strides 1), read-only when asked,
     exported with __dlpack__(max_version=(1, 3)) plus stream (an int), dl_device and copy when
-    given: fuzz/record.h's layout, as fuzzrepro.decode reads it."""
-    kw = fuzzrepro.KW["max_version"]
-    kw |= (fuzzrepro.KW["stream"] if stream is not None else 0) | (fuzzrepro.KW["dl_device"] if dl_device else 0)
-    kw |= fuzzrepro.KW["copy"] if copy is not None else 0
+    given: fuzz/record.h's layout, as repro.decode reads it."""
+    kw = repro.KW["max_version"]
+    kw |= (repro.KW["stream"] if stream is not None else 0) | (repro.KW["dl_device"] if dl_device else 0)
+    kw |= repro.KW["copy"] if copy is not None else 0
     dev = dl_device or (1, 0)
     head = struct.pack("<BBbBBBHiiIIQQiiiiqBBBB", 2, 0, 1, 2, 32, kw, 1, 1, 0, 1, 3, int(readonly), 0,
                        1, 3, dev[0], dev[1], stream or 0, (None, False, True).index(copy), 1, 7, 0)
     rec = head + struct.pack("<qq", 3, 1)  # stream kind 1 (an int); shape [3], strides [1]
-    d = fuzzrepro.decode(rec)
+    d = repro.decode(rec)
     assert (d["kw"], d["stream"], d["kw_device"], d["flags"]) == (kw, stream or 0, dev, int(readonly))
     return rec
 
@@ -458,15 +458,15 @@ def test_producer_target_stream_oracles():
     assert line is None and rc == 0 and "Executed " in out, out[-2000:]
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=<int>"), out[-2000:]
-    assert fuzzci.finding_level("STR-10", line, "MUST") == "MUST"
+    assert ci.finding_level("STR-10", line, "MUST") == "MUST"
     line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
-    assert fuzzci.finding_level("STR-10", line, "MUST") == "SHOULD"
+    assert ci.finding_level("STR-10", line, "MUST") == "SHOULD"
     cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU device id that is not zero)"
-    assert fuzzci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
+    assert ci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
     assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]
-    assert fuzzci.finding_level("EXC", line, None) == "MUST"
+    assert ci.finding_level("EXC", line, None) == "MUST"
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -484,7 +484,7 @@ def test_producer_target_device_refusal_class():
     line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(2, 0)), "dl_device_valueerror")
     assert line and line.startswith("DEV-05: __dlpack__ refused dl_device=(2, 0) with ValueError, not BufferError: "), \
         out[-2000:]
-    assert fuzzci.finding_level("DEV-05", line, "MUST") == "MUST"
+    assert ci.finding_level("DEV-05", line, "MUST") == "MUST"
     # a CPU pair with another id is a bad argument: any class
     line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(1, 3)), "dl_device_valueerror")
     assert line is None and rc == 0, out[-2000:]
@@ -498,7 +498,7 @@ def test_producer_reproducers_assert_the_target_oracles():
              (_producer_record(copy=True), "copy_unflagged", "FLG-04"),
              (_producer_record(readonly=True), "readonly_unflagged", "FLG-02"))
     for rec, fault, clause in cases:
-        text = fuzzrepro.producer_reproducer(rec, "ref", clause + ": x", "x")
+        text = repro.producer_reproducer(rec, "ref", clause + ": x", "x")
         rc, out = _run_script(text)
         assert rc == 0 and ("done: " in out or "no finding" in out), (clause, rc, out)
         rc, out = _run_script(text, {"DLCONFORM_REF_FAULT": fault})
