@@ -6,6 +6,7 @@
 #include "exchange.h"
 #include "oracle.h"
 #include "pyhost.h"
+#include "py_refcount_calls.h" /* last: it redefines the refcount macros */
 
 static int cpu_device_kw(const dlc_record *r) {
   return (r->kw & DLC_KW_DL_DEVICE) && r->kw_dev_type == kDLCPU && r->kw_dev_id == 0;

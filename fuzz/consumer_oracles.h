@@ -27,19 +27,6 @@
 #include "producer.h"
 #include "record.h"
 
-/* The consumer target's instrumented files (target_consumer.c, consumer_oracles.c) count
- * references through CPython's exported functions: the inline macros would add coverage
- * edges (a branch per release) that say nothing about the consumer, and every edge hit
- * costs libFuzzer work per input. */
-#undef Py_DECREF
-#undef Py_XDECREF
-#undef Py_INCREF
-#undef Py_XINCREF
-#define Py_DECREF(op) Py_DecRef(_PyObject_CAST(op))
-#define Py_XDECREF(op) Py_DecRef(_PyObject_CAST(op))
-#define Py_INCREF(op) Py_IncRef(_PyObject_CAST(op))
-#define Py_XINCREF(op) Py_IncRef(_PyObject_CAST(op))
-
 /* copy: the DLC_COPY_* value actually passed to from_dlpack, or -1 when none was. */
 
 /* After from_dlpack returned; refused: it returned NULL (the exception is still set and is

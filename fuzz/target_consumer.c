@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "py_refcount_calls.h" /* last: it redefines the refcount macros */
+
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
