@@ -88,30 +88,28 @@ static PyObject *build_view(const dlc_record *r) {
   return res;
 }
 
+/* kw[name] = v, stealing v (NULL: nothing is set; the keyword is then absent). */
+static void put_new(PyObject *kw, const char *name, PyObject *v) {
+  if (v) PyDict_SetItemString(kw, name, v);
+  Py_XDECREF(v);
+}
+
 static PyObject *build_kwargs(const dlc_record *r) {
   PyObject *kw = PyDict_New();
   if (kw == NULL) return NULL;
-  if (r->kw & DLC_KW_MAX_VERSION) {
-    PyObject *v = Py_BuildValue("(ii)", r->kw_max_major, r->kw_max_minor);
-    if (v) PyDict_SetItemString(kw, "max_version", v);
-    Py_XDECREF(v);
-  }
+  if (r->kw & DLC_KW_MAX_VERSION)
+    put_new(kw, "max_version", Py_BuildValue("(ii)", r->kw_max_major, r->kw_max_minor));
   if (r->kw & DLC_KW_COPY) {
     int c = r->kw_copy % 3;
     PyDict_SetItemString(kw, "copy", c == DLC_COPY_NONE ? Py_None : c == DLC_COPY_TRUE ? Py_True : Py_False);
   }
-  if (r->kw & DLC_KW_DL_DEVICE) {
-    PyObject *v = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
-    if (v) PyDict_SetItemString(kw, "dl_device", v);
-    Py_XDECREF(v);
-  }
+  if (r->kw & DLC_KW_DL_DEVICE)
+    put_new(kw, "dl_device", Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id));
   if (r->kw & DLC_KW_STREAM) {
     int k = r->kw_stream_kind % 3;
-    PyObject *v = k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
-                  : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
-                                        : PyUnicode_FromString("stream");
-    if (v) PyDict_SetItemString(kw, "stream", v);
-    Py_XDECREF(v);
+    put_new(kw, "stream", k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
+                          : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
+                                                : PyUnicode_FromString("stream"));
   }
   return kw;
 }
