@@ -33,8 +33,12 @@ int dlc_oracle_ignored(const char *clause);
 /* Copies in to out (capacity cap, NUL-terminated) with numbers replaced by N. */
 void dlc_oracle_normalize(const char *in, char *out, size_t cap);
 
+/* 1 when DLCONFORM_FUZZ_KEEP_GOING is set: dlc_oracle_fail then reports every breach and
+ * returns, so a replay of many inputs in one process gives each input's first breach. */
+int dlc_oracle_keeps_going(void);
+
 /* Reports a breach of clause and aborts, unless clause or its key is ignored (then it
- * returns). */
+ * returns), or dlc_oracle_keeps_going (then it reports and returns). */
 void dlc_oracle_fail(const char *clause, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

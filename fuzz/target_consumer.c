@@ -218,8 +218,9 @@ static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *hav
 }
 
 /* LAY-03, LAY-05, SEM-01 on a buffer-protocol view that aliases the export. */
-static void check_view(const dlc_forged *f, const Py_buffer *v) {
-  const DLTensor *t = &f->mem.t;
+static void check_view(const dlc_record *r, const dlc_forged *f, const Py_buffer *v) {
+  DLTensor exported = dlc_forged_tensor(f, r);
+  const DLTensor *t = &exported;
   const dlc_extent *e = &f->mem.plan.ext;
   const uint8_t *lo = (const uint8_t *)f->base, *hi = lo + f->mem.plan.size;
   if (v->ndim != t->ndim || (Py_ssize_t)e->itemsize != v->itemsize) {
@@ -297,7 +298,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
       dlc_oracle_fail("LAY-03", "result starts at data%+lld, export at data+%llu",
                       (long long)(addr - (const uint8_t *)f->mem.t.data),
                       (unsigned long long)f->mem.t.byte_offset);
-    if (have_view) check_view(f, &view);
+    if (have_view) check_view(r, f, &view);
   }
   dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr, view_only);
   if (have_view) PyBuffer_Release(&view);
