@@ -15,7 +15,8 @@
 #                             to the file name's prefix before the first '-')
 #   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
 #   make fuzz-test            C unit test of the record codec and mutator, Python-side tests
-#                             (with the consumer target: the XAPI-15 oracle must fire)
+#                             (with the targets: the XAPI-15 oracle must fire, and the
+#                             Python reproducers agree with the targets' oracles)
 #   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
 #   make sanitize             fuzz/sanitize.mk
 #   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
@@ -138,6 +139,7 @@ fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump
 	$(FUZZ_DIR)/test_record
 	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py
+	$(PYTHON) fuzz/tests/test_oracle_agreement.py
 
 $(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC)
