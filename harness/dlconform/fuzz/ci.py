@@ -270,11 +270,9 @@ class Fuzz:
         with open(path, "rb") as fh:
             data = fh.read()
         finding = "%s: %s" % (f["clause"], f["message"])
+        target = "producer-" + self.a.producer if self.a.producer else self.a.consumer or self.a.target
         try:
-            if self.a.producer:
-                text = repro.producer_reproducer(data, self.a.producer, finding, os.path.basename(path))
-            else:
-                text = repro.reproducer(data, self.a.consumer or self.a.target, finding, os.path.basename(path))
+            text = repro.script(data, target, finding, os.path.basename(path))
         except Exception as e:  # a reproducer that cannot be written is reported, not fatal
             text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
         with open(f["repro_file"], "w", encoding="utf-8") as fh:
