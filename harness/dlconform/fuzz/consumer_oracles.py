@@ -15,31 +15,10 @@ Where the Python twin cannot see what the C target sees (exchange.py lists the r
 import ctypes as C
 import gc
 import operator
-import os
 
 from . import exchange as X
 from . import record as R
-
-MUST_REFUSE = ("CAP-04", "VER-08", "LAY-09", "LAY-10", "DT-10", "VER-09", "LAY-01")
-# DT-12: the array-API dtypes every consumer must import, as (code, bits), lanes 1
-ARRAY_API_DTYPES = {(6, 8), (0, 8), (0, 16), (0, 32), (0, 64), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32),
-                    (2, 64), (5, 64), (5, 128)}
-ALLOWED = (BufferError, TypeError, ValueError, MemoryError)  # pyhost.c: a refusal's classes
-
-
-def allowed_exceptions():
-    """pyhost.c's list: the four, plus the builtin names of DLCONFORM_FUZZ_ALLOW_EXC."""
-    import builtins
-
-    extra = [n for n in os.environ.get("DLCONFORM_FUZZ_ALLOW_EXC", "").split(",") if n]
-    return ALLOWED + tuple(getattr(builtins, n) for n in extra)
-
-
-class Breaches(list):
-    """dlc_oracle_fail that goes on: every breach, in order."""
-
-    def fail(self, clause, msg):
-        self.append((clause, msg))
+from .breaches import Breaches, allowed_exceptions, conclude, say
 
 
 # ---- the export (target_consumer.c) ------------------------------------------------------
@@ -48,7 +27,6 @@ def refusal_clause(rec, p):
     """(clause, message) a consumer breaks by accepting this export, or None."""
     from .. import _probe
 
-    code, bits, lanes = rec["dtype"]
     if rec["kind"] & R.KIND["used"]:
         return "CAP-04", "accepted a capsule already named used_*"
     if R.versioned(rec) and rec["version"][0] != 1:
@@ -74,7 +52,7 @@ def refusal_clause(rec, p):
 
 def array_api_dtype(rec):
     code, bits, lanes = rec["dtype"]
-    return lanes == 1 and (code, bits) in ARRAY_API_DTYPES
+    return lanes == 1 and (code, bits) in R.ARRAY_API_DTYPES
 
 
 def small_span(rec, p):
@@ -352,7 +330,7 @@ def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_o
     copied_flag = R.versioned(rec) and rec["flags"] & R.IS_COPIED
     if copy == R.COPY_TRUE and aliases and not zero_size and not copied_flag:
         b.fail("CPY-06", "from_dlpack(copy=True) returned a view of the producer's memory")
-    code, bits, lanes = rec["dtype"]
+    _code, bits, lanes = rec["dtype"]
     if (copy != R.COPY_TRUE and addr is not None and not aliases and p["mode"] == "buffer" and not zero_size
             and rec["device"] == (R.CPU, 0) and lanes == 1 and bits % 8 == 0 and not rec["kw"] & R.KW["dl_device"]):
         b.fail("SEM-01", "the result copies a CPU export it could view (copy not requested)")
@@ -461,18 +439,7 @@ def judge(data, from_dlpack, say=None):
 
 
 def reproduce(data, from_dlpack, finding=""):
-    """The reproducer's body: judge one input with its steps printed; AssertionError for the
-    finding's clause when it shows, else for the first breach; "done" when none shows."""
-    def say(line):
-        print(line, flush=True)
-
+    """The reproducer's body: judge one input with its steps printed, then conclude."""
     rec = R.apply_offer(R.decode(data))
     say("dlconform-input: " + triage_line(rec, R.plan(rec)))
-    breaches = judge(data, from_dlpack, say)
-    for clause, msg in breaches:
-        say("breach: %s: %s" % (clause, msg))
-    clause = finding.split(":", 1)[0].strip()
-    hit = [bc for bc in breaches if bc[0] == clause] or breaches
-    if hit:
-        raise AssertionError("%s: %s" % hit[0])
-    say("done: no oracle breached%s" % (" (the finding was %s)" % clause if clause else ""))
+    conclude(judge(data, from_dlpack, say), finding)

@@ -311,12 +311,20 @@ def _exported(obj):
     return cap, _py.PyCapsule_GetPointer(cap, b"dltensor_versioned")
 
 
+def _judged_export(role, fn, obj, out):
+    """XAPI.judge of a call of fn, then obj's export (_exported), or None: a failure the C
+    function would raise, counted as silent."""
+    XAPI.judge(role, fn)
+    found = _exported(obj) if out else None
+    if found is None:
+        XAPI.silent_failures += 1
+    return found
+
+
 def _functions(role, null_dltensor=False):
     def from_py(obj, out):
-        XAPI.judge(role, "managed_tensor_from_py_object_no_sync")
-        found = _exported(obj) if out else None
+        found = _judged_export(role, "managed_tensor_from_py_object_no_sync", obj, out)
         if found is None:
-            XAPI.silent_failures += 1
             return -1
         _py.PyCapsule_SetName(found[0], USED_NAME)  # the caller is the one owner now
         XAPI.handouts += 1
@@ -324,10 +332,8 @@ def _functions(role, null_dltensor=False):
         return 0
 
     def dltensor(obj, out):
-        XAPI.judge(role, "dltensor_from_py_object_no_sync")
-        found = _exported(obj) if out else None
+        found = _judged_export(role, "dltensor_from_py_object_no_sync", obj, out)
         if found is None:
-            XAPI.silent_failures += 1
             return -1
         C.memmove(out, found[1] + 32, 48)  # dl_tensor: 48 bytes at offset 32, not owned
         XAPI.views += 1

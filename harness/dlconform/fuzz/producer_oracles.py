@@ -12,11 +12,8 @@ dlconform._probe (check, extent, read_elements), the same C the target links.
 import ctypes as C
 
 from . import record as R
-from .consumer_oracles import Breaches, allowed_exceptions
+from .breaches import Breaches, allowed_exceptions, conclude, say
 
-# DT-12's dtypes as (code, bits), in producer_views.DTYPES order
-DTYPE_KEYS = ((6, 8), (0, 8), (0, 16), (0, 32), (0, 64), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32), (2, 64),
-              (5, 64), (5, 128))
 BASE_ELEMENTS = 64
 # DLDeviceType values of DLPack 1.3 other than kDLCPU (dlc_is_known_device)
 NON_CPU_DEVICES = {2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
@@ -40,7 +37,8 @@ def _c_mod(a, m):
 def view_parameters(rec):
     """build_view's arguments: (dtype index, shape, strides, element offset, readonly, seed)."""
     code, bits, _ = rec["dtype"]
-    idx = DTYPE_KEYS.index((code, bits)) if (code, bits) in DTYPE_KEYS else (code + bits) % 13
+    keys = R.ARRAY_API_DTYPES  # in producer_views.DTYPES order
+    idx = keys.index((code, bits)) if (code, bits) in keys else (code + bits) % 13
     nd = (rec["ndim"] & 0xFF) % 5
     dims = max(rec["ndim"], 0)
     shape = tuple((rec["shape"][i] if i < dims else 0) % (1 << 64) % 5 for i in range(nd))
@@ -216,11 +214,10 @@ def export_xapi(b, rec, view, expected, base, nbytes, say):
     handle.release()
 
 
-def judge(data, producer, say=None):
-    """Every breach of one input, in the C target's order."""
+def judge(data, producer, say=lambda line: None):
+    """Every breach of one input, in the C target's order. say: prints the steps."""
     from .producer_views import build
 
-    say = say or (lambda line: None)
     rec = R.decode(data)
     b = Breaches()
     params = view_parameters(rec)
@@ -241,15 +238,5 @@ def judge(data, producer, say=None):
 
 
 def reproduce(data, producer, finding=""):
-    """The reproducer's body, as consumer_oracles.reproduce."""
-    def say(line):
-        print(line, flush=True)
-
-    breaches = judge(data, producer, say)
-    for clause, msg in breaches:
-        say("breach: %s: %s" % (clause, msg))
-    clause = finding.split(":", 1)[0].strip()
-    hit = [bc for bc in breaches if bc[0] == clause] or breaches
-    if hit:
-        raise AssertionError("%s: %s" % hit[0])
-    say("done: no oracle breached%s" % (" (the finding was %s)" % clause if clause else ""))
+    """The reproducer's body: judge one input with its steps printed, then conclude."""
+    conclude(judge(data, producer, say), finding)

@@ -21,6 +21,10 @@ OFFER_KIND, OFFER_MAJOR0 = 0x07, 0x08
 COPY_ABSENT, COPY_NONE, COPY_FALSE, COPY_TRUE = -1, 0, 1, 2
 COPY_VALUES = (None, False, True)
 READ_ONLY, IS_COPIED = 1, 2  # DLPACK_FLAG_BITMASK_*
+# DT-12: the array-API dtypes every consumer must import, as (code, bits) with lanes 1, in
+# the order of target_producer.c's k_dtypes and producer_views.DTYPES
+ARRAY_API_DTYPES = ((6, 8), (0, 8), (0, 16), (0, 32), (0, 64), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32),
+                    (2, 64), (5, 64), (5, 128))
 CPU, CUDA, ROCM = 1, 2, 10  # kDLCPU, kDLCUDA, kDLROCM
 
 

@@ -1,4 +1,4 @@
-"""A Python reproducer of one fuzz input (fuzz/README.md, "CI mode").
+"""A Python reproducer of one fuzz input (fuzz/README.md, "Reproducers").
 
 `python3 -m dlconform fuzz-repro FILE [--target numpy] [--finding "CLAUSE: message"]` prints a
 script that replays the input without the fuzzer.
