@@ -187,7 +187,7 @@ fuzz-replay:
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$$t DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
-	  $$b $(FILE); rc=$$?; \
+	  $$b -artifact_prefix=$(FUZZ_DIR)/replay- $(FILE); rc=$$?; \
 	if [ "$$t" != validator ]; then echo "fuzz-replay: Python reproducer: PYTHONPATH=harness $(PYTHON) -m dlconform fuzz-repro --target $$t $(FILE)"; fi; exit $$rc
 include fuzz/sanitize.mk
 

@@ -129,8 +129,9 @@ def test_xapi11_reproducer_dies_in_flight():
 
 def _run_target(consumer, seed):
     env = V.env(consumer, ASAN_OPTIONS="detect_leaks=0", DLCONFORM_FUZZ_STATS="1")
-    p = subprocess.run([V.binary(consumer), os.path.join(SEEDS, seed)], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
+    with tempfile.TemporaryDirectory(prefix="target-") as tmp:  # where a crash's artifact goes
+        p = subprocess.run([V.binary(consumer), "-artifact_prefix=%s/" % tmp, os.path.join(SEEDS, seed)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return p.returncode, p.stdout.decode(errors="replace")
 
 
