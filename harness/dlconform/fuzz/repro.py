@@ -51,7 +51,7 @@ def describe(rec, p):
 TEMPLATE = '''\
 # dlconform fuzz reproducer (consumer target), record format 2: {name}
 # finding: {finding}
-# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref built: make build)
+# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref and _probe built: make build)
 #
 {description}
 {consumer_import}
