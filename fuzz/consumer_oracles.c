@@ -6,6 +6,7 @@
 #include "exchange.h"
 #include "oracle.h"
 #include "pyhost.h"
+#include "py_refcount_calls.h" /* last: it redefines the refcount macros */
 
 static int cpu_device_kw(const dlc_record *r) {
   return (r->kw & DLC_KW_DL_DEVICE) && r->kw_dev_type == kDLCPU && r->kw_dev_id == 0;
@@ -145,8 +146,9 @@ static PyObject *element_strides(PyObject *result) {
 }
 
 /* LAY-11: a zero-copy result without the buffer protocol keeps the export's strides. */
-static void check_strides(const dlc_forged *f, PyObject *result) {
-  const DLTensor *t = &f->mem.t;
+static void check_strides(const dlc_record *r, const dlc_forged *f, PyObject *result) {
+  DLTensor exported = dlc_forged_tensor(f, r);
+  const DLTensor *t = &exported;
   int64_t rm[DLC_REC_MAX_NDIM];
   if (t->strides == NULL && dlc_row_major_strides(t->ndim, t->shape, rm) != 0) return;
   const int64_t *want = t->strides ? t->strides : rm;
@@ -181,5 +183,5 @@ void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, 
       r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
     dlc_oracle_fail("SEM-01", "the result copies a CPU export it could view (copy not requested)");
   if (aliases && p->readonly && !view_only) check_readonly(result, view);
-  if (aliases && view == NULL && !p->ext.zero_size) check_strides(f, result);
+  if (aliases && view == NULL && !p->ext.zero_size) check_strides(r, f, result);
 }

@@ -1,44 +1,36 @@
 /* consumer_oracles: the consumer target's oracles on how the consumer called the producer,
- * on the class of its refusal, and on an accepted result beyond its layout. Each breach goes
- * through dlc_oracle_fail (oracle.h). Clauses:
- *   calls    STR-08, STR-09, STR-10, STR-12, STR-14 (the producer's stream log, producer.h);
- *            VER-06 an old producer's TypeError was not followed by a retry without the new
- *            keywords; DEV-06 from_dlpack(device='cpu') refused a non-CPU producer without
- *            asking it for dl_device=(1, 0); CPY-07 from_dlpack(device='cpu', copy=False)
- *            forwarded a copy other than False to a non-CPU producer.
- *   refusal  a non-CPU export refused with a class other than BufferError: DEV-07 (SHOULD),
- *            or CPY-08 when device= was passed (ValueError also allowed with copy=False,
- *            CPY-07); a TypeError naming a keyword is the consumer lacking that keyword and
- *            passes. Any other refusal: EXC for a class outside BufferError, TypeError,
- *            ValueError, MemoryError and DLCONFORM_FUZZ_ALLOW_EXC (no clause names the class
- *            of a consumer's refusal of a CPU export: DESIGN.md, Oracles, calls SystemError
- *            and aborts findings); EXC also for NULL without an exception.
- *   result   API-05 a result of a (1, 0) export without device= reports another device;
- *            SEM-01 a result that does not alias a CPU export it could view (byte-sized
- *            scalar dtype, copy not requested); CPY-06 copy=True returned a view of memory the
- *            producer did not flag IS_COPIED; FLG-03 a zero-copy result of a READ_ONLY export
- *            is writable though its type can say read-only; LAY-11 a zero-copy result
- *            without the buffer protocol reports element strides (`strides` attribute or
- *            `stride()`) other than the export's. */
+ * on the class of its refusal, and on an accepted result beyond its layout. Each breach
+ * goes through dlc_oracle_fail (oracle.h). The rules, and why they hold: fuzz/README.md
+ * ("Oracles", "Why these oracles").
+ *
+ * Calls (the producer's log, producer.h):
+ *   - STR-08, STR-09, STR-10, STR-12, STR-14: the stream passed to the producer;
+ *   - VER-06: an old producer's TypeError was not followed by a retry without the new
+ *     keywords;
+ *   - DEV-06: from_dlpack(device='cpu') refused a non-CPU producer without asking it for
+ *     dl_device=(1, 0);
+ *   - CPY-07: from_dlpack(device='cpu', copy=False) forwarded a copy other than False.
+ * Refusal class:
+ *   - DEV-07 (SHOULD), or CPY-08 when device= was passed: a non-CPU export refused with a
+ *     class other than BufferError. Exceptions: ValueError with copy=False (CPY-07), and a
+ *     TypeError naming a keyword (the consumer lacks it).
+ *   - EXC: any other refusal with a class outside BufferError, TypeError, ValueError,
+ *     MemoryError and DLCONFORM_FUZZ_ALLOW_EXC; also NULL without an exception.
+ * Result:
+ *   - API-05: a result of a (1, 0) export, imported without device=, reports another device;
+ *   - SEM-01: a result that does not alias a CPU export it could view (byte-sized scalar
+ *     dtype, copy not requested);
+ *   - CPY-06: copy=True returned a view of memory the producer did not flag IS_COPIED;
+ *   - FLG-03: a zero-copy result of a READ_ONLY export is writable, though its type can
+ *     say read-only;
+ *   - LAY-11: a zero-copy result without the buffer protocol reports element strides
+ *     (`strides` attribute or `stride()`) other than the export's. */
 #ifndef DLCONFORM_FUZZ_CONSUMER_ORACLES_H
 #define DLCONFORM_FUZZ_CONSUMER_ORACLES_H
 
 #include "forge.h"
 #include "producer.h"
 #include "record.h"
-
-/* The consumer target's instrumented files (target_consumer.c, consumer_oracles.c) count
- * references through CPython's exported functions: the inline macros would add coverage
- * edges (a branch per release) that say nothing about the consumer, and every edge hit
- * costs libFuzzer work per input. */
-#undef Py_DECREF
-#undef Py_XDECREF
-#undef Py_INCREF
-#undef Py_XINCREF
-#define Py_DECREF(op) Py_DecRef(_PyObject_CAST(op))
-#define Py_XDECREF(op) Py_DecRef(_PyObject_CAST(op))
-#define Py_INCREF(op) Py_IncRef(_PyObject_CAST(op))
-#define Py_XINCREF(op) Py_IncRef(_PyObject_CAST(op))
 
 /* copy: the DLC_COPY_* value actually passed to from_dlpack, or -1 when none was. */
 

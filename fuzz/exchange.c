@@ -82,7 +82,8 @@ void dlc_refusal_fail(const char *clause, PyObject *type, PyObject *text) {
   if (msg == NULL) PyErr_Clear();
   dlc_oracle_fail(clause, "from_dlpack raised %s: %s", ((PyTypeObject *)type)->tp_name,
                   msg ? msg : "?");
-  dlc_set_aside_add(clause, type, text); /* dlc_oracle_fail returned: set aside */
+  /* dlc_oracle_fail returned: set aside, unless it reports every breach and goes on */
+  if (!dlc_oracle_keeps_going()) dlc_set_aside_add(clause, type, text);
 }
 
 /* from_dlpack(producer[, copy=][, device=]) as a vectorcall. Helpers here are named dlc_*:

@@ -12,12 +12,15 @@
 #include "producer.h"
 #include "record.h"
 
-/* One exchange: a capsule over f, a producer for it (producer.h: r's device; old or strict
- * when r's kw bits ask; of r's offer type, xapi_offer.h, with the tables' log reset), then the consumer's from_dlpack(producer[, copy=][, device=r's kw
- * device]) (copy: DLC_COPY_* or -1 for none) as a vectorcall, with no argument tuple or
- * keyword dict per input. *result: the result, or NULL with the exception set (a refusal);
- * *log: the producer's call log. The producer is gone on return. Returns 0, or -1 (nothing
- * called, no exception set) when the capsule or producer could not be made. */
+/* One exchange:
+ *   - a capsule over f;
+ *   - a producer for it (producer.h): on r's device, old or strict when r's kw bits ask, of
+ *     r's offer type (xapi_offer.h), with the tables' log reset;
+ *   - the consumer's from_dlpack(producer[, copy=][, device=r's kw device]) as a vectorcall,
+ *     with no argument tuple or keyword dict per input. copy: DLC_COPY_*, or -1 for none.
+ * *result: the result, or NULL with the exception set (a refusal). *log: the producer's call
+ * log. The producer is gone on return. Returns 0, or -1 when the capsule or producer could
+ * not be made (nothing called, no exception set). */
 int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result,
                  dlc_producer_log *log);
 

@@ -90,6 +90,13 @@ PyObject *dlc_forged_capsule(dlc_forged *f) {
   return PyCapsule_New(&f->legacy, f->used ? kUsedLegacyName : kLegacyName, capsule_destructor);
 }
 
+DLTensor dlc_forged_tensor(const dlc_forged *f, const dlc_record *r) {
+  DLTensor t = f->mem.t;
+  if (t.shape != NULL) t.shape = (int64_t *)r->shape;
+  if (t.strides != NULL) t.strides = (int64_t *)r->strides;
+  return t;
+}
+
 int dlc_forged_has_deleter(const dlc_forged *f) {
   return f->versioned ? f->ver.deleter != NULL : f->legacy.deleter != NULL;
 }

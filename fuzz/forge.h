@@ -43,6 +43,11 @@ dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan);
  * prefix when the record asks for an already consumed capsule). */
 PyObject *dlc_forged_capsule(dlc_forged *f);
 
+/* The exported DLTensor with shape and strides read from r, the record f was made from. The
+ * first deleter call frees f's own arrays; r's live as long as the caller's record, so an
+ * oracle that goes on after an early deleter call (a breach set aside) still reads them. */
+DLTensor dlc_forged_tensor(const dlc_forged *f, const dlc_record *r);
+
 /* 1 when the exported struct has a deleter (the record did not ask for NULL, OWN-01). */
 int dlc_forged_has_deleter(const dlc_forged *f);
 

@@ -4,7 +4,7 @@
 #   make fuzz                 install clang-14/libclang-rt-14-dev/afl++ when missing (root),
 #                             then build every target with every engine installed
 #   make fuzz-ci TARGET=validator|numpy|torch|ref|<module>|producer-NAME FUZZ_SECONDS=60
-#                             CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage,
+#                             CI mode (harness/dlconform/fuzz/ci.py): bounded rounds, triage,
 #                             minimised crashes, Python reproducers, dedup against
 #                             fuzz/known/TARGET.txt, summary and results.json; exit 1 when new
 #   make fuzz-ci TIER=sid TARGET=numpy FUZZ_SECONDS=600
@@ -15,7 +15,8 @@
 #                             to the file name's prefix before the first '-')
 #   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
 #   make fuzz-test            C unit test of the record codec and mutator, Python-side tests
-#                             (with the consumer target: the XAPI-15 oracle must fire)
+#                             (with the targets: the XAPI-15 oracle must fire, and the
+#                             Python reproducers agree with the targets' oracles)
 #   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
 #   make sanitize             fuzz/sanitize.mk
 #   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
@@ -138,6 +139,7 @@ fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump
 	$(FUZZ_DIR)/test_record
 	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py
+	$(PYTHON) fuzz/tests/test_oracle_agreement.py
 
 $(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC)
@@ -155,7 +157,7 @@ fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1 DLCONFORM_FUZZ_CONSUMER=$(1)
 FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
 
-# CI mode (harness/dlconform/fuzzci.py): bounded rounds, triage, minimisation, Python
+# CI mode (harness/dlconform/fuzz/ci.py): bounded rounds, triage, minimisation, Python
 # reproducers, dedup against FUZZ_KNOWN (default fuzz/known/TARGET.txt; empty: none), summary
 # in $(FUZZ_OUT)/TARGET-summary.*, `crash` records merged into $(OUT)/results.json. fuzz-ci's
 # exit status (1 only for a new finding) goes to $(FUZZ_OUT)/TARGET.exit-status (make's own is 2). FUZZ_TOOLS is the rule that provides the engine: a tier's fuzz-ci
@@ -185,7 +187,7 @@ fuzz-replay:
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$$t DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
-	  $$b $(FILE); rc=$$?; \
+	  $$b -artifact_prefix=$(FUZZ_DIR)/replay- $(FILE); rc=$$?; \
 	if [ "$$t" != validator ]; then echo "fuzz-replay: Python reproducer: PYTHONPATH=harness $(PYTHON) -m dlconform fuzz-repro --target $$t $(FILE)"; fi; exit $$rc
 include fuzz/sanitize.mk
 

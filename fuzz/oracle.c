@@ -17,6 +17,7 @@ static const char *ignored[MAX_IGNORED]; /* bare clauses: DLCONFORM_FUZZ_IGNORE 
 static int n_ignored = -1;               /* -1: not parsed yet */
 static char keys[MAX_KEYS][KEY_MAX];     /* "CLAUSE: normalised message" lines of the file */
 static int n_keys;
+static int keep_going; /* DLCONFORM_FUZZ_KEEP_GOING: report each breach, abort on none */
 
 static void add_clause(const char *tok) {
   if (*tok && n_ignored < MAX_IGNORED) ignored[n_ignored++] = tok;
@@ -46,6 +47,7 @@ static void parse_file(const char *path) {
 
 static void parse_ignored(void) {
   n_ignored = 0;
+  keep_going = getenv("DLCONFORM_FUZZ_KEEP_GOING") != NULL;
   const char *env = getenv("DLCONFORM_FUZZ_IGNORE");
   if (env != NULL) {
     snprintf(ignore_buf, sizeof ignore_buf, "%s", env);
@@ -55,6 +57,11 @@ static void parse_ignored(void) {
   }
   const char *file = getenv("DLCONFORM_FUZZ_IGNORE_FILE");
   if (file != NULL && *file) parse_file(file);
+}
+
+int dlc_oracle_keeps_going(void) {
+  if (n_ignored < 0) parse_ignored();
+  return keep_going;
 }
 
 /* String equality without strcmp: libFuzzer intercepts strcmp process-wide and records
@@ -151,5 +158,5 @@ void dlc_oracle_fail(const char *clause, const char *fmt, ...) {
   if (key_ignored(clause, msg)) return;
   fprintf(stderr, "dlconform-oracle: %s: %s\n", clause, msg);
   fflush(stderr);
-  abort();
+  if (!keep_going) abort();
 }

@@ -1,44 +1,43 @@
 /* target_consumer: a forged capsule goes to a consumer's from_dlpack (embedded CPython).
  *
  * Per input: decode the record, forge a capsule over memory sized by check (forge.h), wrap
- * it in a producer object (producer.h), call from_dlpack(producer[, copy=][, device=])
- * (exchange.h: that plumbing lives outside this instrumented file), then apply the oracles.
- * Each breach prints "dlconform-oracle: CLAUSE: message" and aborts:
- *   EXC     the call failed with an exception class the spec does not name for refusals
- *           (SystemError, which also covers "returned NULL without setting an exception",
- *           RuntimeError, AssertionError ...). DLCONFORM_FUZZ_ALLOW_EXC adds classes.
- *   OWN-03  the deleter ran while a zero-copy result is alive, ran more than once, ran with a
- *           foreign pointer, or had not run once the result (or the refusal) was dropped.
- *   CAP-03  the capsule died unconsumed (destructor called the deleter) while the zero-copy
- *           result is alive: the consumer kept the memory without taking ownership.
- *   LAY-09 / LAY-10 / VER-09 / VER-08 / LAY-01
- *           the consumer accepted what it must refuse: an invalid extent, an overflowing
- *           one, a dtype or device type unknown to DLPack 1.3, a major version other than 1,
- *           NULL data for a non-empty tensor.
- *   LAY-03 / LAY-05 / SEM-01
- *           a zero-copy result (buffer protocol, or data_ptr()) starts elsewhere than
- *           data + byte_offset, has byte strides other than strides * itemsize, a different
- *           shape, or an element outside the exported buffer.
- *   STR-10  the consumer passed a stream other than None for a CPU export.
- *   more    keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
- *           CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h.
- *           Kind bit 4 of kw makes the producer an old one (VER-06).
- *   XAPI-04 / XAPI-06 / XAPI-11
- *           record byte 67 offers a C exchange API table (xapi_offer.h): the consumer used
- *           a table offered on the instance only, or one of a foreign header major, or
- *           called its NULL dltensor_from_py_object_no_sync (xapi_guard.h). An offered
- *           export is versioned (dlc_rec_apply_offer).
- *   XAPI-15 a zero-copy result kept from dltensor_from_py_object_no_sync (a view valid only
- *           until control returns) outlives the producer's tensor.
- * With DLCONFORM_FUZZ_TRIAGE set, each input first prints "dlconform-input: CLAUSE: why",
- * the clause a plain crash on it breaks: its must-refuse clause, DEV-07 for another
- * device, else LAY-11 (a legal export: import it, copy or raise). fuzz-ci uses it. The
- * mapping of EXC to a clause is documented in fuzz/README.md (Oracles).
+ * it in a producer object (producer.h), and call from_dlpack(producer[, copy=][, device=]).
+ * That plumbing lives in exchange.h, outside this instrumented file. Then the oracles run;
+ * each breach prints "dlconform-oracle: CLAUSE: message" and aborts. Why each holds:
+ * fuzz/README.md ("Oracles", "Why these oracles").
+ *   - EXC: the call failed with an exception class the spec does not name for refusals
+ *     (SystemError, which also covers "returned NULL without setting an exception",
+ *     RuntimeError, AssertionError ...). DLCONFORM_FUZZ_ALLOW_EXC adds classes.
+ *   - OWN-03: the deleter ran while a zero-copy result is alive, ran more than once, ran
+ *     with a foreign pointer, or had not run once the result (or the refusal) was dropped.
+ *   - CAP-03: the capsule died unconsumed (its destructor called the deleter) while the
+ *     zero-copy result is alive: the consumer kept the memory without taking ownership.
+ *   - LAY-09 / LAY-10 / VER-09 / VER-08 / LAY-01: the consumer accepted what it must refuse:
+ *     an invalid extent, an overflowing one, a dtype or device type unknown to DLPack 1.3, a
+ *     major version other than 1, NULL data for a non-empty tensor.
+ *   - LAY-03 / LAY-05 / SEM-01: a zero-copy result (buffer protocol, or data_ptr()) starts
+ *     elsewhere than data + byte_offset, has byte strides other than strides * itemsize, a
+ *     different shape, or an element outside the exported buffer.
+ *   - STR-10: the consumer passed a stream other than None for a CPU export.
+ *   - keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
+ *     CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h. Kind bit 4
+ *     of kw makes the producer an old one (VER-06).
+ *   - XAPI-04 / XAPI-06 / XAPI-11: record byte 67 offers a C exchange API table
+ *     (xapi_offer.h). The consumer used a table offered on the instance only, or one of a
+ *     foreign header major, or called its NULL dltensor_from_py_object_no_sync
+ *     (xapi_guard.h). An offered export is versioned (dlc_rec_apply_offer).
+ *   - XAPI-15: a zero-copy result kept from dltensor_from_py_object_no_sync (a view valid
+ *     only until control returns) outlives the producer's tensor.
+ * With DLCONFORM_FUZZ_TRIAGE set, each input first prints "dlconform-input: CLAUSE: why":
+ * the clause a plain crash on it breaks. That is its must-refuse clause, DEV-07 for another
+ * device, else LAY-11 (a legal export: import it, copy or raise). fuzz-ci uses it.
  * Writes into a READ_ONLY export fault on their own: the buffer sits on PROT_READ pages.
  * A record with a valid extent whose data is dangling, or whose elements take more than the
- * cap (numel * itemsize: stride-0 giants), never gets copy=True, nor device= when it is on
- * another device, since a conforming consumer would then read memory the record only claims
- * or allocate gigabytes. */
+ * cap (numel * itemsize: stride-0 giants), never gets copy=True. Nor does it get device=
+ * when it is on another device: a conforming consumer would then read memory the record
+ * only claims, or allocate gigabytes.
+ * dlconform/fuzz/consumer_oracles.py is this file in Python, for reproducers
+ * (fuzz/tests/test_oracle_agreement.py holds the two together). */
 #include "consumer_oracles.h"
 #include "exchange.h"
 #include "forge.h"
@@ -52,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "py_refcount_calls.h" /* last: it redefines the refcount macros */
 
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -216,8 +217,9 @@ static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *hav
 }
 
 /* LAY-03, LAY-05, SEM-01 on a buffer-protocol view that aliases the export. */
-static void check_view(const dlc_forged *f, const Py_buffer *v) {
-  const DLTensor *t = &f->mem.t;
+static void check_view(const dlc_record *r, const dlc_forged *f, const Py_buffer *v) {
+  DLTensor exported = dlc_forged_tensor(f, r);
+  const DLTensor *t = &exported;
   const dlc_extent *e = &f->mem.plan.ext;
   const uint8_t *lo = (const uint8_t *)f->base, *hi = lo + f->mem.plan.size;
   if (v->ndim != t->ndim || (Py_ssize_t)e->itemsize != v->itemsize) {
@@ -295,7 +297,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
       dlc_oracle_fail("LAY-03", "result starts at data%+lld, export at data+%llu",
                       (long long)(addr - (const uint8_t *)f->mem.t.data),
                       (unsigned long long)f->mem.t.byte_offset);
-    if (have_view) check_view(f, &view);
+    if (have_view) check_view(r, f, &view);
   }
   dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr, view_only);
   if (have_view) PyBuffer_Release(&view);

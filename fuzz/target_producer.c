@@ -1,33 +1,40 @@
-/* target_producer: fuzzed view parameters build a native tensor in a producer, which is then
+/* target_producer: fuzzed view parameters build a native tensor in a producer. It is then
  * exported through __dlpack__ and, when its type offers one, the C exchange API.
  *
- * DLCONFORM_FUZZ_PRODUCER (numpy default, torch, ref) picks the producer. The record's
- * fields become view parameters (dlconform.fuzzproducer.build does the Python side):
- *   ndim 0..4 ((uint8)ndim % 5), shape[i] = shape % 5, element strides[i] = strides % 9
- *   (negative and zero included), element offset = byte_offset % 64 into a 64-element
- *   base, dtype one of the 13 array-API dtypes (DT-12) chosen from (code, bits), read-only
- *   from flags bit 0, buffer bytes from fill_seed; keywords from kw: max_version, copy,
- *   dl_device, stream (None, the int, or a str). A view the library cannot express is
- *   skipped (build returns None).
- * Oracles (dlconform-oracle: CLAUSE: message, then abort):
- *   EXC     __dlpack__ failed with a class other than BufferError, TypeError, ValueError,
- *           MemoryError, or returned NULL without an exception (DESIGN.md, Oracles); refusing
- *           a stream other than None (STR-10) may take any class but SystemError (ERR-01);
- *   STR-10 / STR-02  a stream other than None for a CPU tensor was accepted (stream=-1: a
- *           SHOULD-level finding, as the suite judges it);
- *   DEV-05  a dl_device other than (1, 0) was accepted, or a defined non-CPU one was refused
- *           with a class other than BufferError (TypeError: an old producer, VER-06);
- *   CAP-01 / CAP-02 / VER-02 / VER-03 / VER-04  the capsule name does not fit max_version;
- *   any clause dlc_check_managed / dlc_check_versioned reports (MUST clauses; LAY-04 and
- *           LAY-01 are SHOULDs and are left out);
- *   FLG-02  a read-only view exported versioned without READ_ONLY; FLG-04 copy=True without
- *           IS_COPIED;
- *   SEM-01  the values read through the export differ from the view's (expected bytes come
- *           from the view parameters, not from the library), or the export copies though
- *           copy was not True; CPY-06 copy=True exported the view's own memory;
- *   OWN-03  (ASan) the deleter faults or double-frees; it is called once, as a consumer would.
+ * DLCONFORM_FUZZ_PRODUCER picks the producer: numpy (default), torch or ref. The record's
+ * fields become view parameters (dlconform.fuzz.producer_views.build is the Python side):
+ *   - ndim 0..4 ((uint8)ndim % 5), shape[i] = shape % 5, element strides[i] = strides % 9
+ *     (negative and zero included);
+ *   - element offset = byte_offset % 64 into a 64-element base;
+ *   - dtype: one of the 13 array-API dtypes (DT-12), chosen from (code, bits);
+ *   - read-only from flags bit 0, buffer bytes from fill_seed;
+ *   - keywords from kw: max_version, copy, dl_device, stream (None, the int, or a str).
+ * A view the library cannot express is skipped (build returns None).
+ *
+ * Oracles (dlconform-oracle: CLAUSE: message, then abort; why: fuzz/README.md, "Why these
+ * oracles"):
+ *   - EXC: __dlpack__ failed with a class other than BufferError, TypeError, ValueError,
+ *     MemoryError, or returned NULL without an exception. Exception: refusing a stream
+ *     other than None (STR-10) may take any class but SystemError (ERR-01).
+ *   - STR-10 / STR-02: a stream other than None for a CPU tensor was accepted (stream=-1 is
+ *     a SHOULD-level finding, as the suite judges it).
+ *   - DEV-05: a dl_device other than (1, 0) was accepted, or a defined non-CPU one was
+ *     refused with a class other than BufferError (TypeError passes: an old producer,
+ *     VER-06).
+ *   - CAP-01 / CAP-02 / VER-02 / VER-03 / VER-04: the capsule name does not fit max_version.
+ *   - any clause dlc_check_managed / dlc_check_versioned reports (MUST clauses only: LAY-04
+ *     and LAY-01 are SHOULDs).
+ *   - FLG-02: a read-only view exported versioned without READ_ONLY. FLG-04: copy=True
+ *     without IS_COPIED.
+ *   - SEM-01: the values read through the export differ from the view's, or the export
+ *     copies though copy was not True. The expected bytes come from the view parameters,
+ *     not from the library. CPY-06: copy=True exported the view's own memory.
+ *   - OWN-03 (ASan): the deleter faults or double-frees; it is called once, as a consumer
+ *     would.
  * Exchange API: managed_tensor_from_py_object_no_sync(view) gets the same metadata, value and
- * flag oracles (XAPI-14 when it fails without an exception). */
+ * flag oracles (XAPI-14 when it fails without an exception).
+ * dlconform/fuzz/producer_oracles.py is this file in Python, for reproducers
+ * (fuzz/tests/test_oracle_agreement.py holds the two together). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +49,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static PyObject *build_fn;     /* dlconform.fuzzproducer.build */
+static PyObject *build_fn;     /* dlconform.fuzz.producer_views.build */
 static const char *producer;   /* DLCONFORM_FUZZ_PRODUCER */
 static const uint8_t k_dtypes[][2] = {{6, 8}, {0, 8},  {0, 16}, {0, 32}, {0, 64}, {1, 8}, {1, 16},
                                       {1, 32}, {1, 64}, {2, 32}, {2, 64}, {5, 64}, {5, 128}};
@@ -54,7 +61,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (producer == NULL || *producer == '\0') producer = "numpy";
   setenv("DLCONFORM_FUZZ_CONSUMER", producer, 1); /* pyhost imports the library */
   dlc_pyhost_init();
-  PyObject *mod = PyImport_ImportModule("dlconform.fuzzproducer");
+  PyObject *mod = PyImport_ImportModule("dlconform.fuzz.producer_views");
   build_fn = mod ? PyObject_GetAttrString(mod, "build") : NULL;
   Py_XDECREF(mod);
   if (build_fn == NULL) {
@@ -88,30 +95,28 @@ static PyObject *build_view(const dlc_record *r) {
   return res;
 }
 
+/* kw[name] = v, stealing v (NULL: nothing is set; the keyword is then absent). */
+static void put_new(PyObject *kw, const char *name, PyObject *v) {
+  if (v) PyDict_SetItemString(kw, name, v);
+  Py_XDECREF(v);
+}
+
 static PyObject *build_kwargs(const dlc_record *r) {
   PyObject *kw = PyDict_New();
   if (kw == NULL) return NULL;
-  if (r->kw & DLC_KW_MAX_VERSION) {
-    PyObject *v = Py_BuildValue("(ii)", r->kw_max_major, r->kw_max_minor);
-    if (v) PyDict_SetItemString(kw, "max_version", v);
-    Py_XDECREF(v);
-  }
+  if (r->kw & DLC_KW_MAX_VERSION)
+    put_new(kw, "max_version", Py_BuildValue("(ii)", r->kw_max_major, r->kw_max_minor));
   if (r->kw & DLC_KW_COPY) {
     int c = r->kw_copy % 3;
     PyDict_SetItemString(kw, "copy", c == DLC_COPY_NONE ? Py_None : c == DLC_COPY_TRUE ? Py_True : Py_False);
   }
-  if (r->kw & DLC_KW_DL_DEVICE) {
-    PyObject *v = Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id);
-    if (v) PyDict_SetItemString(kw, "dl_device", v);
-    Py_XDECREF(v);
-  }
+  if (r->kw & DLC_KW_DL_DEVICE)
+    put_new(kw, "dl_device", Py_BuildValue("(ii)", r->kw_dev_type, r->kw_dev_id));
   if (r->kw & DLC_KW_STREAM) {
     int k = r->kw_stream_kind % 3;
-    PyObject *v = k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
-                  : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
-                                        : PyUnicode_FromString("stream");
-    if (v) PyDict_SetItemString(kw, "stream", v);
-    Py_XDECREF(v);
+    put_new(kw, "stream", k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
+                          : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
+                                                : PyUnicode_FromString("stream"));
   }
   return kw;
 }

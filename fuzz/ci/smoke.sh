@@ -4,7 +4,7 @@
 #      (make fuzz-ci: validator, consumer, producer);
 #   2. every consumer-side built-in fault of dlconform._ref (FAULT_SIDES == "consumer"): the
 #      consumer target against ref with that fault active must find it within FAULT_SECONDS
-#      (20), as fuzz/ci/time_to_bug.py judges it (one run each): an oracle line names the
+#      (20), as dlconform.fuzz.time_to_bug judges it (one run each): an oracle line names the
 #      fault's clause, or a plain crash for a fault that crashes by design. Faults listed in
 #      fuzz/ci/unfuzzable.txt are skipped with the reason given there.
 # Exit 0 when all of that holds; 1 otherwise. Logs under reports/out/fuzz/smoke/.
@@ -28,8 +28,8 @@ for t in validator ref producer-ref; do
     echo "fuzz smoke: $t: FOUND something (must find nothing):"; tail -n 5 "$LOG/$t.out"; rc=1
   fi
 done
-# fuzz/ci/time_to_bug.py decides "found on the fault's own clause", for the benchmark and here
-PYTHONPATH=harness $PY fuzz/ci/time_to_bug.py --runs 1 --limit "$FS" --log-dir "$LOG/faults" \
+# dlconform.fuzz.time_to_bug decides "found on the fault's own clause", for the benchmark and here
+PYTHONPATH=harness $PY -m dlconform.fuzz.time_to_bug --runs 1 --limit "$FS" --log-dir "$LOG/faults" \
   >"$LOG/faults.out" 2>&1 || rc=1
 sed 's/^/fuzz smoke: /' "$LOG/faults.out"
 exit $rc

@@ -1,40 +1,62 @@
-"""Tests of the Python side of fuzzing (stdlib only; run by `make fuzz-test`):
-fuzzrepro's record decoder against build/fuzz/dump_record, the dedup-key normalisation,
-crash-log triage, offers, that a reproducer runs without the fuzzer, and fuzz-ci's round loop against
-a stand-in fuzz binary."""
+"""Tests of the Python side of fuzzing (stdlib only; run by `make fuzz-test`): the record
+decoder and memory plan against build/fuzz/dump_record, the dedup-key normalisation,
+crash-log triage, reproducers that run without the fuzzer and give the target's verdict for
+the test consumers of fuzz/tests, and fuzz-ci's round loop against a stand-in fuzz binary.
+The seeds and their mutants against ref's faults: test_oracle_agreement.py."""
 import json
 import os
+import random
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import verdicts as V
+
+ROOT = V.ROOT
 sys.path.insert(0, os.path.join(ROOT, "harness"))
 
-from dlconform import fuzzci, fuzzrepro  # noqa: E402
+from dlconform.fuzz import ci, repro, triage  # noqa: E402
+from dlconform.fuzz import record as R  # noqa: E402
 
 SEEDS = os.path.join(ROOT, "fuzz", "corpus", "seeds")
 
 
-def test_decode_matches_dump_record():
+def _seed(name):
+    with open(os.path.join(SEEDS, name), "rb") as f:
+        return bytearray(f.read())
+
+
+def test_decode_and_plan_match_dump_record():
     dump = os.path.join(ROOT, "build", "fuzz", "dump_record")
     for name in sorted(os.listdir(SEEDS)):
         path = os.path.join(SEEDS, name)
-        rec = fuzzrepro.decode(open(path, "rb").read())
+        rec = R.decode(_seed(name))
         out = subprocess.run([dump, path], stdout=subprocess.PIPE, check=True).stdout.decode()
         assert "dtype (%d, %d, %d)" % rec["dtype"] in out, (name, out)
         assert "ndim %d" % rec["ndim"] in out, (name, out)
         assert "byte_offset %d" % rec["byte_offset"] in out, (name, out)
         assert "offer 0x%02x" % rec["offer"] in out, (name, out)
-        capsule = "versioned" if fuzzrepro.apply_offer(rec)["kind"] & 1 else "legacy"
+        capsule = "versioned" if R.apply_offer(rec)["kind"] & 1 else "legacy"
         assert "capsule " + capsule in out, (name, out)
-    assert fuzzrepro.decode(b"")["ndim"] == 0  # every byte string decodes
+        p = R.plan(rec)
+        data = "data %s" % p["mode"] + (" size %d pad %d" % (p["size"], p["pad"]) if p["mode"] == "buffer" else "")
+        assert data in out, (name, data, out)
+    assert R.decode(b"")["ndim"] == 0  # every byte string decodes
+
+
+def test_encode_is_canonical():
+    """encode(decode(b)) is b truncated or zero-extended to the record's size (record.h)."""
+    g = random.Random(7)
+    samples = [bytes(_seed(n)) for n in sorted(os.listdir(SEEDS))]
+    samples += [bytes(g.randrange(256) for _ in range(g.randrange(200))) for _ in range(200)]
+    for b in samples:
+        n = 68 + 16 * max(R.decode(b)["ndim"], 0)
+        assert R.encode(R.decode(b)) == b[:n].ljust(n, b"\0"), b.hex()
 
 
 def test_normalize():
-    n = fuzzci.normalize
+    n = triage.normalize
     assert n("accepted NULL data for 12 elements") == "accepted NULL data for N elements"
     assert n("at 0x7ffd12 and -5, data-4") == "at N and N, data-N"
     assert n("size overflows int64") == "size overflows intN"
@@ -45,12 +67,12 @@ def test_normalize():
     for k in ("sizes=[N, N, N] of NaN", "device=(N, N)", "N: [N, N]"):  # keys stay keys
         assert n(k) == n(n(k)), k
     assert n("sizes=[N, N, N] of NaN") == "sizes=[N] of NaN"
-    assert len(fuzzci.oracle_key("EXC", "x" * 500)) == fuzzci.KEY_MAX
+    assert len(triage.oracle_key("EXC", "x" * 500)) == triage.KEY_MAX
 
 
 def test_triage_log():
     oracle = "dlconform-input: LAY-11: a legal export\ndlconform-oracle: OWN-03: deleter ran 2 times\n"
-    t = fuzzci.triage_log(oracle)
+    t = triage.triage_log(oracle)
     assert (t["clause"], t["key"], t["kind"]) == ("OWN-03", "OWN-03: deleter ran N times", "oracle")
     segv = ("dlconform-input: LAY-09: accepted ndim 2 / shape NULL\n"
             "==1==ERROR: AddressSanitizer: SEGV on unknown address 0x000000000000\n"
@@ -58,96 +80,70 @@ def test_triage_log():
             "    #1 0x7f in from_dlpack /usr/src/numpy/dlpack.c:300:5\n"
             "    #2 0x7f in _PyObject_Call /usr/src/python/call.c:1:1\n"
             "    #3 0x7f in LLVMFuzzerTestOneInput /work/fuzz/target_consumer.c:1:1\n")
-    t = fuzzci.triage_log(segv)
+    t = triage.triage_log(segv)
     assert t["clause"] == "LAY-09" and t["kind"] == "SIGSEGV", t
     assert t["key"] == "SIGSEGV in PyArray_NewFromDescr_int < from_dlpack", t["key"]
 
 
-def _run_script(text, env_extra=None):
-    """Runs a reproducer's text against the correct ref, with the test consumers of fuzz/tests
-    importable: (exit status, output)."""
-    env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}
-    env.update(PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "harness"), os.path.join(ROOT, "fuzz", "tests")]),
-               **(env_extra or {}))
-    p = subprocess.run([sys.executable, "-c", text], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+def _run_script(text, consumer="ref", fault=None):
+    """Runs a reproducer's text: (exit status, output)."""
+    p = subprocess.run([sys.executable, "-c", text], env=V.env(consumer, fault), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
     return p.returncode, p.stdout.decode()
 
 
-def test_reproducer_runs():
-    seed = os.path.join(SEEDS, "legacy-float32-2x3")
-    rc, out = _run_script(fuzzrepro.reproducer(open(seed, "rb").read(), "ref", "LAY-03: x", "legacy-float32-2x3"))
-    assert rc == 0 and "accepted:" in out, out
+def test_reproducer_runs_without_the_fuzzer():
+    text = repro.reproducer(_seed("legacy-float32-2x3"), "ref", "LAY-03: x", "legacy-float32-2x3")
+    rc, out = _run_script(text)
+    assert rc == 0 and "accepted: Tensor" in out and "done: no oracle breached" in out, out
 
 
 def test_reproducer_forges_every_record_ndim():
     """A record's ndim goes up to 127 (int8): the reproducer forges it (fuzz/record.h) rather
     than stopping at ref's own 64-dim limit; ref as consumer then refuses it."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read()[:68])
+    rec = _seed("legacy-float32-2x3")[:68]
     rec[2] = 127
     rec += (1).to_bytes(8, "little") * 127 + (0).to_bytes(8, "little") * 127  # shape 1s, strides 0
-    assert fuzzrepro.decode(bytes(rec))["ndim"] == 127
-    rc, out = _run_script(fuzzrepro.reproducer(bytes(rec), "ref", "", "ndim127"))
+    assert R.decode(bytes(rec))["ndim"] == 127
+    rc, out = _run_script(repro.reproducer(bytes(rec), "ref", "", "ndim127"))
     assert rc == 0 and "refused: BufferError" in out and "done:" in out, out
 
 
-def _run_repro(seed, env_extra=None):
-    return _run_script(fuzzrepro.reproducer(open(os.path.join(SEEDS, seed), "rb").read(), "ref", "", seed),
-                       env_extra)
-
-
-def test_offer_reproducers():
-    """Offer seeds rebuild the target's exchange tables: the correct ref passes every one (and
-    takes the table on the type), each consumer-side XAPI fault of ref fails its own."""
+def test_offer_reproducers_take_the_type_table():
+    """Offer seeds rebuild the target's exchange tables: the correct ref passes every one, and
+    takes the table on the type where that table is a usable 1.3 one."""
     for seed in sorted(n for n in os.listdir(SEEDS) if n.startswith("offer-")):
-        rc, out = _run_repro(seed)
-        assert rc == 0 and "accepted:" in out, (seed, out)
-        took = "'ok': ['" in out
+        rc, out = _run_script(repro.reproducer(_seed(seed), "ref", "", seed))
+        assert rc == 0 and "accepted:" in out and "done:" in out, (seed, out)
+        took = "exchange API calls: [('ok', " in out
         assert took == (seed not in ("offer-instance", "offer-major2", "offer-major0", "offer-chained")), (seed, out)
-    for fault, seed, clause in (("consumer_xapi_on_instance", "offer-instance", "XAPI-04"),
-                                ("consumer_xapi_on_instance", "offer-shadowed", "XAPI-04"),
-                                ("consumer_xapi_ignores_major", "offer-major0", "XAPI-06"),
-                                ("consumer_xapi_ignores_major", "offer-chained", "XAPI-06")):
-        rc, out = _run_repro(seed, {"DLCONFORM_REF_FAULT": fault})
-        assert rc == 1 and "AssertionError: " + clause in out, (fault, seed, out)
-    rc, out = _run_repro("offer-null-dltensor-copy", {"DLCONFORM_REF_FAULT": "consumer_xapi_null_dltensor"})
-    assert rc == -11 and "a SIGSEGV in from_dlpack is XAPI-11" in out, (rc, out)
 
 
-def _run_target(consumer, seed, extra_path=None):
-    binary = os.path.join(ROOT, "build", "fuzz", "consumer.asan")
-    path = os.path.join(ROOT, "fuzz", "tests") + (os.pathsep + extra_path if extra_path else "")
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", DLCONFORM_FUZZ_CONSUMER=consumer,
-               DLCONFORM_FUZZ_STATS="1", PYTHONPATH=path)
-    p = subprocess.run([binary, os.path.join(SEEDS, seed)], env=env, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
+def test_xapi11_reproducer_dies_in_flight():
+    """A consumer that calls the NULL dltensor_from_py_object_no_sync dies in from_dlpack; the
+    reproducer said beforehand that such a SIGSEGV is XAPI-11."""
+    text = repro.reproducer(_seed("offer-null-dltensor-copy"), "ref", "XAPI-11: x", "x")
+    rc, out = _run_script(text, fault="consumer_xapi_null_dltensor")
+    assert rc == -11 and V.XAPI11 in out and "accepted:" not in out, (rc, out)
+
+
+def _run_target(consumer, seed):
+    env = V.env(consumer, ASAN_OPTIONS="detect_leaks=0", DLCONFORM_FUZZ_STATS="1")
+    with tempfile.TemporaryDirectory(prefix="target-") as tmp:  # where a crash's artifact goes
+        p = subprocess.run([V.binary(consumer), "-artifact_prefix=%s/" % tmp, os.path.join(SEEDS, seed)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return p.returncode, p.stdout.decode(errors="replace")
 
 
 def test_foreign_device_tuple_refusal_is_no_finding():
     """device= as a pair other than (1, 0) goes as a tuple no library has a device object for:
     refusing that argument with AssertionError (torch 2.14) is no EXC finding."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
+    rec = _seed("legacy-cuda-strict-to-cpu")
     rec[48:52] = (2).to_bytes(4, "little")  # kw dl_device (1, 0) -> (2, 0): REC_OFF_KW_DEV_TYPE
-    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (2, 0)
-    fd, path = tempfile.mkstemp(prefix="tupledev-")
-    os.write(fd, bytes(rec))
-    os.close(fd)
-    try:
-        rc, out = _run_target("tuple_device_asserter", path)
-    finally:
-        os.unlink(path)
-    assert rc == 0 and "dlconform-oracle" not in out, out[-2000:]
-    assert " 1 refused" in out, out[-2000:]
-
-
-def _run_target_on(consumer, rec, extra_path=None):
-    fd, path = tempfile.mkstemp(prefix="rec-")
-    os.write(fd, bytes(rec))
-    os.close(fd)
-    try:
-        return _run_target(consumer, path, extra_path)
-    finally:
-        os.unlink(path)
+    assert R.decode(bytes(rec))["kw_device"] == (2, 0)
+    assert V.pair("tuple_device_asserter", rec) == (V.NO_FINDING, V.NO_FINDING)
+    rc, out = _run_script(repro.reproducer(bytes(rec), "tuple_device_asserter", "", "x"), "tuple_device_asserter")
+    assert "refused: AssertionError" in out, out
 
 
 def test_cpu_device_refusal_clause_follows_the_producer():
@@ -155,67 +151,46 @@ def test_cpu_device_refusal_clause_follows_the_producer():
     dl_device=(1, 0) (fuzz/tests/host_asker.py): CPY-08 when the producer refused the request
     (the host is out of reach), DEV-07 when it ignored it and handed out its CUDA export
     (the producer broke DEV-05 first; numpy 2.4's "Unsupported device in DLTensor")."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    assert fuzzrepro.decode(bytes(rec))["kw_device"] == (1, 0) and rec[5] & 0x20  # strict
-    rc, out = _run_target_on("host_asker", rec)
-    assert rc != 0 and "dlconform-oracle: CPY-08: from_dlpack raised RuntimeError: cannot reach" in out, out[-2000:]
-    rec[5] &= ~0x20  # DLC_KW_STRICT_PRODUCER off: the producer ignores dl_device
-    rc, out = _run_target_on("host_asker", rec)
-    assert rc != 0 and "dlconform-oracle: DEV-07: from_dlpack raised RuntimeError: Unsupported device" in out, \
-        out[-2000:]
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    assert R.decode(bytes(rec))["kw_device"] == (1, 0) and rec[5] & R.KW["strict_producer"]
+    assert V.pair("host_asker", rec) == ("CPY-08", "CPY-08")
+    rec[5] &= ~R.KW["strict_producer"]  # the producer ignores dl_device
+    assert V.pair("host_asker", rec) == ("DEV-07", "DEV-07")
 
 
-def test_reproducer_models_strict_producer_and_asserts_dev06():
-    """The Python reproducer's producer refuses a foreign dl_device when the record says strict
-    (as fuzz/producer.c), and a DEV-06 finding's reproducer fails on a consumer that refuses
-    device='cpu' without asking for dl_device=(1, 0), and passes on one that asks."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-
-    def repro(consumer, finding):
-        return _run_script(fuzzrepro.reproducer(bytes(rec), consumer, finding, "x"))
-
-    rc, out = repro("host_asker", "CPY-08: x")
-    assert rc != 0 and "refused: RuntimeError cannot reach the host" in out and "CPY-08: refused" in out, out
-    rc, out = repro("tuple_device_asserter", "DEV-06: x")
-    assert rc != 0 and "DEV-06: from_dlpack(device='cpu') refused without asking" in out, out
-    rc, out = repro("host_asker", "DEV-06: x")
-    assert rc == 0 and "done:" in out, out
+def test_dev06_is_a_refusal_without_asking_for_the_host():
+    """from_dlpack(device='cpu') refused without asking the producer for dl_device=(1, 0)
+    breaks DEV-06 (tuple_device_asserter refuses a CUDA producer at once); asking first
+    (host_asker) does not."""
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    assert V.pair("tuple_device_asserter", rec) == ("DEV-06", "DEV-06")
+    assert "DEV-06" not in V.pair("host_asker", rec)
 
 
-def test_reproducer_asserts_cpy07_forwarding():
-    """A CPY-07 finding's reproducer fails on a consumer that forwards copy=None for
-    device='cpu', copy=False (fuzz/tests/copy_dropper.py), and passes on one that forwards
-    copy=False (host_asker)."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    rec[5] = (rec[5] | 0x02) & ~0x20  # copy passed, the producer not strict
-    rec[64] = 1  # DLC_COPY_FALSE
-    got = {}
-    for consumer in ("copy_dropper", "host_asker"):
-        text = fuzzrepro.reproducer(bytes(rec), consumer, "CPY-07: x", "x")
-        assert "device='cpu', copy=False" in text or "copy=False, device='cpu'" in text, text
-        got[consumer] = _run_script(text)
-    assert got["copy_dropper"][0] != 0 and "CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
-        in got["copy_dropper"][1], got
-    assert got["host_asker"][0] == 0 and "done:" in got["host_asker"][1], got
-    rc, out = _run_target_on("copy_dropper", rec)  # the target's oracle agrees
-    assert rc != 0 and "dlconform-oracle: CPY-07: from_dlpack(device='cpu', copy=False) forwarded copy=None" \
-        in out, out[-2000:]
+def test_cpy07_is_forwarding_a_copy_other_than_false():
+    """device='cpu', copy=False forwarded as copy=None (fuzz/tests/copy_dropper.py) breaks
+    CPY-07; forwarding copy=False (host_asker) does not."""
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    rec[5] = (rec[5] | R.KW["copy"]) & ~R.KW["strict_producer"]
+    rec[64] = R.COPY_FALSE
+    assert "call     from_dlpack(producer, copy=False, device='cpu')" in repro.reproducer(bytes(rec), "ref")
+    assert V.pair("copy_dropper", rec) == ("CPY-07", "CPY-07")
+    c, py = V.pair("host_asker", rec)
+    assert c == py != "CPY-07", (c, py)
 
 
 def test_no_device_kw_for_a_record_too_big_to_copy():
     """device='cpu' for an export of another device asks for a copy to the host: as with
     copy=True, the consumer target passes it only when the copy fits the cap (torch 2.14
     allocated the 8 GiB a dangling MAIA record claims, a libFuzzer OOM that is no finding).
-    The reproducer passes the same keywords."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    rc, out = _run_target_on("device_kw_reporter", rec)
-    assert rc != 0 and "dlconform-oracle: DEV-06: from_dlpack(device='cpu') refused" in out, out[-2000:]
-    assert "device='cpu'" in fuzzrepro.reproducer(bytes(rec), "numpy", "", "small")
+    The reproducer passes the same keywords (device_kw_reporter raises SystemError for any)."""
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    assert "device='cpu'" in repro.reproducer(bytes(rec), "numpy", "", "small")
+    assert V.pair("device_kw_reporter", rec) == ("DEV-06", "DEV-06")
     rec[68:76] = (1 << 33).to_bytes(8, "little")  # shape (2**33,) of float32: 32 GiB, no buffer
-    assert fuzzrepro.too_big_to_copy(fuzzrepro.plan(fuzzrepro.decode(bytes(rec))))
-    rc, out = _run_target_on("device_kw_reporter", rec)
-    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
-    assert "device=" not in fuzzrepro.reproducer(bytes(rec), "numpy", "", "giant").split("from_dlpack(p")[1][:40]
+    assert R.too_big_to_copy(R.plan(R.decode(bytes(rec))))
+    assert "device=" not in repro.reproducer(bytes(rec), "numpy", "", "giant").split("# call")[1].split("\n")[0]
+    assert V.pair("device_kw_reporter", rec) == (V.NO_FINDING, V.NO_FINDING)
 
 
 def test_device_class_judged_only_without_byte_offset():
@@ -223,31 +198,24 @@ def test_device_class_judged_only_without_byte_offset():
     unusual: a ValueError for an export with a non-zero byte_offset or strides that are not
     row-major is no finding, the same ValueError for the device alone is
     (fuzz/tests/offset_refuser.py)."""
-    rec = bytearray(open(os.path.join(SEEDS, "legacy-cuda-strict-to-cpu"), "rb").read())
-    rec[5] &= ~0x20  # the producer ignores dl_device
-    env_extra = os.path.join(ROOT, "harness")
-    rc, out = _run_target_on("offset_refuser", rec, env_extra)
-    assert rc != 0 and "dlconform-oracle: DEV-07: from_dlpack raised ValueError: unsupported device" in out, \
-        out[-2000:]
-    legal = bytes(rec)
-    rec[32:40] = (16).to_bytes(8, "little")  # byte_offset 16
-    rc, out = _run_target_on("offset_refuser", rec, env_extra)
-    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
-    rec = bytearray(legal)  # strides (-1,): not row-major (torch 2.14: "Storage size calculation overflowed")
-    rec[76:84] = (-1).to_bytes(8, "little", signed=True)
-    assert fuzzrepro.decode(bytes(rec))["strides"] == (-1,)
-    rc, out = _run_target_on("offset_refuser", rec, env_extra)
-    assert rc == 0 and "dlconform-oracle" not in out and " 1 refused" in out, out[-2000:]
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    rec[5] &= ~R.KW["strict_producer"]  # the producer ignores dl_device
+    assert V.pair("offset_refuser", rec) == ("DEV-07", "DEV-07")
+    offset = bytearray(rec)
+    offset[32:40] = (16).to_bytes(8, "little")  # byte_offset 16
+    assert V.pair("offset_refuser", offset) == (V.NO_FINDING, V.NO_FINDING)
+    strided = bytearray(rec)  # strides (-1,): not row-major (torch 2.14: "Storage size calculation overflowed")
+    strided[76:84] = (-1).to_bytes(8, "little", signed=True)
+    assert R.decode(bytes(strided))["strides"] == (-1,)
+    assert V.pair("offset_refuser", strided) == (V.NO_FINDING, V.NO_FINDING)
 
 
-def test_target_reports_kept_view():
-    """XAPI-15 can fail: the consumer target reports a consumer that keeps a
+def test_a_kept_view_breaks_xapi15():
+    """XAPI-15 can fail: the target and the reproducer report a consumer that keeps a
     dltensor_from_py_object_no_sync view (fuzz/tests/xapi_view_keeper.py), and not the same
     consumer refusing a table of a foreign major."""
-    rc, out = _run_target("xapi_view_keeper", "offer-type")
-    assert rc != 0 and "dlconform-oracle: XAPI-15: " in out, out[-2000:]
-    rc, out = _run_target("xapi_view_keeper", "offer-major2")
-    assert rc == 0 and "dlconform-oracle" not in out, out[-2000:]
+    assert V.pair("xapi_view_keeper", _seed("offer-type")) == ("XAPI-15", "XAPI-15")
+    assert V.pair("xapi_view_keeper", _seed("offer-major2")) == (V.NO_FINDING, V.NO_FINDING)
 
 
 def test_offered_tables_work():
@@ -264,8 +232,8 @@ def test_report_verdicts_follow_clause_level():
     a warn in results.json (as in the suites); a MUST oracle breach, an EXC finding that breaks
     the C API, and any plain crash whatever the clause, are crashes."""
     tmp = tempfile.mkdtemp(prefix="fuzzci-report-")
-    args = fuzzci.parse(["--target", "ref", "--out", tmp])
-    fz = fuzzci.Fuzz(args)
+    args = ci.parse(["--target", "ref", "--out", tmp])
+    fz = ci.Fuzz(args)
     os.makedirs(fz.dir, exist_ok=True)
     fz.rounds = 1
     base = {"new": True, "count": 1, "found_after": 1.0, "input": "x", "evidence": "e", "repro": ""}
@@ -291,24 +259,20 @@ def test_report_verdicts_follow_clause_level():
                    "EXC: s": ("EXC", "MUST", "crash")}
 
 
-
 def test_reproducer_passes_the_cpu_device_by_name():
     """kw dl_device (1, 0) goes to from_dlpack as device='cpu' (fuzz/exchange.c): the array
     API's device is the consumer's device object, and numpy 2 refuses the pair (1, 0)."""
-    seed = bytearray(open(os.path.join(SEEDS, "legacy-float32-2x3"), "rb").read())
-    seed[5] |= 0x04
+    seed = _seed("legacy-float32-2x3")
+    seed[5] |= R.KW["dl_device"]
     seed[48:56] = (1).to_bytes(4, "little") + (0).to_bytes(4, "little")
-    text = fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
-    assert "from_dlpack(p, device='cpu')" in text, text
+    text = repro.reproducer(bytes(seed), "ref", "DEV-06: x", "cpu-device")
+    assert "call     from_dlpack(producer, device='cpu')" in text, text
     rc, out = _run_script(text)
     assert rc == 0 and "accepted:" in out, out
     seed[48:52] = (2).to_bytes(4, "little")
-    assert "from_dlpack(p, device=(2, 0))" in fuzzrepro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
+    assert "from_dlpack(producer, device=(2, 0))" in repro.reproducer(bytes(seed), "ref", "DEV-06: x", "cuda-device")
 
-# A stand-in for a libFuzzer target whose one crashing input breaks oracle A, and once A is set
-# aside (DLCONFORM_FUZZ_IGNORE_FILE), oracle B: libFuzzer names artifacts by the input's hash,
-# so the second round writes the same file again. Replays (-runs=1) print the same oracle line.
-# With FAKE_PLAIN set, the input is a plain crash (a SEGV in the same library frame) that breaks
+
 # the must-refuse clauses VER-08 then LAY-09: the target names the first one not set aside.
 FAKE_BIN = r"""#!%s
 import os, sys
@@ -333,19 +297,19 @@ sys.exit(1)
 
 
 def fake_fuzz_ci(tmp, plain=False):
-    """fuzzci's round loop against FAKE_BIN: (exit status, summary, the final ignore list)."""
+    """ci's round loop against FAKE_BIN: (exit status, summary, the final ignore list)."""
     fake = os.path.join(tmp, "consumer.asan")
     with open(fake, "w") as f:
         f.write(FAKE_BIN % sys.executable)
     os.chmod(fake, 0o755)
     out = os.path.join(tmp, "out")
-    a = fuzzci.parse(["--target", "ref", "--seconds", "60", "--bin", fake, "--out", out, "--known", "",
+    a = ci.parse(["--target", "ref", "--seconds", "60", "--bin", fake, "--out", out, "--known", "",
                       "--corpus", os.path.join(tmp, "corpus"), "--seeds", os.path.join(tmp, "none"),
                       "--dict", "", "--minimize-seconds", "0", "--no-merge"])
     old = os.environ.get("FAKE_PLAIN")
     os.environ["FAKE_PLAIN"] = "1" if plain else ""
     try:
-        rc = fuzzci.Fuzz(a).run()
+        rc = ci.Fuzz(a).run()
     finally:
         os.environ["FAKE_PLAIN"] = old or ""
     summary = json.load(open(os.path.join(out, "fuzz", "ref-summary.json")))
@@ -414,21 +378,17 @@ def test_fuzz_ci_stopped_leaves_no_fuzzer_running():
         assert not _alive(fuzzer) and not _alive(child), out
 
 
-
 def _producer_record(stream=None, dl_device=None, copy=None, readonly=False):
     """A record the producer target turns into float32 [3] (strides 1), read-only when asked,
     exported with __dlpack__(max_version=(1, 3)) plus stream (an int), dl_device and copy when
-    given: fuzz/record.h's layout, as fuzzrepro.decode reads it."""
-    kw = fuzzrepro.KW["max_version"]
-    kw |= (fuzzrepro.KW["stream"] if stream is not None else 0) | (fuzzrepro.KW["dl_device"] if dl_device else 0)
-    kw |= fuzzrepro.KW["copy"] if copy is not None else 0
-    dev = dl_device or (1, 0)
-    head = struct.pack("<BBbBBBHiiIIQQiiiiqBBBB", 2, 0, 1, 2, 32, kw, 1, 1, 0, 1, 3, int(readonly), 0,
-                       1, 3, dev[0], dev[1], stream or 0, (None, False, True).index(copy), 1, 7, 0)
-    rec = head + struct.pack("<qq", 3, 1)  # stream kind 1 (an int); shape [3], strides [1]
-    d = fuzzrepro.decode(rec)
-    assert (d["kw"], d["stream"], d["kw_device"], d["flags"]) == (kw, stream or 0, dev, int(readonly))
-    return rec
+    given."""
+    rec = R.decode(b"")
+    rec.update(format=2, ndim=1, dtype=(2, 32, 1), device=(1, 0), version=(1, 3), flags=int(readonly),
+               max_version=(1, 3), kw_device=dl_device or (1, 0), stream=stream or 0,
+               copy=(None, False, True).index(copy), stream_kind=1, seed=7, shape=(3,), strides=(1,))
+    rec["kw"] = R.KW["max_version"] | (R.KW["stream"] if stream is not None else 0) | \
+        (R.KW["dl_device"] if dl_device else 0) | (R.KW["copy"] if copy is not None else 0)
+    return R.encode(rec)
 
 
 def _run_producer_target(producer, rec, fault=None):
@@ -458,15 +418,15 @@ def test_producer_target_stream_oracles():
     assert line is None and rc == 0 and "Executed " in out, out[-2000:]
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=<int>"), out[-2000:]
-    assert fuzzci.finding_level("STR-10", line, "MUST") == "MUST"
+    assert ci.finding_level("STR-10", line, "MUST") == "MUST"
     line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
-    assert fuzzci.finding_level("STR-10", line, "MUST") == "SHOULD"
+    assert ci.finding_level("STR-10", line, "MUST") == "SHOULD"
     cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU device id that is not zero)"
-    assert fuzzci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
+    assert ci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
     assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]
-    assert fuzzci.finding_level("EXC", line, None) == "MUST"
+    assert ci.finding_level("EXC", line, None) == "MUST"
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -484,30 +444,27 @@ def test_producer_target_device_refusal_class():
     line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(2, 0)), "dl_device_valueerror")
     assert line and line.startswith("DEV-05: __dlpack__ refused dl_device=(2, 0) with ValueError, not BufferError: "), \
         out[-2000:]
-    assert fuzzci.finding_level("DEV-05", line, "MUST") == "MUST"
+    assert ci.finding_level("DEV-05", line, "MUST") == "MUST"
     # a CPU pair with another id is a bad argument: any class
     line, rc, out = _run_producer_target("ref", _producer_record(dl_device=(1, 3)), "dl_device_valueerror")
     assert line is None and rc == 0, out[-2000:]
 
 
-def test_producer_reproducers_assert_the_target_oracles():
-    """A producer-target reproducer fails on its clause where the target's oracle does (ref's
-    faults), and exits 0 on the clean ref, a refusal of an allowed class included."""
+def test_producer_reproducers_give_the_target_verdict():
+    """A producer-target reproducer fails on the clause the target's oracle names (ref's
+    faults), and passes on the clean ref, a refusal of an allowed class included."""
     cases = ((_producer_record(dl_device=(2, 0)), "dl_device_valueerror", "DEV-05"),
              (_producer_record(1), "stream_accepted", "STR-10"),
              (_producer_record(copy=True), "copy_unflagged", "FLG-04"),
              (_producer_record(readonly=True), "readonly_unflagged", "FLG-02"))
     for rec, fault, clause in cases:
-        text = fuzzrepro.producer_reproducer(rec, "ref", clause + ": x", "x")
-        rc, out = _run_script(text)
-        assert rc == 0 and ("done: " in out or "no finding" in out), (clause, rc, out)
-        rc, out = _run_script(text, {"DLCONFORM_REF_FAULT": fault})
-        assert rc == 1 and "AssertionError: " + clause in out, (clause, rc, out)
-        line = _run_producer_target("ref", rec, fault)[0]
-        assert line and line.startswith(clause), (clause, line)
+        assert V.pair("producer-ref", rec) == (V.NO_FINDING, V.NO_FINDING), clause
+        assert V.pair("producer-ref", rec, fault) == (clause, clause), fault
+
 
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):
             fn()
             print("ok", name)
+

@@ -291,7 +291,7 @@ static void test_mutate_materialize(void) {
 }
 
 /* dlc_oracle_normalize: the same vectors as test_normalize in fuzz/tests/test_fuzz_py.py
- * (fuzzci.normalize must agree, or known keys stop matching). */
+ * (dlconform.fuzz.triage.normalize must agree, or known keys stop matching). */
 static void test_normalize(void) {
   static const char *const cases[][2] = {
       {"accepted NULL data for 12 elements", "accepted NULL data for N elements"},

@@ -234,10 +234,14 @@ def cmd_run(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("fuzz-ci", "fuzz-repro"):  # fuzz/README.md, CI mode
-        from . import fuzzci
+    if argv and argv[0] == "fuzz-ci":  # fuzz/README.md, CI mode
+        from .fuzz import ci
 
-        return fuzzci.main(argv)
+        return ci.main(argv[1:])
+    if argv and argv[0] == "fuzz-repro":
+        from .fuzz import repro
+
+        return repro.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

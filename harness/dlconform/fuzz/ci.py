@@ -8,13 +8,11 @@ Within S seconds of fuzzing (libFuzzer, ASan+UBSan build, no UI) it:
      fuzz/known/T.txt are set aside from the start. A plain crash on an input that breaks a
      must-refuse clause sets that whole clause aside; any other plain crash cannot be set
      aside in process: the run goes on, and ends early when one key comes back 3 times in a row;
-  2. triages each crash by replaying it with DLCONFORM_FUZZ_TRIAGE=1: the clause is the
-     oracle line's ("dlconform-oracle: CLAUSE: message"), or for a plain crash the input's
-     ("dlconform-input: CLAUSE: why", fuzz/target_consumer.c); the dedup key is
-     "CLAUSE: message" with numbers as N, or "SIGNAL in f1 < f2 < f3" from the sanitizer's
-     stack (sanitizer, libFuzzer, libc, CPython and harness frames skipped);
+  2. triages each crash by replaying it with DLCONFORM_FUZZ_TRIAGE=1 (triage.py): the clause
+     is the oracle line's ("dlconform-oracle: CLAUSE: message"), or for a plain crash the
+     input's ("dlconform-input: CLAUSE: why", fuzz/target_consumer.c);
   3. minimises each new finding (-minimize_crash=1, bounded per finding and in all), keeping the minimised input
-     only when it still gives the same key, and writes a Python reproducer (fuzzrepro.py);
+     only when it still gives the same key, and writes a Python reproducer (repro.py);
   4. writes OUT/fuzz/T-summary.json and .md and merges one `crash` record per finding into
      OUT/results.json (created when absent; earlier fuzz records of T are replaced).
 Exit status: 1 when a finding's key is not in the known-findings file, else 0; 2 on a usage
@@ -32,14 +30,9 @@ import subprocess
 import sys
 import time
 
+from .triage import triage_log
+
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
-SKIP_FRAME = re.compile(r"^(__sanitizer|__asan|__pthread_kill|__gxx_personality|_Unwind_|pthread_kill|__GI_|__ubsan|__interceptor|__lsan|fuzzer::|abort$|raise$|__libc|gsignal|"
-                        r"LLVMFuzzer|dlc_|_Py|Py(?!Array|UFunc|DataMem)|std::|__cxa|__gnu_cxx|__clone|start_thread|_start$|main$|"
-                        r"malloc$|calloc$|realloc$|operator new|method_vectorcall|cfunction_|vectorcall|slot_tp|call_function|wrap_|object_vacall)")
-FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?)(?: (/\S+?)(?::\d+)*(?::\d+)?)?$")
-FRAME_MOD = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ +\((\S+?)\+(0x[0-9a-f]+)\)")
-RUNTIME_MODULES = ("libc.so", "libpython", "libstdc++", "libgcc_s", "consumer.", "validator.", "producer.")
-KEY_MAX = 199  # the C side compares at most this many characters (fuzz/oracle.c)
 
 
 def run_group(cmd, timeout, **kw):
@@ -67,121 +60,6 @@ def _kill_group(p):
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def _number_at(msg, i):
-    """Length of the token at i that normalises to N (a number, or a literal N standing alone,
-    so that a key normalised again stays as it is); 0 when there is none."""
-    n = len(msg)
-    if msg[i] == "0" and i + 1 < n and msg[i + 1] in "xX":
-        j = i + 2
-        while j < n and msg[j] in "0123456789abcdefABCDEF":
-            j += 1
-        return j - i
-    if msg[i].isdigit() or (msg[i] == "-" and i + 1 < n and msg[i + 1].isdigit() and
-                            (i == 0 or not msg[i - 1].isalnum())):
-        j = i + 1
-        while j < n and msg[j].isdigit():
-            j += 1
-        return j - i
-    if msg[i] == "N" and (i == 0 or not msg[i - 1].isalnum()) and not (i + 1 < n and msg[i + 1].isalnum()):
-        return 1
-    return 0
-
-
-def normalize(msg):
-    """Numbers (decimal, 0x hex, a leading minus) -> N, and inside [...] a list of them -> one N
-    whatever its length; the same rule as dlc_oracle_normalize (fuzz/oracle.c)."""
-    out, i, depth = "", 0, 0
-    while i < len(msg):
-        n = _number_at(msg, i)
-        if n:
-            i += n
-            out = out[:-2] if depth > 0 and out.endswith("N, ") else out + "N"
-        else:
-            c = msg[i]
-            depth += 1 if c == "[" else -1 if c == "]" and depth > 0 else 0
-            out += c
-            i += 1
-    return out[:KEY_MAX]
-
-
-def oracle_key(clause, msg):
-    return ("%s: %s" % (clause, normalize(msg)))[:KEY_MAX]
-
-
-def _signal(log):
-    m = re.search(r"ERROR: AddressSanitizer: (SEGV|BUS|FPE|ILL|ABRT)", log)
-    if m:
-        return "SIG" + m.group(1)
-    m = re.search(r"ERROR: (AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer): ([\w-]+)", log)
-    if m:
-        return m.group(2)
-    if "runtime error:" in log:
-        return "ubsan"
-    if "ERROR: libFuzzer: timeout" in log:
-        return "timeout"
-    if "out-of-memory" in log:
-        return "oom"
-    if "ERROR: libFuzzer: deadly signal" in log:
-        return "SIGABRT"
-    return "crash"
-
-
-def top_frames(log, n=3):
-    """The first n frames of the first stack that are not sanitizer/libFuzzer/libc/CPython/harness."""
-    frames, started = [], False
-    for line in log.splitlines():
-        if re.match(r"^\s*#0 ", line):
-            if started and frames:
-                break
-            started = True
-        if not started:
-            continue
-        m = FRAME.match(line)
-        if m:
-            name = m.group(1).strip()
-            if name.startswith("("):  # "in (module+0x..)" forms
-                mm = re.match(r"\((\S+?)\+(0x[0-9a-f]+)\)", name)
-                name = "%s+%s" % (os.path.basename(mm.group(1)), mm.group(2)) if mm else name
-                if name.startswith(RUNTIME_MODULES):
-                    continue
-            else:
-                if " (" in name:  # "f (module+0x..)"
-                    name = name[:name.index(" (")]
-                name = re.sub(r"\(.*$", "", name)  # C++ arguments
-                name = name.split(" ")[0].strip()  # "f path/file.c:1:2"
-                if SKIP_FRAME.match(name):
-                    continue
-            frames.append(name)
-        else:
-            mm = FRAME_MOD.match(line)
-            if mm:
-                base = os.path.basename(mm.group(1))
-                if base.startswith(RUNTIME_MODULES):
-                    continue
-                frames.append("%s+%s" % (base, mm.group(2)))
-        if len(frames) >= n:
-            break
-    return frames
-
-
-def triage_log(log):
-    """dict(clause, message, key, kind, evidence) from a replay's output."""
-    ctx = re.search(r"^dlconform-input: ([^:]+): (.*)$", log, re.M)
-    orc = re.search(r"^dlconform-oracle: ([^:]+): (.*)$", log, re.M)
-    if orc:
-        clause, msg = orc.group(1), orc.group(2)
-        return {"clause": clause, "message": msg, "key": oracle_key(clause, msg), "kind": "oracle",
-                "evidence": orc.group(0), "context": ctx.group(1) if ctx else ""}
-    sig = _signal(log)
-    frames = top_frames(log)
-    clause = ctx.group(1) if ctx else "*"
-    key = "%s in %s" % (sig, " < ".join(frames) if frames else "?")
-    lines = [l for l in log.splitlines() if re.search(r"ERROR:|SUMMARY:|runtime error|^\s*#\d+ |terminate|what\(\)", l)]
-    msg = "%s on an input that %s" % (sig, ctx.group(2) if ctx else "the target could not classify")
-    return {"clause": clause, "message": msg, "key": key[:KEY_MAX], "kind": sig,
-            "evidence": "\n".join(lines[:40]), "context": clause}
 
 
 # An EXC finding that is more than the class of a refusal: CPython's C API contract broken.
@@ -382,7 +260,7 @@ class Fuzz:
             os.unlink(out)
 
     def repro(self, f):
-        from . import fuzzrepro
+        from . import repro
 
         path = f.get("minimized") or f["input"]
         f["repro_file"] = path + ".py"
@@ -392,11 +270,9 @@ class Fuzz:
         with open(path, "rb") as fh:
             data = fh.read()
         finding = "%s: %s" % (f["clause"], f["message"])
+        target = "producer-" + self.a.producer if self.a.producer else self.a.consumer or self.a.target
         try:
-            if self.a.producer:
-                text = fuzzrepro.producer_reproducer(data, self.a.producer, finding, os.path.basename(path))
-            else:
-                text = fuzzrepro.reproducer(data, self.a.consumer or self.a.target, finding, os.path.basename(path))
+            text = repro.script(data, target, finding, os.path.basename(path))
         except Exception as e:  # a reproducer that cannot be written is reported, not fatal
             text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
         with open(f["repro_file"], "w", encoding="utf-8") as fh:
@@ -404,20 +280,15 @@ class Fuzz:
         f["repro"] = text
 
     def report(self):
-        from . import catalogue
+        from .. import catalogue
 
         try:
-            cat = catalogue.Catalogue.load() if hasattr(catalogue.Catalogue, "load") else catalogue.Catalogue()
-        except Exception:
-            cat = None
+            cat = catalogue.load()
+        except catalogue.CatalogueError:  # unreadable: every finding at MUST (Catalogue.level)
+            cat = catalogue.Catalogue()
         records = []
         for f in sorted(self.findings.values(), key=lambda x: x["found_after"]):
-            c = None
-            try:
-                c = cat.get(f["clause"]) if cat is not None else None
-            except Exception:
-                c = None
-            level = finding_level(f["clause"], f["message"], getattr(c, "level", None))
+            level = finding_level(f["clause"], f["message"], cat.level(f["clause"]))
             f["level"] = level
             records.append({
                 "target": self.a.target, "role": "any" if self.a.target == "validator" else
@@ -474,7 +345,7 @@ def render_md(s):
 
 def merge_results(out, target, records):
     """Replaces target's fuzz records in OUT/results.json (creating it when absent)."""
-    from .report import json_report, write_all
+    from ..report import json_report, write_all
 
     path = os.path.join(out, "results.json")
     if os.path.exists(path):
@@ -520,12 +391,7 @@ def parse(argv):
 
 
 def main(argv):
-    cmd, rest = argv[0], argv[1:]
-    if cmd == "fuzz-repro":
-        from . import fuzzrepro
-
-        return fuzzrepro.main(rest)
-    a = parse(rest)
+    a = parse(argv)
     if not os.access(a.bin, os.X_OK):
         print("fuzz-ci: no fuzz binary %s (make fuzz)" % a.bin, file=sys.stderr)
         return 2

@@ -1,7 +1,6 @@
-#!/usr/bin/python3
-"""fuzz/ci/throughput.py: exec/s of the consumer target against its two baselines.
+"""Exec/s of the consumer target against its two baselines.
 
-    /usr/bin/python3 fuzz/ci/throughput.py [--engine libfuzzer|afl|both] [--rounds 5]
+    PYTHONPATH=harness /usr/bin/python3 -m dlconform.fuzz.throughput [--engine libfuzzer|afl|both] [--rounds 5]
         [--runs 5000000] [--seconds 30] [--core 1] [--consumer numpy] [--corpus DIR ...]
 
 Targets (build/fuzz/, `make fuzz-build`): pyempty (Python start-up, empty body: the empty
@@ -36,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from .. import REPO_DIR
 
 TARGETS = ("pyempty", "pybase", "consumer")
 
@@ -132,7 +133,7 @@ def main():
     ap.add_argument("--corpus", nargs="*", default=[os.path.join("fuzz", "corpus", "seeds")])
     ap.add_argument("--bin-dir", default=os.path.join("build", "fuzz"))
     args = ap.parse_args()
-    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    os.chdir(REPO_DIR)
     print("throughput: core %d, consumer %s, %s" % (args.core, args.consumer,
                                                    time.strftime("%Y-%m-%d %H:%M")))
     if args.engine in ("libfuzzer", "both"):

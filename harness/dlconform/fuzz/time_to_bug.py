@@ -1,7 +1,6 @@
-#!/usr/bin/python3
-"""fuzz/ci/time_to_bug.py: seconds until the consumer target finds each consumer-side fault of ref.
+"""Seconds until the consumer target finds each consumer-side fault of ref.
 
-    /usr/bin/python3 fuzz/ci/time_to_bug.py [--runs 5] [--limit 60] [--fault NAME ...]
+    PYTHONPATH=harness /usr/bin/python3 -m dlconform.fuzz.time_to_bug [--runs 5] [--limit 60] [--fault NAME ...]
         [--binary build/fuzz/consumer.asan] [--json FILE] [--log-dir DIR]
 
 The issue 4 benchmark ("each consumer-side built-in fault of ref is found within 60 s, median
@@ -28,14 +27,13 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "harness"))
+from .. import REPO_DIR
 
 
 def consumer_faults(only):
-    from dlconform import _ref
+    from .. import _ref
     skip = {}
-    path = os.path.join(ROOT, "fuzz", "ci", "unfuzzable.txt")
+    path = os.path.join(REPO_DIR, "fuzz", "ci", "unfuzzable.txt")
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
@@ -65,7 +63,7 @@ def one_run(binary, fault, clause, crashes, seed, limit, log=None):
     os.mkdir(os.path.join(work, "corpus"))
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        proc = subprocess.run(cmd, cwd=REPO_DIR, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=limit + 60)
         err = proc.stderr.decode("latin-1")
     except subprocess.TimeoutExpired:
@@ -98,7 +96,7 @@ def main():
     args = ap.parse_args()
     if args.runs < 1 or args.limit < 1:
         ap.error("--runs and --limit must be positive")
-    binary = os.path.join(ROOT, args.binary)
+    binary = os.path.join(REPO_DIR, args.binary)
     if args.log_dir:
         os.makedirs(args.log_dir, exist_ok=True)
     if not os.access(binary, os.X_OK):

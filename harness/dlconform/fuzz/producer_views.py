@@ -73,7 +73,7 @@ def build(name, dtype_index, shape, strides, offset, readonly, seed):
         v = torch.as_strided(b, shape, strides, offset)
         return v, expected, itemsize, b.data_ptr(), len(base)
     if name == "ref":
-        from . import _ref
+        from .. import _ref
 
         b = _ref.Tensor(dname, (BASE_ELEMENTS,), data=base, readonly=bool(readonly))
         try:

@@ -1,0 +1,128 @@
+"""Verdicts of the fuzz targets and of their Python reproducers on the same inputs, for
+test_oracle_agreement.py and test_fuzz_py.py.
+
+A verdict is the clause of the first oracle breach, NO_FINDING, or PLAIN_CRASH (a signal or
+sanitizer report without an oracle line). Inputs go in batches: one process takes a whole
+list and a new one starts after the input that ended it (an oracle abort, a crash).
+- C: build/fuzz/consumer.asan or producer.asan in replay mode (-runs=1, triage on), going on
+  after a breach (DLCONFORM_FUZZ_KEEP_GOING): the first oracle line of an input is its verdict.
+- Python: the script dlconform.fuzz.repro writes for the input, run by exec in one process;
+  its AssertionError names the clause. A process that dies by SIGSEGV while a NULL
+  dltensor_from_py_object_no_sync call is in flight gives XAPI-11, as the C target's guard
+  (xapi_guard.h) does.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build", "fuzz")
+TESTS = os.path.join(ROOT, "fuzz", "tests")
+NO_FINDING, PLAIN_CRASH = "no finding", "plain crash"
+XAPI11 = "in flight: dltensor_from_py_object_no_sync is NULL"
+# ASan reports no Python reproducer can see: it runs without a sanitizer, and the deleter
+# leaves the buffer mapped (dlconform/fuzz/exchange.py). A read after the deleter, or before
+# the buffer's start, is one of these in the C target and nothing in Python.
+UNSEEN = re.compile(r"heap-use-after-free|heap-buffer-overflow .* is located \d+ bytes to the left")
+
+
+def env(target, fault=None, **extra):
+    """The environment of a run against TARGET (a consumer module, or producer-NAME), with
+    ref's built-in fault set or none, and the test consumers of fuzz/tests importable."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("DLCONFORM_", "ASAN_", "UBSAN_"))}
+    e["PYTHONPATH"] = os.pathsep.join((os.path.join(ROOT, "harness"), TESTS))
+    if target.startswith("producer-"):
+        e["DLCONFORM_FUZZ_PRODUCER"] = target[len("producer-"):]
+    else:
+        e["DLCONFORM_FUZZ_CONSUMER"] = target
+    if fault:
+        e["DLCONFORM_REF_FAULT"] = fault
+    e.update(extra)
+    return e
+
+
+def binary(target):
+    return os.path.join(BUILD, ("producer" if target.startswith("producer-") else "consumer") + ".asan")
+
+
+def c_verdicts(target, env, paths, workdir):
+    """{path: verdict} of the C target; a plain crash that is an UNSEEN report reads
+    "plain crash (KIND)"."""
+    verdicts, rest = {}, list(paths)
+    env = dict(env, ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:handle_abort=1",
+               DLCONFORM_FUZZ_TRIAGE="1", DLCONFORM_FUZZ_KEEP_GOING="1")
+    while rest:
+        p = subprocess.run([binary(target), "-runs=1", "-artifact_prefix=%s/" % workdir] + rest, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=workdir)
+        current, log = None, p.stderr.decode("latin-1")
+        for line in log.splitlines():
+            if line.startswith("Running: "):
+                current = line[len("Running: "):]
+            m = re.match(r"dlconform-oracle: ([^:]+): ", line)
+            if m and current and current not in verdicts:
+                verdicts[current] = m.group(1)
+            if line.startswith("Executed ") and current and current not in verdicts:
+                verdicts[current] = NO_FINDING
+        if current is None:
+            raise AssertionError("%s did not start:\n%s" % (binary(target), log[-3000:]))
+        if current not in verdicts:
+            asan = re.search(r"ERROR: AddressSanitizer: (\S+).*?\n(?:.*\n)*?(.* is located .*)", log)
+            unseen = asan and UNSEEN.search("%s %s" % (asan.group(1), asan.group(2)))
+            verdicts[current] = "%s (%s)" % (PLAIN_CRASH, asan.group(1)) if unseen else PLAIN_CRASH
+        rest = rest[rest.index(current) + 1:]
+    return verdicts
+
+
+RUNNER = r"""
+import os, sys
+from dlconform.fuzz import repro
+target = sys.argv[1]
+for path in sys.argv[2:]:
+    print("replay: " + path, flush=True)
+    text = repro.script(open(path, "rb").read(), target, "", os.path.basename(path))
+    try:
+        exec(compile(text, path, "exec"), {"__name__": "__main__"})
+        verdict = "no finding"
+    except AssertionError as e:
+        verdict = str(e).split(":", 1)[0]
+    except BaseException as e:
+        verdict = "reproducer error: %s: %s" % (type(e).__name__, e)
+    print("verdict: " + verdict, flush=True)
+"""
+
+
+def py_verdicts(target, env, paths):
+    """{path: verdict} of the Python reproducers."""
+    verdicts, rest = {}, list(paths)
+    while rest:
+        p = subprocess.run([sys.executable, "-u", "-c", RUNNER, target] + rest, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        current, armed = None, False
+        for line in p.stdout.decode("utf-8", "replace").splitlines():
+            if line.startswith("replay: "):
+                current, armed = line[len("replay: "):], False
+            elif line.startswith("verdict: "):
+                verdicts[current] = line[len("verdict: "):]
+            elif line.startswith(XAPI11):
+                armed = True
+            elif line.startswith(("accepted: ", "refused: ")):
+                armed = False
+        if current is None:
+            raise AssertionError("the reproducer batch did not start:\n" + p.stdout.decode()[-3000:])
+        if current not in verdicts:
+            verdicts[current] = "XAPI-11" if armed and p.returncode == -signal.SIGSEGV else PLAIN_CRASH
+        rest = rest[rest.index(current) + 1:]
+    return verdicts
+
+
+def pair(target, data, fault=None):
+    """(C verdict, Python verdict) of one input."""
+    with tempfile.TemporaryDirectory(prefix="verdict-") as tmp:
+        path = os.path.join(tmp, "input")
+        with open(path, "wb") as f:
+            f.write(bytes(data))
+        e = env(target, fault)
+        return c_verdicts(target, e, [path], tmp)[path], py_verdicts(target, e, [path])[path]

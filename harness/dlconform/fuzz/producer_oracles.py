@@ -1,0 +1,242 @@
+"""The producer target's oracles in Python: the twin of fuzz/target_producer.c, for
+reproducers.
+
+judge(data, producer) replays one input as LLVMFuzzerTestOneInput does: the record's view
+parameters make a native tensor of the producer (producer_views.build), which is exported
+through __dlpack__ with the record's keywords and, when its type offers one, the C exchange
+API; every breach comes back as (clause, message), in the order the C target would report
+them (it stops at the first). The rules are in fuzz/README.md ("Oracles");
+fuzz/tests/test_oracle_agreement.py holds the two to one verdict. check's rules come from
+dlconform._probe (check, extent, read_elements), the same C the target links.
+"""
+import ctypes as C
+
+from . import record as R
+from .breaches import Breaches, allowed_exceptions, conclude, say
+
+BASE_ELEMENTS = 64
+# DLDeviceType values of DLPack 1.3 other than kDLCPU (dlc_is_known_device)
+NON_CPU_DEVICES = {2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+
+_py = C.PyDLL(None)
+_py.PyCapsule_New.restype = C.py_object
+_py.PyCapsule_New.argtypes = (C.c_void_p, C.c_char_p, C.c_void_p)
+_py.PyCapsule_GetName.restype = C.c_char_p
+_py.PyCapsule_GetName.argtypes = (C.py_object,)
+_py.PyCapsule_GetPointer.restype = C.c_void_p
+_py.PyCapsule_GetPointer.argtypes = (C.py_object, C.c_char_p)
+_py.PyCapsule_IsValid.argtypes = (C.py_object, C.c_char_p)
+
+
+def _c_mod(a, m):
+    """C's a % m (the sign follows a)."""
+    r = abs(a) % m
+    return -r if a < 0 else r
+
+
+def view_parameters(rec):
+    """build_view's arguments: (dtype index, shape, strides, element offset, readonly, seed)."""
+    code, bits, _ = rec["dtype"]
+    keys = R.ARRAY_API_DTYPES  # in producer_views.DTYPES order
+    idx = keys.index((code, bits)) if (code, bits) in keys else (code + bits) % 13
+    nd = (rec["ndim"] & 0xFF) % 5
+    dims = max(rec["ndim"], 0)
+    shape = tuple((rec["shape"][i] if i < dims else 0) % (1 << 64) % 5 for i in range(nd))
+    strides = tuple(_c_mod(rec["strides"][i] if i < dims else 0, 9) for i in range(nd))
+    return idx, shape, strides, rec["byte_offset"] % BASE_ELEMENTS, rec["flags"] & 1, rec["seed"]
+
+
+def dlpack_kwargs(rec):
+    """build_kwargs: the keywords of __dlpack__, from the record's kw bits."""
+    kw = {}
+    if rec["kw"] & R.KW["max_version"]:
+        kw["max_version"] = rec["max_version"]
+    if rec["kw"] & R.KW["copy"]:
+        kw["copy"] = R.COPY_VALUES[rec["copy"] % 3]
+    if rec["kw"] & R.KW["dl_device"]:
+        kw["dl_device"] = rec["kw_device"]
+    if rec["kw"] & R.KW["stream"]:
+        kw["stream"] = (None, rec["stream"], "stream")[rec["stream_kind"] % 3]
+    return kw
+
+
+def _odd_stream(rec):
+    return bool(rec["kw"] & R.KW["stream"]) and rec["stream_kind"] % 3 != 0
+
+
+def foreign_device(rec):
+    """A defined non-CPU dl_device with an id >= 0: a CPU tensor may not export to it, and it
+    is no bad argument (foreign_device in target_producer.c)."""
+    dev_type, dev_id = rec["kw_device"]
+    return bool(rec["kw"] & R.KW["dl_device"]) and dev_type in NON_CPU_DEVICES and dev_id >= 0
+
+
+def check_exception(b, what, error, any_class):
+    """check_exception: a failure must raise an allowed class (any but SystemError for a
+    refused stream other than None)."""
+    if error is None:
+        return b.fail("EXC", "%s failed without setting an exception" % what)
+    ok = not isinstance(error, SystemError) if any_class else isinstance(error, allowed_exceptions())
+    if not ok:
+        b.fail("EXC", "%s raised %s: %s" % (what, type(error).__name__, error))
+
+
+def check_device_refusal(b, rec, error):
+    """DEV-05: BufferError for a dl_device the producer cannot export to (TypeError passes:
+    an old producer, VER-06)."""
+    if error is None or isinstance(error, SystemError):
+        return check_exception(b, "__dlpack__", error, False)
+    if not isinstance(error, (BufferError, TypeError)):
+        b.fail("DEV-05", "__dlpack__ refused dl_device=(%d, %d) with %s, not BufferError: %s" % (
+            rec["kw_device"] + (type(error).__name__, error)))
+
+
+class Tensor:
+    """A DLManagedTensor[Versioned] at an address, as _probe reads capsules. For a versioned
+    struct the reads go through a copy with version 1.0 and no flags, so that _probe.check
+    gives dlc_check_tensor's report alone and reads past the version whatever its major."""
+
+    def __init__(self, pointer, versioned):
+        self.versioned = versioned
+        if versioned:
+            self._copy = C.create_string_buffer(C.string_at(pointer, 80), 80)
+            C.memmove(self._copy, (C.c_uint32 * 2)(1, 0), 8)
+            C.memmove(C.addressof(self._copy) + 24, (C.c_uint64 * 1)(0), 8)
+            self.capsule = _py.PyCapsule_New(C.addressof(self._copy), b"dltensor_versioned", None)
+            self.flags = C.c_uint64.from_address(pointer + 24).value
+        else:
+            self.capsule = _py.PyCapsule_New(pointer, b"dltensor", None)
+            self.flags = 0
+
+
+def check_tensor(b, via, t, rec, expected, base, nbytes):
+    """check_tensor: check's report, the flag oracles, then zero-copy and values."""
+    from .. import _probe
+
+    for clause, msg in _probe.check(t.capsule, spec=(1, 3)):
+        if clause not in ("LAY-04", "LAY-01"):
+            return b.fail(clause, "%s: %s" % (via, msg))
+    copy = rec["copy"] % 3 if rec["kw"] & R.KW["copy"] else R.COPY_ABSENT
+    if t.versioned and rec["flags"] & 1 and not t.flags & (R.READ_ONLY | R.IS_COPIED):
+        b.fail("FLG-02", "%s: a read-only view exported without READ_ONLY" % via)
+    if t.versioned and copy == R.COPY_TRUE and not t.flags & R.IS_COPIED:
+        b.fail("FLG-04", "%s: copy=True exported without IS_COPIED" % via)
+    e = _probe.extent(t.capsule)
+    if e["status"] != "ok" or e["zero_size"]:
+        return
+    info = _probe.inspect(t.capsule)
+    if info["strides"] is None and (info["ndim"] > 8 or R.row_major_strides(info["ndim"], info["shape"]) is None):
+        return
+    first = info["data"] + info["byte_offset"]
+    inside = first + e["lo"] >= base and first + e["hi"] <= base + nbytes
+    if copy == R.COPY_TRUE and inside:
+        b.fail("CPY-06", "%s: copy=True exported the view's own memory" % via)
+    if copy != R.COPY_TRUE and not inside and not t.flags & R.IS_COPIED:
+        b.fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)" % via)
+    size = e["itemsize"]
+    if len(expected) != e["numel"] * size:
+        return b.fail("SEM-01", "%s: %d elements of %d bytes exported, the view has %d bytes" % (
+            via, e["numel"], size, len(expected)))
+    got = _probe.read_elements(t.capsule)
+    for i in range(e["numel"]):
+        if got[i * size:(i + 1) * size] != expected[i * size:(i + 1) * size]:
+            return b.fail("SEM-01", "%s: element %d differs from the tensor's value" % (via, i))
+
+
+def check_name(b, rec, cap):
+    """The capsule's name against max_version (CAP-01, VER-02, VER-04): whether it is versioned."""
+    name = _py.PyCapsule_GetName(cap) if type(cap).__name__ == "PyCapsule" else None
+    versioned = name == b"dltensor_versioned"
+    if not versioned and name != b"dltensor":
+        b.fail("CAP-01", "__dlpack__ returned a capsule named %s" % (name.decode() if name else "NULL"))
+    asked = rec["max_version"][0] if rec["kw"] & R.KW["max_version"] else -1
+    if versioned and asked < 1:
+        b.fail("VER-04" if asked >= 0 else "VER-02", "versioned capsule for max_version %s" % (
+            "None" if asked < 0 else "(0, x)"))
+    return name, versioned
+
+
+def export_dunder(b, rec, view, expected, base, nbytes, say):
+    """__dlpack__(**keywords) and the oracles on what it gave."""
+    from .. import _probe
+
+    kw = dlpack_kwargs(rec)
+    say("call: __dlpack__(%s)" % ", ".join("%s=%r" % kv for kv in kw.items()))
+    try:
+        cap, error = view.__dlpack__(**kw), None
+    except BaseException as e:
+        cap, error = None, e
+    odd = _odd_stream(rec)
+    if error is not None:
+        say("refused: %s: %s" % (type(error).__name__, error))
+        if not odd and foreign_device(rec):
+            return check_device_refusal(b, rec, error)
+        return check_exception(b, "__dlpack__", error, odd)
+    if odd:
+        int_stream = rec["stream_kind"] % 3 == 1
+        b.fail("STR-10" if int_stream else "STR-02", "__dlpack__ accepted stream=%s for a CPU tensor%s" % (
+            "'stream'" if not int_stream else "-1" if rec["stream"] == -1 else "<int>",
+            " (ambiguous: it asks for no synchronisation)" if int_stream and rec["stream"] == -1 else ""))
+    if rec["kw"] & R.KW["dl_device"] and rec["kw_device"] != (R.CPU, 0):
+        b.fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s" % (
+            rec["kw_device"] + (" (ambiguous: a CPU device id that is not zero)" if rec["kw_device"][0] == R.CPU
+                                else "",)))
+    name, versioned = check_name(b, rec, cap)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        return
+    t = Tensor(_py.PyCapsule_GetPointer(cap, name), versioned)
+    say("exported: %s, flags %#x, %r" % (name.decode(), t.flags, _probe.inspect(t.capsule)))
+    if versioned:
+        for clause, msg in _probe.check(cap, spec=(1, 3)):
+            if not clause.startswith(("LAY-0", "DT-")):
+                b.fail(clause, "__dlpack__: %s" % msg)
+    check_tensor(b, "__dlpack__", t, rec, expected, base, nbytes)
+    _probe.consume(cap).release()  # as a consumer would: rename, then the deleter once
+
+
+def export_xapi(b, rec, view, expected, base, nbytes, say):
+    """The exchange API of the view's type, when it offers a usable one (XAPI-14)."""
+    from .. import _probe
+
+    c = getattr(type(view), "__dlpack_c_exchange_api__", None)
+    if c is None or not _py.PyCapsule_IsValid(c, b"dlpack_exchange_api"):
+        return
+    api = _py.PyCapsule_GetPointer(c, b"dlpack_exchange_api")
+    if C.c_uint32.from_address(api).value != 1 or not C.c_void_p.from_address(api + 24).value:
+        return
+    rc, handle, error = _probe.xapi_managed_from(api, view)
+    say("exchange API: managed_tensor_from_py_object_no_sync gave %s" % ("a tensor" if handle else error))
+    if handle is None:
+        if error is None:
+            b.fail("XAPI-14", "managed_tensor_from_py_object_no_sync failed without a Python exception")
+        return check_exception(b, "managed_tensor_from_py_object_no_sync", error, False)
+    check_tensor(b, "exchange API", Tensor(handle.pointer, True), dict(rec, kw=0), expected, base, nbytes)
+    handle.release()
+
+
+def judge(data, producer, say=lambda line: None):
+    """Every breach of one input, in the C target's order. say: prints the steps."""
+    from .producer_views import build
+
+    rec = R.decode(data)
+    b = Breaches()
+    params = view_parameters(rec)
+    try:
+        made = build(producer, *params)
+    except BaseException as e:
+        check_exception(b, "building the view", e, False)
+        return b
+    if made is None:
+        say("skipped: %s cannot express this view" % producer)
+        return b
+    view, expected, _itemsize, base, nbytes = made
+    say("view: %s %r of dtype index %d, strides %r, offset %d, read-only %d" % (
+        type(view).__name__, params[1], params[0], params[2], params[3], params[4]))
+    export_dunder(b, rec, view, expected, base, nbytes, say)
+    export_xapi(b, rec, view, expected, base, nbytes, say)
+    return b
+
+
+def reproduce(data, producer, finding=""):
+    """The reproducer's body: judge one input with its steps printed, then conclude."""
+    conclude(judge(data, producer, say), finding)

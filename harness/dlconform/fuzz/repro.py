@@ -1,0 +1,137 @@
+"""A Python reproducer of one fuzz input (fuzz/README.md, "Reproducers").
+
+`python3 -m dlconform fuzz-repro FILE [--target numpy] [--finding "CLAUSE: message"]` prints a
+script that replays the input without the fuzzer.
+- Consumer target: the record's export rebuilt over the same memory, a producer that
+  behaves as fuzz/producer.c (with the offered exchange API tables), the consumer's
+  from_dlpack with the target's keywords, then the target's oracles
+  (dlconform.fuzz.consumer_oracles, held to the C ones by fuzz/tests/test_oracle_agreement.py).
+- Producer target (TARGET producer-NAME): the same view of NAME's tensor, its __dlpack__ with
+  the record's keywords, then the producer target's checks.
+A script fails with AssertionError "CLAUSE: message": the finding's clause when it shows,
+else the first breach. It ends with "done" when nothing shows.
+"""
+import os
+
+from . import record as R
+
+CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
+             "torch": ("import torch.utils.dlpack", "torch.utils.dlpack.from_dlpack"),
+             "ref": ("from dlconform import _ref as ref_consumer", "ref_consumer.from_dlpack")}
+
+
+def consumer_lines(target):
+    """(import line, from_dlpack expression) of a consumer, as fuzz/pyhost.c resolves it."""
+    if target in CONSUMERS:
+        return CONSUMERS[target]
+    return ("import importlib\nconsumer = importlib.import_module(%r)" % target, "consumer.from_dlpack")
+
+
+def describe(rec, p):
+    """Comment lines naming the export and the call the record makes."""
+    k, versioned = rec["kind"], R.versioned(rec)
+    names = [n for n, bit in R.KIND.items() if k & bit and n != "versioned"]
+    capsule = ("DLManagedTensorVersioned %d.%d, flags %#x" % (rec["version"] + (rec["flags"],)) if versioned
+               else "DLManagedTensor (legacy)")
+    data = {"buffer": "a %d-byte buffer, data at +%d, fill seed %d%s" % (
+        p["size"], p["pad"], rec["seed"], ", read-only pages" if p["readonly"] else ""),
+        "null": "NULL", "dangling": "a dangling pointer"}[p["mode"]]
+    producer = [w for w, bit in (("old", R.KW["old_producer"]), ("strict", R.KW["strict_producer"]))
+                if rec["kw"] & bit]
+    kwargs = R.from_dlpack_kwargs(rec, R.copy_passed(rec, p))
+    return ["export   %s%s" % (capsule, "; " + ", ".join(names) if names else ""),
+            "tensor   dtype %r, ndim %d, shape %r, strides %r, byte_offset %d, device %r" % (
+                rec["dtype"], rec["ndim"], rec["shape"], None if k & R.KIND["strides_null"] else rec["strides"],
+                rec["byte_offset"], rec["device"]),
+            "data     %s" % data,
+            "producer %s; exchange API offer: %s" % (" and ".join(producer) or "plain", R.OFFERS[R.offer_kind(rec)]),
+            "call     from_dlpack(producer%s)" % "".join(", %s=%r" % kv for kv in kwargs.items())]
+
+
+TEMPLATE = '''\
+# dlconform fuzz reproducer (consumer target), record format 2: {name}
+# finding: {finding}
+# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref and _probe built: make build)
+#
+{description}
+{consumer_import}
+from dlconform.fuzz import consumer_oracles
+
+RECORD = bytes.fromhex(
+{record})
+consumer_oracles.reproduce(RECORD, {from_dlpack}, finding={finding_arg!r})
+'''
+
+
+def reproducer(data, target="numpy", finding="", name="input"):
+    """The reproducer script (str) of one consumer-target input."""
+    rec = R.apply_offer(R.decode(data))
+    p = R.plan(rec)
+    R.drop_giant_copies(rec, p)
+    imp, call = consumer_lines(target)
+    return TEMPLATE.format(name=name, finding=finding or "(none recorded)", consumer_import=imp,
+                           description="\n".join("# " + line for line in describe(rec, p)), record=_hex_lines(data),
+                           from_dlpack=call, finding_arg=finding)
+
+
+def script(data, target, finding="", name="input"):
+    """The reproducer of an input for TARGET: producer-NAME, or a consumer."""
+    if target.startswith("producer-"):
+        return producer_reproducer(data, target[len("producer-"):], finding, name)
+    return reproducer(data, target, finding, name)
+
+
+def main(argv):
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="dlconform fuzz-repro",
+                                 description="print a Python reproducer for a fuzz input (record format 2)")
+    ap.add_argument("file")
+    ap.add_argument("--target", default=None, help="consumer or producer-NAME (default: the file name's prefix, "
+                    "else numpy)")
+    ap.add_argument("--finding", default="", help='"CLAUSE: message" to check for')
+    args = ap.parse_args(argv)
+    base = os.path.basename(args.file)
+    target = args.target or base.split("-", 1)[0]
+    if not args.target and base.startswith("producer-"):
+        target = "-".join(base.split("-")[:2])
+    if target in ("crash", "leak", "timeout", "oom", "validator", ""):
+        target = "numpy"
+    with open(args.file, "rb") as f:
+        print(script(f.read(), target, args.finding, base), end="")
+    return 0
+
+
+PRODUCER_TEMPLATE = '''\
+# dlconform fuzz reproducer (producer target), record format 2: {name}
+# finding: {finding}
+# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._probe built: make build)
+#
+# view     {producer} tensor of dtype {dtype}, shape {shape!r}, element strides {strides!r}, element offset
+#          {offset} into a {base}-element base{readonly}, byte i of the base (i * 131 + {seed}) & 0xff
+# call     __dlpack__({kwargs}), then the type's exchange API when it offers one
+from dlconform.fuzz import producer_oracles
+
+RECORD = bytes.fromhex(
+{record})
+producer_oracles.reproduce(RECORD, {producer!r}, finding={finding_arg!r})
+'''
+
+
+def _hex_lines(data):
+    raw = bytes(data)
+    return "\n".join("    %r" % raw[i:i + 32].hex() for i in range(0, len(raw), 32)) or "    ''"
+
+
+def producer_reproducer(data, producer="numpy", finding="", name="input"):
+    """The reproducer script (str) of one producer-target input."""
+    from .producer_oracles import BASE_ELEMENTS, dlpack_kwargs, view_parameters
+    from .producer_views import DTYPES
+
+    rec = R.decode(data)
+    idx, shape, strides, offset, readonly, seed = view_parameters(rec)
+    return PRODUCER_TEMPLATE.format(
+        name=name, finding=finding or "(none recorded)", producer=producer, dtype=DTYPES[idx][0], shape=shape,
+        strides=strides, offset=offset, base=BASE_ELEMENTS, readonly=", read-only" if readonly else "", seed=seed,
+        kwargs=", ".join("%s=%r" % kv for kv in dlpack_kwargs(rec).items()), record=_hex_lines(data),
+        finding_arg=finding)
