@@ -30,6 +30,9 @@ import subprocess
 import sys
 import time
 
+from ..records import Record
+from ..runner import kill_group
+from ..verdicts import breach
 from .triage import triage_log
 
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
@@ -45,21 +48,13 @@ def run_group(cmd, timeout, **kw):
         out, _ = p.communicate(timeout=timeout)
         return p.returncode, out
     except subprocess.TimeoutExpired as e:
-        _kill_group(p)
+        kill_group(p)
         out, _ = p.communicate()
         e.stdout = out
         raise
     except BaseException:
-        _kill_group(p)
-        p.wait()
+        kill_group(p)
         raise
-
-
-def _kill_group(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 # An EXC finding that is more than the class of a refusal: CPython's C API contract broken.
@@ -290,19 +285,19 @@ class Fuzz:
         for f in sorted(self.findings.values(), key=lambda x: x["found_after"]):
             level = finding_level(f["clause"], f["message"], cat.level(f["clause"]))
             f["level"] = level
-            records.append({
-                "target": self.a.target, "role": "any" if self.a.target == "validator" else
+            records.append(Record(
+                target=self.a.target, role="any" if self.a.target == "validator" else
                 ("producer" if self.a.producer else "consumer"),
-                "clause": f["clause"], "level": level, "group": f["clause"].split("-", 1)[0],
+                clause=f["clause"], level=level, catalogue=cat,
                 # an oracle breach of a SHOULD/MAY clause is a warn, as in the suites; a
                 # signal or sanitizer report is a crash whatever the clause
-                "verdict": "crash" if f["kind"] != "oracle" or level == "MUST" else "warn",
-                "message": "fuzz (%s): %s%s; key %s; input %s" % (
+                verdict="warn" if f["kind"] == "oracle" and breach(level) == "warn" else "crash",
+                message="fuzz (%s): %s%s; key %s; input %s" % (
                     f["kind"], f["message"], "" if f["new"] else " (known finding)", f["key"],
                     f.get("minimized") or f["input"]),
-                "repro": f.get("repro", ""),
-                "test": "fuzz:%s:%s" % (self.a.target, hashlib.sha1(f["key"].encode()).hexdigest()[:12]),
-                "duration": f["found_after"], "evidence": f["evidence"]})
+                repro=f.get("repro", ""),
+                test="fuzz:%s:%s" % (self.a.target, hashlib.sha1(f["key"].encode()).hexdigest()[:12]),
+                duration=f["found_after"], evidence=f["evidence"]))
         new = [f for f in self.findings.values() if f["new"]]
         summary = {"target": self.a.target, "binary": self.a.bin, "seconds": self.a.seconds,
                    "fuzz_seconds": round(self.fuzz_seconds, 1), "rounds": self.rounds, "executions": self.execs,
