@@ -50,7 +50,6 @@ def test_producer_strided_views_describe_the_tensor(target, check):
     names = _exportable(target)
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
-    state = {}
     clauses = ("LAY-03", "LAY-05", "LAY-11", "SEM-01")
 
     @hh.settings_bounded(20)
@@ -78,7 +77,7 @@ def test_producer_strided_views_describe_the_tensor(target, check):
             why = check.unclean(e)
             rec = [("LAY-11", "fail" if why else "warn",
                     "exporting a %s view %r refused: %s" % (dtype, ops, why or "%s: %s" % (type(e).__name__, e)))]
-            return hh.report_case(check, state, rec, lines)
+            return hh.report_case(check, rec, lines)
         info = _probe.inspect(cap)
         problems = tns.compare_layout(target, v, info, dty.itemsize(dtype))
         recs = [(c, "fail", m) for c, m in problems if c in clauses]
@@ -92,7 +91,7 @@ def test_producer_strided_views_describe_the_tensor(target, check):
                     recs.append(("SEM-01", "fail", "the exported %s view %r (strides %r, byte_offset %d) reads %s, "
                                  "the tensor holds %s" % (dtype, ops, info["strides"], info["byte_offset"],
                                                            got.hex()[:80], expected.hex()[:80])))
-        hh.report_case(check, state, recs, lines)
+        hh.report_case(check, recs, lines)
 
     hh.run_cases(check, clauses, body)
 
@@ -177,7 +176,6 @@ def test_producer_high_ndim(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     dtype = "float32" if "float32" in names else names[0]
-    state = {}
 
     @hh.settings_bounded(12)
     @seed(0x79fab0f546cd1f92b5385436facb685f4220afb0297965b75bb5264c8bd70391e3a78bdc6ea3e9534636912220e164ec)
@@ -202,7 +200,7 @@ def test_producer_high_ndim(target, check):
                          % (info["ndim"], info["shape"], shape)))
         elif _probe.read_elements(cap) != target.expected(x):
             recs.append(("LAY-09", "fail", "values of a %d-d tensor differ after export" % len(shape)))
-        hh.report_case(check, state, recs, lines)
+        hh.report_case(check, recs, lines)
 
     hh.run_cases(check, ("LAY-09", "LAY-08"), body)
 
@@ -528,7 +526,7 @@ def test_consumer_ndim0(target, check):
     att.settle()
 
 
-def _view_import_body(target, check, state, view, dtype):
+def _view_import_body(target, check, view, dtype):
     # data points at the first element (byte_offset 0), so that LAY-03 is not tested here
     holder = _ref.Forge(dtype=(1, 8, 1), shape=(view.buffer_size,))
     kw = dict(dtype=dtype, shape=view.shape, strides=view.strides, data=holder.buffer_address + view.byte_offset)
@@ -552,7 +550,7 @@ def _view_import_body(target, check, state, view, dtype):
                                                             got.hex()[:64], exp.hex()[:64], d["shape"], d["strides"])))
     att.settle()
     del holder
-    hh.report_case(check, state, recs, lines)
+    hh.report_case(check, recs, lines)
 
 
 @pytest.mark.clause("LAY-11", "LAY-05")
@@ -560,13 +558,12 @@ def _view_import_body(target, check, state, view, dtype):
 def test_consumer_strided_views(target, check):
     """Transposed, stepped and size-1-odd-stride layouts with byte_offset import with the right
     values, or are refused cleanly (LAY-11: import or copy/raise)."""
-    state = {}
 
     @hh.settings_bounded(20)
     @seed(0xaf2a4e2b61aab40669481ec63662f082491422370d0f9f5a208da288c1146f75587900e197b57bf6e689d2f3291a3462)
     @given(hh.views(itemsize=4, min_ndim=1, max_ndim=4, allow_negative=False))
     def body(view):
-        _view_import_body(target, check, state, view, (2, 32, 1))
+        _view_import_body(target, check, view, (2, 32, 1))
 
     hh.run_cases(check, ("LAY-11", "LAY-05"), body)
 
@@ -575,14 +572,13 @@ def test_consumer_strided_views(target, check):
 @C
 def test_consumer_negative_strides(target, check):
     """Negative strides are a legal layout: import with the right values or refuse cleanly."""
-    state = {}
 
     @hh.settings_bounded(12)
     @seed(0xa4647a5122e882c74a3e868e0e39094338d13c51ee304b5dc42c4942c1046695c6beaea8c14c875646a42ca51da61bbe)
     @given(hh.views(itemsize=4, min_ndim=1, max_ndim=3, allow_negative=True).filter(
         lambda v: any(s < 0 for n, s in zip(v.shape, v.strides) if n > 1)))
     def body(view):
-        _view_import_body(target, check, state, view, (2, 32, 1))
+        _view_import_body(target, check, view, (2, 32, 1))
 
     hh.run_cases(check, ("LAY-11",), body)
 

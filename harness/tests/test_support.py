@@ -221,7 +221,6 @@ def test_run_cases_shrinks_and_records_a_finding():
     from hypothesis import strategies as st
 
     check = new_check()
-    state = {}
 
     @hh.settings_bounded(20)
     @seed(0)
@@ -230,7 +229,7 @@ def test_run_cases_shrinks_and_records_a_finding():
         records = [("LAY-11", "warn", "odd")] if n % 2 else []
         if n >= 10:
             records.append(("LAY-09", "fail", "n=%d" % n))
-        hh.report_case(check, state, records, ["n = %d" % n])
+        hh.report_case(check, records, ["n = %d" % n])
 
     hh.run_cases(check, ("LAY-09", "LAY-11"), body)
     assert ("LAY-09", "fail", "n=10") in check.records

@@ -14,8 +14,8 @@ tests and the target adapters. Strides are in elements, byte offsets in bytes.
   target's tensor.
 - `settings_bounded`: the suite-wide bounded, deterministic hypothesis settings; a body adds its
   own `@hypothesis.seed(...)` so that editing its text does not change the examples drawn.
-- `run_cases(check, clauses, body)` runs a @given body that calls `report_case(...)` for each
-  case: fail-level records raise `Finding`, so hypothesis shrinks to the smallest failing case,
+- `run_cases(check, clauses, body)` runs a @given body that calls `report_case(check, records,
+  lines)` for each case: fail-level records raise `Finding`, so hypothesis shrinks to the smallest failing case,
   whose records and reproducer are then recorded; warn-level records are recorded at once.
 
 A failing example must be reproducible: tests call `hypothesis.note()` with the drawn case
@@ -25,6 +25,8 @@ from collections import namedtuple
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from . import repros as rp
 
 
 def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
@@ -148,14 +150,13 @@ def run_cases(check, clauses, given_fn):
         check.record(clause, "pass", "")
 
 
-def report_case(check, state, records, lines):
+def report_case(check, records, lines):
     """The records of one case: fail-level ones raise Finding; warn-level ones are recorded,
-    with the reproducer of the first case that had any (state: a dict the test keeps)."""
+    with the reproducer of the first case that recorded any (repros.keep_first)."""
     fails = [r for r in records if r[1] in ("fail", "crash")]
     if fails:
         raise Finding(fails, lines)
+    if records:
+        rp.keep_first(check, lines)
     for clause, verdict, message in records:
         check.record(clause, verdict, message)
-        if not state.get("repro"):
-            state["repro"] = True
-            check.repro(lines)
