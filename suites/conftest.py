@@ -3,5 +3,5 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-if _HERE not in sys.path:  # strategies.py and _layout_support.py import as top-level modules
+if _HERE not in sys.path:  # the test files import the `support` package as a top-level package
     sys.path.insert(0, _HERE)

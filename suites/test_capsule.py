@@ -9,10 +9,16 @@ import sys
 
 import pytest
 
-import _capsule_support as S
-from dlconform import _probe
+from dlconform import _probe, _ref
+from dlconform.producers import CapsuleProducer, RecordingProducer, forges
 from dlconform.repro import bytes_literal
 from dlconform.verdicts import Unsupported, Warn
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import readings as rd
+from support import repros as rp
+from support import tensors as tns
 
 def _exports(target, x, dtype="float32", shape=(2, 3)):
     """[(kind, capsule factory)] for the capsule kinds the producer offers. Each call exports a
@@ -27,14 +33,14 @@ def _exports(target, x, dtype="float32", shape=(2, 3)):
         return t
 
     candidates = [("legacy", lambda: fresh().__dlpack__())]
-    if not S.producer_is_legacy_only(x):
-        candidates.append(("versioned", lambda: fresh().__dlpack__(max_version=S.SUITE_VERSION)))
+    if not pycap.producer_is_legacy_only(x):
+        candidates.append(("versioned", lambda: fresh().__dlpack__(max_version=pycap.SUITE_VERSION)))
     out, skipped = [], []
     for kind, export in candidates:
         # only capsules the probe may read: the right name (CAP-01/CAP-02) and, for versioned
         # ones, major version 1 (VER-07); other clauses report those breaches
         info = _probe.inspect(export())
-        want = S.LEGACY if kind == "legacy" else S.VERSIONED
+        want = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
         if info["name"] != want:
             skipped.append("%s exports are named %r (CAP-01/CAP-02)" % (kind, info["name"]))
         elif not info.get("readable", True):
@@ -46,8 +52,16 @@ def _exports(target, x, dtype="float32", shape=(2, 3)):
     return out
 
 
+def _export_cases(target):
+    """(kind, export, x's values, setup lines that make x) for each capsule kind the producer
+    of a float32 (2, 3) tensor x offers (_exports)."""
+    x, values, mk = tns.make(target)
+    for kind, export in _exports(target, x):
+        yield kind, export, values, rp.setup(target) + mk
+
+
 def _export_line(kind):
-    return "cap = x.__dlpack__()" if kind == "legacy" else "cap = x.__dlpack__(max_version=%r)" % (S.SUITE_VERSION,)
+    return "cap = x.__dlpack__()" if kind == "legacy" else "cap = x.__dlpack__(max_version=%r)" % (pycap.SUITE_VERSION,)
 
 
 def _views(target, x):
@@ -66,30 +80,38 @@ def _views(target, x):
 
 
 # ============================================================================ producer: names
+def _check_names(target, check, clause, kind):
+    """Exports of `kind` (legacy or versioned) of a few dtypes, each tensor and its views: a
+    PyCapsule of the kind's name whose managed struct describes the tensor's elements."""
+    want = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
+    for dtype in dty.pick(target)[:4]:
+        x, values, mk = tns.make(target, dtype, (2, 3))
+        rp.keep_first(check, rp.setup(target) + mk + [
+            _export_line(kind),
+            "print(cap, _probe.inspect(cap)['name'])  # expected %r" % want,
+            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
+        ])
+        for label, v in _views(target, x):
+            cap = v.__dlpack__() if kind == "legacy" else pycap.export_versioned(v)
+            if not check.that(pycap.is_capsule(cap), clause, "%s %s: the %s export is a %s, not a PyCapsule"
+                              % (dtype, label, kind, type(cap).__name__)):
+                continue
+            info = _probe.inspect(cap)
+            check.equal(info["name"], want, clause, "%s %s: %s capsule name" % (dtype, label, kind))
+            if info["name"] == want and info.get("readable"):
+                check.equal(_probe.read_elements(cap), target.expected(v), clause,
+                            "%s %s: elements read through the %s" % (
+                                dtype, label, "capsule's DLManagedTensor" if kind == "legacy"
+                                else "DLManagedTensorVersioned"))
+            del cap
+
+
 @pytest.mark.clause("CAP-01")
 @pytest.mark.role("producer")
 def test_legacy_capsule_named_dltensor(target, check):
     """A legacy export (no max_version) is a PyCapsule named exactly "dltensor" whose pointer is
     a DLManagedTensor describing the tensor's elements."""
-    for dtype in S.pick_dtypes(target)[:4]:
-        x, values, mk = S.make(target, dtype, (2, 3))
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
-            "cap = x.__dlpack__()",
-            "print(cap, _probe.inspect(cap)['name'])  # expected 'dltensor'",
-            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
-        ])
-        for label, v in _views(target, x):
-            cap = v.__dlpack__()
-            check.that(S.is_capsule(cap), "CAP-01", "%s %s.__dlpack__() returned %s, not a PyCapsule"
-                       % (dtype, label, type(cap).__name__))
-            if not S.is_capsule(cap):
-                continue
-            info = _probe.inspect(cap)
-            check.equal(info["name"], S.LEGACY, "CAP-01", "%s %s: legacy capsule name" % (dtype, label))
-            if info["name"] == S.LEGACY:
-                check.equal(_probe.read_elements(cap), target.expected(v), "CAP-01",
-                            "%s %s: elements read through the capsule's DLManagedTensor" % (dtype, label))
-            del cap
+    _check_names(target, check, "CAP-01", "legacy")
 
 
 @pytest.mark.clause("CAP-02")
@@ -97,25 +119,7 @@ def test_legacy_capsule_named_dltensor(target, check):
 def test_versioned_capsule_named_dltensor_versioned(target, check):
     """With max_version >= (1, 0) the capsule is named "dltensor_versioned" and holds a
     DLManagedTensorVersioned."""
-    for dtype in S.pick_dtypes(target)[:4]:
-        x, values, mk = S.make(target, dtype, (2, 3))
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
-            "cap = x.__dlpack__(max_version=(1, 3))",
-            "print(cap, _probe.inspect(cap)['name'])  # expected 'dltensor_versioned'",
-            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
-        ])
-        for label, v in _views(target, x):
-            cap = S.export_versioned(v)
-            if not S.is_capsule(cap):
-                check.that(False, "CAP-02", "%s __dlpack__(max_version=(1, 3)) returned %s, not a PyCapsule"
-                           % (label, type(cap).__name__))
-                continue
-            info = _probe.inspect(cap)
-            check.equal(info["name"], S.VERSIONED, "CAP-02", "%s %s: versioned capsule name" % (dtype, label))
-            if info["name"] == S.VERSIONED and info.get("readable"):
-                check.equal(_probe.read_elements(cap), target.expected(v), "CAP-02",
-                            "%s %s: elements read through the DLManagedTensorVersioned" % (dtype, label))
-            del cap
+    _check_names(target, check, "CAP-02", "versioned")
 
 
 # ============================================================================ producer: lifetime
@@ -124,9 +128,8 @@ def test_versioned_capsule_named_dltensor_versioned(target, check):
 def test_each_export_is_a_fresh_capsule(target, check):
     """A capsule is consumed once, so after one capsule was consumed the next __dlpack__ call must
     hand out a new, unconsumed capsule, itself consumable."""
-    x, values, mk = S.make(target)
-    for kind, export in _exports(target, x):
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+    for kind, export, values, head in _export_cases(target):
+        rp.keep_first(check, head + [
             _export_line(kind), "h1 = _probe.consume(cap)",
             _export_line(kind).replace("cap =", "cap2 ="),
             "print(cap2 is cap, _probe.inspect(cap2)['name'])",
@@ -138,16 +141,16 @@ def test_each_export_is_a_fresh_capsule(target, check):
         cap2 = export()
         check.that(cap2 is not cap1, "CAP-04", "%s: __dlpack__ returned the capsule it handed out before" % kind)
         name = _probe.inspect(cap2)["name"]
-        check.that(name in (S.LEGACY, S.VERSIONED), "CAP-04",
+        check.that(name in (pycap.LEGACY, pycap.VERSIONED), "CAP-04",
                    "%s: the second export is named %r after the first was consumed" % (kind, name))
-        if name in (S.LEGACY, S.VERSIONED):
+        if name in (pycap.LEGACY, pycap.VERSIONED):
             h2 = _probe.consume(cap2)
             check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
             h2.release()
         h1.release()
         # consumed capsules are kept: their destructor is CAP-06's business, not this check's
-        S.pin_forever(cap1)
-        S.pin_forever(cap2)
+        pycap.pin_forever(cap1)
+        pycap.pin_forever(cap2)
         del cap1, cap2
 
 
@@ -155,9 +158,8 @@ def test_each_export_is_a_fresh_capsule(target, check):
 @pytest.mark.role("producer")
 def test_unconsumed_capsule_calls_deleter(target, check):
     """The capsule destructor calls the deleter when the capsule dies with its unconsumed name."""
-    x, values, mk = S.make(target)
-    for kind, export in _exports(target, x):
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+    for kind, export, values, head in _export_cases(target):
+        rp.keep_first(check, head + [
             _export_line(kind), "t = _probe.instrument(cap)",
             "del cap; gc.collect()",
             "print(t.calls)  # expected 1: the capsule destructor calls the deleter",
@@ -165,7 +167,7 @@ def test_unconsumed_capsule_calls_deleter(target, check):
         cap = export()
         tracker = _probe.instrument(cap)
         del cap
-        S.settle()
+        tries.settle()
         check.equal(tracker.calls, 1, "CAP-05",
                     "%s: deleter calls after an unconsumed capsule died (0 = leak)" % kind)
 
@@ -175,9 +177,8 @@ def test_unconsumed_capsule_calls_deleter(target, check):
 def test_used_capsule_destructor_does_nothing(target, check):
     """After a consumer renamed the capsule used_*, the capsule destructor must not call the
     deleter (the consumer owns the tensor and calls it once)."""
-    x, values, mk = S.make(target)
-    for kind, export in _exports(target, x):
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+    for kind, export, values, head in _export_cases(target):
+        rp.keep_first(check, head + [
             _export_line(kind), "t = _probe.instrument(cap)",
             "h = _probe.consume(cap)  # renamed used_*, h owns the tensor",
             "del cap; gc.collect()",
@@ -188,11 +189,11 @@ def test_used_capsule_destructor_does_nothing(target, check):
         tracker = _probe.instrument(cap)
         handle = _probe.consume(cap)
         del cap
-        S.settle()
+        tries.settle()
         ok = check.equal(tracker.calls, 0, "CAP-06",
                          "%s: deleter calls made by the destructor of a capsule renamed used_*" % kind)
         if not ok:
-            S.pin_forever(handle)  # the destructor already freed it: never release twice
+            pycap.pin_forever(handle)  # the destructor already freed it: never release twice
             continue
         check.that(handle.release(), "CAP-06", "%s: the consumer's release found no deleter to call" % kind)
         check.equal(tracker.calls, 1, "CAP-06", "%s: deleter calls after the consumer released" % kind)
@@ -224,23 +225,22 @@ def test_destructor_skips_null_deleter(target, check):
     """The capsule destructor must skip a NULL deleter. When the producer exports NULL deleters
     itself, its capsules just die; otherwise the deleter is set to NULL in a separate process
     (after taking ownership) and the capsule dies there."""
-    x, values, mk = S.make(target)
-    for kind, export in _exports(target, x):
+    for kind, export, values, head in _export_cases(target):
         cap = export()
         info = _probe.inspect(cap)
         if info["deleter"] == 0:
-            S.repro_unless_failed(check, S.setup_lines(target) + mk + [_export_line(kind), "del cap; gc.collect()  # NULL deleter"])
+            rp.keep_first(check, head + [_export_line(kind), "del cap; gc.collect()  # NULL deleter"])
             del cap
-            S.settle()
+            tries.settle()
             check.that(True, "CAP-07")
             continue
         del cap
-        S.settle()
-        body = _CAP07_SNIPPET.format(export=_export_line(kind), offset=S.deleter_offset(kind),
-                                     name=S.LEGACY if kind == "legacy" else S.VERSIONED)
-        text = "\n".join(S.setup_lines(target) + mk) + "\n" + body
-        S.repro_unless_failed(check, text)
-        rc, out, err = S.run_snippet(text)
+        tries.settle()
+        body = _CAP07_SNIPPET.format(export=_export_line(kind), offset=pycap.deleter_offset(kind),
+                                     name=pycap.LEGACY if kind == "legacy" else pycap.VERSIONED)
+        text = "\n".join(head) + "\n" + body
+        rp.keep_first(check, text)
+        rc, out, err = rp.run_snippet(text)
         if "ABI-MISMATCH" in out:
             raise Unsupported("%s: the managed struct's deleter is not where dlpack.h puts it (%s)" % (kind, out.strip()))
         if rc == 0 and "CAP-07 OK" in out:
@@ -286,13 +286,12 @@ def test_destructor_cannot_get_pointer(target, check):
     used name) reports an unraisable error at most and never lets an exception escape. Runs in a
     separate process: reporting the error with the capsule being deallocated as its object (as
     the python_spec example does) makes CPython deallocate it again and again."""
-    x, values, mk = S.make(target)
-    for kind, export in _exports(target, x):
-        wrong = S.USED_VERSIONED if kind == "legacy" else S.USED_LEGACY
-        text = "\n".join(S.setup_lines(target) + mk) + "\n" + _CAP08_SNIPPET.format(
+    for kind, export, values, head in _export_cases(target):
+        wrong = pycap.USED_VERSIONED if kind == "legacy" else pycap.USED_LEGACY
+        text = "\n".join(head) + "\n" + _CAP08_SNIPPET.format(
             export=_export_line(kind), wrong=wrong)
-        S.repro_unless_failed(check, text)
-        rc, out, err = S.run_snippet(text)
+        rp.keep_first(check, text)
+        rc, out, err = rp.run_snippet(text)
         reported = "Exception ignored in" in err
         if rc == 0 and "CAP-08 OK" in out:
             calls = [l for l in out.splitlines() if l.startswith("CALLS")]
@@ -318,7 +317,7 @@ def test_destructor_cannot_get_pointer(target, check):
                        % (kind, rc, (err.strip().splitlines() or ["no output"])[-1]))
 
         # a capsule dying while an exception is handled must leave that exception alone
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+        rp.keep_first(check, head + [
             _export_line(kind), "t = _probe.instrument(cap)",
             "try:", "    raise KeyError('in flight')", "except KeyError as e:",
             "    del cap; gc.collect()", "    import sys; print(sys.exc_info()[1] is e)  # expected True",
@@ -331,14 +330,14 @@ def test_destructor_cannot_get_pointer(target, check):
         except KeyError as e:
             try:
                 del cap
-                S.settle()
+                tries.settle()
                 current = sys.exc_info()[1]
                 leaked = None
             except BaseException as inner:  # noqa: BLE001
                 current, leaked = None, inner
             check.that(leaked is None and current is e, "CAP-08",
                        "%s: a capsule dying during exception handling replaced the exception in flight (%s)"
-                       % (kind, S.describe_exc(leaked) if leaked else repr(current)))
+                       % (kind, tries.describe_exc(leaked) if leaked else repr(current)))
         check.that(tracker.calls <= 1, "CAP-08", "%s: %d deleter calls for a capsule that died during exception "
                    "handling" % (kind, tracker.calls))
 
@@ -348,12 +347,12 @@ def test_destructor_cannot_get_pointer(target, check):
 def test_producer_capsule_names_static(target, check):
     """Capsule names are statically allocated: every export's name pointer lies in a loaded
     image (not the heap), and stays readable after the tensors are gone."""
-    dtypes = S.pick_dtypes(target)[:2]
-    x1, _, mk1 = S.make(target, dtypes[0], (2, 3), var="x")
-    x2, _, mk2 = S.make(target, dtypes[-1], (3,), var="x2", seed=1)
+    dtypes = dty.pick(target)[:2]
+    x1, _, mk1 = tns.make(target, dtypes[0], (2, 3), var="x")
+    x2, _, mk2 = tns.make(target, dtypes[-1], (3,), var="x2", seed=1)
     for kind, _export in _exports(target, x1):
         line = _export_line(kind)
-        S.repro_unless_failed(check, S.setup_lines(target) + mk1 + mk2 + [
+        rp.keep_first(check, rp.setup(target) + mk1 + mk2 + [
             "import ctypes",
             "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
             line, line.replace("cap =", "cap2 =").replace("x.", "x2."),
@@ -364,19 +363,19 @@ def test_producer_capsule_names_static(target, check):
         if kind == "legacy":
             caps = [x1.__dlpack__(), x2.__dlpack__()]
         else:
-            caps = [x1.__dlpack__(max_version=S.SUITE_VERSION), x2.__dlpack__(max_version=S.SUITE_VERSION)]
-        expected = S.LEGACY if kind == "legacy" else S.VERSIONED
+            caps = [x1.__dlpack__(max_version=pycap.SUITE_VERSION), x2.__dlpack__(max_version=pycap.SUITE_VERSION)]
+        expected = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
         names = [_probe.inspect(c)["name"] for c in caps]
         if names != [expected, expected]:
             raise Unsupported("%s: capsules are named %r (CAP-01/CAP-02), not checking their storage" % (kind, names))
-        pointers = [S.name_pointer(c) for c in caps]
-        verdict, message = S.static_name_verdict(pointers)
+        pointers = [pycap.name_pointer(c) for c in caps]
+        verdict, message = rd.static_name_verdict(pointers)
         check.record("CAP-09", verdict, "%s: %s" % (kind, message))
     # the names must still read right once the tensors are gone and memory was reused
     caps = [x1.__dlpack__(), x2.__dlpack__()]
     before = [_probe.inspect(c)["name"] for c in caps]
     del x1, x2
-    S.settle()
+    tries.settle()
     churn = [bytes(64) + bytes([i & 0xFF]) for i in range(2000)]
     del churn
     for c, name in zip(caps, before):
@@ -390,27 +389,27 @@ def test_producer_capsule_names_static(target, check):
 def test_dlpack_signature_keyword_only(target, check):
     """__dlpack__() and __dlpack__(stream=None) return a PyCapsule; arguments are keyword-only
     (a positional stream is an extension: warn, not fail)."""
-    x, values, mk = S.make(target)
-    S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+    x, values, mk = tns.make(target)
+    rp.keep_first(check, rp.setup(target) + mk + [
         "print(type(x.__dlpack__()), type(x.__dlpack__(stream=None)))",
         "x.__dlpack__(None)  # keyword-only: expected TypeError",
     ])
     for call, fn in (("__dlpack__()", lambda: x.__dlpack__()),
                      ("__dlpack__(stream=None)", lambda: x.__dlpack__(stream=None))):
         cap = fn()
-        check.that(S.is_capsule(cap), "API-01", "%s returned %s, not a PyCapsule" % (call, type(cap).__name__))
+        check.that(pycap.is_capsule(cap), "API-01", "%s returned %s, not a PyCapsule" % (call, type(cap).__name__))
         del cap
     try:
         cap = x.__dlpack__(None)
     except TypeError:
         check.that(True, "API-01")
     except SystemError as e:
-        check.that(False, "API-01", "__dlpack__(None) raised %s" % S.describe_exc(e))
+        check.that(False, "API-01", "__dlpack__(None) raised %s" % tries.describe_exc(e))
     except Exception as e:  # noqa: BLE001
         check.warn("API-01", "__dlpack__(None) (a positional argument) raised %s; the signature is keyword-only, "
-                   "so TypeError is the expected error" % S.describe_exc(e))
+                   "so TypeError is the expected error" % tries.describe_exc(e))
     else:
-        kind = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
+        kind = _probe.inspect(cap)["name"] if pycap.is_capsule(cap) else type(cap).__name__
         del cap
         check.warn("API-01", "__dlpack__ accepts a positional argument (__dlpack__(None) returned %s); the array "
                    "API signature is __dlpack__(self, /, *, stream=None, ...): keyword-only. A harmless "
@@ -422,8 +421,8 @@ def test_dlpack_signature_keyword_only(target, check):
 def test_dlpack_2023_keywords(target, check):
     """max_version, dl_device and copy (array API 2023.12) are accepted as keywords with their
     default None, alone and together with stream, and give a PyCapsule."""
-    x, values, mk = S.make(target)
-    S.repro_unless_failed(check, S.setup_lines(target) + mk + [
+    x, values, mk = tns.make(target)
+    rp.keep_first(check, rp.setup(target) + mk + [
         "for kw in ('max_version', 'dl_device', 'copy'):",
         "    print(kw, x.__dlpack__(**{kw: None}))",
         "print(x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None))",
@@ -433,22 +432,23 @@ def test_dlpack_2023_keywords(target, check):
         try:
             cap = x.__dlpack__(**{kw: None})
         except TypeError as e:
-            if S.keyword_rejected(e, kw):
+            if pycap.keyword_rejected(e, kw):
                 rejected.append((kw, e))
                 continue
             raise
         accepted.append(kw)
-        check.that(S.is_capsule(cap), "API-01", "__dlpack__(%s=None) returned %s" % (kw, type(cap).__name__))
+        check.that(pycap.is_capsule(cap), "API-01", "__dlpack__(%s=None) returned %s" % (kw, type(cap).__name__))
         del cap
     if not accepted:
         raise Unsupported("legacy producer (array API 2021.12 signature): __dlpack__ rejects %s (%s)"
-                          % (", ".join(k for k, _ in rejected), S.describe_exc(rejected[0][1])))
+                          % (", ".join(k for k, _ in rejected), tries.describe_exc(rejected[0][1])))
     if rejected:
         check.warn("API-01", "__dlpack__ accepts %s but rejects %s: a partial 2023.12 signature"
                    % (", ".join(accepted), ", ".join(k for k, _ in rejected)))
         return
     cap = x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None)
-    check.that(S.is_capsule(cap), "API-01", "__dlpack__ with all four keywords None returned %s" % type(cap).__name__)
+    check.that(pycap.is_capsule(cap), "API-01", "__dlpack__ with all four keywords None returned %s"
+               % type(cap).__name__)
 
 
 @pytest.mark.clause("API-02")
@@ -456,8 +456,8 @@ def test_dlpack_2023_keywords(target, check):
 def test_dlpack_device_tuple(target, check):
     """__dlpack_device__() returns a 2-tuple (device_type: int or IntEnum, device_id: int), for
     tensors and their views."""
-    x, values, mk = S.make(target)
-    S.repro_unless_failed(check, S.setup_lines(target) + mk + ["d = x.__dlpack_device__()", "print(type(d), d)"])
+    x, values, mk = tns.make(target)
+    rp.keep_first(check, rp.setup(target) + mk + ["d = x.__dlpack_device__()", "print(type(d), d)"])
     for label, v in _views(target, x):
         d = v.__dlpack_device__()
         ok = (isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], int) and not isinstance(d[0], bool)
@@ -471,8 +471,8 @@ def test_dlpack_device_tuple(target, check):
 def test_producer_has_both_methods(target, check):
     """An exporting library offers both methods (only a library that can never export omits
     them, and then both)."""
-    x, values, mk = S.make(target)
-    S.repro_unless_failed(check, S.setup_lines(target) + mk + ["print(hasattr(x, '__dlpack__'), hasattr(x, '__dlpack_device__'))"])
+    x, values, mk = tns.make(target)
+    rp.keep_first(check, rp.setup(target) + mk + ["print(hasattr(x, '__dlpack__'), hasattr(x, '__dlpack_device__'))"])
     for label, v in _views(target, x):
         has = (callable(getattr(v, "__dlpack__", None)), callable(getattr(v, "__dlpack_device__", None)))
         check.that(has == (True, True), "API-06", "%s has __dlpack__=%s, __dlpack_device__=%s" % (label, has[0], has[1]))
@@ -480,35 +480,36 @@ def test_producer_has_both_methods(target, check):
 
 # ============================================================================ consumer
 def _consumer_lines(target, producer_line, extra=()):
-    return (S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer")
+    return (rp.setup(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer")
             + ["caps = []  # every capsule the producer hands out",
                "class Keep(RecordingProducer):",
                "    def __dlpack__(self, *a, **kw):",
                "        c = super().__dlpack__(*a, **kw); caps.append(c); return c",
                producer_line,
-               "y = %s" % S.consumer_expr(target, "p")]
+               "y = %s" % target.repro_from_dlpack("p")]
             + list(extra))
 
 
 def _check_import(target, check, versioned):
     fk = {"shape": (2, 3), "dtype": (2, 32, 1)}
     if versioned:
-        S.require_versioned_consumer(target)
-        p = S.Keep(S.forges(**fk))
+        tries.require_versioned_consumer(target)
+        p = RecordingProducer(forges(**fk), keep=True)
         pline = "p = Keep(forges(shape=(2, 3), dtype=(2, 32, 1)))"
     else:
-        p = S.Keep(S.forges(**fk), legacy_only=True)
+        p = RecordingProducer(forges(**fk), legacy_only=True, keep=True)
         pline = "p = Keep(forges(shape=(2, 3), dtype=(2, 32, 1)), legacy_only=True)"
     kind = "versioned" if versioned else "legacy"
-    used = S.USED_VERSIONED if versioned else S.USED_LEGACY
-    S.repro_unless_failed(check, _consumer_lines(target, pline, [
+    used = pycap.USED_VERSIONED if versioned else pycap.USED_LEGACY
+    rp.keep_first(check, _consumer_lines(target, pline, [
         "f = p.forges[%r]" % kind,
         "print(p.events, p.calls)",
         "print([_probe.inspect(c)['name'] for c in caps])  # expected [%r]" % used,
         "print(f.deleter_calls)  # expected 0 while y is alive",
         "del y; gc.collect(); print(f.deleter_calls)  # expected 1",
     ]))
-    y, exc = S.try_import(target, p)
+    att = tries.Attempt(target, p)
+    exc = att.exc
     clauses = ("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
     if exc is not None:
         first_new = bool(p.calls) and bool(set(p.calls[0]) - {"stream"})
@@ -516,10 +517,10 @@ def _check_import(target, check, versioned):
         if isinstance(exc, TypeError) and not versioned and first_new and not retried:
             check.warn("API-03", "import from an old producer (__dlpack__(stream=None) only) failed: the consumer "
                        "passed %r and did not retry without the new keywords (VER-06 SHOULD): %s"
-                       % (p.calls[0], S.describe_exc(exc)))
+                       % (p.calls[0], tries.describe_exc(exc)))
         else:
             check.that(False, "API-03", "from_dlpack refused a %s capsule from a foreign producer (calls %r): %s"
-                       % (kind, p.calls, S.describe_exc(exc)))
+                       % (kind, p.calls, tries.describe_exc(exc)))
         for c in clauses[1:]:
             check.record(c, "skip", "not reached: the import failed (API-03)")
         return
@@ -529,15 +530,13 @@ def _check_import(target, check, versioned):
         for c in clauses[1:]:
             check.record(c, "skip", "not reached")
         return
-    got, d = S.result_elements(target, y)
+    got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), "API-03", "%s import: element values" % kind)
     check.equal(d["ptr"], forge.buffer_address, "SEM-01", "%s import: result address (zero-copy: the forge buffer)"
                 % kind)
-    dev = S.result_device(y)
+    dev = tries.result_device(att.result)
     check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
-    box = [y]
-    del y
-    life = S.lifetime(p, box)  # the result dies in there
+    life = att.lifetime()  # the result dies in there
     names = life["names"]
     check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
     if not (names and names[-1] == used):
@@ -550,7 +549,7 @@ def _check_import(target, check, versioned):
             "capsule dies, whatever the consumer does"))
     check.equal(life["alive"], 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
     check.equal(life["after"], 1, "OWN-03", "%s: deleter calls after the result died" % kind)
-    S.settle()
+    tries.settle()
     check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the capsule died too" % kind)
 
 
@@ -574,34 +573,35 @@ def test_import_versioned_from_foreign_producer(target, check):
 def test_consumer_refuses_used_capsule(target, check):
     """A capsule already named used_* belongs to another consumer: from_dlpack must refuse it and
     never call its deleter (the owner does, exactly once)."""
-    kinds = [False] + ([True] if S.consumer_takes_versioned(target) else [])
+    kinds = [False] + ([True] if tries.consumer_takes_versioned(target) else [])
     for versioned in kinds:
         kind = "versioned" if versioned else "legacy"
         fk = {"versioned": versioned, "shape": (2, 3)}
-        S.repro_unless_failed(check, S.setup_lines(target) + [
-            "f = %s" % S.forge_repr(fk),
+        rp.keep_first(check, rp.setup(target) + [
+            "f = %s" % rp.forge_repr(fk),
             "cap = f.capsule(); h = _probe.consume(cap)  # now named used_*, owned by h",
             "class P:",
             "    def __dlpack_device__(self): return (1, 0)",
             "    def __dlpack__(self, **kw): return cap",
-            "y = %s  # expected: an exception" % S.consumer_expr(target, "P()"),
+            "y = %s  # expected: an exception" % target.repro_from_dlpack("P()"),
         ])
-        forge = S._ref().Forge(**fk)
+        forge = _ref.Forge(**fk)
         cap = forge.capsule()
         handle = _probe.consume(cap)
-        p = S.CapsuleProducer(cap)
-        y, exc = S.try_import(target, p)
-        if exc is None:
-            check.that(False, "CAP-04", "%s: from_dlpack imported a capsule named %r" % (kind, _probe.inspect(cap)["name"]))
-            S.pin_forever(handle)  # the consumer now calls the deleter; the handle must not
-            del y
-            S.settle()
+        p = CapsuleProducer(cap)
+        att = tries.Attempt(target, p)
+        if att.exc is None:
+            check.that(False, "CAP-04", "%s: from_dlpack imported a capsule named %r"
+                       % (kind, _probe.inspect(cap)["name"]))
+            pycap.pin_forever(handle)  # the consumer now calls the deleter; the handle must not
+            att.result = None
+            tries.settle()
             continue
-        check.that(not isinstance(exc, SystemError), "CAP-04", "%s: refused with %s" % (kind, S.describe_exc(exc)))
+        check.refusal("CAP-04", att, kind)
         check.equal(forge.deleter_calls, 0, "CAP-04", "%s: deleter calls by the consumer that refused" % kind)
         handle.release()
-        del p, cap
-        S.settle()
+        del p, cap, att
+        tries.settle()
         check.equal(forge.deleter_calls, 1, "CAP-04", "%s: deleter calls after the owner released it" % kind)
 
 
@@ -609,9 +609,9 @@ def test_consumer_refuses_used_capsule(target, check):
 @pytest.mark.role("consumer")
 def test_consumer_used_names_static(target, check):
     """The used_* name a consumer sets is a statically allocated string."""
-    versioned = S.consumer_takes_versioned(target)
+    versioned = tries.consumer_takes_versioned(target)
     pointers, names = [], []
-    S.repro_unless_failed(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", [
+    rp.keep_first(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", [
         "import ctypes",
         "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
         "print(_probe.inspect(caps[0])['name'], hex(f(caps[0])))",
@@ -620,24 +620,23 @@ def test_consumer_used_names_static(target, check):
     ]))
     results = []
     for i in range(2):
-        p = S.Keep(S.forges(shape=(3,)))
-        y, exc = S.try_import(target, p)
-        if exc is not None:
-            raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % S.describe_exc(exc))
-        results.append(y)
-        for c in p.capsules:
+        att = tries.Attempt(target, RecordingProducer(forges(shape=(3,)), keep=True))
+        if att.exc is not None:
+            raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % tries.describe_exc(att.exc))
+        results.append(att.result)
+        for c in att.producer.capsules:
             names.append(_probe.inspect(c)["name"])
-            pointers.append(S.name_pointer(c))
+            pointers.append(pycap.name_pointer(c))
         c = None  # no reference of ours may outlive the loop: drop_capsules counts them
-        S.drop_capsules(p, imported=True)
-    renamed = [ptr for ptr, n in zip(pointers, names) if n in S.USED_NAMES]
+        att.drop_capsules()
+    renamed = [ptr for ptr, n in zip(pointers, names) if n in pycap.USED_NAMES]
     if not renamed:
         check.record("CAP-09", "pass", "the consumer did not rename the capsules (names %r; see CAP-03), so it set "
                      "no name string" % names)
         return
-    verdict, message = S.static_name_verdict(renamed)
+    verdict, message = rd.static_name_verdict(renamed)
     check.record("CAP-09", verdict, "%s capsules renamed %s: %s" % ("versioned" if versioned else "legacy",
-                                                                     names[0], message))
+                                                                    names[0], message))
 
 
 @pytest.mark.clause("API-04")
@@ -645,13 +644,13 @@ def test_consumer_used_names_static(target, check):
 def test_consumer_calls_device_first(target, check):
     """from_dlpack calls __dlpack_device__ (to choose stream and device) before __dlpack__.
     Reading: a CPU consumer that skips it loses nothing, so missing or late is warn."""
-    p = S.Keep(S.forges(shape=(3,)))
-    S.repro_unless_failed(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", ["print(p.events)"]))
-    y, exc = S.try_import(target, p)
-    if exc is not None:
-        raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % S.describe_exc(exc))
+    p = RecordingProducer(forges(shape=(3,)), keep=True)
+    rp.keep_first(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", ["print(p.events)"]))
+    att = tries.Attempt(target, p)
+    if att.exc is not None:
+        raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % tries.describe_exc(att.exc))
     events = list(p.events)
-    S.drop_capsules(p, imported=True)
+    att.drop_capsules()
     if "__dlpack_device__" not in events:
         raise Warn("API-04", "from_dlpack never calls __dlpack_device__ (calls: %s); the python spec has consumers "
                    "call it first to pick stream and device" % events)
@@ -668,11 +667,11 @@ def test_consumer_object_without_methods(target, check):
     AttributeError. Reading: the design topic says from_dlpack "may raise" it, and the array
     API gives exception types in a Raises section as a should (design_topics/exceptions.rst):
     another ordinary exception is warn; a result or a SystemError is fail."""
-    S.repro_unless_failed(check, S.setup_lines(target) + [
+    rp.keep_first(check, rp.setup(target) + [
         "class NoDLPack: pass",
-        "%s  # expected AttributeError" % S.consumer_expr(target, "NoDLPack()"),
+        "%s  # expected AttributeError" % target.repro_from_dlpack("NoDLPack()"),
     ])
-    for obj in (S.NoDLPack(), object()):
-        y, exc = S.try_import(target, obj)
-        verdict, message = S.missing_methods_verdict(obj, y, exc)
+    for obj in (rd.NoDLPack(), object()):
+        att = tries.Attempt(target, obj)
+        verdict, message = rd.missing_methods_verdict(obj, att.result, att.exc)
         check.record("API-06", verdict, message)

@@ -1,13 +1,17 @@
 """CPY: the copy keyword of __dlpack__ (producer side, CPU) and of from_dlpack (consumer side)."""
 import pytest
 
-import _capsule_support as S
 from dlconform import _probe
+from dlconform.producers import CopyingProducer, StreamDeviceProducer
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import repros as rp
+from support import tensors as tns
 
 
 def _exported(target, x, **kw):
-    cap = S.export_versioned(x, **kw)
+    cap = pycap.export_versioned(x, **kw)
     info = _probe.inspect(cap)
     return cap, info
 
@@ -20,12 +24,12 @@ def _address(info):
 @pytest.mark.role("producer")
 def test_copy_true_exports_separate_memory(target, check):
     """copy=True always copies: the export holds the same values in other memory."""
-    x, values, mk = S.make(target, "float32", (2, 3))
-    check.repro(S.setup_lines(target) + mk + [
+    x, values, mk = tns.make(target, "float32", (2, 3))
+    check.repro(rp.setup(target) + mk + [
         "cap = x.__dlpack__(max_version=(1, 3), copy=True)",
         "print(hex(_probe.inspect(cap)['data']), x)  # must differ from x's memory",
         "print(hex(_probe.inspect(x.__dlpack__(copy=True))['data']))  # legacy: must differ too"])
-    ptr = S.native_ptr(target, x)
+    ptr = tns.native_ptr(target, x)
     if ptr is None:
         check.record("CPY-01", "skip", "the adapter cannot tell where %s keeps its data" % target.name)
         return
@@ -35,7 +39,7 @@ def test_copy_true_exports_separate_memory(target, check):
         # CPY-01 says the producer must copy; ERR-01 lets __dlpack__ raise BufferError for an
         # export it cannot make. A producer without copies is between the two: warn.
         check.warn("CPY-01", "copy=True raised %s: CPY-01 requires a copy, ERR-01 allows BufferError for an "
-                   "export the producer cannot make (reading: a producer that cannot copy at all)" % S.describe_exc(e))
+                   "export the producer cannot make (reading: a producer that cannot copy at all)" % tries.describe_exc(e))
         info = None
     if info is not None:
         check.that(_address(info) != ptr, "CPY-01", "copy=True exported the tensor's own memory (0x%x)" % ptr)
@@ -45,8 +49,8 @@ def test_copy_true_exports_separate_memory(target, check):
     try:
         legacy = x.__dlpack__(copy=True)
     except Exception as e:  # noqa: BLE001 - a refusal of the legacy path is judged elsewhere
-        if not S.keyword_rejected(e, "copy") and not isinstance(e, BufferError):
-            check.record("CPY-01", "fail", "x.__dlpack__(copy=True) raised %s" % S.describe_exc(e))
+        if not pycap.keyword_rejected(e, "copy") and not isinstance(e, BufferError):
+            check.record("CPY-01", "fail", "x.__dlpack__(copy=True) raised %s" % tries.describe_exc(e))
         return
     linfo = _probe.inspect(legacy)
     if linfo["kind"] == "legacy":
@@ -58,9 +62,9 @@ def test_copy_true_exports_separate_memory(target, check):
 @pytest.mark.role("producer")
 def test_copy_false_and_none_share_cpu_memory(target, check):
     """copy=False never copies, and copy=None reuses the buffer when it can (always, on the CPU)."""
-    x, values, mk = S.make(target, "float32", (2, 3))
-    ptr = S.native_ptr(target, x)
-    check.repro(S.setup_lines(target) + mk + [
+    x, values, mk = tns.make(target, "float32", (2, 3))
+    ptr = tns.native_ptr(target, x)
+    check.repro(rp.setup(target) + mk + [
         "cap = x.__dlpack__(max_version=(1, 3), copy=False)",
         "print(hex(_probe.inspect(cap)['data']))  # must be x's own memory"])
     if ptr is None:
@@ -70,7 +74,7 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
     for clause, copy in (("CPY-02", False), ("CPY-03", None)):
         cap, info = _exported(target, x, copy=copy)
         check.equal(_address(info), ptr, clause, "copy=%r must export the tensor's own memory" % (copy,))
-        check.that(not (info.get("flags") or 0) & S.FLAG_IS_COPIED, clause,
+        check.that(not (info.get("flags") or 0) & pycap.FLAG_IS_COPIED, clause,
                    "copy=%r set IS_COPIED on a zero-copy export" % (copy,))
 
 
@@ -89,16 +93,17 @@ def test_consumer_copy_keyword(target, check):
     consumer may leave the copy to it."""
     _need_keywords(target, "copy")
     for copy in (True, False, None):
-        p = S.CopyingProducer(shape=(2, 3))
-        S.repro_unless_failed(check, S.setup_lines(target, "from dlconform.producers import CopyingProducer") + [
+        p = CopyingProducer(shape=(2, 3))
+        rp.keep_first(check, rp.setup(target, "from dlconform.producers import CopyingProducer") + [
             "p = CopyingProducer(shape=(2, 3))",
-            "y = " + S.consumer_expr(target, "p, copy=%r" % (copy,)),
+            "y = " + target.repro_from_dlpack("p, copy=%r" % (copy,)),
             "print(y, p.calls, [hex(f.buffer_address) for f in p.original.made.values()])"])
-        y, exc = S.try_import(target, p, copy=copy)
+        att = tries.Attempt(target, p, copy=copy)
+        exc = att.exc
         if exc is not None:
-            check.record("CPY-06", "fail", "copy=%r raised %s for a CPU producer" % (copy, S.describe_exc(exc)))
+            check.record("CPY-06", "fail", "copy=%r raised %s for a CPU producer" % (copy, tries.describe_exc(exc)))
             continue
-        got, d = S.result_elements(target, y)
+        got, d = tries.result_elements(target, att.result)
         original = {f.buffer_address for f in p.original.made.values()}
         forge = p.original.made.get(p.last_kind == "versioned")
         check.equal(got, forge.expected_elements(), "CPY-06", "copy=%r: values" % (copy,))
@@ -108,8 +113,8 @@ def test_consumer_copy_keyword(target, check):
         else:
             check.that(shares, "CPY-06", "copy=%r: the result does not view the producer's memory (result "
                        "0x%x, producer %s)" % (copy, d["ptr"], ", ".join(hex(a) for a in sorted(original))))
-        del y
-        S.settle()
+        att.result = None
+        tries.settle()
 
 
 @pytest.mark.clause("CPY-07")
@@ -119,16 +124,15 @@ def test_consumer_copy_false_when_a_copy_is_needed(target, check):
     says ValueError (device text, Raises) and BufferError (copy text); either is accepted
     (the catalogue's reading of CPY-07), anything else, or an import, fails."""
     _need_keywords(target, "copy", "device")
-    p = S.StreamDeviceProducer((2, 0), host_copies=True)
-    check.repro(S.setup_lines(target, "from dlconform.producers import StreamDeviceProducer") + [
+    p = StreamDeviceProducer((2, 0), host_copies=True)
+    check.repro(rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
         "p = StreamDeviceProducer((2, 0), host_copies=True)  # CUDA memory; copies to the host on request",
-        "y = " + S.consumer_expr(target, "p, device='cpu', copy=False") + "  # must raise ValueError or BufferError"])
-    y, exc = S.try_import(target, p, device="cpu", copy=False)
+        "y = " + target.repro_from_dlpack("p, device='cpu', copy=False") + "  # must raise ValueError or BufferError"])
+    exc = tries.Attempt(target, p, device="cpu", copy=False).exc
     if exc is None:
         check.record("CPY-07", "fail", "copy=False imported non-CPU memory to the CPU (producer calls %r)" % (p.calls,))
-        del y
     elif isinstance(exc, (ValueError, BufferError)):
         check.record("CPY-07", "pass")
     else:
         check.record("CPY-07", "fail", "copy=False when a copy is needed raised %s; the spec names ValueError "
-                     "or BufferError" % S.describe_exc(exc))
+                     "or BufferError" % tries.describe_exc(exc))

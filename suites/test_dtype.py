@@ -13,22 +13,21 @@ import ctypes
 
 import pytest
 
-import _capsule_support as S_cap
-import strategies as S
-from _layout_support import (
-    repro_once,
-    DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values, check_clean_refusal,
-    check_deleted_once, compare_layout, export, lib,
-    make_lines, result_bytes, setup_lines, values_for)
 from dlconform import _probe
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import readings as rd
+from support import repros as rp
+from support import tensors as tns
 
 P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
 
 
 def clause_of(name):
-    code = S.DTYPES[name][0]
+    code = dty.DTYPES[name][0]
     if name == "bool":
         return "DT-03"
     if code == 5:
@@ -45,12 +44,12 @@ def clause_of(name):
 
 
 def _values(name, n, seed=0):
-    if name == "bool":
-        return bool_values(n)
-    if name in S.SUBBYTE:
-        bits = S.DTYPES[name][1]
+    """n elements of `name`: distinct_values, and for a sub-byte type one element a byte, each
+    within its bits."""
+    if name in dty.SUBBYTE:
+        bits = dty.DTYPES[name][1]
         return bytes((i * 5 + seed) & ((1 << bits) - 1) for i in range(n))
-    return values_for(S.itemsize_of(name), n, seed)
+    return dty.distinct_values(name, (n,), seed)
 
 
 # ============================================================================ producer
@@ -61,14 +60,14 @@ def test_producer_dtype_fields_and_bytes(target, check):
     seen = set()
     refused = {}
     for name in target.dtypes():
-        if name not in S.DTYPES or name in S.SUBBYTE:
+        if name not in dty.DTYPES or name in dty.SUBBYTE:
             continue
         shape = (2, 3)
         vals = _values(name, 6)
         x = target.make(name, shape, vals)
-        repro_once(check, setup_lines(target) + make_lines(target, name, shape, vals) +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, shape, vals) +
                     ["cap = x.__dlpack__()", "i = _probe.inspect(cap); print(i['dtype'])  # expected %r"
-                     % (S.DTYPES[name],), "print(_probe.read_elements(cap) == %r)" % target.expected(x)])
+                     % (dty.DTYPES[name],), "print(_probe.read_elements(cap) == %r)" % target.expected(x)])
         try:
             cap = x.__dlpack__()
         except Exception as e:  # noqa: BLE001 - coverage is DT-12's business
@@ -80,14 +79,14 @@ def test_producer_dtype_fields_and_bytes(target, check):
         code, bits, lanes = info["dtype"]
         check.that(code in range(0, 18), "DT-01", "%s exported with code %d, not a DLDataTypeCode" % (name, code))
         check.equal(lanes, 1, "DT-10", "%s lanes" % name)
-        check.equal((code, bits, lanes), S.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
+        check.equal((code, bits, lanes), dty.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
         for clause, msg in _probe.check(cap):
             if clause.startswith("DT-"):
                 check.record(clause, "fail", "%s: %s" % (name, msg))
-        layout = compare_layout(target, x, info, S.itemsize_of(name))
+        layout = tns.compare_layout(target, x, info, dty.itemsize(name))
         for c, m in layout:
             check.record(c, "fail", m)
-        if not layout and (code, bits, lanes) == S.DTYPES[name]:
+        if not layout and (code, bits, lanes) == dty.DTYPES[name]:
             check.equal(_probe.read_elements(cap), target.expected(x), cl, "%s element bytes" % name)
     check.record("DT-01", "pass", "")
     check.record("DT-10", "pass", "")
@@ -101,17 +100,17 @@ def test_producer_dtype_fields_and_bytes(target, check):
 def test_producer_array_api_dtypes_export(target, check):
     """Every array-API dtype the library has exports (DT-12 reading: a dtype the library lacks
     is not counted)."""
-    have = [d for d in S.ARRAY_API_DTYPES if d in target.dtypes()]
+    have = [d for d in dty.ARRAY_API_DTYPES if d in target.dtypes()]
     if not have:
         raise Unsupported("%s has none of the array-API dtypes" % target.name)
     for name in have:
         vals = _values(name, 3)
         x = target.make(name, (3,), vals)
-        repro_once(check, setup_lines(target) + make_lines(target, name, (3,), vals) + ["cap = x.__dlpack__()"])
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (3,), vals) + ["cap = x.__dlpack__()"])
         try:
             x.__dlpack__()
         except Exception as e:  # noqa: BLE001
-            why = bad_exception(type(e), str(e))
+            why = check.unclean(e)
             if name == "bool" and not why:
                 check.warn("DT-12", "bool export refused (%s: %s); DT-12 lists bool, but kDLBool exists only from "
                            "DLPack 0.8 (DT-03) and a legacy-only producer does not say which version it implements"
@@ -131,24 +130,23 @@ def test_producer_native_byte_order(target, check):
         raise Unsupported("no multi-byte dtype in %s" % target.name)
     vals = _values(name, 4)
     x = target.make(name, (4,), vals)
-    repro_once(check, setup_lines(target) + make_lines(target, name, (4,), vals) +
+    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) +
                 ["print(_probe.read_elements(x.__dlpack__()) == %r)" % vals])
     cap = x.__dlpack__()
-    layout = compare_layout(target, x, _probe.inspect(cap), S.itemsize_of(name))
+    layout = tns.compare_layout(target, x, _probe.inspect(cap), dty.itemsize(name))
     for c, m in layout:
         check.record(c, "fail", m)
     if not layout:
         check.equal(_probe.read_elements(cap), vals, "DT-02", "native-order element bytes")
-    if lib(target) == "numpy":
-        y = x.astype(x.dtype.newbyteorder())
-        repro_once(check, setup_lines(target) + make_lines(target, name, (4,), vals) +
-                    ["y = x.astype(x.dtype.newbyteorder())", "y.__dlpack__()  # should raise"])
+    y = target.byteswapped(x)
+    if y is not None:
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) +
+                      target.repro_byteswapped("x", "y") + ["y.__dlpack__()  # should raise"])
         try:
             y.__dlpack__()
-            check.warn("DT-02", "a non-native byte order %s array was exported" % y.dtype.str)
+            check.warn("DT-02", "a %s array in non-native byte order was exported" % name)
         except Exception as e:  # noqa: BLE001
-            why = bad_exception(type(e), str(e))
-            check.that(why is None, "DT-02", "non-native byte order refused uncleanly: %s" % why)
+            check.refusal("DT-02", e, "non-native byte order")
 
 
 @pytest.mark.clause("DT-07", "DT-08", "DT-09")
@@ -157,7 +155,7 @@ def test_producer_subbyte_dtypes(target, check):
     """fp6 exports bits 6, fp4 bits 4 (lanes 1); packed data (no PADDED flag) is little
     bit-endian, padded data holds one element per byte."""
     done = set()
-    for name in S.SUBBYTE:
+    for name in dty.SUBBYTE:
         n = 5
         vals = _values(name, n)
         try:
@@ -165,7 +163,7 @@ def test_producer_subbyte_dtypes(target, check):
         except Exception:
             continue
         try:
-            cap = export(x, versioned=True)
+            cap = pycap.export_kind(x, versioned=True)
         except Unsupported:
             try:
                 cap = x.__dlpack__()
@@ -174,14 +172,14 @@ def test_producer_subbyte_dtypes(target, check):
         except Exception:
             continue
         info = _probe.inspect(cap)
-        repro_once(check, setup_lines(target) + make_lines(target, name, (n,), vals) +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (n,), vals) +
                     ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
         code, bits, lanes = info["dtype"]
         cl = clause_of(name)
         if cl in ("DT-07", "DT-08"):
-            check.equal((code, bits, lanes), S.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
+            check.equal((code, bits, lanes), dty.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
             done.add(cl)
-        padded = bool((info.get("flags") or 0) & DLPACK_FLAG_SUBBYTE_PADDED)
+        padded = bool((info.get("flags") or 0) & pycap.FLAG_SUBBYTE_PADDED)
         expected = target.expected(x)
         if padded:
             check.equal(_probe.read_elements(cap), expected, "DT-09", "%s padded elements" % name)
@@ -198,35 +196,11 @@ def test_producer_subbyte_dtypes(target, check):
 
 
 # ============================================================================ consumer
-def _fill(name, n):
-    if name == "bool":
-        return bool_values(n)
-    return None
-
-
 def _kind_of_result(target, y):
-    k = lib(target)
     try:
-        if k == "numpy":
-            return y.dtype.kind  # b i u f c
-        if k == "torch":
-            t = target.torch
-            if y.dtype == t.bool:
-                return "b"
-            if y.dtype.is_complex:
-                return "c"
-            if y.dtype.is_floating_point:
-                return "f"
-            return "i" if y.dtype.is_signed else "u"
-        if k == "ref":
-            return {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}.get(y.dtype[0], "f" if 7 <= y.dtype[0] <= 17
-                                                                        else None)
+        return target.dtype_kind(y)
     except Exception:
         return None
-    return None
-
-
-_KIND = {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}
 
 
 @pytest.mark.clause("DT-03", "DT-04", "DT-05", "DT-06", "DT-13")
@@ -236,17 +210,16 @@ def test_consumer_imports_dtypes(target, check):
     bytes, or are refused (warn when the library itself has the dtype)."""
     seen = set()
     notes = {}
-    for name in list(S.DTYPES):
-        if name in S.SUBBYTE:
+    for name in list(dty.DTYPES):
+        if name in dty.SUBBYTE:
             continue
         cl = clause_of(name)
-        kw = dict(dtype=S.DTYPES[name], shape=(4,))
-        if _fill(name, 4) is not None:
-            kw["fill"] = _fill(name, 4)
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        kw = dict(dtype=dty.DTYPES[name], shape=(4,))
+        if name == "bool":
+            kw["fill"] = dty.distinct_values("bool", (4,))
+        att = tries.forged(target, kw, check=check)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
+            why = check.unclean(att)
             if why:
                 check.record(cl, "fail", "%s refused uncleanly: %s" % (name, why))
             elif name in target.dtypes():
@@ -257,11 +230,11 @@ def test_consumer_imports_dtypes(target, check):
             att.settle()
             continue
         seen.add(cl)
-        d, got = result_bytes(target, att.result)
-        check.equal(d["itemsize"], S.itemsize_of(name), cl, "%s result item size" % name)
+        got, d = tries.result_elements(target, att.result)
+        check.equal(d["itemsize"], dty.itemsize(name), cl, "%s result item size" % name)
         check.equal(got, att.forge.expected_elements(), cl, "%s result bytes" % name)
         kind = _kind_of_result(target, att.result)
-        want = _KIND.get(S.DTYPES[name][0]) if S.DTYPES[name][0] < 7 else None
+        want = dty.KINDS.get(dty.DTYPES[name][0]) if dty.DTYPES[name][0] < 7 else None
         if kind is not None and want is not None:
             check.equal(kind, want, cl, "%s imported as kind %r" % (name, kind))
         att.settle()
@@ -279,10 +252,9 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
     for dtype in [(15, 8, 1), (16, 8, 1), (17, 8, 1), (17, 2, 1), (15, 4, 1)]:
         cl = "DT-08" if dtype[0] == 17 else "DT-07"
         kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         if not att.refused:
-            held = S_cap.result_dtype(target, att.result)
+            held = tries.result_dtype(target, att.result)
             if held == "bytes":
                 check.warn(cl, "dtype %r was imported as untyped bytes (result %r): the consumer keeps no element "
                            "type, so nothing reads it as fp6/fp4, but the header says a consumer must stop "
@@ -291,8 +263,8 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
                 check.record(cl, "fail", "dtype %r was imported (%s; result %r)" % (
                     dtype, "as dtype %r" % (held,) if held else "a typed result", target.describe(att.result)))
         else:
-            check_clean_refusal(check, att, cl, "dtype %r" % (dtype,))
-        check_deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")
+            check.refusal(cl, att, "dtype %r" % (dtype,))
+        tries.deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")
 
 
 @pytest.mark.clause("VER-09")
@@ -303,10 +275,9 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
     Refusing passes; carrying the code unchanged, or keeping untyped bytes, is warn (reading)."""
     for dtype in [(18, 32, 1), (99, 32, 1), (255, 8, 1)]:
         kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         if not att.refused:
-            misread, how = S_cap.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
+            misread, how = rd.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
             if misread:
                 check.record("VER-09", "fail", "unknown dtype %r %s (result %r)"
                              % (dtype, how, target.describe(att.result)))
@@ -314,8 +285,7 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
                 check.warn("VER-09", "unknown dtype %r %s: not misread, but the header calls a tensor usable only "
                            "when the consumer can interpret every field" % (dtype, how))
         else:
-            why = bad_exception(att.etype, att.emsg)
-            check.that(why is None, "VER-09", "dtype %r refused uncleanly: %s" % (dtype, why))
+            check.refusal("VER-09", att, "dtype %r" % (dtype,))
         after = att.settle()
         check.equal(after, 1, "VER-09", "deleter calls after dtype %r" % (dtype,))
 
@@ -325,37 +295,31 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
 def test_consumer_lanes_opaque_packed(target, check):
     """Vector lanes import with itemsize bits*lanes/8 or are refused; kDLOpaqueHandle is by
     agreement (import or refuse); packed sub-byte data imports little bit-endian or is refused."""
-    for dtype in S.VECTOR_DTYPES:
+    for dtype in dty.VECTOR_DTYPES:
         kw = dict(dtype=dtype, shape=(3,))
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.that(why is None, "DT-10", "dtype %r refused uncleanly: %s" % (dtype, why))
+            check.refusal("DT-10", att, "dtype %r" % (dtype,))
         else:
-            d, got = result_bytes(target, att.result)
-            ok = (d["itemsize"] == S.itemsize_of(dtype) and got == att.forge.expected_elements()) or (
+            got, d = tries.result_elements(target, att.result)
+            ok = (d["itemsize"] == dty.itemsize(dtype) and got == att.forge.expected_elements()) or (
                 d["itemsize"] == dtype[1] // 8 and tuple(d["shape"]) == (3, dtype[2]))
             check.that(ok, "DT-10", "dtype %r imported with shape %r itemsize %d" % (dtype, d["shape"], d["itemsize"]))
         att.settle()
     kw = dict(dtype=(3, 64, 1), shape=(2,))
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, "DT-11", "opaque handle refused uncleanly: %s" % why)
+        check.refusal("DT-11", att, "opaque handle")
     else:
         check.record("DT-11", "pass", "")
     att.settle()
     kw = dict(dtype=(17, 4, 1), shape=(4,), flags=0, fill=b"\x21\x43")
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, "DT-09", "packed fp4 refused uncleanly: %s" % why)
+        check.refusal("DT-09", att, "packed fp4")
     else:
         d = target.describe(att.result)
-        held = S_cap.result_dtype(target, att.result)
+        held = tries.result_dtype(target, att.result)
         if held in ("bytes", (17, 4, 1)):
             # kept packed: no element is formed, so no bit order is imposed; the storage must
             # be the producer's bytes, unchanged
@@ -366,7 +330,7 @@ def test_consumer_lanes_opaque_packed(target, check):
                              "no element order imposed" % ("untyped bytes" if held == "bytes"
                                                            else "dtype (17, 4, 1) unchanged"))
         elif d["itemsize"] == 1 and tuple(d["shape"]) == (4,):
-            _, got = result_bytes(target, att.result)
+            got, _ = tries.result_elements(target, att.result)
             check.equal(got, b"\x01\x02\x03\x04", "DT-09", "packed fp4 0x21 0x43 unpacked little bit-endian")
         else:
             check.warn("DT-09", "packed fp4 imported as shape %r itemsize %d: cannot tell its element order"

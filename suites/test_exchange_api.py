@@ -12,14 +12,17 @@ managed_tensor_from_py_object_no_sync breaks the *caller's* precondition in the 
 anything but a clean error there is warn (XAPI-14); BufferError is a SHOULD (XAPI-14).
 """
 import ctypes
-import gc
 
 import pytest
 
-import _capsule_support as S
-import _xapi_support as X
-from dlconform import _probe
+from dlconform import _probe, _ref
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import exchange as xa
+from support import repros as rp
+from support import tensors as tns
 
 P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
@@ -30,23 +33,23 @@ C = pytest.mark.role("consumer")
 @P
 def test_table_is_a_class_attribute(target, check):
     """The table is found on type(x), and every instance sees that same object."""
-    x, _, mk = X.sample(target)
-    check.repro(S.setup_lines(target) + mk + [
-        "print(%r in type(x).__dict__ or any(%r in k.__dict__ for k in type(x).__mro__))" % (X.ATTR, X.ATTR),
-        "print(type(getattr(type(x), %r, None)), type(getattr(x, %r, None)))" % (X.ATTR, X.ATTR)])
-    on_type = getattr(type(x), X.ATTR, None)
-    on_inst = getattr(x, X.ATTR, None)
+    x, _, mk = xa.sample(target)
+    check.repro(rp.setup(target) + mk + [
+        "print(%r in type(x).__dict__ or any(%r in k.__dict__ for k in type(x).__mro__))" % (xa.ATTR, xa.ATTR),
+        "print(type(getattr(type(x), %r, None)), type(getattr(x, %r, None)))" % (xa.ATTR, xa.ATTR)])
+    on_type = getattr(type(x), xa.ATTR, None)
+    on_inst = getattr(x, xa.ATTR, None)
     if on_type is None and on_inst is None:
-        v12 = getattr(type(x), X.ATTR_V12, None)
-        raise Unsupported("%s has no %s%s" % (target.name, X.ATTR,
-                                             " (only the superseded v1.2 %s, see XAPI-03)" % X.ATTR_V12
-                                             if v12 is not None else ""))
+        v12 = getattr(type(x), xa.ATTR_V12, None)
+        raise Unsupported("%s has no %s%s" % (target.name, xa.ATTR,
+                                              " (only the superseded v1.2 %s, see XAPI-03)" % xa.ATTR_V12
+                                              if v12 is not None else ""))
     if on_type is None:
-        check.that(False, "XAPI-01", "%s is set on the instance only, not on %s" % (X.ATTR, type(x).__name__))
+        check.that(False, "XAPI-01", "%s is set on the instance only, not on %s" % (xa.ATTR, type(x).__name__))
         return
-    in_dict = any(X.ATTR in k.__dict__ for k in type(x).__mro__)
-    check.that(in_dict, "XAPI-01", "%s is not in the class dict of %s or its bases" % (X.ATTR, type(x).__name__))
-    if S.is_capsule(on_inst) and not S.is_capsule(on_type):
+    in_dict = any(xa.ATTR in k.__dict__ for k in type(x).__mro__)
+    check.that(in_dict, "XAPI-01", "%s is not in the class dict of %s or its bases" % (xa.ATTR, type(x).__name__))
+    if pycap.is_capsule(on_inst) and not pycap.is_capsule(on_type):
         check.that(False, "XAPI-01", "the type gives a %s, only instances give the capsule: the table is not a "
                    "static class attribute" % type(on_type).__name__)
     else:
@@ -58,16 +61,16 @@ def test_table_is_a_class_attribute(target, check):
 @P
 def test_capsule_name(target, check):
     """The attribute is a PyCapsule named exactly "dlpack_exchange_api" with a table pointer."""
-    x, _, mk = X.sample(target)
-    check.repro(S.setup_lines(target) + mk + ["print(type(x).%s)  # a capsule named %r" % (X.ATTR, X.CAPSULE_NAME)])
-    value = getattr(type(x), X.ATTR, None)
+    x, _, mk = xa.sample(target)
+    check.repro(rp.setup(target) + mk + ["print(type(x).%s)  # a capsule named %r" % (xa.ATTR, xa.CAPSULE_NAME)])
+    value = getattr(type(x), xa.ATTR, None)
     if value is None:
-        raise Unsupported("%s has no %s on its type" % (target.name, X.ATTR))
-    if not S.is_capsule(value):
-        check.that(False, "XAPI-02", "%s is a %s, not a PyCapsule" % (X.ATTR, type(value).__name__))
+        raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
+    if not pycap.is_capsule(value):
+        check.that(False, "XAPI-02", "%s is a %s, not a PyCapsule" % (xa.ATTR, type(value).__name__))
         return
     info = _probe.exchange_api(type(x))
-    check.equal(info["capsule_name"], X.CAPSULE_NAME, "XAPI-02", "capsule name")
+    check.equal(info["capsule_name"], xa.CAPSULE_NAME, "XAPI-02", "capsule name")
     if info["form"] == "capsule":
         check.that(info["pointer"] != 0, "XAPI-02", "the capsule's pointer is NULL")
 
@@ -76,18 +79,18 @@ def test_capsule_name(target, check):
 @P
 def test_superseded_int_form(target, check):
     """Only the v1.2 int `__c_dlpack_exchange_api__` is superseded by the v1.3 capsule: warn."""
-    x, _, mk = X.sample(target)
-    check.repro(S.setup_lines(target) + mk + ["print(getattr(type(x), %r, None), getattr(type(x), %r, None))"
-                                              % (X.ATTR, X.ATTR_V12)])
-    v13 = getattr(type(x), X.ATTR, None)
-    v12 = getattr(type(x), X.ATTR_V12, None)
+    x, _, mk = xa.sample(target)
+    check.repro(rp.setup(target) + mk + ["print(getattr(type(x), %r, None), getattr(type(x), %r, None))"
+                                         % (xa.ATTR, xa.ATTR_V12)])
+    v13 = getattr(type(x), xa.ATTR, None)
+    v12 = getattr(type(x), xa.ATTR_V12, None)
     if v13 is None and v12 is None:
         raise Unsupported("%s offers no exchange API in either form" % target.name)
     if v13 is None:
         check.warn("XAPI-03", "only the superseded v1.2 int %s is offered; v1.3 names it %s, a capsule "
-                   "(reading in clauses.json)" % (X.ATTR_V12, X.ATTR))
+                   "(reading in clauses.json)" % (xa.ATTR_V12, xa.ATTR))
         return
-    if v12 is not None and S.is_capsule(v13) and isinstance(v12, int):
+    if v12 is not None and pycap.is_capsule(v13) and isinstance(v12, int):
         p13 = _probe.exchange_api(type(x))["pointer"]
         check.that(v12 == p13, "XAPI-03", "the v1.2 int (0x%x) and the v1.3 capsule (0x%x) name different tables"
                    % (v12, p13))
@@ -99,22 +102,22 @@ def test_superseded_int_form(target, check):
 @P
 def test_table_is_static(target, check):
     """Repeated lookups give the same table pointer, also after tensors died (static table)."""
-    x, values, mk = X.sample(target)
-    if getattr(type(x), X.ATTR, None) is None:
-        raise Unsupported("%s has no %s on its type" % (target.name, X.ATTR))
-    check.repro(S.setup_lines(target) + mk + [
-        "c1 = type(x).%s; c2 = type(x).%s  # both held" % (X.ATTR, X.ATTR),
+    x, values, mk = xa.sample(target)
+    if getattr(type(x), xa.ATTR, None) is None:
+        raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
+    check.repro(rp.setup(target) + mk + [
+        "c1 = type(x).%s; c2 = type(x).%s  # both held" % (xa.ATTR, xa.ATTR),
         "import ctypes; gp = ctypes.pythonapi.PyCapsule_GetPointer; gp.restype = ctypes.c_void_p",
         "gp.argtypes = [ctypes.py_object, ctypes.c_char_p]",
         "print(gp(c1, b'dlpack_exchange_api'), gp(c2, b'dlpack_exchange_api'))  # must be equal"])
-    t1, t2 = X.Table(x), X.Table(x)  # each holds its own attribute value
+    t1, t2 = xa.Table(x), xa.Table(x)  # each holds its own attribute value
     if not (t1.info and t1.info["form"] == "capsule"):
         raise Unsupported("the attribute is not a dlpack_exchange_api capsule (XAPI-02)")
     check.equal(t2.ptr, t1.ptr, "XAPI-05", "two lookups held at once give different tables")
-    y = target.make(S.pick_dtypes(target)[0], (4,), S.values_for(S.pick_dtypes(target)[0], (4,)))
+    y = target.make(dty.pick(target)[0], (4,), dty.safe_values(dty.pick(target)[0], (4,)))
     del x, y
-    S.settle()
-    t3 = X.Table(target.make(S.pick_dtypes(target)[0], (1,), S.values_for(S.pick_dtypes(target)[0], (1,))))
+    tries.settle()
+    t3 = xa.Table(target.make(dty.pick(target)[0], (1,), dty.safe_values(dty.pick(target)[0], (1,))))
     check.equal(t3.ptr, t1.ptr, "XAPI-05", "the table pointer after the first tensors died")
 
 
@@ -122,15 +125,15 @@ def test_table_is_static(target, check):
 @P
 def test_prev_api_chain(target, check):
     """header.prev_api is NULL, or a chain of strictly older headers that ends in NULL."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     prev = t.info["prev_api"]
-    check.repro(S.setup_lines(target) + [l for l in X.sample(target)[2]] +
+    check.repro(rp.setup(target) + [l for l in xa.sample(target)[2]] +
                 ["print(_probe.exchange_api(type(x))['prev_api'])  # 0, or a chain of older versions"])
     if not prev:
         check.record("XAPI-07", "pass")
         return
     # Following an unknown pointer may crash: walk it in a child process.
-    walk = X.sample(target)[2] + [
+    walk = xa.sample(target)[2] + [
             "import ctypes", "info = _probe.exchange_api(type(x))",
             "p = info['prev_api']; last = tuple(info['version'])",
             "for _ in range(9):",
@@ -139,10 +142,10 @@ def test_prev_api_chain(target, check):
             "    if v >= last: print('NOT_OLDER', v, last); break",
             "    last = v; p = ctypes.c_void_p.from_address(p + 8).value",
             "else:", "    print('TOO_LONG')"]
-    rc, out, err = X.run_child(target, walk)
-    check.repro(S.setup_lines(target) + walk)
+    rc, out, err = xa.run_child(target, walk)
+    check.repro(rp.setup(target) + walk)
     check.that(rc == 0 and out.strip() == "END", "XAPI-07",
-               "prev_api 0x%x is not a chain of older headers ending in NULL: %s" % (prev, out.strip() or X.describe_exit(rc, err)))
+               "prev_api 0x%x is not a chain of older headers ending in NULL: %s" % (prev, out.strip() or rp.describe_exit(rc, err)))
 
 
 # ============================================================================ NULL rules
@@ -150,8 +153,8 @@ def test_prev_api_chain(target, check):
 @P
 def test_required_pointers(target, check):
     """The allocator, both managed conversions and current_work_stream are non-NULL."""
-    x, t = X.table(target)
-    check.repro(S.setup_lines(target) + X.sample(target)[2] + ["print(_probe.exchange_api(type(x))['functions'])"])
+    x, t = xa.table(target)
+    check.repro(rp.setup(target) + xa.sample(target)[2] + ["print(_probe.exchange_api(type(x))['functions'])"])
     fns = t.info["functions"]
     for clause, name in (("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
                          ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream")):
@@ -163,7 +166,6 @@ _SHAPES = ((2, 3), (0,), (3, 0, 2), ())
 
 
 def _dtype_tuple(name):
-    from dlconform import _ref
     return tuple(_ref.Tensor(name, (1,)).dtype)
 
 
@@ -176,7 +178,7 @@ def _alloc_line(dt, shape, dev=(1, 0)):
 def test_allocator_success(target, check):
     """Every dtype the target makes, including zero-size and 0-d: an owning versioned tensor of
     that dtype, shape and device, and SetError not called."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_allocator"]:
         raise Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
     failed = []
@@ -186,7 +188,7 @@ def test_allocator_success(target, check):
         except Exception:  # noqa: BLE001
             continue
         for shape in _SHAPES:
-            S.repro_unless_failed(check, S.setup_lines(target) + X.sample(target)[2] + X.table_lines(target) +
+            rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
                                   [_alloc_line(dt, shape)])
             rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, (1, 0))
             if rc != 0:
@@ -226,11 +228,11 @@ _BAD_PROTOTYPES = (
 def test_allocator_failure_calls_seterror_once(target, check):
     """A failing allocator returns non-zero and calls the (real) SetError: once expected, never
     zero times; success with invalid input is warn."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_allocator"]:
         raise Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
     for label, dt, shape, dev, must_fail in _BAD_PROTOTYPES:
-        S.repro_unless_failed(check, S.setup_lines(target) + X.sample(target)[2] + X.table_lines(target) +
+        rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
                               [_alloc_line(dt, shape, dev)])
         rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, dev)
         calls = [e for e in errors if e[0] != "<python exception pending>"]
@@ -254,12 +256,12 @@ def test_allocator_failure_calls_seterror_once(target, check):
 # ============================================================================ managed_tensor_from_py_object_no_sync
 def _layouts(target):
     """[(label, x, reproducer lines)] of a few layouts, views where the adapter offers them."""
-    dtype = S.pick_dtypes(target)[0]
+    dtype = dty.pick(target)[0]
     out = []
     for shape in ((2, 3), (), (0, 3), (5,)):
-        x, _, mk = S.make(target, dtype, shape)
+        x, _, mk = tns.make(target, dtype, shape)
         out.append(("%s %r" % (dtype, shape), x, mk))
-    x, _, mk = S.make(target, dtype, (3, 4))
+    x, _, mk = tns.make(target, dtype, (3, 4))
     tr = target.transpose(x, (1, 0))
     if tr is not None:
         out.append(("transposed (3, 4)", tr, mk + ["x = x.T  # target.transpose(x, (1, 0))"]))
@@ -275,11 +277,11 @@ def test_managed_from_owning_versioned(target, check):
     """An owning versioned tensor: version (1, x), only defined flags, the tensor's values, and
     a deleter that releases it while the producer's tensor stays intact; the C path agrees
     with __dlpack__ on data, shape, strides, dtype and flags."""
-    x0, t = X.table(target)
+    x0, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
         raise Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
     for label, x, mk in _layouts(target):
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + X.table_lines(target) + [
+        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + [
             "rc, h, exc = _probe.xapi_managed_from(api, x)", "print(rc, exc, h and h.inspect())",
             "print(_probe.inspect(x.__dlpack__(max_version=(1, 3))))  # must agree"])
         expected = target.expected(x)
@@ -288,7 +290,7 @@ def test_managed_from_owning_versioned(target, check):
             continue
         info = h.inspect()
         check.equal(info["version"] and info["version"][0], 1, "XAPI-14", "%s: version major" % label)
-        check.that(not (info["flags"] or 0) & ~S.DEFINED_FLAGS, "XAPI-14", "%s: undefined flag bits 0x%x"
+        check.that(not (info["flags"] or 0) & ~pycap.DEFINED_FLAGS, "XAPI-14", "%s: undefined flag bits 0x%x"
                    % (label, info["flags"] or 0))
         check.equal(h.read_elements(), expected, "XAPI-14", "%s: values through the C path" % label)
         try:
@@ -301,13 +303,13 @@ def test_managed_from_owning_versioned(target, check):
             for field in ("dtype", "shape", "device"):
                 check.equal(tuple(info[field] or ()), tuple(ref_info[field] or ()), "XAPI-14",
                             "%s: %s of the C path vs __dlpack__" % (label, field))
-            check.equal(X.norm_strides(info), X.norm_strides(ref_info), "XAPI-14",
+            check.equal(xa.norm_strides(info), xa.norm_strides(ref_info), "XAPI-14",
                         "%s: strides (dims of extent > 1) of the C path vs __dlpack__" % label)
             check.equal((info["flags"] or 0) & 1, (ref_info["flags"] or 0) & 1, "XAPI-14",
                         "%s: READ_ONLY of the C path vs __dlpack__" % label)
-            if 0 not in (info["shape"] or ()) and X.address(info) != X.address(ref_info):
+            if 0 not in (info["shape"] or ()) and xa.address(info) != xa.address(ref_info):
                 check.warn("XAPI-14", "%s: the C path and __dlpack__ give different memory (0x%x vs 0x%x)"
-                           % (label, X.address(info) or 0, X.address(ref_info) or 0))
+                           % (label, xa.address(info) or 0, xa.address(ref_info) or 0))
             del cap
         h.release()
         check.equal(target.expected(x), expected, "XAPI-14", "%s: the tensor's values after the deleter ran" % label)
@@ -322,23 +324,23 @@ _WRONG_OBJECTS = (("object()", "object()"), ("the int 42", "42"), ("a str", "'no
 def test_managed_from_wrong_type(target, check):
     """An object of another type gives an error, not a crash. The header makes the type the
     caller's precondition, so anything else is warn. Each call runs in a child process."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
         raise Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
     objs = list(_WRONG_OBJECTS)
-    if getattr(target, "library", None) != "dlconform._ref":
+    if not isinstance(x, _ref.Tensor):  # a tensor of another library
         objs.append(("a dlconform._ref.Tensor", "_ref.Tensor('float32', (2,))"))
     check.record("XAPI-14", "pass")
     for label, expr in objs:
-        lines = X.sample(target)[2] + X.table_lines(target) + [
+        lines = xa.sample(target)[2] + xa.table_lines() + [
             "rc, h, exc = _probe.xapi_managed_from(api, %s)" % expr,
             "print('RESULT', rc, h is not None, type(exc).__name__ if exc is not None else None)"]
-        S.repro_unless_failed(check, S.setup_lines(target) + lines)
-        rc, out, err = X.run_child(target, lines)
+        rp.keep_first(check, rp.setup(target) + lines)
+        rc, out, err = xa.run_child(target, lines)
         res = [l.split()[1:] for l in out.splitlines() if l.startswith("RESULT")]
         if rc != 0 or not res:
             check.warn("XAPI-14", "%s: the process died (%s); the header requires the object to be of the API's "
-                       "type, so this is robustness, not a breach" % (label, X.describe_exit(rc, err)))
+                       "type, so this is robustness, not a breach" % (label, rp.describe_exit(rc, err)))
         elif res[0][0] == "0" or res[0][2] == "None":
             check.warn("XAPI-14", "%s: rc %s, tensor %s, exception %s: expected an error with an exception"
                        % (label, res[0][0], res[0][1], res[0][2]))
@@ -349,30 +351,23 @@ def test_managed_from_wrong_type(target, check):
 def test_managed_from_undescribable_raises_buffererror(target, check):
     """Where __dlpack__ cannot describe a tensor (BufferError), a failing C export sets an
     exception, which should be BufferError (SHOULD: warn otherwise)."""
-    x0, t = X.table(target)
-    cases = []
-    hook = getattr(target, "unexportable", None)
-    if callable(hook) and hook() is not None:
-        cases.append(("the adapter's unexportable tensor", hook(), ["x = ...  # target.unexportable()"]))
-    if getattr(target, "library", None) == "dlconform._ref":
-        from dlconform import _ref
-        cases.append(("ref exportable=False", _ref.Tensor("float32", (2, 3), exportable=False),
-                      ["x = _ref.Tensor('float32', (2, 3), exportable=False)"]))
-    if not cases:
+    x0, t = xa.table(target)
+    unexportable = target.unexportable()
+    if unexportable is None:
         raise Unsupported("no tensor %s cannot describe is known to the adapter" % target.name)
-    for label, x, mk in cases:
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + X.table_lines(target) + [
-            "print(_probe.xapi_managed_from(api, x))  # expected (-1, None, BufferError(...))"])
-        rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
-        if rc == 0:
-            if h is not None:
-                h.release()
-            continue
-        if not check.that(exc is not None, "XAPI-14", "%s: failed (rc %d) without a Python exception" % (label, rc)):
-            continue
-        if not isinstance(exc, BufferError):
-            check.warn("XAPI-14", "%s: %s instead of BufferError (the header: 'should be a BufferError if "
-                       "possible')" % (label, type(exc).__name__))
+    label, x = unexportable
+    rp.keep_first(check, rp.setup(target) + target.repro_unexportable("x") + xa.table_lines() + [
+        "print(_probe.xapi_managed_from(api, x))  # expected (-1, None, BufferError(...))"])
+    rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
+    if rc == 0:
+        if h is not None:
+            h.release()
+        return
+    if not check.that(exc is not None, "XAPI-14", "%s: failed (rc %d) without a Python exception" % (label, rc)):
+        return
+    if not isinstance(exc, BufferError):
+        check.warn("XAPI-14", "%s: %s instead of BufferError (the header: 'should be a BufferError if "
+                   "possible')" % (label, type(exc).__name__))
 
 
 # ============================================================================ dltensor_from
@@ -380,11 +375,11 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
 @P
 def test_dltensor_from_matches_managed_path(target, check):
     """The non-owning fill describes the producer's own memory exactly as the owning export."""
-    x0, t = X.table(target)
+    x0, t = xa.table(target)
     if not t.info["functions"]["dltensor_from_py_object_no_sync"]:
         raise Unsupported("dltensor_from_py_object_no_sync is NULL, which XAPI-11 allows")
     for label, x, mk in _layouts(target):
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + X.table_lines(target) + [
+        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + [
             "print(_probe.xapi_dltensor_from(api, x))", "print(_probe.xapi_managed_from(api, x)[1].inspect())"])
         res = _probe.xapi_dltensor_from(t.ptr, x)
         if not check.that(res[0] == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, res[0], res[1])):
@@ -398,9 +393,9 @@ def test_dltensor_from_matches_managed_path(target, check):
         for field in ("dtype", "shape", "device"):
             check.equal(tuple(d[field] or ()), tuple(m[field] or ()), "XAPI-15",
                         "%s: %s vs managed_tensor_from_py_object_no_sync" % (label, field))
-        check.equal(X.norm_strides(d), X.norm_strides(m), "XAPI-15", "%s: strides vs the managed path" % label)
+        check.equal(xa.norm_strides(d), xa.norm_strides(m), "XAPI-15", "%s: strides vs the managed path" % label)
         if 0 not in (d["shape"] or ()):
-            check.equal(X.address(d), X.address(m), "XAPI-15",
+            check.equal(xa.address(d), xa.address(m), "XAPI-15",
                         "%s: data + byte_offset must be the producer's memory, as in the owning export" % label)
         h.release()
 
@@ -413,11 +408,11 @@ _UNSET = 0x5E7F00D
 @P
 def test_current_work_stream_cpu(target, check):
     """For kDLCPU: returns 0 and writes NULL (the header's CPU answer)."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     fn = t.info["functions"]["current_work_stream"]
     if not fn:
         raise Unsupported("current_work_stream is NULL (XAPI-12)")
-    check.repro(S.setup_lines(target) + X.sample(target)[2] + X.table_lines(target) + [
+    check.repro(rp.setup(target) + xa.sample(target)[2] + xa.table_lines() + [
         "import ctypes",
         "f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))("
         "_probe.exchange_api(type(x))['functions']['current_work_stream'])",
@@ -453,12 +448,11 @@ def test_to_py_steals_and_returns_producer_type(target, check):
     """The import steals the tensor (its deleter runs once, when the result dies, not before)
     and gives an object of the producer's type with the same values and metadata. Sources:
     the producer's own versioned export, and a foreign tensor from _ref.Forge."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_to_py_object_no_sync"]:
         raise Unsupported("managed_tensor_to_py_object_no_sync is NULL (XAPI-10)")
-    from dlconform import _ref
-    dtype = S.pick_dtypes(target)[0]
-    x, values, mk = S.make(target, dtype, (2, 3))
+    dtype = dty.pick(target)[0]
+    x, values, mk = tns.make(target, dtype, (2, 3))
     sources = []
     try:
         sources.append(("its own export", x.__dlpack__(max_version=(1, 3)), target.expected(x),
@@ -470,7 +464,7 @@ def test_to_py_steals_and_returns_producer_type(target, check):
         sources.append(("a _ref.Forge float32 (2, 3)", forge.capsule(), forge.expected_elements(),
                         ["forge = _ref.Forge(dtype=(2, 32, 1), shape=(2, 3)); cap = forge.capsule()"], forge))
     for label, cap, expected, lines, forge in sources:
-        S.repro_unless_failed(check, S.setup_lines(target) + mk + X.table_lines(target) + lines + [
+        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + lines + [
             "tr = _probe.instrument(cap); h = _probe.consume(cap)",
             "rc, y = _probe.xapi_to_py(api, h); print(rc, type(y), tr.calls)  # 0, type(x), 0",
             "import gc; del y; gc.collect(); print(tr.calls)  # 1: the result owned the tensor"])
@@ -490,7 +484,7 @@ def test_to_py_steals_and_returns_producer_type(target, check):
             got = "export failed: %r" % e
         check.equal(got, expected, "XAPI-17", "%s: values of the result" % label)
         del y
-        S.settle()
+        tries.settle()
         check.equal(tr.calls, 1, "XAPI-17", "%s: deleter calls after the result died (it was stolen)" % label)
 
 
@@ -524,34 +518,34 @@ def test_hostile_arguments_do_not_crash(target, check):
     """The calls run in child processes, one after another (a new child after a death): a
     producer must fail cleanly, never abort (an escaped C++ exception reaches std::terminate)
     or crash on well-formed arguments."""
-    x, t = X.table(target)
+    x, t = xa.table(target)
     check.record("XAPI-18", "pass")
     cases = _hostile_cases()
-    head = X.sample(target)[2] + X.table_lines(target) + ["import sys"]
+    head = xa.sample(target)[2] + xa.table_lines() + ["import sys"]
     start = 0
     while start < len(cases):
         body = list(head)
         for n, (label, lines, _) in enumerate(cases[start:], start):
             body += ["print('BEGIN %d', flush=True)" % n] + lines + ["print('END %d', flush=True)" % n]
-        rc, out, err = X.run_child(target, body, timeout=240)
+        rc, out, err = xa.run_child(target, body, timeout=240)
         begun = [int(l.split()[1]) for l in out.splitlines() if l.startswith("BEGIN ")]
         ended = {int(l.split()[1]) for l in out.splitlines() if l.startswith("END ")}
         if rc == 0 and len(ended) == len(cases) - start:
             break
         if not begun or begun[-1] in ended:  # died outside a case, or raised: judge no case
             if rc != 0 and "NotImplementedError" not in err:
-                check.that(False, "XAPI-18", "the child failed outside the cases: %s" % X.describe_exit(rc, err))
+                check.that(False, "XAPI-18", "the child failed outside the cases: %s" % rp.describe_exit(rc, err))
             break
         n = begun[-1]
         label, lines, in_contract = cases[n]
-        check.repro(S.setup_lines(target) + head + lines + ["print('survived')"])
+        check.repro(rp.setup(target) + head + lines + ["print('survived')"])
         if "NotImplementedError" in err or (rc == 1 and "Traceback" in err):
             pass  # a NULL function (XAPI-08..12 judge that) or a Python error: no crash
         else:
-            what = X.describe_exit(rc, err)
-            if X.escaped_cxx(err) or in_contract:
+            what = rp.describe_exit(rc, err)
+            if xa.escaped_cxx(err) or in_contract:
                 check.that(False, "XAPI-18", "%s: the process died (%s)%s" % (
-                    label, what, ": a C++ exception escaped" if X.escaped_cxx(err) else ""))
+                    label, what, ": a C++ exception escaped" if xa.escaped_cxx(err) else ""))
             else:
                 check.warn("XAPI-18", "%s: the process died (%s) on a malformed tensor the caller should not "
                            "pass" % (label, what))
@@ -561,10 +555,9 @@ def test_hostile_arguments_do_not_crash(target, check):
 # ============================================================================ consumer side
 def _consumer_uses_tables(target, check):
     """Unsupported unless target.from_dlpack uses a valid forged type table."""
-    from dlconform import _ref
     from dlconform.xapi_forge import forged, used_table
     a = _ref.ApiForge(0)
-    x = _ref.Tensor("float32", (2, 3), data=S.values_for("float32", (2, 3)))
+    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     try:
         target.from_dlpack(forged(x, type_table=a))
     except Exception as e:  # noqa: BLE001
@@ -575,7 +568,7 @@ def _consumer_uses_tables(target, check):
 
 
 def _forge_lines(target, table_kw, where="type_table", extra=()):
-    return S.setup_lines(target, "from dlconform.xapi_forge import forged") + [
+    return rp.setup(target, "from dlconform.xapi_forge import forged") + [
         "x = _ref.Tensor('float32', (2, 3), data=bytes(range(24)))",
         "a = _ref.ApiForge(0%s)" % ("".join(", %s=%r" % kv for kv in table_kw.items())),
         "obj = forged(x, %s=a)" % where] + list(extra)
@@ -600,14 +593,13 @@ def test_consumer_looks_on_the_type(target, check):
     """With one table on the type and another only on the instance, the consumer uses the
     type's (SHOULD); with a table on the instance only, it does not use it."""
     _consumer_uses_tables(target, check)
-    from dlconform import _ref
     from dlconform.xapi_forge import forged, used_table
-    x = _ref.Tensor("float32", (2, 3), data=S.values_for("float32", (2, 3)))
+    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
     check.repro(_forge_lines(target, {}, extra=[
         "b = _ref.ApiForge(1); import dlconform.xapi_forge as F",
         "obj = F.forged(x, type_table=a, instance_table=b)",
-        "y = %s.from_dlpack(obj); print('type', a.calls, 'instance', b.calls)" % getattr(target, "library", "lib")]))
+        "y = %s.from_dlpack(obj); print('type', a.calls, 'instance', b.calls)" % target.library]))
     _import_ok(target, forged(x, type_table=a, instance_table=b), x)
     if used_table(b):
         check.warn("XAPI-04", "the consumer used the instance's table, not the one on the type: %r" % b.calls)
@@ -625,12 +617,11 @@ def test_consumer_checks_the_major(target, check):
     """A table whose major is 2 is never used (its layout is unknown); a different minor is
     fine, and refusing the import over it is stricter than the spec (warn)."""
     _consumer_uses_tables(target, check)
-    from dlconform import _ref
     from dlconform.xapi_forge import forged, used_table
-    x = _ref.Tensor("float32", (2, 3), data=S.values_for("float32", (2, 3)))
+    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a = _ref.ApiForge(0, major=2, minor=0)
     check.repro(_forge_lines(target, {"major": 2, "minor": 0}, extra=[
-        "y = %s.from_dlpack(obj); print(a.calls)  # all 0" % getattr(target, "library", "lib")]))
+        "y = %s.from_dlpack(obj); print(a.calls)  # all 0" % target.library]))
     y, exc, same = _import_ok(target, forged(x, type_table=a), x)
     check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
     for minor in (0, 99):
@@ -647,15 +638,14 @@ def test_consumer_handles_null_dltensor_from(target, check):
     """A table without dltensor_from_py_object_no_sync still imports correctly (with copy=True
     too, where the consumer takes it)."""
     _consumer_uses_tables(target, check)
-    from dlconform import _ref
     from dlconform.xapi_forge import forged
-    x = _ref.Tensor("float32", (2, 3), data=S.values_for("float32", (2, 3)))
+    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])
         check.repro(_forge_lines(target, {"null": ["dltensor_from_py_object_no_sync"]}, extra=[
-            "y = %s.from_dlpack(obj%s)  # must not crash" % (getattr(target, "library", "lib"),
-                                                           "".join(", %s=%r" % i for i in kw.items()))]))
+            "y = %s.from_dlpack(obj%s)  # must not crash" % (target.library,
+                                                             "".join(", %s=%r" % i for i in kw.items()))]))
         y, exc, same = _import_ok(target, forged(x, type_table=a), x, **kw)
         if exc is not None:
             check.warn("XAPI-11", "from_dlpack(%s) failed on a table whose optional dltensor_from is NULL: %s: %s"

@@ -2,25 +2,30 @@
 
 Flags exist only in versioned capsules: a legacy-only producer or consumer gets `unsupported`.
 """
+import re
+
 import pytest
 
-import _capsule_support as S
-from dlconform import _probe
+from dlconform import _probe, _ref
+from dlconform.producers import RecordingProducer
 from dlconform.verdicts import Unsupported, Warn
-
-import re
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import repros as rp
+from support import tensors as tns
 
 SUBBYTE_NAME = re.compile(r"^(float4_|float6_)|^u?int[124]$")
 
 
 def _lines(target, mk, *body):
-    return S.setup_lines(target) + mk + list(body)
+    return rp.setup(target) + mk + list(body)
 
 
 def _copied(target, x, info):
     """True/False: whether the capsule's first element is somewhere else than x's; None when
     the adapter cannot tell where x lives."""
-    ptr = S.native_ptr(target, x)
+    ptr = tns.native_ptr(target, x)
     if ptr is None or info.get("data") is None:
         return None
     return (info["data"] + info["byte_offset"]) != ptr
@@ -32,26 +37,24 @@ def _copied(target, x, info):
 def test_flags_default_zero(target, check):
     """A plain export (writable, not copied, byte-sized dtype) has flags 0; no undefined bit is
     ever set (a defined bit that does not apply is warn)."""
-    dtypes = S.pick_dtypes(target)[:3]
+    dtypes = dty.pick(target)[:3]
     for dtype in dtypes:
-        x, values, mk = S.make(target, dtype, (2, 3))
-        S.repro_unless_failed(check, _lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
+        x, values, mk = tns.make(target, dtype, (2, 3))
+        rp.keep_first(check, _lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
                                             "print(_probe.inspect(cap)['flags'])  # expected 0"))
         for label, v in (("x", x), ("x.T", target.transpose(x, (1, 0)))):
             if v is None:
                 continue
-            cap, info = S.versioned_with_flags(v)
+            cap, info = pycap.versioned_with_flags(v)
             flags = info["flags"]
-            check.that(flags & ~S.DEFINED_FLAGS == 0, "FLG-01", "%s %s: flags %#x set undefined bits %#x"
-                       % (dtype, label, flags, flags & ~S.DEFINED_FLAGS))
-            stray = flags & S.DEFINED_FLAGS
-            if stray & S.FLAG_IS_COPIED and _copied(target, v, info):
-                stray &= ~S.FLAG_IS_COPIED  # the producer did copy: the flag is right (FLG-04)
-            if stray:
-                check.warn("FLG-01", "%s %s: flags %#x on a writable, uncopied %s export (flags default to 0)"
-                           % (dtype, label, flags, dtype))
-            else:
-                check.that(True, "FLG-01")
+            check.that(flags & ~pycap.DEFINED_FLAGS == 0, "FLG-01", "%s %s: flags %#x set undefined bits %#x"
+                       % (dtype, label, flags, flags & ~pycap.DEFINED_FLAGS))
+            stray = flags & pycap.DEFINED_FLAGS
+            if stray & pycap.FLAG_IS_COPIED and _copied(target, v, info):
+                stray &= ~pycap.FLAG_IS_COPIED  # the producer did copy: the flag is right (FLG-04)
+            check.record("FLG-01", "warn" if stray else "pass",
+                         "%s %s: flags %#x on a writable, uncopied %s export (flags default to 0)"
+                         % (dtype, label, flags, dtype) if stray else "")
             del cap
 
 
@@ -60,28 +63,28 @@ def test_flags_default_zero(target, check):
 def test_readonly_export_flagged(target, check):
     """A read-only tensor exported versioned carries READ_ONLY. A legacy capsule cannot carry it:
     refusing (BufferError) is the safe answer, a silent legacy export is warn."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     ro = target.readonly(x)
     if ro is None:
         raise Unsupported("target %s has no read-only tensors" % target.name)
-    check.repro(_lines(target, mk, S.readonly_line(target),
-                       "cap = ro.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap)['flags'] & 1)  # expected 1"))
+    check.repro(_lines(target, mk, target.repro_readonly(), "cap = ro.__dlpack__(max_version=(1, 3))",
+                       "print(_probe.inspect(cap)['flags'] & 1)  # expected 1"))
     legacy_note = None
     try:
         lcap = ro.__dlpack__()
     except BufferError as e:
         legacy_note = "legacy export refused with BufferError (%s)" % e
     except Exception as e:  # noqa: BLE001
-        legacy_note = "legacy export refused with %s (ERR-01 expects BufferError)" % S.describe_exc(e)
+        legacy_note = "legacy export refused with %s (ERR-01 expects BufferError)" % tries.describe_exc(e)
     else:
-        if S.is_capsule(lcap) and _probe.inspect(lcap)["name"] == S.LEGACY:
+        if pycap.is_capsule(lcap) and _probe.inspect(lcap)["name"] == pycap.LEGACY:
             check.warn("FLG-02", "a read-only tensor is exported in a legacy capsule, which cannot carry READ_ONLY: "
                        "a consumer may write to it")
         del lcap
-    if S.producer_is_legacy_only(ro):
+    if pycap.producer_is_legacy_only(ro):
         raise Unsupported("legacy-only producer (no flags)%s" % ("; " + legacy_note if legacy_note else ""))
-    cap, info = S.versioned_with_flags(ro)
-    check.that(info["flags"] & S.FLAG_READ_ONLY, "FLG-02", "flags %#x of a read-only tensor's export lack READ_ONLY"
+    cap, info = pycap.versioned_with_flags(ro)
+    check.that(info["flags"] & pycap.FLAG_READ_ONLY, "FLG-02", "flags %#x of a read-only tensor's export lack READ_ONLY"
                % info["flags"])
     del cap
 
@@ -91,30 +94,31 @@ def test_readonly_export_flagged(target, check):
 def test_copy_sets_is_copied(target, check):
     """Whenever the producer copied (copy=True, or copy=None when it had to), IS_COPIED is set.
     IS_COPIED on memory that was not copied is warn (the consumer may then write to it)."""
-    x, values, mk = S.make(target)
-    if S.native_ptr(target, x) is None:
+    x, values, mk = tns.make(target)
+    if tns.native_ptr(target, x) is None:
         raise Unsupported("the adapter cannot tell where the tensor's memory is")
     check.repro(_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3), copy=True)",
                        "i = _probe.inspect(cap); print(hex(i['data']), i['flags'] & 2)  # IS_COPIED expected"))
     cases = [("copy=True", {"copy": True}), ("copy=None", {}), ("copy=False", {"copy": False})]
     for label, kw in cases:
         try:
-            cap, info = S.versioned_with_flags(x, **kw)
+            cap, info = pycap.versioned_with_flags(x, **kw)
         except TypeError as e:
-            if S.keyword_rejected(e, "copy"):
-                raise Unsupported("__dlpack__ has max_version but no copy keyword: %s" % S.describe_exc(e))
+            if pycap.keyword_rejected(e, "copy"):
+                raise Unsupported("__dlpack__ has max_version but no copy keyword: %s" % tries.describe_exc(e))
             raise
         except BufferError as e:
             # a refused export made no copy, so there is nothing for IS_COPIED to mark; the
             # refusal itself is judged by the copy checks (CPY-01 for copy=True, CPY-03)
             check.record("FLG-04", "pass", "%s raised %s: no copy was made, so IS_COPIED had nothing to mark "
-                         "(the refusal is judged under CPY-01/CPY-03)" % (label, S.describe_exc(e)))
+                         "(the refusal is judged under CPY-01/CPY-03)" % (label, tries.describe_exc(e)))
             continue
         copied = _copied(target, x, info)
-        flagged = bool(info["flags"] & S.FLAG_IS_COPIED)
+        flagged = bool(info["flags"] & pycap.FLAG_IS_COPIED)
         if copied:
             check.that(flagged, "FLG-04", "%s: the export is a copy (data %#x, tensor at %#x) but flags %#x lack "
-                       "IS_COPIED" % (label, info["data"] + info["byte_offset"], S.native_ptr(target, x), info["flags"]))
+                       "IS_COPIED" % (label, info["data"] + info["byte_offset"], tns.native_ptr(target, x),
+                                      info["flags"]))
             check.equal(_probe.read_elements(cap), values, "FLG-04", "%s: values of the copy" % label)
         elif flagged:
             check.warn("FLG-04", "%s: IS_COPIED is set but the capsule points at the tensor's own memory" % label)
@@ -135,10 +139,10 @@ def test_subbyte_padding_flag(target, check):
         try:
             x = target.make(dtype, (4,), bytes(4))
         except Exception as e:  # noqa: BLE001
-            raise Unsupported("cannot make a %s tensor of 4 zero bytes: %s" % (dtype, S.describe_exc(e)))
-        cap, info = S.versioned_with_flags(x)
+            raise Unsupported("cannot make a %s tensor of 4 zero bytes: %s" % (dtype, tries.describe_exc(e)))
+        cap, info = pycap.versioned_with_flags(x)
         bits = info["dtype"][1]
-        padded = bool(info["flags"] & S.FLAG_SUBBYTE_PADDED)
+        padded = bool(info["flags"] & pycap.FLAG_SUBBYTE_PADDED)
         ext = _probe.extent(cap)
         span = ext.get("hi", 0) - ext.get("lo", 0)
         # packed storage of 4 elements spans ceil(4 * bits / 8) bytes, padded storage 4 bytes
@@ -153,12 +157,12 @@ def test_subbyte_padding_flag(target, check):
 
 # ============================================================================ consumer
 def _consumer_lines(target, *body):
-    return S.setup_lines(target, "from dlconform.producers import RecordingProducer") + list(body)
+    return rp.setup(target, "from dlconform.producers import RecordingProducer") + list(body)
 
 
 def _library_has_readonly(target):
     try:
-        x = target.make(S.pick_dtypes(target)[0], (2,), S.values_for(S.pick_dtypes(target)[0], (2,)))
+        x = target.make(dty.pick(target)[0], (2,), dty.safe_values(dty.pick(target)[0], (2,)))
         return target.readonly(x) is not None
     except Exception:
         return False
@@ -170,22 +174,21 @@ def test_readonly_import(target, check):
     """A READ_ONLY capsule: a consumer with read-only arrays honours it (read-only result); one
     without ignores it (preferred over raising). Raising is allowed but warn; a writable result
     from a library that has read-only arrays is warn."""
-    S.require_versioned_consumer(target)
-    fk = {"versioned": True, "shape": (2, 3), "flags": S.FLAG_READ_ONLY}
-    check.repro(_consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
-                                "y = %s" % S.consumer_expr(target), "# is y read-only?"))
-    forge = S._ref().Forge(**fk)
-    plain = S.plain_lifetime(target)
-    p = S.Keep(forge)
-    y, exc = S.try_import(target, p)
-    if exc is not None:
-        S.drop_capsules(p, imported=False)
-        if isinstance(exc, SystemError):
-            check.that(False, "FLG-03", "READ_ONLY import raised %s" % S.describe_exc(exc))
+    tries.require_versioned_consumer(target)
+    fk = {"versioned": True, "shape": (2, 3), "flags": pycap.FLAG_READ_ONLY}
+    check.repro(_consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
+                                "y = %s" % target.repro_from_dlpack(), "# is y read-only?"))
+    forge = _ref.Forge(**fk)
+    plain = tries.plain_lifetime(target)
+    att = tries.Attempt(target, RecordingProducer(forge, keep=True))
+    if att.exc is not None:
+        att.drop_capsules()
+        if check.unclean(att):
+            check.that(False, "FLG-03", "READ_ONLY import raised %s" % tries.describe_exc(att.exc))
             return
         raise Warn("FLG-03", "the consumer refuses READ_ONLY capsules (%s); ignoring the flag is preferred over "
-                   "raising" % S.describe_exc(exc))
-    got, d = S.result_elements(target, y)
+                   "raising" % tries.describe_exc(att.exc))
+    got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), "FLG-03", "element values")
     if d["readonly"]:
         check.record("FLG-03", "pass", "honoured: the result is read-only")
@@ -194,10 +197,8 @@ def test_readonly_import(target, check):
                    "(the flag is not honoured)")
     else:
         check.record("FLG-03", "pass", "ignored: the library has no read-only arrays (the preferred behaviour)")
-    box = [y]
-    del y
     # only what differs from a plain import is the flag's doing (the rest is OWN-03's)
-    for message in S.lifetime_departures(S.lifetime(p, box), plain):
+    for message in tries.departures(att.lifetime(), plain):
         check.that(False, "FLG-03", message)
 
 
@@ -205,26 +206,24 @@ def test_readonly_import(target, check):
 @pytest.mark.role("consumer")
 def test_is_copied_import(target, check):
     """An IS_COPIED capsule is the consumer's alone: it imports normally (values, deleter once)."""
-    S.require_versioned_consumer(target)
-    for flags in (S.FLAG_IS_COPIED, S.FLAG_IS_COPIED | S.FLAG_READ_ONLY):
+    tries.require_versioned_consumer(target)
+    for flags in (pycap.FLAG_IS_COPIED, pycap.FLAG_IS_COPIED | pycap.FLAG_READ_ONLY):
         fk = {"versioned": True, "shape": (2, 3), "flags": flags}
-        S.repro_unless_failed(check, _consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
-                                                     "y = %s" % S.consumer_expr(target)))
-        forge = S._ref().Forge(**fk)
-        plain = S.plain_lifetime(target)
-        p = S.Keep(forge)
-        y, exc = S.try_import(target, p)
-        if exc is not None:
-            S.drop_capsules(p, imported=False)
-            check.that(not isinstance(exc, SystemError), "FLG-05", "flags %#x: %s" % (flags, S.describe_exc(exc)))
-            check.warn("FLG-05", "flags %#x: the consumer refuses an IS_COPIED capsule: %s" % (flags, S.describe_exc(exc)))
+        rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
+                                                     "y = %s" % target.repro_from_dlpack()))
+        forge = _ref.Forge(**fk)
+        plain = tries.plain_lifetime(target)
+        att = tries.Attempt(target, RecordingProducer(forge, keep=True))
+        if att.exc is not None:
+            att.drop_capsules()
+            check.refusal("FLG-05", att, "flags %#x" % flags)
+            check.warn("FLG-05", "flags %#x: the consumer refuses an IS_COPIED capsule: %s"
+                       % (flags, tries.describe_exc(att.exc)))
             continue
-        got, d = S.result_elements(target, y)
+        got, d = tries.result_elements(target, att.result)
         check.equal(got, forge.expected_elements(), "FLG-05", "flags %#x: element values" % flags)
-        box = [y]
-        del y
         # only what differs from a plain import is the flag's doing (the rest is OWN-03's)
-        for message in S.lifetime_departures(S.lifetime(p, box), plain, "flags %#x: " % flags):
+        for message in tries.departures(att.lifetime(), plain, "flags %#x: " % flags):
             check.that(False, "FLG-05", message)
 
 
@@ -233,34 +232,34 @@ def test_is_copied_import(target, check):
 def test_subbyte_import(target, check):
     """fp4 (code 17, bits 4) packed (flag clear) and padded (IS_SUBBYTE_TYPE_PADDED): a consumer
     that imports them reads the storage the flag describes; one that cannot refuses both."""
-    S.require_versioned_consumer(target)
+    tries.require_versioned_consumer(target)
     outcomes = []
-    for flags, fill in ((0, bytes([0x21, 0x43])), (S.FLAG_SUBBYTE_PADDED, bytes([1, 2, 3, 4]))):
+    for flags, fill in ((0, bytes([0x21, 0x43])), (pycap.FLAG_SUBBYTE_PADDED, bytes([1, 2, 3, 4]))):
         fk = {"versioned": True, "shape": (4,), "dtype": (17, 4, 1), "flags": flags, "fill": fill}
-        S.repro_unless_failed(check, _consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
-                                                     "y = %s" % S.consumer_expr(target)))
-        forge = S._ref().Forge(**fk)
-        p = S.Keep(forge)
-        y, exc = S.try_import(target, p)
-        if exc is not None:
-            check.that(not isinstance(exc, SystemError), "FLG-06", "flags %#x: %s" % (flags, S.describe_exc(exc)))
-            outcomes.append(("refused", flags, exc))
-            S.drop_capsules(p, imported=False)
-            S.settle()
+        rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
+                                                     "y = %s" % target.repro_from_dlpack()))
+        forge = _ref.Forge(**fk)
+        p = RecordingProducer(forge, keep=True)
+        att = tries.Attempt(target, p)
+        if att.exc is not None:
+            check.refusal("FLG-06", att, "flags %#x" % flags)
+            outcomes.append(("refused", flags, att.exc))
+            att.drop_capsules()
+            tries.settle()
             continue
-        d = target.describe(y)
+        d = target.describe(att.result)
         outcomes.append(("imported", flags, d))
-        if flags & S.FLAG_SUBBYTE_PADDED:
+        if flags & pycap.FLAG_SUBBYTE_PADDED:
             check.that(d["itemsize"] == 1 and tuple(d["shape"]) == (4,), "FLG-06",
                        "padded fp4 imported as itemsize %r shape %r; expected one byte per element"
                        % (d["itemsize"], d["shape"]))
             if d["itemsize"] == 1:
-                got, _ = S.result_elements(target, y)
+                got, _ = tries.result_elements(target, att.result)
                 check.equal(got, bytes([1, 2, 3, 4]), "FLG-06", "padded fp4 element bytes")
         else:
             check.that(d["ptr"] == forge.buffer_address, "FLG-06", "packed fp4 import does not view the buffer")
-        del y
-        S.drop_capsules(p, imported=True)
-        S.settle()
+        att.result = None
+        tries.drop_capsules(p, imported=True)
+        tries.settle()
     if all(o[0] == "refused" for o in outcomes):
-        raise Unsupported("the consumer imports no fp4 tensors: %s" % S.describe_exc(outcomes[0][2]))
+        raise Unsupported("the consumer imports no fp4 tensors: %s" % tries.describe_exc(outcomes[0][2]))

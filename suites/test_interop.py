@@ -19,10 +19,13 @@ import importlib.util
 
 import pytest
 
-import _capsule_support as S
 from dlconform import _probe
 from dlconform.repro import bytes_literal
-from dlconform.targets.base import row_major_strides
+from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import tensors as tns
 
 #: built-in targets that can produce, and the module each needs (checked at collection)
 PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
@@ -68,9 +71,9 @@ def _producer(spec):
             _LOADED[spec] = (None, str(e))
     adapter, why = _LOADED[spec]
     if adapter is None:
-        raise S.Unsupported("producer %s unavailable: %s" % (spec, why))
+        raise Unsupported("producer %s unavailable: %s" % (spec, why))
     if "producer" not in adapter.roles:
-        raise S.Unsupported("%s is not a producer" % spec)
+        raise Unsupported("%s is not a producer" % spec)
     return adapter
 
 
@@ -120,36 +123,37 @@ def test_interop_round_trip(target, check, case):
     check.set_peer(spec)
     producer = _producer(spec)
     if dtype not in producer.dtypes():
-        raise S.Unsupported("producer %s cannot make %s tensors" % (spec, dtype))
+        raise Unsupported("producer %s cannot make %s tensors" % (spec, dtype))
     base_shape, view, shape = LAYOUTS[layout]
-    values = S.values_for(dtype, base_shape)
+    values = dty.safe_values(dtype, base_shape)
     check.repro(_repro(target, spec, dtype, base_shape, values, view))
     try:
         x = producer.make(dtype, base_shape, values)
         if view:
             x = getattr(producer, view[0])(x, *view[1])
     except Exception as e:  # noqa: BLE001
-        raise S.Unsupported("producer %s cannot make a %s %s tensor: %s" % (spec, layout, dtype, S.describe_exc(e)))
+        raise Unsupported("producer %s cannot make a %s %s tensor: %s" % (spec, layout, dtype, tries.describe_exc(e)))
     if x is None:
-        raise S.Unsupported("producer %s has no %s view" % (spec, layout))
+        raise Unsupported("producer %s has no %s view" % (spec, layout))
     expected = producer.expected(x)
-    native = S.native_ptr(producer, x)
+    native = tns.native_ptr(producer, x)
     exporter = _Exporter(x)
-    y, exc = S.try_import(target, exporter)
+    att = tries.Attempt(target, exporter)
+    exc = att.exc
     if exc is not None:
         if exporter.info is None and exporter.producer_exc is not None:
-            raise S.Unsupported("the producer %s did not export a %s %s tensor: %s (producer-side clauses judge "
-                                "that)" % (spec, layout, dtype, S.describe_exc(exporter.producer_exc)))
-        if isinstance(exc, SystemError):
+            raise Unsupported("the producer %s did not export a %s %s tensor: %s (producer-side clauses judge "
+                              "that)" % (spec, layout, dtype, tries.describe_exc(exporter.producer_exc)))
+        why = check.unclean(exc)
+        if why:
             for clause in ("LAY-11", "SEM-01"):
-                check.record(clause, "fail", "importing a %s %s tensor from %s raised SystemError: %s"
-                             % (layout, dtype, spec, exc))
+                check.record(clause, "fail", "importing a %s %s tensor from %s raised %s" % (layout, dtype, spec, why))
             return
         # LAY-11 lets a consumer raise instead of importing, and no clause fixes the class for
         # a layout or dtype it lacks (DEV-07 and CPY-07/08 cover devices and copies)
-        raise S.Unsupported("the consumer refused a %s %s tensor from %s with %s (LAY-11 lets a consumer "
-                            "raise)" % (layout, dtype, spec, S.describe_exc(exc)))
-    got, d = S.result_elements(target, y)
+        raise Unsupported("the consumer refused a %s %s tensor from %s with %s (LAY-11 lets a consumer "
+                          "raise)" % (layout, dtype, spec, tries.describe_exc(exc)))
+    got, d = tries.result_elements(target, att.result)
     check.equal(tuple(d["shape"]), shape, "LAY-11", "%s %s from %s: result shape" % (layout, dtype, spec))
     check.equal(got, expected, "LAY-11", "%s %s from %s: element values" % (layout, dtype, spec))
     info = exporter.info
@@ -157,7 +161,8 @@ def test_interop_round_trip(target, check, case):
         check.record("SEM-01", "pass")
     else:
         exported = info["data"] + info["byte_offset"]
-        copied_by_producer = bool((info.get("flags") or 0) & S.FLAG_IS_COPIED) or (native is not None and exported != native)
+        copied_by_producer = (bool((info.get("flags") or 0) & pycap.FLAG_IS_COPIED)
+                              or (native is not None and exported != native))
         if copied_by_producer:
             check.record("SEM-01", "fail", "%s %s: the producer %s exported a copy (tensor at 0x%x, capsule at 0x%x) "
                          "without being asked" % (layout, dtype, spec, native or 0, exported))
@@ -168,6 +173,6 @@ def test_interop_round_trip(target, check, case):
                                                             " a strided view it may not represent" if layout in STRIDED else ""))
         else:
             check.record("SEM-01", "pass")
-    if shape and d["shape"] == shape and layout == "contiguous" and tuple(d["strides"]) != row_major_strides(shape):
+    if shape and d["shape"] == shape and layout == "contiguous" and tuple(d["strides"]) != dty.row_major_strides(shape):
         check.warn("LAY-11", "a contiguous import came back with strides %r" % (tuple(d["strides"]),))
-    del y
+    att.result = None

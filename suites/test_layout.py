@@ -4,44 +4,35 @@ Producer checks compare exported metadata with the native layout before reading 
 (strides in elements, data + byte_offset at the first element), then the element bytes with
 `target.expected`. Consumer checks import forged capsules and compare the result's memory
 with `Forge.expected_elements()`, and count deleter calls.
+
+Each hypothesis body has its own `@seed`: the examples it draws stay the same when its text
+is edited (a derandomized run without one seeds from the source text).
 """
 import pytest
-from hypothesis import given, note
+from hypothesis import given, note, seed
 from hypothesis import strategies as st
 
-import strategies as S
-from _layout_support import (
-    must_refuse, repro_once,
-    DLPACK_FLAG_IS_COPIED, DLPACK_FLAG_SUBBYTE_PADDED, Attempt, attempt_lines, bad_exception, bool_values,
-    compare_layout, apply_ops, deleter_accounting, export, make_lines, result_bytes, run_cases, setup_lines,
-    settle_records, values_for, versioned_supported, lib)
 from dlconform import _probe, _ref
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import repros as rp
+from support import strategies as hh
+from support import tensors as tns
 
 P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _values(dtype, shape, seed=0):
-    n = _numel(shape)
-    return bool_values(n) if dtype == "bool" else values_for(S.itemsize_of(dtype), n, seed)
 
 
 def _exportable(target):
     """The target's dtypes that export at all (legacy), in the library's order."""
     out = []
     for d in target.dtypes():
-        if d not in S.DTYPES:
+        if d not in dty.DTYPES:
             continue
         try:
-            x = target.make(d, (2,), _values(d, (2,)))
+            x = target.make(d, (2,), dty.distinct_values(d, (2,)))
             cap = x.__dlpack__()
         except Exception:
             continue
@@ -59,23 +50,23 @@ def test_producer_strided_views_describe_the_tensor(target, check):
     names = _exportable(target)
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
-    state = {}
     clauses = ("LAY-03", "LAY-05", "LAY-11", "SEM-01")
 
-    @S.settings_bounded(20)
+    @hh.settings_bounded(20)
+    @seed(0xb2ee60b93b172a6c611dc09ff4afecf100fe082ec8f497ff8cda18c77e384c898b4c3035b1391b6e5da294754f6ab262)
     @given(st.data())
     def body(data):
         dtype = data.draw(st.sampled_from(names), "dtype")
-        shape = data.draw(S.shapes(1, 4, 4, allow_zero=False, max_numel=120), "shape")
-        ops = data.draw(S.view_ops(len(shape)), "ops")
-        vals = _values(dtype, shape)
+        shape = data.draw(hh.shapes(1, 4, 4, allow_zero=False, max_numel=120), "shape")
+        ops = data.draw(hh.view_ops(len(shape)), "ops")
+        vals = dty.distinct_values(dtype, shape)
         x = target.make(dtype, shape, vals)
-        v, oplines, bad = apply_ops(target, x, ops)
+        v, oplines, bad = tns.apply_views(target, x, ops)
         if v is None:
             note("view op %r not offered by %s" % (bad, target.name))
             return
         expected = target.expected(v)
-        lines = (setup_lines(target) + make_lines(target, dtype, shape, vals) + oplines +
+        lines = (rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) + oplines +
                  ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"), "cap = v.__dlpack__()",
                   "print(_probe.inspect(cap))",
                   "print(_probe.read_elements(cap).hex())  # expected %s" % expected.hex()[:200]])
@@ -83,12 +74,12 @@ def test_producer_strided_views_describe_the_tensor(target, check):
         try:
             cap = v.__dlpack__()
         except Exception as e:  # noqa: BLE001
-            why = bad_exception(type(e), str(e))
+            why = check.unclean(e)
             rec = [("LAY-11", "fail" if why else "warn",
                     "exporting a %s view %r refused: %s" % (dtype, ops, why or "%s: %s" % (type(e).__name__, e)))]
-            return settle_records(check, state, rec, lines)
+            return hh.report_case(check, rec, lines)
         info = _probe.inspect(cap)
-        problems = compare_layout(target, v, info, S.itemsize_of(dtype))
+        problems = tns.compare_layout(target, v, info, dty.itemsize(dtype))
         recs = [(c, "fail", m) for c, m in problems if c in clauses]
         if not recs:
             ext = _probe.extent(cap)
@@ -100,9 +91,9 @@ def test_producer_strided_views_describe_the_tensor(target, check):
                     recs.append(("SEM-01", "fail", "the exported %s view %r (strides %r, byte_offset %d) reads %s, "
                                  "the tensor holds %s" % (dtype, ops, info["strides"], info["byte_offset"],
                                                            got.hex()[:80], expected.hex()[:80])))
-        settle_records(check, state, recs, lines)
+        hh.report_case(check, recs, lines)
 
-    run_cases(check, clauses, body)
+    hh.run_cases(check, clauses, body)
 
 
 @pytest.mark.clause("LAY-06")
@@ -113,11 +104,11 @@ def test_producer_versioned_strides_not_null(target, check):
     dtype = "float32" if "float32" in names else names[0]
     shapes = [(3,), (2, 3), (4, 1, 2), (1,), (0, 3)]
     for shape in shapes:
-        vals = _values(dtype, shape)
+        vals = dty.distinct_values(dtype, shape)
         x = target.make(dtype, shape, vals)
-        cap = export(x, versioned=True)
+        cap = pycap.export_kind(x, versioned=True)
         info = _probe.inspect(cap)
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, shape, vals) +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) +
                     ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
         version = info.get("version")
         if info["kind"] != "versioned" or version is None or tuple(version) < (1, 2):
@@ -137,15 +128,16 @@ def test_producer_zero_size_data_null(target, check):
     names = _exportable(target)
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
-    kinds = [False] + ([True] if versioned_supported(target.make(names[0], (1,), _values(names[0], (1,)))) else [])
+    one = target.make(names[0], (1,), dty.distinct_values(names[0], (1,)))
+    kinds = [False] + ([True] if pycap.versioned_supported(one) else [])
     for dtype in names[:3]:
         for shape in [(0,), (3, 0), (0, 2, 5), (2, 0, 0)]:
             x = target.make(dtype, shape, b"")
             for versioned in kinds:
                 call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-                repro_once(check, setup_lines(target) + make_lines(target, dtype, shape, b"") +
+                rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, b"") +
                             ["cap = %s" % call, "print(_probe.inspect(cap)['data'])  # should be 0 (NULL)"])
-                cap = export(x, versioned)
+                cap = pycap.export_kind(x, versioned)
                 info = _probe.inspect(cap)
                 ext = _probe.extent(cap)
                 check.that(ext["status"] == "ok" and ext["zero_size"], "LAY-04",
@@ -164,9 +156,9 @@ def test_producer_zero_d(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     for dtype in names:
-        vals = _values(dtype, (), seed=3)
+        vals = dty.distinct_values(dtype, (), seed=3)
         x = target.make(dtype, (), vals)
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, (), vals) +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (), vals) +
                     ["cap = x.__dlpack__()", "print(_probe.inspect(cap), _probe.read_elements(cap).hex())"])
         cap = x.__dlpack__()
         info = _probe.inspect(cap)
@@ -184,23 +176,23 @@ def test_producer_high_ndim(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     dtype = "float32" if "float32" in names else names[0]
-    state = {}
 
-    @S.settings_bounded(12)
-    @given(S.high_ndim_shapes(17, 32))
+    @hh.settings_bounded(12)
+    @seed(0x79fab0f546cd1f92b5385436facb685f4220afb0297965b75bb5264c8bd70391e3a78bdc6ea3e9534636912220e164ec)
+    @given(hh.high_ndim_shapes(17, 32))
     def body(shape):
-        vals = _values(dtype, shape)
+        vals = dty.distinct_values(dtype, shape)
         try:
             x = target.make(dtype, shape, vals)
         except Exception as e:  # noqa: BLE001 - a library limit, not a DLPack matter
             note("%s cannot make ndim %d: %s" % (target.name, len(shape), e))
             return
-        lines = setup_lines(target) + make_lines(target, dtype, shape, vals) + [
+        lines = rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) + [
             "cap = x.__dlpack__()", "i = _probe.inspect(cap); print(i['ndim'], i['shape'])"]
         note("\n".join(lines))
         cap = x.__dlpack__()
         info = _probe.inspect(cap)
-        recs = [(c, "fail", m) for c, m in compare_layout(target, x, info, S.itemsize_of(dtype))]
+        recs = [(c, "fail", m) for c, m in tns.compare_layout(target, x, info, dty.itemsize(dtype))]
         if recs:
             pass
         elif info["ndim"] != len(shape) or tuple(info["shape"] or ()) != tuple(shape):
@@ -208,9 +200,9 @@ def test_producer_high_ndim(target, check):
                          % (info["ndim"], info["shape"], shape)))
         elif _probe.read_elements(cap) != target.expected(x):
             recs.append(("LAY-09", "fail", "values of a %d-d tensor differ after export" % len(shape)))
-        settle_records(check, state, recs, lines)
+        hh.report_case(check, recs, lines)
 
-    run_cases(check, ("LAY-09", "LAY-08"), body)
+    hh.run_cases(check, ("LAY-09", "LAY-08"), body)
 
 
 @pytest.mark.clause("LAY-01")
@@ -222,13 +214,14 @@ def test_producer_data_alignment(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     dtype = "float32" if "float32" in names else names[0]
-    base = target.make(dtype, (64,), _values(dtype, (64,)))
+    base = target.make(dtype, (64,), dty.distinct_values(dtype, (64,)))
     cases = [("x", base, [])]
-    v, lines, _ = apply_ops(target, base, [("slice", 0, 1, None, 1)])
+    v, lines, _ = tns.apply_views(target, base, [("slice", 0, 1, None, 1)])
     if v is not None:
         cases.append(("v0", v, lines))
     for var, t, lines in cases:
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, (64,), _values(dtype, (64,))) + lines +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (64,), dty.distinct_values(dtype, (64,)))
+                      + lines +
                     ["cap = %s.__dlpack__()" % var, "i = _probe.inspect(cap)",
                      "print(hex(i['data']), i['data'] % 256, i['byte_offset'])"])
         info = _probe.inspect(t.__dlpack__())
@@ -244,17 +237,17 @@ def test_producer_data_alignment(target, check):
 def test_producer_storage_size(target, check):
     """A compact export spans prod(shape) * ceil(bits*lanes/8) bytes (GetDataSize); for packed
     sub-byte dtypes that formula overstates the storage (LAY-10 reading: warn)."""
-    names = [d for d in list(target.dtypes()) + list(S.SUBBYTE) if d in S.DTYPES]
+    names = [d for d in list(target.dtypes()) + list(dty.SUBBYTE) if d in dty.DTYPES]
     tried = 0
     for dtype in dict.fromkeys(names):
         shape = (3, 4)
         try:
-            x = target.make(dtype, shape, _values(dtype, shape) if dtype not in S.SUBBYTE else bytes(12))
+            x = target.make(dtype, shape, dty.distinct_values(dtype, shape) if dtype not in dty.SUBBYTE else bytes(12))
         except Exception:
             continue
-        versioned = dtype in S.SUBBYTE
+        versioned = dtype in dty.SUBBYTE
         try:
-            cap = export(x, versioned)
+            cap = pycap.export_kind(x, versioned)
         except Unsupported:
             continue
         except Exception:
@@ -263,10 +256,11 @@ def test_producer_storage_size(target, check):
         info = _probe.inspect(cap)
         ext = _probe.extent(cap)
         code, bits, lanes = info["dtype"]
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, shape, bytes(12 * S.itemsize_of(dtype))) +
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, bytes(12 * dty.itemsize(dtype)))
+                      +
                     ["cap = x.__dlpack__(%s)" % ("max_version=(1, 3)" if versioned else ""),
                      "print(_probe.inspect(cap)['dtype'], _probe.extent(cap))"])
-        layout = compare_layout(target, x, info, S.itemsize_of(dtype))
+        layout = tns.compare_layout(target, x, info, dty.itemsize(dtype))
         for c, m in layout:
             check.record(c, "fail", m)
         if layout:
@@ -274,7 +268,7 @@ def test_producer_storage_size(target, check):
         span = ext["hi"] - ext["lo"]
         formula = 12 * ((bits * lanes + 7) // 8)
         subbyte = bits * lanes < 8 or bits % 8
-        padded = bool((info.get("flags") or 0) & DLPACK_FLAG_SUBBYTE_PADDED)
+        padded = bool((info.get("flags") or 0) & pycap.FLAG_SUBBYTE_PADDED)
         if subbyte and not padded:
             packed = (12 * bits * lanes + 7) // 8
             if span != formula:
@@ -299,25 +293,23 @@ def test_producer_exports_share_memory(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     dtype = "float32" if "float32" in names else names[0]
-    vals = _values(dtype, (2, 5))
+    vals = dty.distinct_values(dtype, (2, 5))
     x = target.make(dtype, (2, 5), vals)
-    repro_once(check, setup_lines(target) + make_lines(target, dtype, (2, 5), vals) +
+    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (2, 5), vals) +
                 ["a = _probe.inspect(x.__dlpack__()); b = _probe.inspect(x.__dlpack__())",
                  "print(a['data'] + a['byte_offset'], b['data'] + b['byte_offset'])"])
     h1 = _probe.consume(x.__dlpack__())
     h2 = _probe.consume(x.__dlpack__())
     i1, i2 = h1.inspect(), h2.inspect()
     a1, a2 = i1["data"] + i1["byte_offset"], i2["data"] + i2["byte_offset"]
-    copied = any((i.get("flags") or 0) & DLPACK_FLAG_IS_COPIED for i in (i1, i2))
-    nat = None
-    from _layout_support import native_layout
-    nat = native_layout(target, x)
+    copied = any((i.get("flags") or 0) & pycap.FLAG_IS_COPIED for i in (i1, i2))
+    nat = tns.native_layout(target, x)
     if nat is not None:
         check.that(a1 == nat[2] or copied, "SEM-01", "export points at %#x, the tensor's memory is at %#x, "
                    "and IS_COPIED is not set" % (a1, nat[2]))
     check.that(a1 == a2 or copied, "SEM-01", "two exports of one tensor point at %#x and %#x without IS_COPIED"
                % (a1, a2))
-    layout = [pm for pm in compare_layout(target, x, i1, S.itemsize_of(dtype)) if pm[0] == "LAY-05"]
+    layout = [pm for pm in tns.compare_layout(target, x, i1, dty.itemsize(dtype)) if pm[0] == "LAY-05"]
     for c, m in layout:
         check.record(c, "fail", m)
     if not layout:
@@ -335,17 +327,17 @@ def test_producer_dense_strided_single_device(target, check):
     if not names:
         raise Unsupported("no dtype of %s exports" % target.name)
     dtype = names[0]
-    x = target.make(dtype, (3, 2), _values(dtype, (3, 2)))
-    repro_once(check, setup_lines(target) + make_lines(target, dtype, (3, 2), _values(dtype, (3, 2))) +
+    x = target.make(dtype, (3, 2), dty.distinct_values(dtype, (3, 2)))
+    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (3, 2), dty.distinct_values(dtype, (3, 2)))
+                  +
                 ["print(x.__dlpack_device__(), _probe.inspect(x.__dlpack__())['device'])"])
     dev = tuple(int(v) for v in x.__dlpack_device__())
     info = _probe.inspect(x.__dlpack__())
     check.equal(tuple(info["device"]), dev, "SEM-02", "capsule device against __dlpack_device__")
     check.that(_probe.extent(x.__dlpack__())["status"] == "ok", "SEM-02", "export is not a valid strided extent")
-    if lib(target) == "torch":
-        torch = target.torch
-        s = torch.zeros(3, 3).to_sparse()
-        repro_once(check, setup_lines(target) + ["s = torch.zeros(3, 3).to_sparse()", "s.__dlpack__()"])
+    s = target.sparse()
+    if s is not None:
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_sparse("s") + ["s.__dlpack__()"])
         try:
             s.__dlpack__()
             check.record("SEM-02", "warn", "a sparse tensor exported a capsule; SEM-02: only dense strided memory can "
@@ -353,13 +345,13 @@ def test_producer_dense_strided_single_device(target, check):
         except BufferError:
             check.record("SEM-02", "pass", "")
         except Exception as e:  # noqa: BLE001
-            check.record("SEM-02", "fail" if bad_exception(type(e), str(e)) else "warn",
+            check.record("SEM-02", "fail" if check.unclean(e) else "warn",
                          "sparse export refused with %s: %s; SEM-02 names BufferError (MAY)" % (type(e).__name__, e))
 
 
 # ============================================================================ consumer
 def _check_import_values(check, target, att, clause, what):
-    d, got = result_bytes(target, att.result)
+    got, d = tries.result_elements(target, att.result)
     exp = att.forge.expected_elements()
     check.equal(tuple(int(n) for n in d["shape"]), tuple(att.forge_kwargs.get("shape", (4,))), clause,
                 "%s: result shape" % what)
@@ -374,22 +366,19 @@ def test_consumer_honours_byte_offset(target, check):
     cases = [dict(dtype=(2, 32, 1), shape=(5,), byte_offset=4), dict(dtype=(2, 32, 1), shape=(2, 3), byte_offset=12),
              dict(dtype=(1, 8, 1), shape=(6,), byte_offset=3), dict(dtype=(2, 64, 1), shape=(3,), byte_offset=256)]
     for kw in cases:
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         alive = att.calls()
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("LAY-03", "fail" if why else "warn",
-                         "valid capsule with byte_offset=%d refused: %s" % (kw["byte_offset"], why or att.refusal()))
+            tries.record_refused(check, "LAY-03", att, "valid capsule with byte_offset=%d" % kw["byte_offset"])
         else:
-            d, got = result_bytes(target, att.result)
+            got, d = tries.result_elements(target, att.result)
             exp = att.forge.expected_elements()
             base = att.forge.buffer_address
             hint = ""
             if d["ptr"] == base:
                 hint = " (the result starts at data: byte_offset was ignored)"
             check.equal(got, exp, "LAY-03", "byte_offset=%d: result elements%s" % (kw["byte_offset"], hint))
-        deleter_accounting(check, att, alive)
+        tries.deleter_accounting(check, att, alive)
 
 
 @pytest.mark.clause("SEM-01")
@@ -398,14 +387,13 @@ def test_consumer_zero_copy(target, check):
     """Importing an aligned contiguous CPU tensor is zero-copy: the result's first element is the
     forged buffer's."""
     for kw in [dict(dtype=(2, 32, 1), shape=(8,)), dict(dtype=(0, 64, 1), shape=(2, 3))]:
-        repro_once(check, attempt_lines(target, kw) + ["# y's first element should be at f.buffer_address"])
-        att = Attempt(target, kw)
+        rp.keep_first(check, tries.attempt_lines(target, kw) + ["# y's first element should be at f.buffer_address"])
+        att = tries.forged(target, kw)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("SEM-01", "fail" if why else "warn", "valid capsule refused: %s" % (why or att.refusal()))
+            tries.record_refused(check, "SEM-01", att, "valid capsule")
             att.settle()
             continue
-        d, got = result_bytes(target, att.result)
+        got, d = tries.result_elements(target, att.result)
         check.equal(got, att.forge.expected_elements(), "SEM-01", "result elements")
         check.that(d["ptr"] == att.forge.buffer_address, "SEM-01",
                    "result starts at %#x, the producer's memory at %#x: the import copied" %
@@ -420,15 +408,13 @@ def test_consumer_unaligned_data(target, check):
     holder = _ref.Forge(dtype=(1, 8, 1), shape=(64,))
     for delta, dtype in [(4, (2, 32, 1)), (8, (2, 64, 1)), (1, (1, 8, 1))]:
         kw = dict(dtype=dtype, shape=(4,), data=holder.buffer_address + delta)
-        repro_once(check, setup_lines(target) + ["holder = _ref.Forge(dtype=(1, 8, 1), shape=(64,))",
-                                           "fac = forges(dtype=%r, shape=(4,), data=holder.buffer_address + %d)"
-                                           % (dtype, delta), "p = RecordingProducer(fac)",
-                                           "y = %s" % __import__("_layout_support").consumer_expr(target, "p")])
-        att = Attempt(target, kw)
+        rp.keep_first(check, rp.attempt_setup(target) + [
+            "holder = _ref.Forge(dtype=(1, 8, 1), shape=(64,))",
+            "fac = forges(dtype=%r, shape=(4,), data=holder.buffer_address + %d)" % (dtype, delta),
+            "p = RecordingProducer(fac)", "y = %s" % target.repro_from_dlpack("p")])
+        att = tries.forged(target, kw)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("LAY-02", "fail" if why else "warn",
-                         "data at 256-byte alignment + %d refused: %s" % (delta, why or att.refusal()))
+            tries.record_refused(check, "LAY-02", att, "data at 256-byte alignment + %d" % delta)
         else:
             _check_import_values(check, target, att, "LAY-02", "data aligned to 256 + %d" % delta)
         att.settle()
@@ -441,19 +427,18 @@ def test_consumer_null_strides_legacy(target, check):
     for shape in [(2, 3), (4,), (2, 1, 3), ()]:
         fm = {"legacy": _ref.Forge(versioned=False, shape=shape, strides=None),
               "versioned": _ref.Forge(versioned=True, version=(1, 1), shape=shape, strides=None)}
-        repro_once(check, setup_lines(target) + [
+        rp.keep_first(check, rp.attempt_setup(target) + [
             "fm = {'legacy': _ref.Forge(versioned=False, shape=%r, strides=None)," % (shape,),
             "      'versioned': _ref.Forge(versioned=True, version=(1, 1), shape=%r, strides=None)}" % (shape,),
-            "p = RecordingProducer(fm)", "y = %s" % __import__("_layout_support").consumer_expr(target, "p")])
-        att = Attempt(target, {"shape": shape}, forge=fm)
+            "p = RecordingProducer(fm)", "y = %s" % target.repro_from_dlpack("p")])
+        att = tries.forged(target, {"shape": shape}, forge=fm)
         alive = att.calls()
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("LAY-07", "fail", "NULL strides (%s capsule, shape %r) refused: %s"
-                         % (att.producer.last_kind, shape, why or att.refusal()))
+            tries.record_refused(check, "LAY-07", att, "NULL strides (%s capsule, shape %r)"
+                                 % (att.producer.last_kind, shape), clean="fail")
         else:
             _check_import_values(check, target, att, "LAY-07", "NULL strides, shape %r" % (shape,))
-        deleter_accounting(check, att, alive, what="NULL strides: ")
+        tries.deleter_accounting(check, att, alive, what="NULL strides: ")
 
 
 @pytest.mark.clause("LAY-04", "OWN-03")
@@ -465,13 +450,12 @@ def test_consumer_zero_size_null_data(target, check):
     LAY-11 allows (e.g. a contiguity test that a zero extent defeats)."""
     for shape in [(0,), (0, 3), (2, 0, 4)]:
         kw = dict(shape=shape, data="null")
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         alive = att.calls()
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            ctl = Attempt(target, dict(shape=shape, buffer_size=64)) if not why else None
-            if ctl is not None and ctl.refused and not bad_exception(ctl.etype, ctl.emsg):
+            why = check.unclean(att)
+            ctl = tries.forged(target, dict(shape=shape, buffer_size=64)) if not why else None
+            if ctl is not None and ctl.refused and not check.unclean(ctl):
                 check.record("LAY-04", "pass", "zero-size shape %r refused with NULL data (%s) and over real memory "
                              "alike (%s): the layout is refused, not the NULL pointer (LAY-11 lets a consumer "
                              "raise for a layout it does not take)" % (shape, att.refusal(), ctl.refusal()))
@@ -485,7 +469,7 @@ def test_consumer_zero_size_null_data(target, check):
         else:
             d = target.describe(att.result)
             check.equal(tuple(int(n) for n in d["shape"]), shape, "LAY-04", "result shape")
-        deleter_accounting(check, att, alive, what="zero-size NULL-data import: ")
+        tries.deleter_accounting(check, att, alive, what="zero-size NULL-data import: ")
 
 
 # The three checks below feed the consumer invalid LAY-09 input: a crash there is LAY-09's
@@ -496,22 +480,22 @@ def test_consumer_zero_size_null_data(target, check):
 def test_consumer_refuses_negative_extent(target, check):
     """A negative extent is invalid: the consumer raises, and the deleter still runs once."""
     for shape in [(-1,), (2, -3), (4, 0, -2)]:
-        must_refuse(check, target, dict(shape=shape, buffer_size=256), "LAY-09", "shape %r" % (shape,))
+        tries.must_refuse(check, target, dict(shape=shape, buffer_size=256), "LAY-09", "shape %r" % (shape,))
 
 
 @pytest.mark.clause("LAY-09")
 @C
 def test_consumer_refuses_negative_ndim(target, check):
     """ndim < 0 is invalid: the consumer raises without reading shape or strides."""
-    must_refuse(check, target, dict(shape=(), ndim=-1, buffer_size=64), "LAY-09", "ndim -1")
+    tries.must_refuse(check, target, dict(shape=(), ndim=-1, buffer_size=64), "LAY-09", "ndim -1")
 
 
 @pytest.mark.clause("LAY-09")
 @C
 def test_consumer_refuses_null_shape_with_ndim(target, check):
     """ndim > 0 with a NULL shape pointer is invalid: the consumer raises, never dereferences."""
-    must_refuse(check, target, dict(shape=(2, 3), shape_null=True, buffer_size=64), "LAY-09",
-                 "ndim 2 with NULL shape")
+    tries.must_refuse(check, target, dict(shape=(2, 3), shape_null=True, buffer_size=64), "LAY-09",
+                      "ndim 2 with NULL shape")
 
 
 @pytest.mark.clause("LAY-08")
@@ -519,48 +503,46 @@ def test_consumer_refuses_null_shape_with_ndim(target, check):
 def test_consumer_ndim0(target, check):
     """ndim 0 with NULL strides imports in any capsule; NULL shape as well from v1.2."""
     kw = dict(shape=(), strides=None)
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if att.refused:
         check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % att.refusal())
     else:
         _check_import_values(check, target, att, "LAY-08", "0-d, NULL strides")
     att.settle()
     kw = dict(shape=(), strides=None, shape_null=True)
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     kind = att.producer.last_kind
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
+        why = check.unclean(att)
         if why or kind == "versioned":
             check.record("LAY-08", "fail", "0-d versioned 1.3 capsule with NULL shape refused: %s"
                          % (why or att.refusal()))
         else:
             check.record("LAY-08", "pass", "")  # a legacy capsule: NULL shape is sanctioned only from v1.2
     else:
-        d, got = result_bytes(target, att.result)
+        got, d = tries.result_elements(target, att.result)
         check.equal(tuple(d["shape"]), (), "LAY-08", "NULL-shape 0-d result shape")
         check.equal(got, att.forge.expected_elements(), "LAY-08", "NULL-shape 0-d value")
     att.settle()
 
 
-def _view_import_body(target, check, state, view, dtype):
+def _view_import_body(target, check, view, dtype):
     # data points at the first element (byte_offset 0), so that LAY-03 is not tested here
     holder = _ref.Forge(dtype=(1, 8, 1), shape=(view.buffer_size,))
     kw = dict(dtype=dtype, shape=view.shape, strides=view.strides, data=holder.buffer_address + view.byte_offset)
-    lines = setup_lines(target) + ["holder = _ref.Forge(dtype=(1, 8, 1), shape=(%d,))" % view.buffer_size] + [
+    lines = rp.attempt_setup(target) + ["holder = _ref.Forge(dtype=(1, 8, 1), shape=(%d,))" % view.buffer_size] + [
         l.replace(repr(kw["data"]), "holder.buffer_address + %d" % view.byte_offset)
-        for l in attempt_lines(target, kw)[len(setup_lines(target)):]]
+        for l in tries.attempt_lines(target, kw)[len(rp.attempt_setup(target)):]]
     note("\n".join(lines))
-    repro_once(check, lines)  # before the import: a consumer that dies here still has its snippet
-    att = Attempt(target, kw)
+    rp.keep_first(check, lines)  # before the import: a consumer that dies here still has its snippet
+    att = tries.forged(target, kw)
     recs = []
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
+        why = check.unclean(att)
         if why:
             recs.append(("LAY-11", "fail", "strided view %r refused uncleanly: %s" % (kw, why)))
     else:
-        d, got = result_bytes(target, att.result)
+        got, d = tries.result_elements(target, att.result)
         exp = att.forge.expected_elements()
         if tuple(d["shape"]) != view.shape or got != exp:
             recs.append(("LAY-11", "fail", "imported view shape %r strides %r byte_offset %d reads %s, expected %s "
@@ -568,7 +550,7 @@ def _view_import_body(target, check, state, view, dtype):
                                                             got.hex()[:64], exp.hex()[:64], d["shape"], d["strides"])))
     att.settle()
     del holder
-    settle_records(check, state, recs, lines)
+    hh.report_case(check, recs, lines)
 
 
 @pytest.mark.clause("LAY-11", "LAY-05")
@@ -576,29 +558,29 @@ def _view_import_body(target, check, state, view, dtype):
 def test_consumer_strided_views(target, check):
     """Transposed, stepped and size-1-odd-stride layouts with byte_offset import with the right
     values, or are refused cleanly (LAY-11: import or copy/raise)."""
-    state = {}
 
-    @S.settings_bounded(20)
-    @given(S.views(itemsize=4, min_ndim=1, max_ndim=4, allow_negative=False))
+    @hh.settings_bounded(20)
+    @seed(0xaf2a4e2b61aab40669481ec63662f082491422370d0f9f5a208da288c1146f75587900e197b57bf6e689d2f3291a3462)
+    @given(hh.views(itemsize=4, min_ndim=1, max_ndim=4, allow_negative=False))
     def body(view):
-        _view_import_body(target, check, state, view, (2, 32, 1))
+        _view_import_body(target, check, view, (2, 32, 1))
 
-    run_cases(check, ("LAY-11", "LAY-05"), body)
+    hh.run_cases(check, ("LAY-11", "LAY-05"), body)
 
 
 @pytest.mark.clause("LAY-11")
 @C
 def test_consumer_negative_strides(target, check):
     """Negative strides are a legal layout: import with the right values or refuse cleanly."""
-    state = {}
 
-    @S.settings_bounded(12)
-    @given(S.views(itemsize=4, min_ndim=1, max_ndim=3, allow_negative=True).filter(
+    @hh.settings_bounded(12)
+    @seed(0xa4647a5122e882c74a3e868e0e39094338d13c51ee304b5dc42c4942c1046695c6beaea8c14c875646a42ca51da61bbe)
+    @given(hh.views(itemsize=4, min_ndim=1, max_ndim=3, allow_negative=True).filter(
         lambda v: any(s < 0 for n, s in zip(v.shape, v.strides) if n > 1)))
     def body(view):
-        _view_import_body(target, check, state, view, (2, 32, 1))
+        _view_import_body(target, check, view, (2, 32, 1))
 
-    run_cases(check, ("LAY-11",), body)
+    hh.run_cases(check, ("LAY-11",), body)
 
 
 @pytest.mark.clause("LAY-10")  # a crash on this input is LAY-10's; OWN-03 is recorded explicitly
@@ -608,11 +590,9 @@ def test_consumer_huge_shape(target, check):
     no explicit rule)."""
     for shape in [(1 << 62, 4), (1 << 31, 1 << 31, 1 << 31)]:
         kw = dict(shape=shape, buffer_size=64)
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.that(why is None, "LAY-10", "overflowing shape %r refused uncleanly: %s" % (shape, why))
+            check.refusal("LAY-10", att, "overflowing shape %r" % (shape,))
         else:
             check.warn("LAY-10", "shape %r (storage size prod(shape)*4 overflows int64) was imported; LAY-10/LAY-09 "
                        "give the size formula but no consumer-side rule" % (shape,))
@@ -626,11 +606,9 @@ def test_consumer_shape_beyond_memory(target, check):
     """A valid int64 shape claiming more memory than exists (2**40 float32 over 64 bytes) may be
     imported as a view (a consumer cannot know) or refused; it is never read here."""
     kw = dict(shape=(1 << 40,), buffer_size=64)
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, "LAY-09", "shape (2**40,) refused uncleanly: %s" % why)
+        check.refusal("LAY-09", att, "shape (2**40,)")
     else:
         check.record("LAY-09", "pass", "")  # imported as a view; nothing reads it
     after = att.settle()
@@ -642,11 +620,9 @@ def test_consumer_shape_beyond_memory(target, check):
 def test_consumer_huge_strides(target, check):
     """Strides whose byte span overflows int64 are refused or imported without a crash."""
     kw = dict(shape=(2,), strides=(1 << 62,), buffer_size=64)
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if att.refused:
-        why = bad_exception(att.etype, att.emsg)
-        check.that(why is None, "LAY-10", "overflowing strides refused uncleanly: %s" % why)
+        check.refusal("LAY-10", att, "overflowing strides")
     else:
         d = target.describe(att.result)
         check.warn("LAY-10", "strides (2**62,) (byte span overflows int64) imported as strides %r; LAY-10 gives "

@@ -10,38 +10,28 @@ NULL manager_ctx is fine.
 import ctypes
 import gc
 import os
-import subprocess
 import sys
-import threading
 
 import pytest
 
-import strategies as S
-from _layout_support import (
-    repro_once,
-    Attempt, KeepingProducer, apply_ops, attempt_lines, bad_exception, bool_values, compare_layout, consumer_expr,
-    deleter_accounting, export, lib, make_lines, result_bytes, setup_lines, values_for, versioned_supported)
 from dlconform import _probe
-from dlconform.producers import forges
+from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import repros as rp
+from support import tensors as tns
 
 P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
-HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
-
-
-def _values(dtype, shape, seed=0):
-    n = 1
-    for s in shape:
-        n *= s
-    return bool_values(n) if dtype == "bool" else values_for(S.itemsize_of(dtype), n, seed)
 
 
 def _dtype(target):
     for d in ["float32", "int32", "float64"] + list(target.dtypes()):
-        if d in target.dtypes() and d in S.DTYPES:
+        if d in target.dtypes() and d in dty.DTYPES:
             try:
-                target.make(d, (1,), _values(d, (1,))).__dlpack__()
+                target.make(d, (1,), dty.distinct_values(d, (1,))).__dlpack__()
                 return d
             except Exception:
                 continue
@@ -49,8 +39,23 @@ def _dtype(target):
 
 
 def _kinds(target, dtype):
-    x = target.make(dtype, (1,), _values(dtype, (1,)))
-    return [False, True] if versioned_supported(x) else [False]
+    x = target.make(dtype, (1,), dty.distinct_values(dtype, (1,)))
+    return [False, True] if pycap.versioned_supported(x) else [False]
+
+
+def _case(target, dtype, shape, versioned, var="x", seed=0):
+    """(x, a fresh tensor of `shape`; the export call of `var` as text; reproducer lines that
+    make x) of one export."""
+    vals = dty.distinct_values(dtype, shape, seed)
+    call = "%s.__dlpack__(max_version=(1, 3))" % var if versioned else "%s.__dlpack__()" % var
+    return target.make(dtype, shape, vals), call, rp.attempt_setup(target) + target.repro_make(dtype, shape, vals)
+
+
+def _cases(target, shape):
+    """_case() of each capsule kind the producer offers, with the kind: (versioned, x, call, lines)."""
+    dtype = _dtype(target)
+    for versioned in _kinds(target, dtype):
+        yield (versioned,) + _case(target, dtype, shape, versioned)
 
 
 # ============================================================================ producer
@@ -58,14 +63,10 @@ def _kinds(target, dtype):
 @P
 def test_unconsumed_capsule_runs_deleter_once(target, check):
     """An exported capsule nobody consumes runs its deleter exactly once when it dies."""
-    dtype = _dtype(target)
-    for versioned in _kinds(target, dtype):
-        x = target.make(dtype, (4,), _values(dtype, (4,)))
-        call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, (4,), _values(dtype, (4,))) +
-                    ["cap = %s" % call, "tr = _probe.instrument(cap)", "del cap; gc.collect()",
-                     "print('deleter calls', tr.calls)  # expected 1"])
-        cap = export(x, versioned)
+    for versioned, x, call, mk in _cases(target, (4,)):
+        rp.keep_first(check, mk + ["cap = %s" % call, "tr = _probe.instrument(cap)", "del cap; gc.collect()",
+                                   "print('deleter calls', tr.calls)  # expected 1"])
+        cap = pycap.export_kind(x, versioned)
         tr = _probe.instrument(cap)
         del cap
         gc.collect()
@@ -85,9 +86,8 @@ def test_deleter_releases_the_export(target, check):
     back to its value before the export, and export/release cycles do not grow memory."""
     dtype = _dtype(target)
     for versioned in _kinds(target, dtype):
-        x = target.make(dtype, (3, 2), _values(dtype, (3, 2)))
-        call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-        lines = setup_lines(target) + make_lines(target, dtype, (3, 2), _values(dtype, (3, 2))) + [
+        x, call, mk = _case(target, dtype, (3, 2), versioned)
+        lines = mk + [
             "import sys", "before = sys.getrefcount(x)",
             "h = _probe.consume(%s); h.release(); gc.collect()" % call,
             "print('refcount', before, sys.getrefcount(x))",
@@ -96,10 +96,10 @@ def test_deleter_releases_the_export(target, check):
             "    a = rss()",
             "    for i in range(20000): _probe.consume(%s).release()" % call,
             "    print('round', r, 'grew', rss() - a, 'bytes')"]
-        repro_once(check, lines)
+        rp.keep_first(check, lines)
         gc.collect()
         before = sys.getrefcount(x)
-        h = _probe.consume(export(x, versioned))
+        h = _probe.consume(pycap.export_kind(x, versioned))
         h.release()
         del h
         gc.collect()
@@ -111,7 +111,7 @@ def test_deleter_releases_the_export(target, check):
         for r in range(3):
             a = _rss()
             for _ in range(n):
-                _probe.consume(export(x, versioned)).release()
+                _probe.consume(pycap.export_kind(x, versioned)).release()
             growth.append(_rss() - a)
         # a leaked managed struct (>= 64 bytes with shape and strides) grows >= 1.2 MiB per round
         leaking = all(g > 32 * n for g in growth[1:])
@@ -126,16 +126,14 @@ def test_consumed_tensor_outlives_producer_object(target, check):
     view it was exported from) is deleted, until the deleter runs."""
     dtype = _dtype(target)
     shape = (3, 4)
-    vals = _values(dtype, shape, seed=5)
     cases = [[], [("transpose", (1, 0))], [("slice", 1, 1, None, 2)], [("flip", 0)]]
     for versioned in _kinds(target, dtype):
         for ops in cases:
-            x = target.make(dtype, shape, vals)
-            v, oplines, bad = apply_ops(target, x, ops)
+            x, call, mk = _case(target, dtype, shape, versioned, var="v", seed=5)
+            v, oplines, bad = tns.apply_views(target, x, ops)
             if v is None:
                 continue
-            call = "v.__dlpack__(max_version=(1, 3))" if versioned else "v.__dlpack__()"
-            repro_once(check, setup_lines(target) + make_lines(target, dtype, shape, vals) + oplines + [
+            rp.keep_first(check, mk + oplines + [
                 "v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"), "expected = _probe.read_elements(%s)" % call,
                 "h = _probe.consume(%s)" % call, "meta = h.inspect()",
                 "del x, v" + ("".join(", v%d" % i for i in range(len(ops)))), "gc.collect()",
@@ -143,9 +141,9 @@ def test_consumed_tensor_outlives_producer_object(target, check):
                 "print(h.inspect()['shape'] == meta['shape'], h.inspect()['strides'] == meta['strides'])",
                 "print(h.read_elements() == expected)"])
             expected = target.expected(v)
-            cap = export(v, versioned)
+            cap = pycap.export_kind(v, versioned)
             info = _probe.inspect(cap)
-            layout = compare_layout(target, v, info, S.itemsize_of(dtype))
+            layout = tns.compare_layout(target, v, info, dty.itemsize(dtype))
             h = _probe.consume(cap)
             del cap, v, x
             gc.collect()
@@ -185,21 +183,16 @@ def test_deleter_runs_without_the_gil(target, check):
     PYTHONMALLOC=debug, where a Python allocation without the GIL is a fatal error."""
     dtype = _dtype(target)
     for versioned in _kinds(target, dtype):
-        vals = _values(dtype, (4, 3))
-        call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-        script = "\n".join(setup_lines(target) + make_lines(target, dtype, (4, 3), vals)) + _GIL_SCRIPT.format(call=call)
-        repro_once(check, "# run with PYTHONMALLOC=debug\n" + script)
-        env = dict(os.environ)
-        env["PYTHONMALLOC"] = "debug"
-        env["PYTHONPATH"] = os.pathsep.join([HARNESS] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        env.pop("PYTHONFAULTHANDLER", None)
-        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
-        out = proc.stdout + proc.stderr
+        _, call, mk = _case(target, dtype, (4, 3), versioned)
+        script = "\n".join(mk) + _GIL_SCRIPT.format(call=call)
+        rp.keep_first(check, "# run with PYTHONMALLOC=debug\n" + script)
+        rc, stdout, stderr = rp.run_snippet(script, env={"PYTHONMALLOC": "debug"}, unset=("PYTHONFAULTHANDLER",))
+        out = stdout + stderr
         tail = " | ".join(out.strip().splitlines()[-4:])
-        line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")]
-        if proc.returncode != 0 or not line:
-            check.record("OWN-04", "fail", "%s deleter called on a thread without the GIL: the process died (rc %d): %s"
-                         % ("versioned" if versioned else "legacy", proc.returncode, tail[-600:]))
+        line = [l for l in stdout.splitlines() if l.startswith("RESULT")]
+        if rc != 0 or not line:
+            check.record("OWN-04", "fail", "%s deleter called on a thread without the GIL: the process died (rc %s): %s"
+                         % ("versioned" if versioned else "legacy", rc, tail[-600:]))
             continue
         calls = int(line[0].split()[1])
         check.equal(calls, 1, "OWN-04", "deleter calls through the no-GIL thread")
@@ -212,14 +205,10 @@ def test_deleter_runs_without_the_gil(target, check):
 def test_producer_manager_ctx_and_deleter_fields(target, check):
     """manager_ctx is the producer's business (any value, NULL included); a NULL deleter is
     allowed (then nothing is released) and a non-NULL one is called once by a consumer."""
-    dtype = _dtype(target)
-    for versioned in _kinds(target, dtype):
-        x = target.make(dtype, (2,), _values(dtype, (2,)))
-        call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-        repro_once(check, setup_lines(target) + make_lines(target, dtype, (2,), _values(dtype, (2,))) +
-                    ["cap = %s" % call, "print(_probe.inspect(cap))", "tr = _probe.instrument(cap)",
-                     "h = _probe.consume(cap); print(h.release(), tr.calls)"])
-        cap = export(x, versioned)
+    for versioned, x, call, mk in _cases(target, (2,)):
+        rp.keep_first(check, mk + ["cap = %s" % call, "print(_probe.inspect(cap))", "tr = _probe.instrument(cap)",
+                                   "h = _probe.consume(cap); print(h.release(), tr.calls)"])
+        cap = pycap.export_kind(x, versioned)
         info = _probe.inspect(cap)
         check.that(isinstance(info["manager_ctx"], int), "OWN-06", "manager_ctx unreadable")
         tr = _probe.instrument(cap)
@@ -239,19 +228,17 @@ def test_consumer_calls_deleter_exactly_once(target, check):
     """0 deleter calls while the imported result lives, exactly 1 after it dies. Whether the
     capsule was renamed used_* is CAP-03's (test_capsule.py); a consumer that keeps an unrenamed
     capsule has its deleter run by the capsule's destructor when the result dies, which is
-    counted here like any other call (see _capsule_support.drop_capsules)."""
+    counted here like any other call (see support/attempts.py: drop_capsules)."""
     for kw in [dict(shape=(4,)), dict(shape=(2, 3), dtype=(0, 32, 1)), dict(shape=())]:
-        repro_once(check, attempt_lines(target, kw))
-        att = Attempt(target, kw)
+        att = tries.forged(target, kw, check=check)
         alive = att.calls()
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("OWN-03", "fail" if why else "warn", "valid capsule %r refused: %s" % (kw, why or att.refusal()))
+            tries.record_refused(check, "OWN-03", att, "valid capsule %r" % (kw,))
             att.settle()
             continue
-        _, got = result_bytes(target, att.result)
+        got, _ = tries.result_elements(target, att.result)
         check.equal(got, att.forge.expected_elements(), "OWN-03", "result elements")
-        deleter_accounting(check, att, alive)
+        tries.deleter_accounting(check, att, alive)
 
 
 @pytest.mark.clause("OWN-03")
@@ -260,8 +247,7 @@ def test_consumer_refusal_runs_deleter_once(target, check):
     """When the consumer refuses a capsule (unknown dtype code), the deleter still runs exactly
     once in all (by the consumer or by the unconsumed capsule's destructor)."""
     kw = dict(dtype=(99, 32, 1), shape=(4,))
-    repro_once(check, attempt_lines(target, kw))
-    att = Attempt(target, kw)
+    att = tries.forged(target, kw, check=check)
     if not att.refused:
         att.settle()
         raise Unsupported("the consumer imported dtype code 99, so no refusal path was exercised")
@@ -274,27 +260,23 @@ def test_consumer_refusal_runs_deleter_once(target, check):
 def test_consumer_skips_null_deleter(target, check):
     """A NULL deleter is legal: the consumer imports and never calls it (a call crashes)."""
     for versioned_kw in [dict(shape=(4,), null_deleter=True), dict(shape=(2, 2), null_deleter=True, dtype=(0, 64, 1))]:
-        repro_once(check, attempt_lines(target, versioned_kw))
-        att = Attempt(target, versioned_kw)
+        att = tries.forged(target, versioned_kw, check=check)
         if att.refused:
-            why = bad_exception(att.etype, att.emsg)
-            check.record("OWN-01", "fail" if why else "warn", "capsule with a NULL deleter refused: %s"
-                         % (why or att.refusal()))
+            tries.record_refused(check, "OWN-01", att, "capsule with a NULL deleter")
         else:
-            _, got = result_bytes(target, att.result)
+            got, _ = tries.result_elements(target, att.result)
             check.equal(got, att.forge.expected_elements(), "OWN-01", "result elements")
         after = att.settle()
         check.equal(after, 0, "OWN-01", "NULL deleter: recorded calls")
 
 
-class _NullCtxProducer(KeepingProducer):
+class _NullCtxProducer(RecordingProducer):
     """Hands out forged capsules whose manager_ctx is NULL (the Forge deleter does not use it)."""
 
     def __dlpack__(self, *args, **kw):
         cap = super().__dlpack__(*args, **kw)
         info = _probe.inspect(cap)
-        off = 48 if info["kind"] == "legacy" else 8
-        ctypes.c_void_p.from_address(info["pointer"] + off).value = None
+        ctypes.c_void_p.from_address(info["pointer"] + pycap.manager_ctx_offset(info["kind"])).value = None
         return cap
 
 
@@ -303,27 +285,24 @@ class _NullCtxProducer(KeepingProducer):
 def test_consumer_accepts_null_manager_ctx(target, check):
     """manager_ctx is opaque and may be NULL: the import works and the deleter runs once."""
     fac = forges(shape=(2, 3), strides=(3, 1))
-    p = _NullCtxProducer(fac)
-    repro_once(check, setup_lines(target) + [
+    p = _NullCtxProducer(fac, keep=True)
+    rp.keep_first(check, rp.attempt_setup(target) + [
         "import ctypes", "fac = forges(shape=(2, 3), strides=(3, 1))", "class P(RecordingProducer):",
         "    def __dlpack__(self, **kw):", "        cap = super().__dlpack__(**kw); i = _probe.inspect(cap)",
         "        ctypes.c_void_p.from_address(i['pointer'] + (48 if i['kind'] == 'legacy' else 8)).value = None",
-        "        return cap", "p = P(fac)", "y = %s" % consumer_expr(target, "p"),
+        "        return cap", "p = P(fac)", "y = %s" % target.repro_from_dlpack("p"),
         "f = p.forges[p.last_kind]; print(f.deleter_calls); del y; gc.collect(); print(f.deleter_calls)"])
-    try:
-        y = target.from_dlpack(p)
-        err = None
-    except Exception as e:  # noqa: BLE001
-        y, err = None, "%s: %s" % (type(e).__name__, e)
+    att = tries.Attempt(target, p)
+    err = None if att.exc is None else "%s: %s" % (type(att.exc).__name__, att.exc)
     ctx = [_probe.inspect(c).get("manager_ctx") for c in p.capsules if _probe.inspect(c)["kind"] in ("legacy",
                                                                                                    "versioned")]
-    if y is None:
+    if att.refused:
         check.record("OWN-06", "fail", "capsule with NULL manager_ctx refused: %s" % err)
     else:
-        _, got = result_bytes(target, y)
+        got, _ = tries.result_elements(target, att.result)
         check.equal(got, p.forges[p.last_kind].expected_elements(), "OWN-06", "result elements")
-    alive = sum(f.deleter_calls for f in p.forges.values())
-    del y
+    alive = att.calls()
+    att.result = None
     p.capsules.clear()
     gc.collect()
     after = sum(f.deleter_calls for f in p.forges.values())

@@ -11,23 +11,25 @@ it is reported in the pass message.
 """
 import pytest
 
-import _capsule_support as S
-import _xapi_support as X
 from dlconform import _probe
+from support import dtypes as dty
+from support import exchange as xa
+from support import repros as rp
+from support import tensors as tns
 
 THREADS, ITERATIONS = 8, 200
 
 
 def _run(target, with_table):
-    dtype = S.pick_dtypes(target)[0]
-    x, values, mk = S.make(target, dtype, (3, 5))
+    dtype = dty.pick(target)[0]
+    x, values, mk = tns.make(target, dtype, (3, 5))
     api = 0
     table = None
     if with_table:
-        x, table = X.table(target, x)  # Unsupported without a usable table
+        x, table = xa.table(target, x)  # Unsupported without a usable table
         api = table.ptr
     expected = target.expected(x)
-    lines = S.setup_lines(target) + mk + (X.table_lines(target) if with_table else ["api = 0"]) + [
+    lines = rp.setup(target) + mk + (xa.table_lines() if with_table else ["api = 0"]) + [
         "r = _probe.stress(x, %r, %d, %d, api=api)" % (expected, THREADS, ITERATIONS), "print(r)"]
     r = _probe.stress(x, expected, THREADS, ITERATIONS, api=api)
     del table

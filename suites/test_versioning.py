@@ -8,13 +8,19 @@ max_version"): its versioned checks report `unsupported` too.
 """
 import pytest
 
-import _capsule_support as S
-from dlconform import _probe
+from dlconform import _probe, _ref
+from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import readings as rd
+from support import repros as rp
+from support import tensors as tns
 
 
 def _producer_lines(target, mk, *body):
-    return S.setup_lines(target) + mk + list(body)
+    return rp.setup(target) + mk + list(body)
 
 
 # ============================================================================ producer
@@ -25,18 +31,19 @@ def test_producer_accepts_max_version_tuple(target, check):
     consumer versions of its own major (equal, newer minor) and a newer major (or BufferError).
     An older major (0, x) is VER-04's case, judged by test_older_major_gets_legacy_or_buffererror:
     a producer that mishandles it breaks VER-04, not the form of the argument."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0)]:",
                                 "    print(mv, x.__dlpack__(max_version=mv))"))
     for mv in ((1, 0), (1, 3), (1, 99), (2, 0)):
         try:
-            cap = S.export_versioned(x, mv)
+            cap = pycap.export_versioned(x, mv)
         except BufferError as e:
             # allowed for an older major (VER-04) and a newer one the producer cannot serve
             check.that(mv[0] != 1, "VER-01", "max_version=%r: BufferError for the producer's own major: %s"
-                       % (mv, S.describe_exc(e)))
+                       % (mv, tries.describe_exc(e)))
             continue
-        check.that(S.is_capsule(cap), "VER-01", "max_version=%r returned %s, not a PyCapsule" % (mv, type(cap).__name__))
+        check.that(pycap.is_capsule(cap), "VER-01", "max_version=%r returned %s, not a PyCapsule"
+                   % (mv, type(cap).__name__))
         del cap
 
 
@@ -45,27 +52,27 @@ def test_producer_accepts_max_version_tuple(target, check):
 def test_no_max_version_gives_legacy(target, check):
     """Without max_version (or with None) the producer returns the legacy "dltensor" capsule.
     Reading: BufferError (allowed from March 2025) reports pass with a note."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__())['name'])  # expected 'dltensor'",
                                 "print(_probe.inspect(x.__dlpack__(max_version=None))['name'])"))
     calls = [("__dlpack__()", lambda: x.__dlpack__())]
-    if not S.producer_is_legacy_only(x):
+    if not pycap.producer_is_legacy_only(x):
         calls.append(("__dlpack__(max_version=None)", lambda: x.__dlpack__(max_version=None)))
     for label, fn in calls:
         try:
             cap = fn()
         except BufferError as e:
             check.record("VER-02", "pass", "%s raised BufferError (allowed from March 2025 for producers that "
-                         "dropped DLManagedTensor): %s" % (label, S.describe_exc(e)))
+                         "dropped DLManagedTensor): %s" % (label, tries.describe_exc(e)))
             continue
-        name = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
-        check.equal(name, S.LEGACY, "VER-02", "%s: capsule name" % label)
+        name = _probe.inspect(cap)["name"] if pycap.is_capsule(cap) else type(cap).__name__
+        check.equal(name, pycap.LEGACY, "VER-02", "%s: capsule name" % label)
         del cap
 
 
 def _own_version(x):
     """The producer's own version: what it answers to a consumer newer than anything."""
-    cap = S.export_versioned(x, (99, 99))
+    cap = pycap.export_versioned(x, (99, 99))
     info = _probe.inspect(cap)
     return info["name"], info.get("version")
 
@@ -75,19 +82,19 @@ def _own_version(x):
 def test_versioned_capsule_at_producer_version(target, check):
     """A consumer max of at least the producer's version, or the same major, gets a versioned
     capsule at the producer's own version (or at max_version itself, recommended)."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0), (99, 99)]:",
                                 "    i = _probe.inspect(x.__dlpack__(max_version=mv)); print(mv, i['name'], i['version'])"))
     name, own = _own_version(x)
-    if name != S.VERSIONED or own is None:
+    if name != pycap.VERSIONED or own is None:
         check.that(False, "VER-03", "max_version=(99, 99) gave a %r capsule with version %r" % (name, own))
         return
-    for mv in S.MAX_VERSIONS:
+    for mv in pycap.MAX_VERSIONS:
         if not (mv >= tuple(own) or mv[0] == own[0]):
             continue
-        cap = S.export_versioned(x, mv)
+        cap = pycap.export_versioned(x, mv)
         info = _probe.inspect(cap)
-        if not check.equal(info["name"], S.VERSIONED, "VER-03", "max_version=%r: capsule name" % (mv,)):
+        if not check.equal(info["name"], pycap.VERSIONED, "VER-03", "max_version=%r: capsule name" % (mv,)):
             continue
         v = tuple(info["version"])
         check.that(v == tuple(own) or (v == mv and v[0] == own[0]), "VER-03",
@@ -100,23 +107,24 @@ def test_versioned_capsule_at_producer_version(target, check):
 def test_older_major_gets_legacy_or_buffererror(target, check):
     """A consumer at major 0 gets the legacy DLManagedTensor capsule, or BufferError when the
     producer no longer has it."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(0, 8)))['name'])"
                                 "  # expected 'dltensor' (or BufferError)"))
     for mv in ((0, 8), (0, 0)):
         try:
-            cap = S.export_versioned(x, mv)
+            cap = pycap.export_versioned(x, mv)
         except BufferError as e:
-            check.record("VER-04", "pass", "max_version=%r: BufferError (no legacy struct): %s" % (mv, S.describe_exc(e)))
+            check.record("VER-04", "pass", "max_version=%r: BufferError (no legacy struct): %s"
+                         % (mv, tries.describe_exc(e)))
             continue
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001
             check.that(False, "VER-04", "max_version=%r raised %s; expected a legacy capsule or BufferError"
-                       % (mv, S.describe_exc(e)))
+                       % (mv, tries.describe_exc(e)))
             continue
-        name = _probe.inspect(cap)["name"] if S.is_capsule(cap) else type(cap).__name__
-        check.equal(name, S.LEGACY, "VER-04", "max_version=%r: capsule name" % (mv,))
+        name = _probe.inspect(cap)["name"] if pycap.is_capsule(cap) else type(cap).__name__
+        check.equal(name, pycap.LEGACY, "VER-04", "max_version=%r: capsule name" % (mv,))
         del cap
 
 
@@ -126,16 +134,16 @@ def test_version_field(target, check):
     """DLManagedTensorVersioned.version is the DLPack version the producer implements: major >= 1,
     the same for every tensor, dtype and view."""
     seen = []
-    dtypes = S.pick_dtypes(target)[:3]
-    x0, _, mk = S.make(target, dtypes[0])
+    dtypes = dty.pick(target)[:3]
+    x0, _, mk = tns.make(target, dtypes[0])
     check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(1, 3)))['version'])"))
     for dtype in dtypes:
-        x, values, _ = S.make(target, dtype, (2, 3))
+        x, values, _ = tns.make(target, dtype, (2, 3))
         v = target.transpose(x, (1, 0))
         for label, t in (("x", x), ("x.T", v)):
             if t is None:
                 continue
-            cap = S.export_versioned(t)
+            cap = pycap.export_versioned(t)
             info = _probe.inspect(cap)
             if info["kind"] != "versioned":
                 raise Unsupported("max_version=(1, 3) gave a %r capsule (see CAP-02/VER-03)" % info["name"])
@@ -145,8 +153,9 @@ def test_version_field(target, check):
                        "legacy struct's era)" % (dtype, label, ver))
             del cap
     check.that(len(set(seen)) == 1, "VER-07", "versions differ between exports: %r" % sorted(set(seen)))
-    if seen and max(seen) > S.SUITE_VERSION:
-        check.record("VER-07", "pass", "version %r is newer than the suite's dlpack.h %r" % (max(seen), S.SUITE_VERSION))
+    if seen and max(seen) > pycap.SUITE_VERSION:
+        check.record("VER-07", "pass", "version %r is newer than the suite's dlpack.h %r"
+                     % (max(seen), pycap.SUITE_VERSION))
 
 
 @pytest.mark.clause("VER-10")
@@ -154,15 +163,15 @@ def test_version_field(target, check):
 def test_abi_prefix_deleter(target, check):
     """The fields up to flags (version, manager_ctx, deleter, flags) sit at their ABI offsets, so
     a consumer of any version can call the deleter: it is found and called through them."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
                                 "print(_probe.check(cap))", "t = _probe.instrument(cap); h = _probe.consume(cap)",
                                 "h.release(); print(t.calls)  # expected 1"))
-    cap = S.export_versioned(x)
+    cap = pycap.export_versioned(x)
     info = _probe.inspect(cap)
     if info["kind"] != "versioned":
         raise Unsupported("max_version=(1, 3) gave a %r capsule" % info["name"])
-    word = S.read_word(info["pointer"] + S.deleter_offset("versioned"))
+    word = pycap.read_word(info["pointer"] + pycap.deleter_offset("versioned"))
     check.equal(word, info["deleter"], "VER-10", "the word at the deleter's ABI offset")
     issues = [(c, m) for c, m in _probe.check(cap) if c == "VER-10"]
     check.that(not issues, "VER-10", "; ".join(m for _, m in issues))
@@ -177,63 +186,58 @@ def test_abi_prefix_deleter(target, check):
 def test_producer_offers_both_structs(target, check):
     """During the transition a producer should export both DLManagedTensor (legacy) and
     DLManagedTensorVersioned."""
-    x, values, mk = S.make(target)
+    x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "print(x.__dlpack__(), x.__dlpack__(max_version=(1, 3)))"))
     try:
         legacy = _probe.inspect(x.__dlpack__())["name"]
     except BufferError as e:
         legacy = "BufferError: %s" % e
-    versioned = _probe.inspect(S.export_versioned(x))["name"]
-    check.that(legacy == S.LEGACY and versioned == S.VERSIONED, "VER-11",
+    versioned = _probe.inspect(pycap.export_versioned(x))["name"]
+    check.that(legacy == pycap.LEGACY and versioned == pycap.VERSIONED, "VER-11",
                "legacy export: %s; versioned export: %s" % (legacy, versioned))
 
 
 # ============================================================================ consumer
 def _consumer_lines(target, *body):
-    return S.setup_lines(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer") + list(body)
+    return rp.setup(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer") + list(body)
 
 
-def _expect_import(target, check, clause, p, forge_of, what):
-    """Imports p; checks the values, and that the capsule's ownership (rename, deleter calls)
-    matches a correct import wherever the consumer's plain import does (a departure the plain
-    import shares is the consumer's CAP-03/OWN-03 fault, reported there once). Returns the
-    exception of a refusal, or None."""
-    plain = S.plain_lifetime(target)
-    y, exc = S.try_import(target, p)
-    if exc is not None:
-        return exc
-    forge = forge_of(p)
-    got, d = S.result_elements(target, y)
+def _expect_import(target, check, clause, p, forge, what):
+    """Imports p, whose capsules come from `forge`; checks the values, and that the capsule's
+    ownership (rename, deleter calls) matches a correct import wherever the consumer's plain
+    import does (a departure the plain import shares is the consumer's CAP-03/OWN-03 fault,
+    reported there once). Returns the Attempt, its result gone unless it was refused."""
+    plain = tries.plain_lifetime(target)
+    att = tries.Attempt(target, p)
+    if att.exc is not None:
+        return att
+    got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
-    box = [y]
-    del y
-    for message in S.lifetime_departures(S.lifetime(p, box), plain, "%s: " % what):
+    for message in tries.departures(att.lifetime(), plain, "%s: " % what):
         check.that(False, clause, message)
-    return None
+    return att
 
 
-def _expect_refusal(target, check, clause, p, forge, what):
-    """Imports p, which must be refused; the forge deleter runs exactly once when all is gone."""
-    y, exc = S.try_import(target, p)
-    if exc is None:
-        check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(y).__name__))
-        S.drop_capsules(p, imported=True)  # while the result lives: it may be what keeps the capsule
-        del y
+def _expect_refusal(target, check, clause, p, what):
+    """Imports p, which must be refused (cleanly); then lets everything go."""
+    att = tries.Attempt(target, p)
+    if att.exc is None:
+        check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(att.result).__name__))
+        att.drop_capsules()  # while the result lives: it may be what keeps the capsule
+        att.result = None
     else:
-        check.that(not isinstance(exc, SystemError), clause, "%s: refused with %s" % (what, S.describe_exc(exc)))
-        S.drop_capsules(p, imported=False)
-    del p
-    S.settle()
-    return exc
+        check.refusal(clause, att, what)
+        att.drop_capsules()
+    tries.settle()
 
 
 @pytest.mark.clause("VER-01")
 @pytest.mark.role("consumer")
 def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
-    seen, exc = S.consumer_max_versions(target)
+    seen, exc = tries.consumer_max_versions(target)
     check.repro(_consumer_lines(target, "p = RecordingProducer(forges(shape=(2,)))",
-                                "y = %s" % S.consumer_expr(target), "print(p.calls)"))
+                                "y = %s" % target.repro_from_dlpack(), "print(p.calls)"))
     passed = [m for m in seen if m is not None]
     if not passed:
         raise Unsupported("the consumer does not pass max_version (calls: %r); consumers may delay using it" % (seen,))
@@ -251,40 +255,41 @@ def test_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
     from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
     with an unknown name."""
-    S.require_versioned_consumer(target)
+    tries.require_versioned_consumer(target)
     cases = [
         ("legacy capsule although max_version was passed", {"versioned": False}),
         ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)}),
     ]
     for what, fk in cases:
         fk = dict(fk, shape=(2, 3))
-        S.repro_unless_failed(check, _consumer_lines(
-            target, "p = RecordingProducer(%s)" % S.forge_repr(fk), "y = %s" % S.consumer_expr(target)))
-        forge = S._ref().Forge(**fk)
-        p = S.Keep(forge)
-        exc = _expect_import(target, check, "VER-05", p, lambda _p: forge, what)
+        rp.keep_first(check, _consumer_lines(
+            target, "p = RecordingProducer(%s)" % rp.forge_repr(fk), "y = %s" % target.repro_from_dlpack()))
+        forge = _ref.Forge(**fk)
+        att = _expect_import(target, check, "VER-05", RecordingProducer(forge, keep=True), forge, what)
+        exc = att.exc
         if exc is not None:
-            S.drop_capsules(p, imported=False)
-            S.settle()
-            if isinstance(exc, SystemError) or forge.deleter_calls != 1:
+            att.drop_capsules()
+            tries.settle()
+            if check.unclean(exc) or forge.deleter_calls != 1:
                 check.record("VER-05", "fail", "%s: refused with %s, deleter calls afterwards %d (expected 1)"
-                             % (what, S.describe_exc(exc), forge.deleter_calls))
+                             % (what, tries.describe_exc(exc), forge.deleter_calls))
             elif fk["versioned"]:
-                check.record("VER-05", "fail", "%s: from_dlpack raised %s" % (what, S.describe_exc(exc)))
+                check.record("VER-05", "fail", "%s: from_dlpack raised %s" % (what, tries.describe_exc(exc)))
             else:
                 # the consumer looked at the name and refused the kind it did not ask for: it
                 # checked (VER-05); taking both kinds is VER-11's SHOULD
                 check.warn("VER-05", "%s: refused with %s; the consumer checks the capsule name, but a legacy "
                            "capsule is what a producer at DLPack 0.x answers to max_version (VER-03), and "
-                           "consumers should take both kinds (VER-11)" % (what, S.describe_exc(exc)))
+                           "consumers should take both kinds (VER-11)" % (what, tries.describe_exc(exc)))
             continue
-        S.drop_capsules(p, imported=False)
-        S.settle()
+        att.drop_capsules()
+        tries.settle()
     fk = {"versioned": True, "shape": (2, 3), "capsule_name": "dltensor_v9"}
-    S.repro_unless_failed(check, _consumer_lines(
-        target, "p = RecordingProducer(%s)" % S.forge_repr(fk), "y = %s  # expected: refused" % S.consumer_expr(target)))
-    forge = S._ref().Forge(**fk)
-    _expect_refusal(target, check, "VER-05", S.Keep(forge), forge, "capsule named 'dltensor_v9'")
+    rp.keep_first(check, _consumer_lines(
+        target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
+        "y = %s  # expected: refused" % target.repro_from_dlpack()))
+    forge = _ref.Forge(**fk)
+    _expect_refusal(target, check, "VER-05", RecordingProducer(forge, keep=True), "capsule named 'dltensor_v9'")
     check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
 
 
@@ -295,18 +300,19 @@ def test_consumer_retries_without_new_keywords(target, check):
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
     fk = {"shape": (2, 3)}
     check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(2, 3)))",
-                                "y = %s" % S.consumer_expr(target), "print(p.calls)"))
-    p = S.Keep(S.forges(**fk), legacy_only=True)
-    y, exc = S.try_import(target, p)
-    S.drop_capsules(p, imported=exc is None)
+                                "y = %s" % target.repro_from_dlpack(), "print(p.calls)"))
+    p = RecordingProducer(forges(**fk), legacy_only=True, keep=True)
+    att = tries.Attempt(target, p)
+    att.drop_capsules()
+    exc = att.exc
     calls = list(p.calls)
     new_first = bool(calls) and bool(set(calls[0]) - {"stream", "args"})
     if exc is not None:
         check.that(False, "VER-06", "import from a legacy-only producer failed (calls %r): %s"
-                   % (calls, S.describe_exc(exc)))
+                   % (calls, tries.describe_exc(exc)))
         return
     forge = p.forges["legacy"]
-    got, d = S.result_elements(target, y)
+    got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), "VER-06", "element values")
     if new_first:
         check.that(len(calls) >= 2 and not (set(calls[-1]) - {"stream"}), "VER-06",
@@ -315,8 +321,8 @@ def test_consumer_retries_without_new_keywords(target, check):
     else:
         check.record("VER-06", "pass", "the consumer passes no new keywords (calls %r), so old producers work "
                      "as is" % (calls,))
-    del y
-    S.settle()
+    att.result = None
+    tries.settle()
     check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
 
 
@@ -326,7 +332,7 @@ def test_consumer_refuses_other_major(target, check):
     """A versioned capsule whose version.major is not 1 must be refused, reading nothing past
     flags, and its deleter called exactly once (VER-10: the prefix keeps its layout, so that is
     always possible). The hostile case has a NULL shape and NULL data behind the version."""
-    S.require_versioned_consumer(target)
+    tries.require_versioned_consumer(target)
     cases = [
         ("version (2, 0)", {"version": (2, 0)}),
         ("version (0, 9)", {"version": (0, 9)}),
@@ -334,13 +340,13 @@ def test_consumer_refuses_other_major(target, check):
     ]
     for what, extra in cases:
         fk = dict({"versioned": True, "shape": (2, 3)}, **extra)
-        S.repro_unless_failed(check, _consumer_lines(
-            target, "f = %s" % S.forge_repr(fk), "p = RecordingProducer(f)",
-            "y = %s  # expected: refused" % S.consumer_expr(target),
+        rp.keep_first(check, _consumer_lines(
+            target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f)",
+            "y = %s  # expected: refused" % target.repro_from_dlpack(),
             "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
-        forge = S._ref().Forge(**fk)
-        p = S.Keep(forge)
-        _expect_refusal(target, check, "VER-08", p, forge, what)
+        forge = _ref.Forge(**fk)
+        p = RecordingProducer(forge, keep=True)
+        _expect_refusal(target, check, "VER-08", p, what)
         check.equal(forge.deleter_calls, 1, "VER-08", "%s: deleter calls once the capsule is gone" % what)
         check.that(forge.deleter_calls >= 1, "VER-10", "%s: the deleter was never called" % what)
 
@@ -351,48 +357,48 @@ def test_consumer_newer_minor(target, check):
     """Version (1, 99) with fields the consumer knows is usable; an unknown dtype code or device
     type must not be misread: refusing it passes, reading it as another dtype or device fails, and
     carrying it unchanged (or keeping no dtype or device at all) is warn (catalogue reading)."""
-    S.require_versioned_consumer(target)
+    tries.require_versioned_consumer(target)
     fk = {"versioned": True, "version": (1, 99), "shape": (2, 3)}
-    S.repro_unless_failed(check, _consumer_lines(target, "p = RecordingProducer(%s)" % S.forge_repr(fk),
-                                                 "y = %s" % S.consumer_expr(target)))
-    forge = S._ref().Forge(**fk)
-    p = S.Keep(forge)
-    exc = _expect_import(target, check, "VER-09", p, lambda _p: forge, "version (1, 99), known fields")
-    if exc is not None:
-        check.that(False, "VER-09", "version (1, 99), known fields: from_dlpack raised %s" % S.describe_exc(exc))
-    S.drop_capsules(p, imported=False)
-    S.settle()
+    rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
+                                                 "y = %s" % target.repro_from_dlpack()))
+    forge = _ref.Forge(**fk)
+    att = _expect_import(target, check, "VER-09", RecordingProducer(forge, keep=True), forge,
+                         "version (1, 99), known fields")
+    if att.exc is not None:
+        check.that(False, "VER-09", "version (1, 99), known fields: from_dlpack raised %s"
+                   % tries.describe_exc(att.exc))
+    att.drop_capsules()
+    tries.settle()
     for what, extra, device in (("unknown dtype code 99", {"dtype": (99, 32, 1)}, (1, 0)),
                                 ("unknown device type 99", {"device": (99, 0)}, (99, 0))):
         fk = dict({"versioned": True, "version": (1, 99), "shape": (2, 3)}, **extra)
-        S.repro_unless_failed(check, _consumer_lines(
-            target, "f = %s" % S.forge_repr(fk), "p = RecordingProducer(f, device=%r)" % (device,),
-            "y = %s  # expected: refused" % S.consumer_expr(target),
+        rp.keep_first(check, _consumer_lines(
+            target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f, device=%r)" % (device,),
+            "y = %s  # expected: refused" % target.repro_from_dlpack(),
             "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
-        forge = S._ref().Forge(**fk)
-        p = S.Keep(forge, device=device)
-        y, exc = S.try_import(target, p)
-        if exc is None:
+        forge = _ref.Forge(**fk)
+        p = RecordingProducer(forge, device=device, keep=True)
+        att = tries.Attempt(target, p)
+        if att.exc is None:
             # an unknown value must not be misread (VER-09); carrying it unchanged, or keeping
             # no dtype or device at all, reads nothing into it: the header calls such a tensor
             # safe only "as long as the consumer knows how to interpret all fields" (warn)
             if "dtype" in extra:
-                misread, how = S.unknown_dtype_reading(target, y, extra["dtype"], forge.expected_elements())
+                misread, how = rd.unknown_dtype_reading(target, att.result, extra["dtype"], forge.expected_elements())
             else:
-                misread, how = S.unknown_device_reading(y, extra["device"])
+                misread, how = rd.unknown_device_reading(att.result, extra["device"])
             if misread:
                 check.record("VER-09", "fail", "version (1, 99), %s: %s" % (what, how))
             else:
                 check.warn("VER-09", "version (1, 99), %s: %s; not misread, but the header calls a tensor usable "
                            "only when the consumer can interpret every field" % (what, how))
-            S.drop_capsules(p, imported=True)  # while the result lives: it may be what keeps the capsule
-            del y
+            att.drop_capsules()  # while the result lives: it may be what keeps the capsule
+            att.result = None
         else:
-            check.that(not isinstance(exc, SystemError), "VER-09", "version (1, 99), %s: refused with %s"
-                       % (what, S.describe_exc(exc)))
-            S.drop_capsules(p, imported=False)
-        del p
-        S.settle()
+            check.refusal("VER-09", att, "version (1, 99), %s" % what)
+            att.drop_capsules()
+        del p, att
+        tries.settle()
         check.equal(forge.deleter_calls, 1 if forge.capsules_made else 0, "VER-09",
                     "%s: deleter calls once the capsule is gone" % what)
 
@@ -401,25 +407,27 @@ def test_consumer_newer_minor(target, check):
 @pytest.mark.role("consumer")
 def test_consumer_takes_both_structs(target, check):
     """During the transition a consumer should import both capsule kinds."""
-    check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(3,)))", "y = %s" % S.consumer_expr(target),
-                                "p2 = RecordingProducer(forges(shape=(3,)))", "y2 = %s" % S.consumer_expr(target, "p2"),
-                                "print(p2.last_kind)"))
-    legacy = S.Keep(S.forges(shape=(3,)), legacy_only=True)
-    y, exc = S.try_import(target, legacy)
+    check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(3,)))",
+                                "y = %s" % target.repro_from_dlpack(), "p2 = RecordingProducer(forges(shape=(3,)))",
+                                "y2 = %s" % target.repro_from_dlpack("p2"), "print(p2.last_kind)"))
+    legacy = RecordingProducer(forges(shape=(3,)), legacy_only=True, keep=True)
+    att = tries.Attempt(target, legacy)
+    exc = att.exc
     legacy_ok = exc is None and legacy.last_kind == "legacy"
-    S.drop_capsules(legacy, imported=exc is None)
-    del y
-    if not S.consumer_takes_versioned(target):
+    att.drop_capsules()
+    att.result = None
+    if not tries.consumer_takes_versioned(target):
         if legacy_ok:
             raise Unsupported("the consumer imports legacy capsules only (it never asks for versioned ones)")
-        check.that(False, "VER-11", "the consumer imports neither kind: %s" % (S.describe_exc(exc) if exc else ""))
+        check.that(False, "VER-11", "the consumer imports neither kind: %s" % (tries.describe_exc(exc) if exc else ""))
         return
-    p = S.Keep(S.forges(shape=(3,)))
-    y2, exc2 = S.try_import(target, p)
+    p = RecordingProducer(forges(shape=(3,)), keep=True)
+    att2 = tries.Attempt(target, p)
+    exc2 = att2.exc
     versioned_ok = exc2 is None and p.last_kind == "versioned"
-    S.drop_capsules(p, imported=exc2 is None)
-    del y2
-    S.settle()
+    att2.drop_capsules()
+    att2.result = None
+    tries.settle()
     check.that(legacy_ok and versioned_ok, "VER-11", "legacy import: %s; versioned import: %s" % (
-        "ok" if legacy_ok else (S.describe_exc(exc) if exc else "got %s" % legacy.last_kind),
-        "ok" if versioned_ok else (S.describe_exc(exc2) if exc2 else "got %s" % p.last_kind)))
+        "ok" if legacy_ok else (tries.describe_exc(exc) if exc else "got %s" % legacy.last_kind),
+        "ok" if versioned_ok else (tries.describe_exc(exc2) if exc2 else "got %s" % p.last_kind)))

@@ -1,7 +1,9 @@
 """Python producers built on `_ref.Forge`.
 
 `RecordingProducer` records how a consumer calls it and negotiates like a correct DLPack 1.3
-producer. The `forge` argument is one of:
+producer; with `keep=True` it also keeps every capsule it hands out (`.capsules`), so that a
+check can look at them after the import (renamed used_*?) and decide when they die. The
+`forge` argument is one of:
   - a callable `f(versioned=bool) -> Forge` (e.g. `forges(shape=(3,))`, or the class `_ref.Forge`),
     called once per capsule kind;
   - a mapping `{"legacy": Forge, "versioned": Forge}`;
@@ -37,19 +39,36 @@ class RecordingProducer:
     `legacy_only`: an old producer whose `__dlpack__` takes only `stream` (TypeError otherwise).
     `versioned_only`: a producer that cannot export legacy capsules (BufferError when the
     consumer does not ask for >= 1.0).
+    `keep`: `.capsules` holds every capsule handed out, each once (a forge makes a new capsule
+    per call, so no capsule is handed out twice).
     """
 
-    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False):
+    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False, keep=False):
         if legacy_only and versioned_only:
             raise ValueError("legacy_only and versioned_only exclude each other")
         self._forge = forge
         self.legacy_only = legacy_only
         self.versioned_only = versioned_only
         self.device = tuple(device)
+        self.keep = keep
+        self.capsules = []
         self.calls = []
         self.events = []
         self.forges = {}
         self.last_kind = None
+
+    def _record(self, args, kw):
+        """Notes one __dlpack__ call: its keywords, positional arguments under "args"."""
+        self.events.append("__dlpack__")
+        record = dict(kw)
+        if args:
+            record["args"] = args
+        self.calls.append(record)
+
+    def _hand_out(self, capsule):
+        if self.keep and not any(c is capsule for c in self.capsules):
+            self.capsules.append(capsule)
+        return capsule
 
     def _forge_for(self, versioned):
         kind = "versioned" if versioned else "legacy"
@@ -71,11 +90,7 @@ class RecordingProducer:
         return self.device
 
     def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        record = dict(kw)
-        if args:
-            record["args"] = args
-        self.calls.append(record)
+        self._record(args, kw)
         if args:
             raise TypeError("__dlpack__() takes keyword arguments only (%d positional given)" % len(args))
         unknown = [k for k in kw if k not in KNOWN_KEYWORDS]
@@ -101,7 +116,20 @@ class RecordingProducer:
         versioned = max_version is not None and max_version[0] >= 1 and not self.legacy_only
         if self.versioned_only and not versioned:
             raise BufferError("this producer exports only versioned (DLPack >= 1.0) capsules")
-        return self._forge_for(versioned).capsule()
+        return self._hand_out(self._forge_for(versioned).capsule())
+
+
+class CapsuleProducer(RecordingProducer):
+    """Hands out the one capsule it was given, whatever the consumer asks (e.g. a capsule that
+    another consumer already owns, CAP-04); records the calls like RecordingProducer."""
+
+    def __init__(self, capsule, device=(1, 0)):
+        super().__init__(None, device=device)
+        self.capsule = capsule
+
+    def __dlpack__(self, *args, **kw):
+        self._record(args, kw)
+        return self.capsule
 
 
 def legacy_producer(forge, **kw):
@@ -136,11 +164,7 @@ class StreamDeviceProducer(RecordingProducer):
         self.host_copies = host_copies
 
     def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        record = dict(kw)
-        if args:
-            record["args"] = args
-        self.calls.append(record)
+        self._record(args, kw)
         if args:
             raise TypeError("__dlpack__() takes keyword arguments only")
         dl_device = kw.get("dl_device")

@@ -154,6 +154,32 @@ class Check:
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)
 
+    @staticmethod
+    def unclean(refusal):
+        """Why a refusal is not clean, or None when it is. `refusal` is the exception that
+        refused, or an object holding it as `.exc`. Never clean: a SystemError, and an exception
+        whose message is CPython's for a C function that failed without setting an exception
+        or returned a result with one set."""
+        exc = refusal if isinstance(refusal, BaseException) or refusal is None else refusal.exc
+        if exc is None:
+            return None
+        text = str(exc)
+        text = text.splitlines()[0][:300] if text else ""
+        if isinstance(exc, SystemError):
+            return "SystemError (%s)" % text
+        if "without setting an exception" in text or "with an exception set" in text:
+            return "%s: %s" % (type(exc).__name__, text)
+        return None
+
+    def refusal(self, clause, refusal, what, verdict=None):
+        """The clean-refusal rule (unclean()): records pass, or "WHAT raised WHY" as `verdict`
+        (default: the clause's breach, as that() records it); returns True when clean."""
+        why = self.unclean(refusal)
+        if why is None or verdict is None:
+            return self.that(why is None, clause, "%s raised %s" % (what, why))
+        self.record(clause, verdict, "%s raised %s" % (what, why))
+        return False
+
     def repro(self, lines):
         """Sets the reproducer snippet for every non-pass result of this test."""
         if lines is None:

@@ -7,7 +7,8 @@ import json
 import os
 import textwrap
 
-from .targets.base import ITEMSIZE, Target, row_major_strides
+from .targets.base import Target
+from .targets.dtypes import itemsize, row_major_strides
 
 
 class FakeTensor:
@@ -42,10 +43,7 @@ class FakeTarget(Target):
 
     def describe(self, y):
         return {"ptr": 0, "shape": y.shape, "strides": row_major_strides(y.shape),
-                "itemsize": ITEMSIZE.get(y.dtype, 1), "readonly": False}
-
-    def repro_setup(self):
-        return ["from dlconform.testing import FakeTarget", "t = FakeTarget()"]
+                "itemsize": itemsize(y.dtype), "readonly": False}
 
 
 class ProducerOnly(FakeTarget):

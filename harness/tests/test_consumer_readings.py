@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 ADAPTER = '''
 from dlconform import _probe
-from dlconform.targets.base import Target, row_major_strides
+from dlconform.targets.base import Target
+from dlconform.targets.dtypes import row_major_strides
 
 
 class Result:

@@ -234,3 +234,84 @@ def test_recording_producer_with_ref_consumer():
     assert p.last_kind == "versioned"
     del y
     assert _probe.inspect(RecordingProducer(factory).__dlpack__())["kind"] == "legacy"
+
+
+# ---------------------------------------------------------------------------- reproducer lines
+def _adapters():
+    specs = (["ref"] if HAVE_REF else []) + (["numpy"] if HAVE_NUMPY else []) + (["torch"] if HAVE_TORCH else [])
+    return [loader.load(s) for s in specs]
+
+
+@pytest.mark.parametrize("op", [("transpose", (1, 0)), ("slice", 1, 0, None, 2), ("flip", 0)])
+def test_repro_view_lines_make_the_same_view(op):
+    """Each adapter's repro_make and repro_view lines rebuild the tensor and view it made."""
+    for t in _adapters():
+        x = t.make("int32", (2, 3), VALUES)
+        v = getattr(t, op[0])(x, *op[1:])
+        if v is None:
+            continue
+        ns = {}
+        exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES) + [t.repro_view(op, x, v, "x", "v0")]),
+             ns)
+        assert t.expected(ns["v0"]) == t.expected(v), (t.name, op)
+
+
+def test_repro_readonly_and_from_dlpack_lines():
+    for t in _adapters():
+        x = t.make("int32", (2, 3), VALUES)
+        ns = {}
+        exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
+        if t.readonly(x) is not None:
+            exec(t.repro_readonly("x", "ro"), ns)
+            assert t.describe(ns["ro"])["readonly"] is True and t.expected(ns["ro"]) == VALUES, t.name
+        if HAVE_REF and "consumer" in t.roles:
+            from dlconform import _ref
+
+            ns["p"] = _ref.Tensor("int32", (2, 3), data=VALUES)
+            y = eval(t.repro_from_dlpack("p"), ns)
+            assert t.expected(y) == VALUES
+
+
+def test_default_repro_lines_go_through_the_loader():
+    """A target without idioms of its own gets reproducers that load it by its spec."""
+    t = loader.load("dlconform.testing:FakeTarget")
+    assert t.repro_setup() == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')"]
+    ns = {}
+    exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
+    assert ns["T"].expected(ns["x"]) == VALUES
+    assert eval(t.repro_from_dlpack("x"), ns) is ns["x"]
+    assert t.repro_view(("slice", 1, 0, None, 2), None, None, "x", "v0") == "v0 = T.slice(x, 1, 0, None, 2)"
+    assert t.unexportable() is None and t.native_layout(ns["x"]) is None and t.dtype_kind(ns["x"]) is None
+
+
+@needs_ref
+def test_native_layout_and_kind_hooks():
+    for t in _adapters():
+        x = t.transpose(t.make("float32", (2, 3), VALUES), (1, 0))
+        shape, strides, first = t.native_layout(x)
+        assert (shape, strides, first) == ((3, 2), (1, 3), t.describe(x)["ptr"]), t.name
+        assert t.dtype_kind(t.from_dlpack(t.make("int32", (2,), VALUES[:8]))) == "i", t.name
+    what, u = loader.load("ref").unexportable()
+    with pytest.raises(BufferError):
+        u.__dlpack__()
+    assert what == "ref tensor with exportable=False"
+
+
+def test_library_targets_import_and_report_their_roles(monkeypatch):
+    from dlconform.targets.base import LibraryTarget
+
+    class NoRoles(LibraryTarget):
+        library = "json"
+
+        def offers(self, module):
+            return False, False
+
+    t = NoRoles()
+    assert t.name == "json" and t.roles == frozenset() and t.versions() == {"json": t.module.__version__}
+    assert t.available() == (False, "json %s has no DLPack support" % t.module.__version__)
+
+    class Missing(NoRoles):
+        library = "no_such_module_xyz"
+
+    with pytest.raises(TargetError, match=r"cannot import module 'no_such_module_xyz' \(ModuleNotFoundError\)"):
+        Missing()

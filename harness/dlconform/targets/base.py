@@ -7,41 +7,9 @@ per element, elements in C order, whatever the strides.
 
 ROLES = frozenset({"producer", "consumer"})
 
-#: dtype names as `_ref` (dlc_dtype_classify) spells them
-STANDARD_DTYPES = (
-    "bool",
-    "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64",
-    "complex32", "complex64", "complex128",
-)
-
-ITEMSIZE = {
-    "bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
-    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
-    "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
-    "complex32": 4, "complex64": 8, "complex128": 16,
-}
-
 
 class TargetError(Exception):
     """A target spec that cannot be used; str() is a one-line reason."""
-
-
-def row_major_strides(shape):
-    strides = []
-    acc = 1
-    for n in reversed(tuple(shape)):
-        strides.append(acc)
-        acc *= max(int(n), 1)
-    return tuple(reversed(strides))
-
-
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
 
 
 class Target:
@@ -50,13 +18,20 @@ class Target:
     Members (see harness/README.md):
       name, roles, available(), versions(), dtypes(), make(), transpose(), slice(), flip(),
       readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup().
-    Extras: `repro_make(dtype, shape, values, var)` gives reproducer lines that build the
-    same tensor as `make`; `library` names the module under test.
+    Optional hooks (None when the library has no such thing): native_layout(), dtype_kind(),
+    unexportable(), sparse(), byteswapped(), stream_device().
+    Reproducer lines: repro_setup(), repro_make(), repro_view(), repro_readonly(),
+    repro_from_dlpack(), repro_unexportable(), repro_sparse(), repro_byteswapped(). The defaults
+    go through the loader (`T = load(name)`), so every adapter's reproducers run; an adapter
+    whose library has its own idioms overrides all of them together. `library` names the
+    module under test.
     """
 
     name = "target"
     library = None
     roles = frozenset()
+    #: the spec load() made this target from (None for one built another way)
+    spec = None
 
     def __init__(self, name=None):
         if name is not None:
@@ -125,9 +100,105 @@ class Target:
         streams on this machine."""
         return None
 
-    # ---- reproducers
+    # ---- optional hooks: what only some libraries have
+    def native_layout(self, x):
+        """(shape, strides in elements, address of the first element) of a native tensor, or
+        None when the adapter does not know its library's memory layout."""
+        return None
+
+    def dtype_kind(self, y):
+        """The kind letter of a consumer result's dtype (b i u f c), or None when unknown."""
+        return None
+
+    def unexportable(self):
+        """(what, tensor): a tensor of the library that __dlpack__ cannot export (ERR-01), or
+        None."""
+        return None
+
+    def sparse(self):
+        """A tensor that is not dense strided memory (SEM-02), or None."""
+        return None
+
+    def byteswapped(self, x):
+        """x in non-native byte order (DT-02), or None when the library has no such arrays."""
+        return None
+
+    # ---- reproducers: Python lines that redo what a check did, runnable with only dlconform
+    # on PYTHONPATH and the library. The defaults use the adapter itself through the loader.
     def repro_setup(self):
-        return []
+        return ["from dlconform.targets.loader import load", "T = load(%r)" % (self.spec or self.name)]
 
     def repro_make(self, dtype, shape, values, var="x"):
-        return ["%s = ...  # %s: a %s tensor of shape %r" % (var, self.name, dtype, tuple(shape))]
+        from ..repro import bytes_literal
+
+        return ["%s = T.make(%r, %r, %s)" % (var, dtype, tuple(shape), bytes_literal(values))]
+
+    def repro_view(self, op, x, v, src, dst):
+        """The line that makes `dst`, the view `v` of `x` (named `src`), by op ("transpose",
+        perm), ("slice", dim, start, stop, step) or ("flip", dim)."""
+        if op[0] == "transpose":
+            return "%s = T.transpose(%s, %r)" % (dst, src, tuple(op[1]))
+        if op[0] == "slice":
+            return "%s = T.slice(%s, %d, %r, %r, %r)" % ((dst, src) + tuple(op[1:]))
+        return "%s = T.flip(%s, %d)" % (dst, src, op[1])
+
+    def repro_readonly(self, src="x", var="ro"):
+        return "%s = T.readonly(%s)" % (var, src)
+
+    def repro_from_dlpack(self, arg="p"):
+        """An expression that imports `arg` with the library's from_dlpack."""
+        return "T.from_dlpack(%s)" % arg
+
+    def repro_unexportable(self, var="u"):
+        return ["%s = T.unexportable()[1]" % var]
+
+    def repro_sparse(self, var="s"):
+        return ["%s = T.sparse()" % var]
+
+    def repro_byteswapped(self, src="x", var="y"):
+        return ["%s = T.byteswapped(%s)" % (var, src)]
+
+
+class LibraryTarget(Target):
+    """An adapter of one importable library: `library` is imported at construction (a
+    TargetError with a one-line reason when it cannot be), `self.module` holds it, its roles
+    are what offers() finds, and the adapter is unavailable when it has neither role. The
+    target's name is the library's."""
+
+    #: what a library with no role lacks, for the reason available() gives
+    lacks = "DLPack support"
+
+    def __init__(self, name=None):
+        super().__init__(name or self.library)
+        self.module = import_library(self.library)
+        self.roles = roles_of(*self.offers(self.module))
+
+    def offers(self, module):
+        """(exports, imports): whether the library has a DLPack producer and a consumer."""
+        raise NotImplementedError
+
+    def version(self):
+        return getattr(self.module, "__version__", "?")
+
+    def versions(self):
+        return {self.library: self.version()}
+
+    def available(self):
+        if not self.roles:
+            return False, "%s %s has no %s" % (self.library, self.version(), self.lacks)
+        return True, ""
+
+
+def import_library(name):
+    """importlib.import_module(name), or TargetError with a one-line reason."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 - an import may fail in many ways
+        raise TargetError("cannot import module %r (%s)" % (name, type(e).__name__))
+
+
+def roles_of(producer, consumer):
+    """The roles set of a library that can export (producer) and import (consumer)."""
+    return frozenset(r for r, has in (("producer", producer), ("consumer", consumer)) if has)

@@ -9,7 +9,9 @@ import importlib
 
 from . import _views
 from ._util import keywords_of
-from .base import Target, TargetError, row_major_strides
+from .base import Target, TargetError
+from . import dtypes as _dtypes
+from .dtypes import row_major_strides
 from .ref import _import_ref
 
 
@@ -25,17 +27,16 @@ class _Py_buffer(ctypes.Structure):
 
 _PyBUF_RECORDS_RO = 0x0010 | 0x0008 | 0x0004  # STRIDES | ND | FORMAT
 
+# Private prototypes: the function objects of ctypes.pythonapi are shared by the whole process.
+_get_buffer = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int)(
+    ("PyObject_GetBuffer", ctypes.pythonapi))
+_release_buffer = ctypes.PYFUNCTYPE(None, ctypes.POINTER(_Py_buffer))(("PyBuffer_Release", ctypes.pythonapi))
+
 
 def buffer_info(obj):
     """Address, shape, byte strides, itemsize and readonly of an object's buffer (PEP 3118)."""
-    get = ctypes.pythonapi.PyObject_GetBuffer
-    get.argtypes = [ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int]
-    get.restype = ctypes.c_int
-    release = ctypes.pythonapi.PyBuffer_Release
-    release.argtypes = [ctypes.POINTER(_Py_buffer)]
-    release.restype = None
     view = _Py_buffer()
-    if get(obj, ctypes.byref(view), _PyBUF_RECORDS_RO) != 0:
+    if _get_buffer(obj, ctypes.byref(view), _PyBUF_RECORDS_RO) != 0:
         raise TypeError("no buffer")
     try:
         nd = view.ndim
@@ -44,7 +45,7 @@ def buffer_info(obj):
         return {"ptr": view.buf or 0, "shape": shape, "byte_strides": strides,
                 "itemsize": view.itemsize, "readonly": bool(view.readonly)}
     finally:
-        release(ctypes.byref(view))
+        _release_buffer(ctypes.byref(view))
 
 
 class GenericTarget(Target):
@@ -171,21 +172,11 @@ class GenericTarget(Target):
             except TypeError:
                 cap = y.__dlpack__()
             d = _probe.inspect(cap)
-            _code, bits, lanes = d["dtype"]
-            itemsize = (bits * lanes + 7) // 8
+            size = _dtypes.itemsize(tuple(d["dtype"]))
             shape = tuple(d["shape"] or ())
             strides = tuple(d["strides"]) if d.get("strides") is not None else row_major_strides(shape)
             flags = d.get("flags") or 0
             return {"ptr": (d["data"] or 0) + d["byte_offset"], "shape": shape, "strides": strides,
-                    "itemsize": itemsize, "readonly": bool(flags & 1)}
+                    "itemsize": size, "readonly": bool(flags & 1)}
         raise TypeError("%s: cannot describe %s (no __array_interface__, buffer or __dlpack__)"
                         % (self.name, type(y).__name__))
-
-    def repro_setup(self):
-        return ["import %s" % self.library, "from dlconform import _ref, _probe"]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = %s.from_dlpack(_ref.Tensor(%r, %r, data=%s))"
-                % (var, self.library, dtype, tuple(shape), bytes_literal(values))]

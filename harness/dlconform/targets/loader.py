@@ -117,6 +117,7 @@ def load(spec, check_available=True):
         from .generic import GenericTarget
 
         target = GenericTarget(spec, _import(spec))
+    target.spec = spec  # what load() needs to give this target again (the reproducers' `T`)
     if check_available:
         try:
             ok, reason = target.available()
@@ -170,20 +171,18 @@ def quick_check(spec, python=None):
     if python not in (None, sys.executable):
         return None
     if spec in BUILTIN or spec.startswith("ref:") or ":" in spec:
-        if spec in BUILTIN_MODULES:
-            mod = BUILTIN_MODULES[spec]
-            try:
-                if importlib.util.find_spec(mod) is None:
-                    return "cannot import module %r (ModuleNotFoundError)" % mod
-            except (ImportError, ValueError) as e:
-                return "cannot import module %r (%s)" % (mod, _exc_name(e))
-        return None
-    top = spec.split(".")[0]
+        mod = BUILTIN_MODULES.get(spec)
+        return None if mod is None else _not_found(mod, mod)
+    return _not_found(spec.split(".")[0], spec)
+
+
+def _not_found(module, name):
+    """Why `module` cannot be imported (told as module `name`) when find_spec says so, else None."""
     try:
-        if importlib.util.find_spec(top) is None:
-            return "cannot import module %r (ModuleNotFoundError)" % spec
+        if importlib.util.find_spec(module) is None:
+            return "cannot import module %r (ModuleNotFoundError)" % name
     except (ImportError, ValueError) as e:
-        return "cannot import module %r (%s)" % (spec, _exc_name(e))
+        return "cannot import module %r (%s)" % (name, _exc_name(e))
     return None
 
 

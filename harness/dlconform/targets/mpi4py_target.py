@@ -11,7 +11,8 @@ the flat byte count is reported instead. The buffer keeps no element type (`form
 `itemsize` 1, whatever the capsule's dtype): `describe` says so with "dtype": "bytes", so the
 dtype checks judge mpi4py as a byte-buffer consumer (it forms no elements; it sizes the buffer
 with the header's GetDataSize formula)."""
-from .base import Target, TargetError, numel, row_major_strides
+from .base import LibraryTarget, import_library
+from .dtypes import numel, row_major_strides
 
 
 class _Announced:
@@ -35,31 +36,19 @@ class _Announced:
         return cap
 
 
-class Mpi4pyTarget(Target):
-    name = "mpi4py"
+class Mpi4pyTarget(LibraryTarget):
     library = "mpi4py"
+    lacks = "MPI.buffer"
 
     def __init__(self, name=None):
-        super().__init__(name or "mpi4py")
-        try:
-            import mpi4py
-            from mpi4py import MPI
-        except Exception as e:  # noqa: BLE001
-            raise TargetError("cannot import mpi4py.MPI (%s: %s)" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
-        self.mpi4py = mpi4py
-        self.MPI = MPI
-        self.roles = frozenset({"consumer"} if hasattr(MPI, "buffer") else ())
+        super().__init__(name)
         # id(buffer) -> what its capsule announced, for the last imports (MPI.buffer takes no
         # weak references, and a strong one would keep the import, and its deleter, alive)
         self._announced = {}
 
-    def available(self):
-        if not self.roles:
-            return False, "mpi4py %s has no MPI.buffer" % self.mpi4py.__version__
-        return True, ""
-
-    def versions(self):
-        return {"mpi4py": self.mpi4py.__version__}
+    def offers(self, mpi4py):
+        self.MPI = import_library("mpi4py.MPI")
+        return False, hasattr(self.MPI, "buffer")
 
     def from_dlpack(self, obj, **kw):
         if kw:
@@ -92,9 +81,3 @@ class Mpi4pyTarget(Target):
                         "itemsize": itemsize, "readonly": bool(y.readonly), "dtype": dtype}
         return {"ptr": y.address, "shape": (nbytes,), "strides": (1,), "itemsize": 1, "readonly": bool(y.readonly),
                 "dtype": dtype}
-
-    def repro_setup(self):
-        return ["from mpi4py import MPI"]
-
-    def repro_from_dlpack(self, arg):
-        return "MPI.buffer(%s)" % arg

@@ -1,38 +1,17 @@
 """numpy: producer (ndarray.__dlpack__) and consumer (numpy.from_dlpack)."""
-from ._util import index, keywords_of, version_tuple
-from .base import Target, TargetError
+from ._util import index, index_text, keywords_of, version_tuple
+from .base import LibraryTarget
+from .dtypes import STANDARD_DTYPES, row_major_strides
 
-NUMPY_DTYPES = (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
-)
+NUMPY_DTYPES = tuple(d for d in STANDARD_DTYPES if d not in ("bfloat16", "complex32"))
 
 
-class NumpyTarget(Target):
-    name = "numpy"
+class NumpyTarget(LibraryTarget):
     library = "numpy"
+    np = property(lambda self: self.module)
 
-    def __init__(self, name=None):
-        super().__init__(name or "numpy")
-        try:
-            import numpy
-        except ImportError as e:
-            raise TargetError("cannot import module 'numpy' (%s)" % type(e).__name__)
-        self.np = numpy
-        roles = set()
-        if hasattr(numpy.ndarray, "__dlpack__"):
-            roles.add("producer")
-        if hasattr(numpy, "from_dlpack"):
-            roles.add("consumer")
-        self.roles = frozenset(roles)
-
-    def available(self):
-        if not self.roles:
-            return False, "numpy %s has no DLPack support" % self.np.__version__
-        return True, ""
-
-    def versions(self):
-        return {"numpy": self.np.__version__}
+    def offers(self, np):
+        return hasattr(np.ndarray, "__dlpack__"), hasattr(np, "from_dlpack")
 
     def dtypes(self):
         return [d for d in NUMPY_DTYPES if hasattr(self.np, d if d != "bool" else "bool_")]
@@ -78,13 +57,21 @@ class NumpyTarget(Target):
         itemsize = y.dtype.itemsize
         shape = tuple(ai["shape"])
         if ai.get("strides") is None:
-            from .base import row_major_strides
-
             strides = row_major_strides(shape)
         else:
             strides = tuple(s // itemsize if itemsize else 0 for s in ai["strides"])
         ptr, readonly = ai["data"]
         return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(readonly)}
+
+    def native_layout(self, x):
+        it = x.dtype.itemsize
+        return tuple(x.shape), tuple(s // it for s in x.strides), x.__array_interface__["data"][0]
+
+    def dtype_kind(self, y):
+        return y.dtype.kind
+
+    def byteswapped(self, x):
+        return x.astype(x.dtype.newbyteorder())
 
     def repro_setup(self):
         return ["import numpy as np"]
@@ -93,3 +80,19 @@ class NumpyTarget(Target):
         from ..repro import bytes_literal
 
         return ["%s = np.frombuffer(%s, dtype=%r).reshape(%r).copy()" % (var, bytes_literal(values), dtype, tuple(shape))]
+
+    def repro_view(self, op, x, v, src, dst):
+        if op[0] == "transpose":
+            return "%s = %s.transpose(%r)" % (dst, src, tuple(op[1]))
+        if op[0] == "slice":
+            return "%s = %s[%s]" % (dst, src, index_text(x.ndim, *op[1:]))
+        return "%s = np.flip(%s, %d)" % (dst, src, op[1])
+
+    def repro_readonly(self, src="x", var="ro"):
+        return "%s = %s.view(); %s.setflags(write=False)" % (var, src, var)
+
+    def repro_from_dlpack(self, arg="p"):
+        return "np.from_dlpack(%s)" % arg
+
+    def repro_byteswapped(self, src="x", var="y"):
+        return ["%s = %s.astype(%s.dtype.newbyteorder())" % (var, src, src)]

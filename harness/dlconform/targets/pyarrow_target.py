@@ -1,31 +1,19 @@
 """pyarrow: producer only (pyarrow.Array and pyarrow.Tensor have __dlpack__; pyarrow has no
 from_dlpack). 1-d tensors are pyarrow arrays (the documented DLPack path, no nulls); other
 shapes are pyarrow.Tensor objects made from numpy. Views: 1-d step-1 slices (Array.slice)."""
-from .base import Target, TargetError
+from .base import LibraryTarget, import_library
+from .dtypes import STANDARD_DTYPES
 
-PA_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-             "float16", "float32", "float64")
+PA_DTYPES = tuple(d for d in STANDARD_DTYPES if d not in ("bool", "bfloat16") and not d.startswith("complex"))
 
 
-class PyarrowTarget(Target):
-    name = "pyarrow"
+class PyarrowTarget(LibraryTarget):
     library = "pyarrow"
+    pa = property(lambda self: self.module)
 
-    def __init__(self, name=None):
-        super().__init__(name or "pyarrow")
-        try:
-            import numpy
-            import pyarrow
-        except Exception as e:  # noqa: BLE001
-            raise TargetError("cannot import module 'pyarrow' with numpy (%s)" % type(e).__name__)
-        self.pa = pyarrow
-        self.np = numpy
-        self.roles = frozenset({"producer"} if hasattr(pyarrow.Array, "__dlpack__") else ())
-
-    def available(self):
-        if not self.roles:
-            return False, "pyarrow %s has no DLPack support" % self.pa.__version__
-        return True, ""
+    def offers(self, pa):
+        self.np = import_library("numpy")  # make() goes through numpy arrays
+        return hasattr(pa.Array, "__dlpack__"), False
 
     def versions(self):
         return {"pyarrow": self.pa.__version__, "numpy": self.np.__version__}
@@ -53,14 +41,3 @@ class PyarrowTarget(Target):
 
     def describe(self, y):
         raise NotImplementedError("pyarrow is not a consumer")
-
-    def repro_setup(self):
-        return ["import numpy as np", "import pyarrow as pa"]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        src = "np.frombuffer(%s, dtype=%r).reshape(%r).copy()" % (bytes_literal(values), dtype, tuple(shape))
-        if len(shape) == 1:
-            return ["%s = pa.array(%s)" % (var, src)]
-        return ["%s = pa.Tensor.from_numpy(%s)" % (var, src)]

@@ -1,19 +1,14 @@
 """The reference target: dlconform._ref, optionally with a built-in fault active."""
 from . import _views
-from .base import STANDARD_DTYPES, Target, TargetError
-
-EXTRA_DTYPES = (
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-    # sub-byte types, stored one element per byte with IS_SUBBYTE_TYPE_PADDED (FLG-06)
-    "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
-)
+from .base import Target, TargetError
+from .dtypes import EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
 
 
 def ref_dtypes(_ref):
-    """The dtype names _ref.Tensor accepts, of the standard and float8 names."""
+    """The dtype names _ref.Tensor accepts, of the standard, float8, float6 and float4 names
+    (sub-byte types are stored one element per byte with IS_SUBBYTE_TYPE_PADDED, FLG-06)."""
     ok = []
-    for name in STANDARD_DTYPES + EXTRA_DTYPES:
+    for name in STANDARD_DTYPES + EXTENDED_FLOATS:
         try:
             _ref.Tensor(name, (1,))
         except Exception:
@@ -96,6 +91,16 @@ class RefTarget(Target):
     def stream_device(self):
         return RefStreamDevice(self._ref)
 
+    def native_layout(self, x):
+        return tuple(x.shape), tuple(x.strides), x.data_ptr + x.byte_offset
+
+    def dtype_kind(self, y):
+        code = y.dtype[0]
+        return KINDS.get(code, "f" if 7 <= code <= 17 else None)  # 7..17: the float8/6/4 codes
+
+    def unexportable(self):
+        return "ref tensor with exportable=False", self._ref.Tensor("float32", (2, 3), exportable=False)
+
     def repro_setup(self):
         lines = ["from dlconform import _ref, _probe"]
         if self.fault:
@@ -106,6 +111,18 @@ class RefTarget(Target):
         from ..repro import bytes_literal
 
         return ["%s = _ref.Tensor(%r, %r, data=%s)" % (var, dtype, tuple(shape), bytes_literal(values))]
+
+    def repro_view(self, op, x, v, src, dst):
+        return "%s = %s.view(%r, %r, %d)" % (dst, src, tuple(v.shape), tuple(v.strides), v.byte_offset)
+
+    def repro_readonly(self, src="x", var="ro"):
+        return "%s = _ref.Tensor(%s.dtype, %s.shape, data=%s.tobytes(), readonly=True)" % (var, src, src, src)
+
+    def repro_from_dlpack(self, arg="p"):
+        return "_ref.from_dlpack(%s)" % arg
+
+    def repro_unexportable(self, var="u"):
+        return ["%s = _ref.Tensor('float32', (2, 3), exportable=False)" % var]
 
 
 class RefStreamDevice:

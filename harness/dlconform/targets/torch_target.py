@@ -1,53 +1,27 @@
 """torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack)."""
-from ._util import index, keywords_of
-from .base import Target, TargetError
-
-# _ref name -> torch attribute
-TORCH_DTYPES = (
-    ("bool", "bool"), ("int8", "int8"), ("int16", "int16"), ("int32", "int32"), ("int64", "int64"),
-    ("uint8", "uint8"), ("uint16", "uint16"), ("uint32", "uint32"), ("uint64", "uint64"),
-    ("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"), ("float64", "float64"),
-    ("complex32", "complex32"), ("complex64", "complex64"), ("complex128", "complex128"),
-)
+from ._util import index, index_text, keywords_of
+from .base import LibraryTarget, import_library
+from .dtypes import STANDARD_DTYPES
 
 
-class TorchTarget(Target):
-    name = "torch"
+class TorchTarget(LibraryTarget):
     library = "torch"
+    torch = property(lambda self: self.module)
+    _dtypes = None  # dtypes(), once asked
 
-    def __init__(self, name=None):
-        super().__init__(name or "torch")
-        try:
-            import torch
-            import torch.utils.dlpack
-        except ImportError as e:
-            raise TargetError("cannot import module 'torch' (%s)" % type(e).__name__)
-        self.torch = torch
-        roles = set()
-        if hasattr(torch.Tensor, "__dlpack__"):
-            roles.add("producer")
-        if hasattr(torch.utils.dlpack, "from_dlpack"):
-            roles.add("consumer")
-        self.roles = frozenset(roles)
-        self._dtypes = None
-
-    def available(self):
-        if not self.roles:
-            return False, "torch %s has no DLPack support" % self.torch.__version__
-        return True, ""
-
-    def versions(self):
-        return {"torch": self.torch.__version__}
+    def offers(self, torch):
+        import_library("torch.utils.dlpack")
+        return hasattr(torch.Tensor, "__dlpack__"), hasattr(torch.utils.dlpack, "from_dlpack")
 
     def _dt(self, name):
-        return getattr(self.torch, dict(TORCH_DTYPES)[name])
+        return getattr(self.torch, name)
 
     def dtypes(self):
         if self._dtypes is None:
             torch = self.torch
             out = []
-            for name, attr in TORCH_DTYPES:
-                dt = getattr(torch, attr, None)
+            for name in STANDARD_DTYPES:  # torch names its dtypes as _ref does
+                dt = getattr(torch, name, None)
                 if not isinstance(dt, torch.dtype):
                     continue
                 if name == "complex32":
@@ -110,6 +84,22 @@ class TorchTarget(Target):
             "readonly": False,
         }
 
+    def native_layout(self, x):
+        return tuple(x.shape), tuple(x.stride()), x.data_ptr()
+
+    def dtype_kind(self, y):
+        t = self.torch
+        if y.dtype == t.bool:
+            return "b"
+        if y.dtype.is_complex:
+            return "c"
+        if y.dtype.is_floating_point:
+            return "f"
+        return "i" if y.dtype.is_signed else "u"
+
+    def sparse(self):
+        return self.torch.zeros(3, 3).to_sparse()
+
     def repro_setup(self):
         return ["import torch", "import torch.utils.dlpack"]
 
@@ -117,6 +107,19 @@ class TorchTarget(Target):
         from ..repro import bytes_literal
 
         if not values:
-            return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dict(TORCH_DTYPES)[dtype])]
+            return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype)]
         return ["%s = torch.frombuffer(bytearray(%s), dtype=torch.uint8).view(torch.%s).reshape(%r).clone()"
-                % (var, bytes_literal(values), dict(TORCH_DTYPES)[dtype], tuple(shape))]
+                % (var, bytes_literal(values), dtype, tuple(shape))]
+
+    def repro_view(self, op, x, v, src, dst):
+        if op[0] == "transpose":
+            return "%s = %s.permute(*%r)" % (dst, src, tuple(op[1]))
+        if op[0] == "slice":
+            return "%s = %s[%s]" % (dst, src, index_text(x.dim(), *op[1:]))
+        return super().repro_view(op, x, v, src, dst)  # torch has no flipped views
+
+    def repro_from_dlpack(self, arg="p"):
+        return "torch.utils.dlpack.from_dlpack(%s)" % arg
+
+    def repro_sparse(self, var="s"):
+        return ["%s = torch.zeros(3, 3).to_sparse()" % var]

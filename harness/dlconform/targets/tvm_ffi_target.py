@@ -3,37 +3,18 @@
 tvm_ffi has no array constructors of its own: `make` imports a numpy array (or, without
 numpy, a dlconform._ref tensor) with tvm_ffi.from_dlpack, so the tensor under test is a
 tvm_ffi.Tensor that owns the memory through DLPack. It has no view operations."""
-from .base import Target, TargetError
+from .base import LibraryTarget
+from .dtypes import STANDARD_DTYPES
 
-TVM_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float16", "bfloat16", "float32", "float64")
+TVM_DTYPES = tuple(d for d in STANDARD_DTYPES if not d.startswith("complex"))
 
 
-class TvmFfiTarget(Target):
-    name = "tvm_ffi"
+class TvmFfiTarget(LibraryTarget):
     library = "tvm_ffi"
+    tvm = property(lambda self: self.module)
 
-    def __init__(self, name=None):
-        super().__init__(name or "tvm_ffi")
-        try:
-            import tvm_ffi
-        except Exception as e:  # noqa: BLE001 - an import may fail in many ways
-            raise TargetError("cannot import module 'tvm_ffi' (%s)" % type(e).__name__)
-        self.tvm = tvm_ffi
-        roles = set()
-        if hasattr(getattr(tvm_ffi, "Tensor", None), "__dlpack__"):
-            roles.add("producer")
-        if hasattr(tvm_ffi, "from_dlpack"):
-            roles.add("consumer")
-        self.roles = frozenset(roles)
-
-    def available(self):
-        if not self.roles:
-            return False, "tvm_ffi %s has no DLPack support" % getattr(self.tvm, "__version__", "?")
-        return True, ""
-
-    def versions(self):
-        return {"tvm_ffi": getattr(self.tvm, "__version__", "?")}
+    def offers(self, tvm_ffi):
+        return hasattr(getattr(tvm_ffi, "Tensor", None), "__dlpack__"), hasattr(tvm_ffi, "from_dlpack")
 
     def dtypes(self):
         return list(TVM_DTYPES)
@@ -89,11 +70,3 @@ class TvmFfiTarget(Target):
                 "readonly": bool((info.get("flags") or 0) & 1),
                 # the DLDataType the tvm_ffi tensor holds (it keeps the imported one as is)
                 "dtype": tuple(info["dtype"])}
-
-    def repro_setup(self):
-        return ["import tvm_ffi", "from dlconform import _ref"]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = tvm_ffi.from_dlpack(_ref.Tensor(%r, %r, data=%s))" % (var, dtype, tuple(shape), bytes_literal(values))]

@@ -1,29 +1,23 @@
-"""Private helpers of test_exchange_api and test_threads: finding a target's exchange table,
-calling its functions in a child process, and forged tables for consumer checks.
-
-Nothing here decides a verdict.
-"""
-import os
-import subprocess
-import sys
-import textwrap
-
-from dlconform import HARNESS_DIR, _probe
+"""The C exchange API of a producer (`__dlpack_c_exchange_api__`, dlpack.h v1.3): finding its
+table on the type, the reproducer line that finds it, and reading what its functions give.
+Hostile calls run in child processes (repros.run_snippet); the consumer side forges tables
+with dlconform.xapi_forge."""
+from dlconform import _probe
 from dlconform.verdicts import Unsupported
-import _capsule_support as S
+
+from . import repros as rp
+from .dtypes import pick, row_major_strides
+from .tensors import make
 
 ATTR = "__dlpack_c_exchange_api__"
 ATTR_V12 = "__c_dlpack_exchange_api__"
 CAPSULE_NAME = "dlpack_exchange_api"
-FUNCTIONS = ("managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
-             "managed_tensor_to_py_object_no_sync", "dltensor_from_py_object_no_sync",
-             "current_work_stream")
 
 
 def sample(target, dtype=None, shape=(2, 3), seed=0):
     """(x, values, reproducer lines) of a small tensor the target makes."""
-    dtype = dtype or S.pick_dtypes(target)[0]
-    return S.make(target, dtype, shape, seed=seed)
+    dtype = dtype or pick(target)[0]
+    return make(target, dtype, shape, seed=seed)
 
 
 class Table:
@@ -48,7 +42,7 @@ class Table:
 
 
 def table(target, x=None):
-    """The target's usable table, or Unsupported with the reason."""
+    """(x, its usable Table), or Unsupported with the reason."""
     if x is None:
         x = sample(target)[0]
     t = Table(x)
@@ -60,7 +54,7 @@ def table(target, x=None):
     return x, t
 
 
-def table_lines(target, var="api"):
+def table_lines(var="api"):
     """Reproducer lines that find the table of type(x) as `var` (its address)."""
     return ["%s = _probe.exchange_api(type(x))['pointer']" % var]
 
@@ -70,11 +64,7 @@ def norm_strides(info):
     shape = tuple(info.get("shape") or ())
     strides = info.get("strides")
     if strides is None:
-        strides = []
-        acc = 1
-        for n in reversed(shape):
-            strides.insert(0, acc)
-            acc *= max(n, 1)
+        strides = row_major_strides(shape)
     return tuple(s if n > 1 else None for n, s in zip(shape, strides))
 
 
@@ -85,26 +75,10 @@ def address(info):
 
 
 def run_child(target, lines, timeout=60):
-    """Runs the reproducer lines in a fresh interpreter: (returncode, stdout, stderr).
-    A negative returncode is the signal that killed it."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HARNESS_DIR, env.get("PYTHONPATH")]))
-    code = "\n".join(list(target.repro_setup()) + ["from dlconform import _probe, _ref"] + list(lines))
-    try:
-        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "", "timed out after %ss" % timeout
-    return p.returncode, p.stdout, p.stderr
+    """repros.run_snippet of the lines after the target's setup: (returncode, stdout, stderr)."""
+    return rp.run_snippet(rp.setup(target) + list(lines), timeout=timeout)
 
 
 def escaped_cxx(stderr):
     """True when stderr shows a C++ exception reaching std::terminate (XAPI-18)."""
     return "terminate called" in stderr or "std::terminate" in stderr
-
-
-def describe_exit(rc, stderr):
-    if rc is None:
-        return stderr
-    tail = textwrap.shorten(stderr.strip().splitlines()[-1] if stderr.strip() else "", 160)
-    return "exit status %s%s" % (rc, (" (" + tail + ")") if tail else "")

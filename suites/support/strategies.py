@@ -1,10 +1,9 @@
-"""Hypothesis strategies shared by the suites: dtypes, shapes, strides and views.
+"""Hypothesis strategies shared by the suites (shapes, strides and views), and the glue
+that lets a hypothesis body shrink a finding and record it.
 
-Everything here is plain data (names, tuples, ints); building tensors is the job of the
+Everything drawn is plain data (names, tuples, ints); building tensors is the job of the
 tests and the target adapters. Strides are in elements, byte offsets in bytes.
 
-- `DTYPES`: name -> (code, bits, lanes) for every dtype the suite knows, sub-byte, fp8 and
-  vector types included; `dtypes()` draws names, `dtype_tuples()` draws the tuples.
 - `shapes()`: shapes with zero-size and 0-d cases; `high_ndim_shapes()`: ndim up to 32 with
   a small element count.
 - `strides_for(shape)`: strides for a given shape: row-major, transposed, stepped, negative,
@@ -13,7 +12,11 @@ tests and the target adapters. Strides are in elements, byte offsets in bytes.
   covers the view's extent exactly (plus padding), for forged capsules.
 - `view_ops(ndim)`: a list of native view operations (transpose/slice/flip) to apply to a
   target's tensor.
-- `settings_bounded`: the suite-wide bounded, deterministic hypothesis settings.
+- `settings_bounded`: the suite-wide bounded, deterministic hypothesis settings; a body adds its
+  own `@hypothesis.seed(...)` so that editing its text does not change the examples drawn.
+- `run_cases(check, clauses, body)` runs a @given body that calls `report_case(check, records,
+  lines)` for each case: fail-level records raise `Finding`, so hypothesis shrinks to the smallest failing case,
+  whose records and reproducer are then recorded; warn-level records are recorded at once.
 
 A failing example must be reproducible: tests call `hypothesis.note()` with the drawn case
 and put a self-contained snippet into `check.repro(...)`.
@@ -23,42 +26,7 @@ from collections import namedtuple
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-#: name -> (code, bits, lanes), as dlc_dtype_classify names them
-DTYPES = {
-    "bool": (6, 8, 1),
-    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
-    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
-    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
-    "bfloat16": (4, 16, 1),
-    "complex32": (5, 32, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
-    "float8_e3m4": (7, 8, 1), "float8_e4m3": (8, 8, 1), "float8_e4m3b11fnuz": (9, 8, 1),
-    "float8_e4m3fn": (10, 8, 1), "float8_e4m3fnuz": (11, 8, 1), "float8_e5m2": (12, 8, 1),
-    "float8_e5m2fnuz": (13, 8, 1), "float8_e8m0fnu": (14, 8, 1),
-    "float6_e2m3fn": (15, 6, 1), "float6_e3m2fn": (16, 6, 1), "float4_e2m1fn": (17, 4, 1),
-    "int4": (0, 4, 1), "uint4": (1, 4, 1),
-}
-#: the array-API standard dtypes (DT-12)
-ARRAY_API_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                    "float32", "float64", "complex64", "complex128")
-FLOAT8 = tuple(n for n, t in DTYPES.items() if 7 <= t[0] <= 14)
-SUBBYTE = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int4", "uint4")
-#: vector dtypes (DT-10): code, bits, lanes
-VECTOR_DTYPES = ((2, 32, 4), (2, 16, 2), (0, 8, 4))
-
-
-def itemsize_of(dtype):
-    """ceil(bits * lanes / 8) (the header's GetDataSize per element, LAY-10)."""
-    code, bits, lanes = DTYPES[dtype] if isinstance(dtype, str) else dtype
-    return (bits * lanes + 7) // 8
-
-
-def dtypes(names=None):
-    """Draws a dtype name (from `names`, default every known name)."""
-    return st.sampled_from(sorted(names if names is not None else DTYPES))
-
-
-def dtype_tuples(names=None):
-    return dtypes(names).map(lambda n: DTYPES[n])
+from . import repros as rp
 
 
 def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
@@ -79,14 +47,6 @@ def high_ndim_shapes(min_ndim=17, max_ndim=32):
     return st.lists(st.sampled_from((1, 1, 1, 2)), min_size=min_ndim, max_size=max_ndim).flatmap(
         lambda dims: st.one_of(st.just(tuple(dims)),
                                st.integers(0, len(dims) - 1).map(lambda i: tuple(dims[:i]) + (0,) + tuple(dims[i + 1:]))))
-
-
-def row_major(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 @st.composite
@@ -165,3 +125,38 @@ def settings_bounded(max_examples=20, **kw):
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
                     **kw)
+
+
+# ---------------------------------------------------------------------------- shrinking glue
+class Finding(Exception):
+    """Raised inside a hypothesis body for a fail-level finding so the example shrinks."""
+
+    def __init__(self, records, lines):
+        super().__init__("; ".join("%s %s: %s" % r for r in records))
+        self.records = records
+        self.lines = lines
+
+
+def run_cases(check, clauses, given_fn):
+    """Runs a @given-decorated zero-argument function whose body raises Finding for fails;
+    records the shrunk finding, or pass for every clause."""
+    try:
+        given_fn()
+    except Finding as f:
+        check.repro(f.lines)
+        for clause, verdict, message in f.records:
+            check.record(clause, verdict, message)
+    for clause in clauses:
+        check.record(clause, "pass", "")
+
+
+def report_case(check, records, lines):
+    """The records of one case: fail-level ones raise Finding; warn-level ones are recorded,
+    with the reproducer of the first case that recorded any (repros.keep_first)."""
+    fails = [r for r in records if r[1] in ("fail", "crash")]
+    if fails:
+        raise Finding(fails, lines)
+    if records:
+        rp.keep_first(check, lines)
+    for clause, verdict, message in records:
+        check.record(clause, verdict, message)

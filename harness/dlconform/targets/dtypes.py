@@ -1,0 +1,67 @@
+"""The dtype table shared by the target adapters and the suites (suites/support re-exports it).
+
+Names are spelled as `_ref` (dlc_dtype_classify) spells them. Sizes follow the header's
+GetDataSize per element: ceil(bits * lanes / 8) bytes, so a sub-byte type padded to one byte
+per element (FLG-06) has itemsize 1. Strides are in elements.
+"""
+
+#: name -> (code, bits, lanes)
+DTYPES = {
+    "bool": (6, 8, 1),
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
+    "bfloat16": (4, 16, 1),
+    "complex32": (5, 32, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
+    "float8_e3m4": (7, 8, 1), "float8_e4m3": (8, 8, 1), "float8_e4m3b11fnuz": (9, 8, 1),
+    "float8_e4m3fn": (10, 8, 1), "float8_e4m3fnuz": (11, 8, 1), "float8_e5m2": (12, 8, 1),
+    "float8_e5m2fnuz": (13, 8, 1), "float8_e8m0fnu": (14, 8, 1),
+    "float6_e2m3fn": (15, 6, 1), "float6_e3m2fn": (16, 6, 1), "float4_e2m1fn": (17, 4, 1),
+    "int4": (0, 4, 1), "uint4": (1, 4, 1),
+}
+#: the byte-sized standard types, in the order the adapters list them
+STANDARD_DTYPES = (
+    "bool",
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+    "complex32", "complex64", "complex128",
+)
+#: the array-API standard dtypes (DT-12)
+ARRAY_API_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float32", "float64", "complex64", "complex128")
+#: codes 7..14
+FLOAT8 = tuple(n for n, t in DTYPES.items() if 7 <= t[0] <= 14)
+#: fewer than 8 bits per element
+SUBBYTE = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int4", "uint4")
+#: the float8, float6 and float4 codes (7..17) in code order: `_ref`'s types beyond the standard ones
+EXTENDED_FLOATS = tuple(n for n, t in DTYPES.items() if 7 <= t[0] <= 17)
+#: code -> the kind letter (numpy's dtype.kind) of the codes that name one kind of number
+KINDS = {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}
+#: vector dtypes (DT-10): code, bits, lanes
+VECTOR_DTYPES = ((2, 32, 4), (2, 16, 2), (0, 8, 4))
+
+
+def itemsize(dtype):
+    """Bytes per element of a name or a (code, bits, lanes) tuple: ceil(bits * lanes / 8)
+    (LAY-10). KeyError for a name not in DTYPES."""
+    _code, bits, lanes = DTYPES[dtype] if isinstance(dtype, str) else dtype
+    return (bits * lanes + 7) // 8
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def row_major_strides(shape):
+    """Compact C-order strides in elements; a dim of extent 0 counts as 1, so the strides of
+    a zero-size shape are those of the same shape with its zeros made ones."""
+    strides = []
+    acc = 1
+    for n in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(strides))

@@ -1,0 +1,288 @@
+"""Meta-tests of suites/support: the helpers every suite uses, checked against the reference
+(and one of its built-in faults) so that a wrong helper cannot hide a wrong verdict."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dlconform import HARNESS_DIR, SUITES_DIR
+from dlconform.pytest_plugin import Check
+
+if SUITES_DIR not in sys.path:
+    sys.path.insert(0, SUITES_DIR)
+
+from support import attempts as tries  # noqa: E402
+from support import dtypes as dty  # noqa: E402
+from support import repros as rp  # noqa: E402
+from support import strategies as hh  # noqa: E402
+
+
+def _have_ref():
+    try:
+        from dlconform import _probe, _ref  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+needs_ref = pytest.mark.skipif(not _have_ref(), reason="dlconform._ref/_probe not built (make build)")
+
+
+def new_check(levels=None):
+    return Check(lambda clause: (levels or {}).get(clause, "MUST"))
+
+
+@pytest.fixture
+def ref_target():
+    from dlconform.targets.loader import load
+
+    return load("ref")
+
+
+@pytest.fixture
+def fault():
+    """Sets a process-wide fault of _ref for one test; always resets it."""
+    from dlconform import _ref
+
+    yield _ref.set_fault
+    _ref.set_fault(None)
+
+
+class Raising:
+    """A consumer whose from_dlpack raises `exc`."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def from_dlpack(self, obj, **kw):
+        raise self.exc
+
+
+# ---------------------------------------------------------------------------- the refusal rule
+def test_clean_refusal_records_pass_and_unclean_ones_fail():
+    check = new_check({"ERR-01": "SHOULD"})
+    assert check.refusal("LAY-09", BufferError("negative extent"), "shape (-1,)") is True
+    assert check.refusal("LAY-09", SystemError("error return without exception set\nmore"), "shape (-2,)") is False
+    assert check.refusal("LAY-09", TypeError("f returned NULL without setting an exception"), "ndim -1") is False
+    assert check.refusal("ERR-01", SystemError("x"), "max_version='1.0'") is False
+    assert check.refusal("ERR-01", SystemError("y"), "stream=0", verdict="fail") is False
+    assert check.records == [
+        ("LAY-09", "pass", ""),
+        ("LAY-09", "fail", "shape (-2,) raised SystemError (error return without exception set)"),
+        ("LAY-09", "fail", "ndim -1 raised TypeError: f returned NULL without setting an exception"),
+        ("ERR-01", "warn", "max_version='1.0' raised SystemError (x)"),
+        ("ERR-01", "fail", "stream=0 raised SystemError (y)"),
+    ]
+
+
+def test_unclean_reads_an_attempt_and_subclasses():
+    class Sub(SystemError):
+        pass
+
+    att = tries.Attempt(Raising(Sub("boom")), object())
+    assert att.refused and isinstance(att.exc, Sub)
+    assert Check.unclean(att) == "SystemError (boom)"
+    assert Check.unclean(ValueError("a result with an exception set")) == \
+        "ValueError: a result with an exception set"
+    assert Check.unclean(ValueError("plain")) is None
+    assert Check.unclean(None) is None
+
+
+# ---------------------------------------------------------------------------- Attempt
+def test_attempt_keeps_the_exception_without_its_traceback():
+    def consumer_frame():
+        try:
+            raise KeyError("inner")
+        except KeyError:
+            raise BufferError("outer")
+
+    class Consumer:
+        def from_dlpack(self, obj, **kw):
+            consumer_frame()
+
+    att = tries.Attempt(Consumer(), object())
+    assert att.refused and isinstance(att.exc, BufferError)
+    assert att.exc.__traceback__ is None and att.exc.__context__.__traceback__ is None
+    assert att.refusal() == "BufferError: outer"
+    assert Check.unclean(att) is None
+
+
+@needs_ref
+def test_attempt_on_a_clean_refusal_runs_the_deleter_once(ref_target):
+    att = tries.forged(ref_target, dict(dtype=(99, 32, 1), shape=(4,)))
+    assert att.refused and att.exc is not None and Check.unclean(att) is None
+    assert att.forge_kwargs == {"dtype": (99, 32, 1), "shape": (4,), "strides": (1,)}
+    assert att.settle() == 1
+
+
+@needs_ref
+def test_attempt_accounts_a_correct_import(ref_target):
+    att = tries.forged(ref_target, dict(shape=(2, 3)))
+    assert not att.refused and att.calls() == 0
+    got, d = tries.result_elements(ref_target, att.result)
+    assert got == att.forge.expected_elements() and tuple(d["shape"]) == (2, 3)
+    check = new_check()
+    assert tries.deleter_accounting(check, att, att.calls()) == 1
+    assert [v for _, v, _ in check.records] == ["pass", "pass"]
+    life = tries.Attempt(ref_target, _keeping(shape=(3,))).lifetime()
+    assert life["renamed"] and (life["alive"], life["after"]) == (0, 1)
+    assert life["names"] == ["used_dltensor_versioned"]
+
+
+@needs_ref
+def test_attempt_counts_a_double_delete(fault):
+    from dlconform.targets.ref import RefTarget
+
+    target = RefTarget(fault="consumer_double_delete")  # sets the fault through _ref
+    att = tries.forged(target, dict(shape=(4,)))
+    alive = att.calls()
+    check = new_check()
+    assert tries.deleter_accounting(check, att, alive, what="plain: ") == 2
+    assert check.records[-1] == ("OWN-03", "fail", "plain: the deleter ran 2 time(s) in all after the result died "
+                                                   "(expected exactly 1)")
+    plain = {"names": ["used_dltensor"], "renamed": True, "alive": 0, "after": 2}
+    assert tries.departures({"names": ["x"], "renamed": False, "alive": 0, "after": 2}, plain) == [
+        "capsule renamed used_* after import: got ['x'], expected 'used_*' (a plain import: ['used_dltensor'])"]
+
+
+@needs_ref
+def test_must_refuse_records_the_refusal_and_the_count(ref_target):
+    check = new_check()
+    tries.must_refuse(check, ref_target, dict(shape=(-1,), buffer_size=64), "LAY-09", "shape (-1,)")
+    assert check.records == [("LAY-09", "pass", ""), ("OWN-03", "pass", "")]
+    assert "y = _ref.from_dlpack(p)  # consumer under test" in check.repro_text
+
+
+def _keeping(**forge_kwargs):
+    from dlconform.producers import RecordingProducer, forges
+
+    return RecordingProducer(forges(**forge_kwargs), keep=True)
+
+
+@needs_ref
+def test_recording_producer_keeps_each_capsule_once():
+    from dlconform import _probe
+    from dlconform.producers import CapsuleProducer, RecordingProducer, forges
+
+    p = RecordingProducer(forges(shape=(2,)), keep=True)
+    caps = [p.__dlpack__(), p.__dlpack__(max_version=(1, 3))]
+    assert [c is k for c, k in zip(caps, p.capsules)] == [True, True]
+    assert [_probe.inspect(c)["kind"] for c in p.capsules] == ["legacy", "versioned"]
+    p._hand_out(caps[0])
+    assert len(p.capsules) == 2
+    plain = RecordingProducer(forges(shape=(2,)))
+    plain.__dlpack__()
+    assert plain.capsules == []
+    fixed = CapsuleProducer(caps[0])
+    assert fixed.__dlpack__(stream=None, bogus=1) is caps[0]
+    assert fixed.calls == [{"stream": None, "bogus": 1}] and fixed.events == ["__dlpack__"]
+
+
+# ---------------------------------------------------------------------------- reproducers
+def test_keep_first_keeps_the_first_finding():
+    check = new_check()
+    rp.keep_first(check, ["a = 1"])
+    rp.keep_first(check, ["a = 2"])
+    assert check.repro_text == "a = 2\n"
+    check.record("LAY-09", "warn", "first finding")
+    rp.keep_first(check, ["a = 3"])
+    assert check.repro_text == "a = 2\n"
+
+
+def test_snippet_runner():
+    assert rp.run_snippet(["import dlconform", "print('ok')"]) == (0, "ok\n", "")
+    rc, out, err = rp.run_snippet("import os; print(os.environ.get('X_SUITES'), os.environ.get('PYTHONHASHSEED'))",
+                                  env={"X_SUITES": "1"}, unset=("PYTHONHASHSEED",))
+    assert (rc, out) == (0, "1 None\n")
+    rc, out, err = rp.run_snippet("import os, signal; os.kill(os.getpid(), signal.SIGABRT)")
+    assert rc == -6
+    assert rp.run_snippet("import time; time.sleep(5)", timeout=0.5) == (None, "", "timed out after 0.5s")
+    assert rp.describe_exit(1, "Traceback\nValueError: no") == "exit status 1 (ValueError: no)"
+
+
+def test_setup_lines_and_attempt_lines_come_from_the_target():
+    from dlconform.testing import FakeTarget
+
+    t = FakeTarget()
+    t.spec = "dlconform.testing:FakeTarget"
+    assert rp.setup(t, "x = 1") == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
+                                    "import gc", "from dlconform import _probe, _ref", "x = 1"]
+    lines = tries.attempt_lines(t, {"shape": (2,)})
+    assert lines[:5] == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
+                         "import gc", "from dlconform import _ref, _probe", rp.FORGE_IMPORTS]
+    assert "y = T.from_dlpack(p)  # consumer under test" in lines
+
+
+# ---------------------------------------------------------------------------- hypothesis glue
+def test_run_cases_shrinks_and_records_a_finding():
+    from hypothesis import given, seed
+    from hypothesis import strategies as st
+
+    check = new_check()
+
+    @hh.settings_bounded(20)
+    @seed(0)
+    @given(st.integers(0, 1000))
+    def body(n):
+        records = [("LAY-11", "warn", "odd")] if n % 2 else []
+        if n >= 10:
+            records.append(("LAY-09", "fail", "n=%d" % n))
+        hh.report_case(check, records, ["n = %d" % n])
+
+    hh.run_cases(check, ("LAY-09", "LAY-11"), body)
+    assert ("LAY-09", "fail", "n=10") in check.records
+    assert check.repro_text == "n = 10\n"
+    assert check.records[-2:] == [("LAY-09", "pass", ""), ("LAY-11", "pass", "")]
+
+
+# ---------------------------------------------------------------------------- the dtype table
+@needs_ref
+def test_dtype_table_agrees_with_the_reference():
+    from dlconform import _ref
+    from dlconform.targets.ref import ref_dtypes
+
+    for name in ref_dtypes(_ref):
+        t = _ref.Tensor(name, (3,))
+        assert tuple(t.dtype) == dty.DTYPES[name], name
+        assert t.itemsize == dty.itemsize(name), name
+    assert dty.row_major_strides((2, 0, 3)) == (3, 3, 1) and dty.numel((2, 0, 3)) == 0
+
+
+def test_element_values():
+    assert dty.safe_values("float32", (2,), seed=1) == bytes(((i + 1) * 37 + 11) & 0x3F for i in range(8))
+    assert dty.distinct_values("bool", (4,)) == b"\x00\x01\x00\x00"
+    assert max(dty.safe_values("float64", (8,))) < 0x40 and len(dty.distinct_values("int16", (3,), 2)) == 6
+
+
+# ---------------------------------------------------------------------------- process-wide state
+_PYTHONAPI_PROBE = r"""
+import ctypes, glob, importlib, json, os, sys
+sys.path.insert(0, %(suites)r)
+names = ["PyCapsule_GetName", "PyCapsule_GetPointer", "Py_IncRef", "PyObject_GetBuffer", "PyBuffer_Release"]
+before = {n: (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) for n in names}
+import support
+for m in ("attempts", "capsules", "dtypes", "exchange", "readings", "repros", "strategies", "tensors"):
+    importlib.import_module("support." + m)
+for path in sorted(glob.glob(os.path.join(%(suites)r, "test_*.py"))):
+    importlib.import_module(os.path.basename(path)[:-3])
+from dlconform.targets import generic
+generic.buffer_info(bytearray(4))
+from support import capsules
+capsules.name_pointer(__import__("dlconform._ref", fromlist=["_ref"]).Forge().capsule())
+changed = [n for n in names if (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) != before[n]]
+odd = [n for n, f in vars(ctypes.pythonapi).items() if isinstance(f, ctypes._CFuncPtr)
+       and (f.restype is not ctypes.c_int or f.argtypes is not None)]
+print(json.dumps({"changed": changed, "odd": odd}))
+"""
+
+
+@needs_ref
+def test_support_and_suites_leave_ctypes_pythonapi_alone():
+    """ctypes.pythonapi's function objects are shared by the process: importing the helpers and
+    every suite, and using the helpers that call the C API, sets no prototype on them."""
+    proc = subprocess.run([sys.executable, "-c", _PYTHONAPI_PROBE % {"suites": SUITES_DIR}], capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=HARNESS_DIR))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"changed": [], "odd": []}

@@ -1,0 +1,326 @@
+"""The consumer side: one import attempt (`Attempt`) and what it shows: the result's bytes,
+device and dtype, the exception of a refusal, and the deleter accounting of the capsules its
+producer handed out.
+
+Deleter accounting needs a producer that keeps its capsules (RecordingProducer(keep=True)):
+the capsules are let go while the result still lives (drop_capsules), then the forges' deleter
+calls are counted while the result lives and after it died.
+"""
+import gc
+import sys
+
+from dlconform import _probe
+from dlconform.producers import RecordingProducer, forges
+from dlconform.verdicts import Unsupported
+
+from . import capsules as pycap
+from . import repros as rp
+from .dtypes import row_major_strides
+
+
+def settle():
+    gc.collect()
+    gc.collect()
+
+
+def describe_exc(e, limit=None):
+    """'Type: first line of the message', the line cut at `limit` characters."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return "%s: %s" % (type(e).__name__, text[:limit] if limit else text)
+
+
+def _detached(exc):
+    """exc with the tracebacks of its whole chain dropped: a consumer's frames may hold the
+    capsule, which must die for the deleter accounting."""
+    seen, todo = set(), [exc]
+    while todo:
+        cur = todo.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        cur.__traceback__ = None
+        todo += [cur.__context__, cur.__cause__]
+    return exc
+
+
+class Attempt:
+    """One target.from_dlpack(producer, **kw).
+
+    - `.result`: what from_dlpack returned (None when it raised); `.refused`: no result;
+    - `.exc`: the exception of a refusal (tracebacks dropped), else None; `.refusal()` says it;
+    - `.producer`, and with a RecordingProducer `.forge` (of the kind handed out last) and
+      `calls()` (deleter calls of its forges so far);
+    - with a producer that keeps its capsules: `drop_capsules()`, `settle()` (capsules, then
+      result, gone: the deleter calls in all) and `lifetime()`.
+    `forge_kwargs`: the forge keywords of an attempt made by forged().
+    """
+
+    def __init__(self, target, producer, **kw):
+        self.producer = producer
+        self.forge_kwargs = None
+        self.result, self.exc = None, None
+        try:
+            self.result = target.from_dlpack(producer, **kw)
+        except Exception as e:  # noqa: BLE001 - the tests classify it
+            self.exc = _detached(e)
+
+    @property
+    def refused(self):
+        return self.result is None
+
+    @property
+    def forge(self):
+        p = self.producer
+        return p.forges.get(p.last_kind) if p.last_kind else None
+
+    def calls(self):
+        return sum(f.deleter_calls for f in self.producer.forges.values())
+
+    def refusal(self):
+        return describe_exc(self.exc, 300) if self.exc is not None else ""
+
+    def drop_capsules(self):
+        return drop_capsules(self.producer, imported=not self.refused)
+
+    def settle(self):
+        """Drops the kept capsules, then the result; returns the deleter calls afterwards. The
+        capsules go first, while the result lives (drop_capsules): one the consumer did not
+        rename but keeps then dies with the result, one it neither renamed nor keeps is kept
+        alive (its destructor's extra deleter call is the CAP-03 breach's doing)."""
+        self.drop_capsules()
+        self.result = None
+        gc.collect()
+        return self.calls()
+
+    def lifetime(self):
+        """The ownership of a successful import: lets go of the kept capsules while the result
+        lives, then counts the deleter calls of the forges while it lives and after it died
+        (the attempt's result is dropped here). Returns {"names", "held", "renamed", "alive",
+        "after"}."""
+        fs = list(self.producer.forges.values())
+        kept = drop_capsules(self.producer, imported=True)
+        settle()
+        alive = sum(f.deleter_calls for f in fs)
+        self.result = None
+        settle()
+        after = sum(f.deleter_calls for f in fs)
+        names = [n for n, _ in kept]
+        return {"names": names, "held": [h for _, h in kept],
+                "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "alive": alive, "after": after}
+
+
+# ---------------------------------------------------------------------------- forged capsules
+def valid_kwargs(kw):
+    """Forge keywords with explicit row-major strides unless the test gives strides: a
+    versioned 1.3 capsule must not have NULL strides for ndim > 0 (LAY-06)."""
+    kw = dict(kw)
+    if "strides" not in kw:
+        shape = tuple(kw.get("shape", (4,)))
+        kw["strides"] = row_major_strides(shape) if shape else None
+    return kw
+
+
+def forged(target, forge_kwargs=None, forge=None, check=None):
+    """The Attempt of a RecordingProducer(keep=True) handing out `_ref.Forge(**forge_kwargs)`
+    capsules (valid_kwargs), or the capsules of `forge` (any RecordingProducer forge). With a
+    `check`, the attempt's reproducer (attempt_lines) is set first, unless an earlier case did
+    not pass (repros.keep_first): a consumer that dies in the import still has its snippet."""
+    if check is not None:
+        rp.keep_first(check, attempt_lines(target, forge_kwargs))
+    kw = valid_kwargs(forge_kwargs or {})
+    att = Attempt(target, RecordingProducer(forge if forge is not None else forges(**kw), keep=True))
+    att.forge_kwargs = kw
+    return att
+
+
+def attempt_lines(target, forge_kwargs, legacy_only=False):
+    """The reproducer of forged(target, forge_kwargs): import, values, deleter calls."""
+    forge_kwargs = valid_kwargs(forge_kwargs)
+    kw = ", ".join("%s=%r" % kv for kv in sorted(forge_kwargs.items()))
+    return rp.attempt_setup(target) + [
+        "fac = forges(%s)" % kw,
+        "p = RecordingProducer(fac%s)" % (", legacy_only=True" if legacy_only else ""),
+        "y = %s  # consumer under test" % target.repro_from_dlpack("p"),
+        "print(repr(y)[:300])",
+        "f = p.forges[p.last_kind]",
+        "print('calls while alive', f.deleter_calls)",
+        "try: print('expected elements', f.expected_elements().hex())",
+        "except ValueError as e: print('no elements to compare (an invalid layout):', e)",
+        "del y; gc.collect(); print('calls after del', f.deleter_calls)",
+    ]
+
+
+# ---------------------------------------------------------------------------- the capsules' fate
+def held_elsewhere(caps):
+    """For each object of the list `caps` (the only reference the caller keeps to each), whether
+    something else holds it too: after an import, the consumer's result keeping the capsule.
+    Measured against a control object referenced the same way (one list, one local)."""
+    ctl = object()
+    pool = [ctl] + list(caps)
+    counts = [sys.getrefcount(o) for o in pool]
+    del pool
+    return [n > counts[0] for n in counts[1:]]
+
+
+def drop_capsules(p, imported):
+    """Lets go of the capsules a producer handed out; call it while the imported result is still
+    alive, so the deleter accounting that follows sees what really happens. A capsule the
+    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
+    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
+      when the result dies: the consumer's ownership goes through the producer's destructor) is
+      let go, so OWN-03 judges what the consumer really does;
+    - not held: kept alive for the life of the process. Its destructor would run the deleter
+      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
+      not a second fault; the consumer's own deleter calls are then counted alone.
+    Returns [(name, held)] of the capsules."""
+    caps = list(getattr(p, "capsules", []))
+    if hasattr(p, "capsules"):
+        p.capsules.clear()
+    names = [_probe.inspect(c)["name"] for c in caps]
+    held = held_elsewhere(caps)
+    if imported:
+        for c, name, h in zip(caps, names, held):
+            if name not in pycap.USED_NAMES and not h:
+                pycap.pin_forever(c)
+    del caps
+    return list(zip(names, held))
+
+
+_PLAIN_LIFETIME = {}
+
+
+def plain_lifetime(target):
+    """lifetime() of a plain import (a valid float32 (2, 3) capsule of the kind the consumer
+    asks for), cached per target; None when the consumer refuses it. What the consumer does with
+    every capsule: checks of other clauses report only departures from it, the rest being its
+    CAP-03/OWN-03 behaviour, judged there."""
+    key = target.name
+    if key not in _PLAIN_LIFETIME:
+        att = Attempt(target, RecordingProducer(forges(shape=(2, 3)), keep=True))
+        if att.exc is not None:
+            att.drop_capsules()
+            _PLAIN_LIFETIME[key] = None
+        else:
+            _PLAIN_LIFETIME[key] = att.lifetime()
+        settle()
+    return _PLAIN_LIFETIME[key]
+
+
+def departures(obs, plain, what=""):
+    """Messages for each way the observed lifetime `obs` departs from a correct import (renamed
+    used_*, no deleter call while the result lives, exactly one after) that the consumer's plain
+    import does not share (a shared departure is one CAP-03/OWN-03 fault, reported there)."""
+    want = {"renamed": True, "alive": 0, "after": 1}
+    text = {"renamed": "capsule renamed used_* after import", "alive": "deleter calls while the result is alive",
+            "after": "deleter calls after the result died"}
+    out = []
+    for k in ("renamed", "alive", "after"):
+        if obs[k] == want[k] or (plain is not None and plain[k] == obs[k]):
+            continue
+        got = obs["names"] if k == "renamed" else obs[k]
+        out.append("%s%s: got %r, expected %r%s" % (what, text[k], got, want[k] if k != "renamed" else "used_*",
+                                                     "" if plain is None else " (a plain import: %r)"
+                                                     % (plain["names"] if k == "renamed" else plain[k])))
+    return out
+
+
+def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
+    """Records `clause`: 0 deleter calls while the result lived (alive_calls, counted by the
+    caller), exactly 1 once the capsules and the result are gone (att.settle())."""
+    imported = not att.refused
+    after = att.settle()
+    if imported:
+        check.that(alive_calls == 0, clause, "%sthe deleter ran %d time(s) while the imported result was alive"
+                   % (what, alive_calls))
+    check.that(after == 1, clause, "%sthe deleter ran %d time(s) in all after the result died (expected exactly 1)"
+               % (what, after))
+    return after
+
+
+def deleted_once(check, att, clause, what, after_what):
+    """Records `clause`: once the attempt is dropped, the forge's deleter has run exactly once."""
+    after = att.settle()
+    check.that(after == 1, clause, "%s: the deleter ran %d time(s) after %s (expected 1)" % (what, after, after_what))
+
+
+def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
+    """The consumer must refuse the forged capsule `kw` cleanly (check.refusal), and the deleter
+    must then run exactly once (recorded under count_clause)."""
+    att = forged(target, kw, check=check)
+    if not att.refused:
+        check.record(clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+    else:
+        check.refusal(clause, att, what)
+    deleted_once(check, att, count_clause, what, "the refusal")
+
+
+def record_refused(check, clause, att, what, clean="warn"):
+    """A valid capsule was refused: `clean` (warn by default) for a clean refusal, fail for an
+    unclean one (check.unclean)."""
+    why = check.unclean(att)
+    check.record(clause, "fail" if why else clean, "%s refused: %s" % (what, why or att.refusal()))
+
+
+# ---------------------------------------------------------------------------- consumers
+_CONSUMER_VERSIONED = {}
+
+
+def consumer_max_versions(target):
+    """(the max_version values the consumer passes on a plain import, the exception of that
+    import or None), cached per target."""
+    key = target.name
+    if key not in _CONSUMER_VERSIONED:
+        att = Attempt(target, RecordingProducer(forges(shape=(2,)), keep=True))
+        att.drop_capsules()
+        att.result = None
+        settle()
+        _CONSUMER_VERSIONED[key] = ([c.get("max_version") for c in att.producer.calls], att.exc)
+    return _CONSUMER_VERSIONED[key]
+
+
+def consumer_takes_versioned(target):
+    seen, _ = consumer_max_versions(target)
+    return any(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], int) and m[0] >= 1 for m in seen)
+
+
+def require_versioned_consumer(target):
+    if not consumer_takes_versioned(target):
+        seen, exc = consumer_max_versions(target)
+        how = "it passed %s" % (seen,) if seen else "it never called __dlpack__"
+        if exc is not None:
+            how += " and the import raised %s" % describe_exc(exc)
+        raise Unsupported("consumer does not ask for versioned capsules (no max_version >= (1, 0); %s): it "
+                          "imports legacy DLManagedTensor only (array API: consumers may delay using "
+                          "max_version)" % how)
+
+
+# ---------------------------------------------------------------------------- results
+def result_elements(target, y):
+    """(logical row-major element bytes of consumer result y, its describe() dict)."""
+    d = target.describe(y)
+    if any(int(n) == 0 for n in d["shape"]):
+        return b"", d
+    return _probe.gather(d["ptr"], tuple(d["shape"]), tuple(d["strides"]), d["itemsize"]), d
+
+
+def result_device(y):
+    """y.__dlpack_device__() as (int, int), or None when y has no such method."""
+    m = getattr(y, "__dlpack_device__", None)
+    if m is None:
+        return None
+    try:
+        dev = m()
+        return (int(dev[0]), int(dev[1]))
+    except Exception:
+        return None
+
+
+def result_dtype(target, y):
+    """The dtype the consumer's result holds, as target.describe() reports it under "dtype": a
+    (code, bits, lanes) tuple, "bytes" for untyped memory (a byte buffer that keeps no element
+    type), or None when the adapter does not say (a typed result of a library's own dtype)."""
+    try:
+        v = target.describe(y).get("dtype")
+    except Exception:  # noqa: BLE001 - an adapter that cannot describe says nothing
+        return None
+    return tuple(v) if isinstance(v, (tuple, list)) else v

@@ -1,0 +1,130 @@
+"""DLPack capsules: names, flags and versions, the exports that ask a producer for each kind,
+where a capsule's name string lives, and the ABI offsets of the managed structs."""
+import ctypes
+
+from dlconform import _probe
+from dlconform.verdicts import Unsupported
+
+LEGACY = "dltensor"
+VERSIONED = "dltensor_versioned"
+USED_LEGACY = "used_dltensor"
+USED_VERSIONED = "used_dltensor_versioned"
+USED_NAMES = (USED_LEGACY, USED_VERSIONED)
+
+FLAG_READ_ONLY = 1 << 0
+FLAG_IS_COPIED = 1 << 1
+FLAG_SUBBYTE_PADDED = 1 << 2
+DEFINED_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_SUBBYTE_PADDED
+
+#: the newest DLPack version the suite knows (dlpack.h v1.3)
+SUITE_VERSION = (1, 3)
+#: max_version values a consumer at DLPack 1.x may pass
+MAX_VERSIONS = ((1, 0), (1, 3), (1, 99), (2, 0), (99, 99))
+
+# Private prototypes: the function objects of ctypes.pythonapi are shared by the whole process.
+_get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
+
+# Objects that must never be deallocated (a struct we could not give back safely, e.g. after a
+# destructor already freed it): an extra reference keeps them alive past interpreter exit.
+_PINNED = []
+
+
+def pin_forever(obj):
+    """Keeps obj alive for the life of the process, also through module teardown."""
+    _PINNED.append(obj)
+    _incref(obj)
+
+
+def is_capsule(obj):
+    t = type(obj)
+    return t.__name__ == "PyCapsule" and t.__module__ == "builtins"
+
+
+def name_pointer(capsule):
+    """The address of the capsule's name string (PyCapsule_GetName); 0 for a NULL name."""
+    return _get_name(capsule) or 0
+
+
+# ---------------------------------------------------------------------------- exports
+def keyword_rejected(exc, keyword):
+    """True when a TypeError says the keyword is unknown (an old, pre-2023.12 producer)."""
+    if not isinstance(exc, TypeError):
+        return False
+    text = str(exc)
+    return keyword in text or "keyword" in text
+
+
+def export_versioned(x, max_version=SUITE_VERSION, **kw):
+    """x.__dlpack__(max_version=...): Unsupported when the producer predates the keyword (a
+    TypeError naming it); any other error propagates."""
+    try:
+        return x.__dlpack__(max_version=max_version, **kw)
+    except TypeError as e:
+        if keyword_rejected(e, "max_version"):
+            raise Unsupported("legacy-only producer: __dlpack__ rejects max_version (%s: %s); it predates "
+                              "DLPack 1.0 / array API 2023.12" % (type(e).__name__, e))
+        raise
+
+
+def export_kind(x, versioned):
+    """x.__dlpack__() (legacy) or with max_version=(1, 3); any TypeError of the versioned call is
+    Unsupported (a legacy-only producer)."""
+    if not versioned:
+        return x.__dlpack__()
+    try:
+        return x.__dlpack__(max_version=(1, 3))
+    except TypeError as e:
+        raise Unsupported("legacy-only producer: __dlpack__(max_version=(1, 3)) raised TypeError (%s)" % e)
+
+
+def producer_is_legacy_only(x):
+    """True when x.__dlpack__ rejects max_version as an unknown keyword; other errors propagate."""
+    try:
+        cap = x.__dlpack__(max_version=SUITE_VERSION)
+    except TypeError as e:
+        if keyword_rejected(e, "max_version"):
+            return True
+        raise
+    del cap
+    return False
+
+
+def versioned_supported(x):
+    """Whether x exports versioned capsules: False for any TypeError of max_version, True when
+    it exports or refuses for another reason."""
+    try:
+        return not producer_is_legacy_only(x)
+    except TypeError:
+        return False
+    except Exception:  # noqa: BLE001 - refusing this tensor is not lacking the keyword
+        return True
+
+
+def versioned_with_flags(x, **kw):
+    """A versioned capsule of x with its inspect() dict; Unsupported for legacy-only producers
+    and when the producer returned a legacy capsule anyway."""
+    cap = export_versioned(x, **kw)
+    info = _probe.inspect(cap)
+    if info["kind"] != "versioned":
+        raise Unsupported("the producer returned a %r capsule for max_version=%r" % (info["name"], SUITE_VERSION))
+    if not info.get("readable", True):
+        raise Unsupported("the versioned capsule carries version %r: its fields are not read (VER-07)"
+                          % (info.get("version"),))
+    return cap, info
+
+
+# ---------------------------------------------------------------------------- ABI offsets
+# ABI of dlpack.h (checked by probes/abi.h): the DLTensor is 48 bytes; DLManagedTensor =
+# {DLTensor, manager_ctx, deleter}; DLManagedTensorVersioned = {version, manager_ctx, deleter,
+# flags, DLTensor}.
+def deleter_offset(kind):
+    return {"legacy": 56, "versioned": 16}[kind]
+
+
+def manager_ctx_offset(kind):
+    return {"legacy": 48, "versioned": 8}[kind]
+
+
+def read_word(address):
+    return ctypes.c_void_p.from_address(address).value or 0

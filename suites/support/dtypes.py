@@ -1,0 +1,42 @@
+"""The dtype table (dlconform.targets.dtypes, shared with the target adapters) and the element
+values the checks give the tensors they make.
+
+Values are logical row-major element bytes (harness/dlconform/targets/base.py). Two patterns
+exist because reproducers embed them byte for byte:
+- `safe_values`: every byte has its top two bits clear, so no float format reads a NaN or an
+  infinity; bool elements are 0/1 alternating.
+- `distinct_values`: neighbouring bytes differ (top bit clear); bool elements are 0, 1, 0 repeating.
+"""
+from dlconform.targets.dtypes import (
+    ARRAY_API_DTYPES, DTYPES, EXTENDED_FLOATS, FLOAT8, KINDS, STANDARD_DTYPES, SUBBYTE, VECTOR_DTYPES, itemsize,
+    numel, row_major_strides)
+from dlconform.verdicts import Unsupported
+
+__all__ = ["ARRAY_API_DTYPES", "DTYPES", "EXTENDED_FLOATS", "FLOAT8", "KINDS", "STANDARD_DTYPES", "SUBBYTE",
+           "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values", "distinct_values", "pick"]
+
+#: the dtypes a check tries first, in this order (pick())
+COMMON = ("float32", "int64", "uint8", "complex64", "float16", "int8")
+
+
+def safe_values(dtype, shape, seed=0):
+    n = numel(shape) * itemsize(dtype)
+    if dtype == "bool":
+        return bytes((i + seed) % 2 for i in range(n))
+    return bytes(((i + seed) * 37 + 11) & 0x3F for i in range(n))
+
+
+def distinct_values(dtype, shape, seed=0):
+    n = numel(shape)
+    if dtype == "bool":
+        return bytes((i % 3 == 1) for i in range(n))
+    return bytes(((i * 37 + seed * 11 + 5) & 0x7F) for i in range(n * itemsize(dtype)))
+
+
+def pick(target, wanted=COMMON):
+    """The dtypes of `wanted` the target has, in that order; Unsupported when none."""
+    have = set(target.dtypes())
+    out = [d for d in wanted if d in have]
+    if not out:
+        raise Unsupported("target %s offers none of the dtypes %s" % (target.name, ", ".join(wanted)))
+    return out

@@ -1,0 +1,106 @@
+"""Catalogue readings that decide a verdict or a misreading from what a check observed. Each
+returns a (verdict, message) or (misread, how) pair for the test to record; the readings
+themselves are in suites/clauses.json."""
+from .attempts import describe_exc, result_device, result_dtype, result_elements
+
+
+class NoDLPack:
+    """An object with neither DLPack method (API-06, ERR-03)."""
+
+    def __repr__(self):
+        return "NoDLPack()"
+
+
+class DeviceOnly:
+    """An object with __dlpack_device__ but no __dlpack__ (ERR-03)."""
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def missing_methods_verdict(obj, y, exc):
+    """(verdict, message) of from_dlpack(obj) for an obj without the DLPack methods (API-06,
+    ERR-03): AttributeError passes; another ordinary exception is warn, because the array API
+    phrases the exception types of a Raises section as a should (design_topics/exceptions.rst)
+    and the design topic says from_dlpack "may raise" AttributeError; a result or a SystemError
+    is fail."""
+    if exc is None:
+        return "fail", "from_dlpack(%r) returned %s" % (obj, type(y).__name__)
+    if isinstance(exc, AttributeError):
+        return "pass", ""
+    if isinstance(exc, SystemError):
+        return "fail", "from_dlpack(%r) raised %s" % (obj, describe_exc(exc))
+    return "warn", ("from_dlpack(%r) raised %s; the from_dlpack Raises section names AttributeError, a should "
+                    "for exception types in the array API (design_topics/exceptions.rst)" % (obj, describe_exc(exc)))
+
+
+def mapping_of(address):
+    """('file', path) / ('heap', '[heap]') / ('anon', label) for the mapping that holds
+    `address`, from /proc/self/maps; None when that cannot be read or nothing matches."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(None, 5)
+        if not parts:
+            continue
+        lo, hi = (int(v, 16) for v in parts[0].split("-"))
+        if lo <= address < hi:
+            path = parts[5].strip() if len(parts) > 5 else ""
+            if path.startswith("/"):
+                return ("file", path)
+            if path == "[heap]":
+                return ("heap", path)
+            return ("anon", path or "anonymous mapping")
+    return None
+
+
+def static_name_verdict(pointers):
+    """(verdict, message) for CAP-09 from the name pointers of several capsules of one kind."""
+    where = [mapping_of(p) for p in pointers]
+    if any(w is None for w in where):
+        return "unsupported", "cannot map name pointers through /proc/self/maps on this system"
+    if all(w[0] == "file" for w in where):
+        return "pass", "name strings at %s in %s" % (
+            ", ".join(hex(p) for p in sorted(set(pointers))), ", ".join(sorted({w[1] for w in where})))
+    kinds = ", ".join("%s in %s" % (hex(p), w[1]) for p, w in zip(pointers, where))
+    if len(set(pointers)) > 1:
+        return "fail", ("capsule names are allocated per capsule (%s): a name string must be statically "
+                        "allocated and outlive every capsule" % kinds)
+    return "warn", ("the capsule name lives in dynamically allocated memory (%s), though one string is "
+                    "shared; static storage is required" % kinds)
+
+
+def unknown_dtype_reading(target, y, forged, expected):
+    """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
+    element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
+    untyped bytes, over the same bytes reads nothing into the unknown value; any other dtype, a
+    typed result the adapter cannot name, or other bytes is a misread."""
+    held = result_dtype(target, y)
+    if held is None:
+        return True, "imported as a typed result (the library's own dtype, which cannot be %r)" % (forged,)
+    if held != "bytes" and held != tuple(forged):
+        return True, "imported as dtype %r" % (held,)
+    try:
+        got, _ = result_elements(target, y)
+    except Exception as e:  # noqa: BLE001
+        return True, "imported, but its bytes cannot be read (%s)" % describe_exc(e)
+    if got != expected:
+        return True, "imported with other bytes (%s, expected %s)" % (got[:16].hex(), expected[:16].hex())
+    if held == "bytes":
+        return False, "imported as untyped bytes (the dtype is not kept)"
+    return False, "imported carrying dtype %r unchanged" % (held,)
+
+
+def unknown_device_reading(y, forged):
+    """(misread, how) for a result imported from memory of a device type the consumer cannot
+    know: a result on another device misreads it; one with no device at all (a bare address) or
+    on the same device carries it."""
+    dev = result_device(y)
+    if dev is None:
+        return False, "imported as memory with no device attached (a bare address)"
+    if dev == tuple(forged):
+        return False, "imported carrying device %r unchanged" % (dev,)
+    return True, "imported as memory of device %r" % (dev,)

@@ -1,0 +1,82 @@
+"""The producer side: native tensors with the reproducer lines that build them, native views,
+and the native layout that exported metadata is compared with before any byte is read."""
+from dlconform.verdicts import Unsupported
+
+from .dtypes import row_major_strides, safe_values
+
+
+def make(target, dtype="float32", shape=(2, 3), var="x", seed=0):
+    """(native tensor, its values (safe_values), reproducer lines that build it as `var`)."""
+    if dtype not in target.dtypes():
+        raise Unsupported("target %s cannot make %s tensors" % (target.name, dtype))
+    values = safe_values(dtype, shape, seed)
+    x = target.make(dtype, shape, values)
+    return x, values, list(target.repro_make(dtype, shape, values, var))
+
+
+def native_ptr(target, x):
+    """Address of x's first element, or None when the adapter cannot tell."""
+    try:
+        return int(target.describe(x)["ptr"])
+    except Exception:
+        return None
+
+
+def apply_views(target, x, ops, var="x"):
+    """Applies native view ops (strategies.view_ops) to x, named `var` in the reproducer; the
+    views are named v0, v1, ... Returns (view, lines, the op the target lacks or None)."""
+    cur, name, lines = x, var, []
+    for i, op in enumerate(ops):
+        dst = "v%d" % i
+        if op[0] == "transpose":
+            v = target.transpose(cur, op[1])
+        elif op[0] == "slice":
+            _, dim, start, stop, step = op
+            v = target.slice(cur, dim, start, stop, step)
+        else:
+            v = target.flip(cur, op[1])
+        if v is None:
+            return None, lines, op
+        lines.append(target.repro_view(op, cur, v, name, dst))
+        cur, name = v, dst
+    return cur, lines, None
+
+
+def native_layout(target, x):
+    """(shape, element strides, first-element address) of a native tensor, or None when the
+    adapter does not know its library's layout."""
+    try:
+        return target.native_layout(x)
+    except Exception:
+        return None
+
+
+def compare_layout(target, x, info, itemsize):
+    """Exported metadata (an inspect() dict) against the native layout, ignoring strides of
+    dims of extent <= 1. Returns a list of (clause, message); empty when consistent or when the
+    layout is unknown."""
+    nat = native_layout(target, x)
+    if nat is None:
+        return []
+    shape, strides, first = nat
+    out = []
+    if tuple(info["shape"] or ()) != shape:
+        out.append(("LAY-09", "exported shape %r, the tensor's shape is %r" % (info["shape"], shape)))
+        return out
+    if any(n == 0 for n in shape):
+        return out
+    exp = info["strides"]
+    if exp is None:
+        exp = row_major_strides(shape)
+    diff = [d for d, n in enumerate(shape) if n > 1 and exp[d] != strides[d]]
+    if diff:
+        if all(exp[d] == strides[d] * itemsize for d in diff):
+            out.append(("LAY-05", "strides %r are in bytes: the tensor's element strides are %r (itemsize %d)"
+                        % (tuple(exp), strides, itemsize)))
+        else:
+            out.append(("LAY-05", "exported strides %r do not describe the tensor (element strides %r)"
+                        % (tuple(exp), strides)))
+    if info["data"] is not None and info["data"] + info["byte_offset"] != first:
+        out.append(("LAY-03", "data + byte_offset = %#x, but the first element is at %#x (%+d bytes)"
+                    % (info["data"] + info["byte_offset"], first, info["data"] + info["byte_offset"] - first)))
+    return out
