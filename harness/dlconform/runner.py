@@ -37,16 +37,19 @@ def safe_name(spec):
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", spec).strip("_") or "target"
 
 
-def _tail(path, lines=30, limit=4000):
+def _read_end(path, size):
+    """The last `size` bytes of a file as text; empty when it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 64 * 1024))
-            text = f.read().decode("utf-8", errors="replace")
+            f.seek(max(0, f.tell() - size))
+            return f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    text = "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _tail(path, lines=30, limit=4000):
+    text = "\n".join(_read_end(path, 64 * 1024).rstrip().splitlines()[-lines:])
     return text[-limit:]
 
 
@@ -56,14 +59,7 @@ _MARKERS = ("Fatal Python error", "Timeout (", "Traceback (most recent call last
 def _evidence(err_path, out_path, lines=25):
     """The most useful part of a dead child's output: faulthandler's dump (innermost frames
     first) when there is one, else the tail of stderr, else of stdout."""
-    try:
-        with open(err_path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 256 * 1024))
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        text = ""
+    text = _read_end(err_path, 256 * 1024)
     for marker in _MARKERS:
         i = text.rfind(marker)
         if i >= 0:
