@@ -16,9 +16,13 @@ import pytest
 from . import catalogue as _catalogue
 from . import repro as _repro
 from .records import Record
-from .verdicts import CheckFailure, Unsupported, Warn, breach, check_verdict, worst
+from .verdicts import FAILING, CheckFailure, Unsupported, Warn, breach, check_verdict, worst
 
 UNMARKED = "UNMARKED"
+
+
+class DlconformWarning(pytest.PytestWarning):
+    """A clause of the test broke a SHOULD, or the spec is ambiguous (a `warn` verdict)."""
 _MAX_MESSAGE = 2000
 
 
@@ -320,8 +324,37 @@ class _State:
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         st = getattr(item, "_dlc", None)
-        if st is not None:
-            st.phases[call.when] = (outcome.get_result(), call.excinfo)
+        if st is None:
+            return
+        rep = outcome.get_result()
+        st.phases[call.when] = (rep, call.excinfo)
+        if call.when == "call" or (call.when == "setup" and not rep.passed):
+            self._tell_pytest(item, st, rep)
+
+    def _tell_pytest(self, item, st, rep):
+        """Makes pytest's own outcome of the test say what its verdicts say, so that plain
+        pytest (and its JUnit XML) tells the truth: a fail, crash, timeout or error fails the
+        test with the clause and message; a test whose clauses are all unsupported or skip is
+        skipped with the reason; otherwise it passes, and each warn becomes a pytest warning
+        naming its clause. The clauses and verdicts also go into the test's properties."""
+        records = self.results(item, st)
+        bad = [r for r in records if r["verdict"] in FAILING]
+        for r in records:
+            item.user_properties.append(("dlconform:" + r["clause"], r["verdict"]))
+        if bad:
+            lines = ["%s %s (%s): %s" % (r["clause"], r["verdict"], r["level"], r["message"]) for r in bad]
+            if rep.failed and rep.longrepr is not None:
+                lines += ["", str(rep.longrepr)]
+            rep.outcome, rep.longrepr = "failed", "\n".join(lines)
+        elif records and all(r["verdict"] in ("unsupported", "skip") for r in records):
+            reasons = "; ".join(dict.fromkeys("%s: %s" % (r["clause"], r["message"]) for r in records))
+            path, lineno, _ = item.location
+            rep.outcome, rep.longrepr = "skipped", (path, (lineno or 0) + 1, "Skipped: " + reasons)
+        else:
+            rep.outcome, rep.longrepr = "passed", None
+            for r in records:
+                if r["verdict"] == "warn":
+                    item.warn(DlconformWarning("%s warn (%s): %s" % (r["clause"], r["level"], r["message"])))
 
     def pytest_sessionfinish(self, session, exitstatus):
         self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),

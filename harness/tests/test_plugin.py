@@ -217,3 +217,34 @@ def test_repository_catalogue_is_valid():
         pytest.skip("suites/clauses.json not written yet")
     assert all(c.level in ("MUST", "SHOULD", "MAY", "INFO") for c in cat.clauses)
     assert all(c.binds in ("producer", "consumer", "both") for c in cat.clauses)
+
+
+def test_plain_pytest_outcomes_follow_the_verdicts(tmp_path):
+    """Without the runner, pytest's own outcome and its JUnit XML say what the verdicts say:
+    a MUST breach recorded with check.that(False) fails, naming its clause; Unsupported and skip
+    are skipped; a warn passes with a pytest warning naming its clause."""
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "junit.xml"
+    proc, _ = run_child(tmp_path, extra=["-rA", "--junitxml", str(junit)])
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+
+    def outcome(name):
+        c = cases[name]
+        return ("failed" if c.find("failure") is not None or c.find("error") is not None
+                else "skipped" if c.find("skipped") is not None else "passed")
+
+    expect = {"test_pass": "passed", "test_assert_must": "failed", "test_assert_should": "passed",
+              "test_unsupported": "skipped", "test_warn": "passed", "test_skip": "skipped",
+              "test_unexpected": "failed", "test_explicit_wins": "failed", "test_equal_bytes": "failed",
+              "test_record": "passed", "test_system_error": "failed"}
+    assert {n: outcome(n) for n in expect} == expect
+    failure = cases["test_explicit_wins"].find("failure")
+    assert "M-07 fail (MUST): soft failure" in (failure.get("message", "") + (failure.text or ""))
+    props = {p.get("name"): p.get("value") for p in cases["test_explicit_wins"].iter("property")}
+    assert props == {"dlconform:M-07": "fail", "dlconform:S-02": "warn"}
+    assert "M-03: no such view" in cases["test_unsupported"].find("skipped").get("message", "")
+    out = proc.stdout.decode()
+    assert "DlconformWarning: M-04 warn (MUST): ambiguous reading" in out
+    assert "DlconformWarning: S-01 warn (SHOULD)" in out
+    assert proc.returncode == 1
