@@ -14,7 +14,7 @@ from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
 from .targets.loader import BUILTIN, probe
-from .verdicts import FAILING, VERDICTS
+from .verdicts import FAILING, HARNESS_ERROR, VERDICTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -228,7 +228,10 @@ def cmd_run(args):
         return 130
     for spec in runnable:  # report order is the command line's, whatever finished first
         results.extend(runs[spec].records)
-    code = EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK
+    errors = [r for r in results if r["verdict"] == HARNESS_ERROR]
+    for r in errors[:10]:
+        _say("harness error (the suite, not %s): %s %s: %s" % (r["target"], r["test"], r["clause"], r["message"]))
+    code = (EXIT_USAGE if errors else EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK)
     return finish(code)
 
 

@@ -248,3 +248,37 @@ def test_plain_pytest_outcomes_follow_the_verdicts(tmp_path):
     assert "DlconformWarning: M-04 warn (MUST): ambiguous reading" in out
     assert "DlconformWarning: S-01 warn (SHOULD)" in out
     assert proc.returncode == 1
+
+
+def test_isolated_plain_pytest_survives_a_crash(tmp_path):
+    """DLCONFORM_ISOLATE=1 (--dlconform-isolate): each file runs in the runner's children, so a
+    segfault costs its test a crash verdict and the session goes on to report the others."""
+    src = '''
+import os, signal, pytest
+
+@pytest.mark.clause("M-01")
+def test_before(target):
+    pass
+
+@pytest.mark.clause("M-02")
+def test_dies():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+@pytest.mark.clause("M-03")
+def test_after(check):
+    check.that(False, "M-03", "a finding after the crash")
+'''
+    suite = write_suite(str(tmp_path / "suite"), {"test_iso.py": src}, LEVELS)
+    junit = tmp_path / "junit.xml"
+    env = dict(child_env(), DLCONFORM_ISOLATE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p",
+                           "dlconform.pytest_plugin", "-p", "no:cacheprovider", "--dlc-target", FAKE,
+                           "--junitxml", str(junit)], capture_output=True, text=True, env=env, cwd=suite, timeout=120)
+    import xml.etree.ElementTree as ET
+
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ET.parse(junit).getroot().iter("testcase")}
+    assert props == {"test_before": {"dlconform:M-01": "pass"}, "test_dies": {"dlconform:M-02": "crash"},
+                     "test_after": {"dlconform:M-03": "fail"}}, proc.stdout + proc.stderr
+    assert "M-02 crash (MUST): killed by SIGSEGV" in proc.stdout
+    assert proc.returncode == 1
