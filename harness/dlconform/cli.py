@@ -10,6 +10,7 @@ import time
 
 from . import SUITES_DIR, __version__
 from . import environment as _environment
+from . import known as _known
 from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
@@ -48,6 +49,9 @@ def build_parser():
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="targets run at once, each in its own child (default: the CPU count, at most 4)")
+    r.add_argument("--known", metavar="FILE", help="known failures (harness/dlconform/known.py): findings it lists "
+                   "are reported as known and do not make the run exit 1")
+    r.add_argument("--write-known", metavar="FILE", help="write the run's findings as a known-failures file")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench/)",
                        prog="dlconform bench")
@@ -134,6 +138,11 @@ def cmd_run(args):
     except OSError as e:
         _say("error: cannot create --out %s: %s" % (out, e))
         return EXIT_USAGE
+    try:
+        known_entries = _known.parse(args.known) if args.known else []
+    except _known.KnownFileError as e:
+        _say("error: %s" % e)
+        return EXIT_USAGE
     env = child_env()
     started = time.time()
 
@@ -164,6 +173,16 @@ def cmd_run(args):
                 "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
 
     def finish(code):
+        if args.known:
+            fixed = _known.apply(known_entries, results, targets)
+            run_info["known"] = {"file": os.path.abspath(args.known), "fixed": [e.text() for e in fixed]}
+            for e in fixed:
+                _say("fixed, remove from %s (line %d): %s" % (args.known, e.line, e.text()))
+            if code == EXIT_FAIL and not any(r["verdict"] in FAILING and not r.get("known") for r in results):
+                code = EXIT_OK
+        if args.write_known:
+            n = _known.write(args.write_known, results, targets)
+            _say("wrote %d findings to %s" % (n, args.write_known))
         run_info["duration"] = round(time.time() - started, 3)
         run_info["exit_status"] = code
         doc = _report.json_report.build(targets, results, environment, run_info)
