@@ -111,6 +111,49 @@ class _Sink:
         self.f.close()
 
 
+class _Progress:
+    """Tests begun per running target and the time elapsed. On a terminal: one line rewritten in
+    place; elsewhere (CI logs): a line every `every` seconds at most. Safe from the --jobs
+    worker threads."""
+
+    def __init__(self, stream=None, every=10.0):
+        self.stream = stream or sys.stdout
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every
+        self.started = time.monotonic()
+        self.state = {}  # spec -> (begun, total)
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.shown = False
+
+    def _line(self):
+        parts = ["%s %d/%s" % (spec, begun, total if total is not None else "?")
+                 for spec, (begun, total) in self.state.items()]
+        return "dlconform: %s; %ds" % (", ".join(parts), time.monotonic() - self.started)
+
+    def __call__(self, spec, begun, total):
+        with self.lock:
+            self.state[spec] = (begun, total)
+            now = time.monotonic()
+            if self.tty:
+                self.stream.write("\r\033[K" + self._line()[:200])
+                self.shown = True
+            elif now - self.last >= self.every:
+                self.stream.write(self._line() + "\n")
+                self.last = now
+            else:
+                return
+            self.stream.flush()
+
+    def done(self, spec, text):
+        """A target finished: its summary line, in place of the progress line."""
+        with self.lock:
+            self.state.pop(spec, None)
+            self.stream.write(("\r\033[K" if self.tty and self.shown else "") + text + "\n")
+            self.shown = False
+            self.stream.flush()
+
+
 def _jobs(text):
     try:
         n = int(text)
@@ -196,7 +239,7 @@ def cmd_run(args):
         _say("error: no target can be run")
         return finish(EXIT_USAGE)
 
-    progress = None
+    progress = None if args.quiet else _Progress()
     jobs = min(args.jobs or min(os.cpu_count() or 1, 4), len(runnable))
     runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
@@ -222,8 +265,8 @@ def cmd_run(args):
                                      duration=round(run.duration, 3))
             if not args.quiet:
                 counts = run.summary()
-                print("dlconform: %s: %s" % (spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v))
-                                             or "no results"), flush=True)
+                progress.done(spec, "dlconform: %s: %s" % (
+                    spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v)) or "no results"))
 
     threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in runners]
     try:

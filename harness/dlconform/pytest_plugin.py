@@ -392,6 +392,9 @@ class _State:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    def pytest_collection_finish(self, session):
+        self.write({"event": "collected", "count": len(session.items)})
+
     def pytest_collectreport(self, report):
         if report.failed:
             text = str(report.longrepr) if report.longrepr is not None else "collection failed"

@@ -101,6 +101,8 @@ class TargetRun:
         self.attempts = 0
         self.notes = []
         self.duration = 0.0
+        self.total = None  # tests the first child collected
+        self.begun = 0  # tests begun in all its children
 
     def summary(self):
         out = {}
@@ -195,6 +197,8 @@ class Runner:
     def __init__(self, suites, out_dir, python=None, clause=None, timeout=30.0, target_timeout=3600.0,
                  env=None, max_restarts=100, sink=None, catalogue=None, poll=0.05, extra_args=(),
                  progress=None, collect_timeout=None):
+        """progress: called as progress(spec, begun, total) when a test begins (total: the
+        number the first child collected, None before it said)."""
         self.suites = os.path.abspath(suites)
         self.out_dir = os.path.abspath(out_dir)
         self.python = python or sys.executable
@@ -421,8 +425,12 @@ class Runner:
             att.begun += 1
             begun.setdefault(test, None)
             att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic())
+            run.begun += 1
             if self.progress:
-                self.progress(run.spec, test)
+                self.progress(run.spec, run.begun, run.total)
+        elif kind == "collected":
+            if run.total is None and isinstance(ev.get("count"), int):
+                run.total = ev["count"]
         elif kind == "result":
             att.results += 1
             self._emit(run, ev)
