@@ -1,8 +1,9 @@
 # dlconform: `make` builds, `make conformance` runs the suite, `make test` tests the project.
 # The interpreter under test: the active virtualenv's when there is one, else Debian's.
 PYTHON ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python3,$(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3))
-# Single-quotes a value for the shell (OUT, TARGETS and the like may hold spaces).
-q = '$(subst ','\'',$(1))'
+# q (single-quoting for the shell) and the Debian tier targets
+include harness/tiers/tiers.mk
+.DEFAULT_GOAL := all
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
 ifeq ($(shell command -v $(call q,$(PYTHON)) 2>/dev/null),)
 $(error PYTHON=$(PYTHON) is not an executable Python interpreter)
@@ -65,7 +66,6 @@ cuda:
 	else mkdir -p $(BUILD)/cuda && $(NVCC) -O2 -Xcompiler -Wall,-Wextra,-Werror -o $(BUILD)/cuda/stream_probe \
 	  probes/cuda/stream_probe.cu && { $(BUILD)/cuda/stream_probe; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; }; fi
 
-include harness/tiers/tiers.mk
 include fuzz/fuzz.mk
 include probes/tsan.mk
 

@@ -9,6 +9,8 @@
 #   make tier-clean TIER=...         unmount and delete the tier
 # `make conformance TIER=...` dispatches to tier-conformance (see the top Makefile), and
 # `make fuzz-ci TIER=...` to tier-fuzz-ci (fuzz/fuzz.mk).
+# Single-quotes a value for the shell (OUT, TARGETS and the like may hold spaces).
+q = '$(subst ','\'',$(1))'
 TIER ?=
 TIER_DIR ?= $(HOME)/.cache/dlconform/tiers
 TIER_SH := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))/tier.sh
