@@ -1,5 +1,14 @@
 # dlconform: `make` builds, `make conformance` runs the suite, `make test` tests the project.
-PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
+# The interpreter under test: the active virtualenv's when there is one, else Debian's.
+PYTHON ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python3,$(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3))
+# q (single-quoting for the shell) and the Debian tier targets
+include harness/tiers/tiers.mk
+.DEFAULT_GOAL := all
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+ifeq ($(shell command -v $(call q,$(PYTHON)) 2>/dev/null),)
+$(error PYTHON=$(PYTHON) is not an executable Python interpreter)
+endif
+endif
 OUT ?= reports/out
 TARGETS ?=
 CLAUSE ?=
@@ -57,18 +66,42 @@ cuda:
 	else mkdir -p $(BUILD)/cuda && $(NVCC) -O2 -Xcompiler -Wall,-Wextra,-Werror -o $(BUILD)/cuda/stream_probe \
 	  probes/cuda/stream_probe.cu && { $(BUILD)/cuda/stream_probe; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; }; fi
 
-include harness/tiers/tiers.mk
 include fuzz/fuzz.mk
 include probes/tsan.mk
 
+# `make conformance` exits with dlconform's own status: 0 clean (or only known findings), 1
+# findings, 2 when it could not run. A recipe cannot do that (make exits 2 whenever a recipe
+# fails), so the run (conformance-run) happens while make reads this file, its output on
+# stderr, and its status, read back from $(OUT)/exit-status, becomes make's: 1 through make's
+# question mode (-q), 2 through $(error).
+ifeq ($(MAKECMDGOALS),conformance)
+CONFORMANCE_VARS := PYTHON OUT TARGETS CLAUSE JOBS KNOWN TIER TIER_DIR
+CONFORMANCE_STATUS := $(shell $(MAKE) --no-print-directory conformance-run \
+  $(foreach v,$(CONFORMANCE_VARS),$(if $(filter-out undefined,$(origin $(v))),$(v)=$(call q,$($(v))))) >&2; \
+  cat $(call q,$(OUT))/exit-status 2>/dev/null || echo 2)
+ifeq ($(CONFORMANCE_STATUS),1)
+MAKEFLAGS += -q
+else ifneq ($(CONFORMANCE_STATUS),0)
+$(error dlconform could not run (exit status $(CONFORMANCE_STATUS)); the lines above say why)
+endif
+endif
+.PHONY: conformance conformance-run
+conformance:
+	@:
+RUN_CONFORMANCE = $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target $(call q,$(t))) --out $(call q,$(OUT)) \
+  $(if $(CLAUSE),--clause $(call q,$(CLAUSE))) $(if $(JOBS),--jobs $(call q,$(JOBS))) $(if $(KNOWN),--known $(call q,$(KNOWN)))
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
-conformance: tier-conformance
+conformance-run:
+	@mkdir -p $(call q,$(OUT)); rm -f $(call q,$(OUT))/exit-status; rc=0; \
+	  $(MAKE) --no-print-directory tier-conformance || rc=$$?; \
+	  if [ -f $(call q,$(OUT))/$(call q,$(TIER))/exit-status ]; then cp $(call q,$(OUT))/$(call q,$(TIER))/exit-status $(call q,$(OUT))/exit-status; \
+	  else echo 2 > $(call q,$(OUT))/exit-status; fi
 else
-conformance: deps
+conformance-run: deps
+	@mkdir -p $(call q,$(OUT)); rm -f $(call q,$(OUT))/exit-status
 	@$(MAKE) --no-print-directory build
-	@mkdir -p $(OUT); rc=0; $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) \
-	  $(if $(CLAUSE),--clause '$(CLAUSE)') $(if $(JOBS),--jobs '$(JOBS)') || rc=$$?; echo $$rc > $(OUT)/exit-status; exit $$rc
+	@rc=0; $(RUN_CONFORMANCE) || rc=$$?; echo $$rc > $(call q,$(OUT))/exit-status
 endif
 
 # The exchange-overhead benchmark (harness/dlconform/bench/); figures into $(OUT)/results.json,

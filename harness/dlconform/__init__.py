@@ -9,5 +9,8 @@ PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__))
 HARNESS_DIR = _os.path.dirname(PACKAGE_DIR)
 #: the repository root
 REPO_DIR = _os.path.dirname(HARNESS_DIR)
-#: suites/
-SUITES_DIR = _os.path.join(REPO_DIR, "suites")
+#: the suites: dlconform/suites/ in an installed package (pyproject.toml maps the
+#: repository's suites/ there), else the repository's suites/
+SUITES_DIR = _os.path.join(PACKAGE_DIR, "suites")
+if not _os.path.isdir(SUITES_DIR):
+    SUITES_DIR = _os.path.join(REPO_DIR, "suites")

@@ -10,11 +10,12 @@ import time
 
 from . import SUITES_DIR, __version__
 from . import environment as _environment
+from . import known as _known
 from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
 from .targets.loader import BUILTIN, probe
-from .verdicts import FAILING, VERDICTS
+from .verdicts import FAILING, HARNESS_ERROR, VERDICTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -48,6 +49,9 @@ def build_parser():
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="targets run at once, each in its own child (default: the CPU count, at most 4)")
+    r.add_argument("--known", metavar="FILE", help="known failures (harness/dlconform/known.py): findings it lists "
+                   "are reported as known and do not make the run exit 1")
+    r.add_argument("--write-known", metavar="FILE", help="write the run's findings as a known-failures file")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     b = sub.add_parser("bench", help="measure the exchange overhead (harness/dlconform/bench/)",
                        prog="dlconform bench")
@@ -107,6 +111,49 @@ class _Sink:
         self.f.close()
 
 
+class _Progress:
+    """Tests begun per running target and the time elapsed. On a terminal: one line rewritten in
+    place; elsewhere (CI logs): a line every `every` seconds at most. Safe from the --jobs
+    worker threads."""
+
+    def __init__(self, stream=None, every=10.0):
+        self.stream = stream or sys.stdout
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = every
+        self.started = time.monotonic()
+        self.state = {}  # spec -> (begun, total)
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.shown = False
+
+    def _line(self):
+        parts = ["%s %d/%s" % (spec, begun, total if total is not None else "?")
+                 for spec, (begun, total) in self.state.items()]
+        return "dlconform: %s; %ds" % (", ".join(parts), time.monotonic() - self.started)
+
+    def __call__(self, spec, begun, total):
+        with self.lock:
+            self.state[spec] = (begun, total)
+            now = time.monotonic()
+            if self.tty:
+                self.stream.write("\r\033[K" + self._line()[:200])
+                self.shown = True
+            elif now - self.last >= self.every:
+                self.stream.write(self._line() + "\n")
+                self.last = now
+            else:
+                return
+            self.stream.flush()
+
+    def done(self, spec, text):
+        """A target finished: its summary line, in place of the progress line."""
+        with self.lock:
+            self.state.pop(spec, None)
+            self.stream.write(("\r\033[K" if self.tty and self.shown else "") + text + "\n")
+            self.shown = False
+            self.stream.flush()
+
+
 def _jobs(text):
     try:
         n = int(text)
@@ -133,6 +180,11 @@ def cmd_run(args):
         os.makedirs(out, exist_ok=True)
     except OSError as e:
         _say("error: cannot create --out %s: %s" % (out, e))
+        return EXIT_USAGE
+    try:
+        known_entries = _known.parse(args.known) if args.known else []
+    except _known.KnownFileError as e:
+        _say("error: %s" % e)
         return EXIT_USAGE
     env = child_env()
     started = time.time()
@@ -164,6 +216,16 @@ def cmd_run(args):
                 "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
 
     def finish(code):
+        if args.known:
+            fixed = _known.apply(known_entries, results, targets)
+            run_info["known"] = {"file": os.path.abspath(args.known), "fixed": [e.text() for e in fixed]}
+            for e in fixed:
+                _say("fixed, remove from %s (line %d): %s" % (args.known, e.line, e.text()))
+            if code == EXIT_FAIL and not any(r["verdict"] in FAILING and not r.get("known") for r in results):
+                code = EXIT_OK
+        if args.write_known:
+            n = _known.write(args.write_known, results, targets)
+            _say("wrote %d findings to %s" % (n, args.write_known))
         run_info["duration"] = round(time.time() - started, 3)
         run_info["exit_status"] = code
         doc = _report.json_report.build(targets, results, environment, run_info)
@@ -177,7 +239,7 @@ def cmd_run(args):
         _say("error: no target can be run")
         return finish(EXIT_USAGE)
 
-    progress = None
+    progress = None if args.quiet else _Progress()
     jobs = min(args.jobs or min(os.cpu_count() or 1, 4), len(runnable))
     runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
@@ -203,8 +265,8 @@ def cmd_run(args):
                                      duration=round(run.duration, 3))
             if not args.quiet:
                 counts = run.summary()
-                print("dlconform: %s: %s" % (spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v))
-                                             or "no results"), flush=True)
+                progress.done(spec, "dlconform: %s: %s" % (
+                    spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v)) or "no results"))
 
     threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in runners]
     try:
@@ -228,7 +290,10 @@ def cmd_run(args):
         return 130
     for spec in runnable:  # report order is the command line's, whatever finished first
         results.extend(runs[spec].records)
-    code = EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK
+    errors = [r for r in results if r["verdict"] == HARNESS_ERROR]
+    for r in errors[:10]:
+        _say("harness error (the suite, not %s): %s %s: %s" % (r["target"], r["test"], r["clause"], r["message"]))
+    code = (EXIT_USAGE if errors else EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK)
     return finish(code)
 
 

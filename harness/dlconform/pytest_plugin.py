@@ -15,10 +15,14 @@ import pytest
 
 from . import catalogue as _catalogue
 from . import repro as _repro
-from .records import Record
-from .verdicts import CheckFailure, Unsupported, Warn, breach, check_verdict, worst
+from .records import SESSION, Record
+from .verdicts import FAILING, HARNESS_ERROR, CheckFailure, Unsupported, Warn, breach, check_verdict, worst
 
 UNMARKED = "UNMARKED"
+
+
+class DlconformWarning(pytest.PytestWarning):
+    """A clause of the test broke a SHOULD, or the spec is ambiguous (a `warn` verdict)."""
 _MAX_MESSAGE = 2000
 
 
@@ -31,6 +35,48 @@ def pytest_addoption(parser):
                     help="run only tests with a clause id matching this glob (repeatable, comma-separated)")
     group.addoption("--dlc-exclude-file", default=None, help="file of pytest node ids to deselect, one a line")
     group.addoption("--dlc-catalogue", default=None, help="clauses.json (default: next to the suites)")
+
+
+def _option(config, name):
+    """An option's value; None when no loaded plugin added it (--dlconform-* belong to the
+    entry point, which is absent when dlconform is not installed)."""
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+def requested_target(config):
+    """The target named by --dlc-target (the runner), --dlconform-target or DLCONFORM_TARGET
+    (a library's own pytest run), in that order; None when none is."""
+    return (_option(config, "--dlc-target") or _option(config, "--dlconform-target")
+            or os.environ.get("DLCONFORM_TARGET") or None)
+
+
+class _EntryPoint:
+    """What the `pytest11` entry point registers in every pytest run of an environment where
+    dlconform is installed. It only adds options; it loads the plugin (this module) when a run
+    asks for dlconform: --dlconform-target, DLCONFORM_TARGET, or collecting dlconform.suites.
+    Any other pytest run sees no fixture, marker or hook of ours."""
+
+    def pytest_addoption(self, parser):
+        group = parser.getgroup("dlconform")
+        group.addoption("--dlconform-target", default=None, metavar="SPEC",
+                        help="run the dlconform suites against this target (also DLCONFORM_TARGET): ref, "
+                             "numpy, torch, a module with from_dlpack, module:attr or path/file.py:attr")
+        group.addoption("--dlconform-isolate", action="store_true", default=False,
+                        help="run each test file in child processes, as `dlconform run` does, so that a "
+                             "crash costs one check instead of the session (also DLCONFORM_ISOLATE=1)")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config):
+        asked = requested_target(config) or any("dlconform.suites" in str(a) for a in config.args or ())
+        if asked and not config.pluginmanager.has_plugin(__name__):
+            config.pluginmanager.import_plugin(__name__)
+
+
+#: the pytest11 entry point (pyproject.toml)
+entry = _EntryPoint()
 
 
 def pytest_configure(config):
@@ -215,11 +261,74 @@ def _exc_message(e):
     return text.splitlines()[0] if text else ""
 
 
+def outcome_for_pytest(item, records, rep=None):
+    """(outcome, longrepr) of a test whose verdicts are `records`, for pytest and its JUnit
+    XML: any fail, crash, timeout or error fails it with 'CLAUSE verdict (LEVEL): message'; a
+    test whose clauses are all unsupported or skip is skipped with the reasons; otherwise it
+    passes, and each warn becomes a DlconformWarning naming its clause. Every clause's verdict
+    becomes a test property (dlconform:CLAUSE)."""
+    for r in records:
+        item.user_properties.append(("dlconform:" + r["clause"], r["verdict"]))
+    bad = [r for r in records if r["verdict"] in FAILING or r["verdict"] == HARNESS_ERROR]
+    if bad:
+        lines = ["%s %s (%s): %s" % (r["clause"], r["verdict"], r["level"], r["message"]) for r in bad]
+        if rep is not None and rep.failed and rep.longrepr is not None:
+            lines += ["", str(rep.longrepr)]
+        return "failed", "\n".join(lines)
+    if records and all(r["verdict"] in ("unsupported", "skip") for r in records):
+        reasons = "; ".join(dict.fromkeys("%s: %s" % (r["clause"], r["message"]) for r in records))
+        path, lineno, _ = item.location
+        return "skipped", (path, (lineno or 0) + 1, "Skipped: " + reasons)
+    for r in records:
+        if r["verdict"] == "warn":
+            item.warn(DlconformWarning("%s warn (%s): %s" % (r["clause"], r["level"], r["message"])))
+    return "passed", None
+
+
+def isolate_items(session, state):
+    """Runs the session's items file by file through the runner (one child per file, restarted
+    after a crash), then reports each item from its records."""
+    import tempfile
+
+    from _pytest.reports import TestReport
+
+    from .runner import Runner
+
+    by_file = {}
+    for item in session.items:
+        by_file.setdefault(str(item.path), []).append(item)
+    with tempfile.TemporaryDirectory(prefix="dlconform-isolate-") as out:
+        for path, items in by_file.items():
+            folder = os.path.dirname(path)
+            runner = Runner(folder, out, catalogue=state.catalogue)
+            wanted = {os.path.basename(path) + "::" + it.name: it for it in items}
+            records = {}
+            for rec in runner.run_target(state.spec, paths=[path]).records:
+                records.setdefault(rec["test"], []).append(rec)
+            for nodeid, item in wanted.items():
+                item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+                recs = records.get(nodeid) or [Record(target=state.spec, clause=SESSION, verdict=HARNESS_ERROR, test=nodeid,
+                                                      message="the isolated run gave no result for this test",
+                                                      catalogue=state.catalogue)]
+                outcome, longrepr = outcome_for_pytest(item, recs)
+                duration = sum(r["duration"] for r in recs[:1])
+                for when in ("setup", "call", "teardown"):
+                    rep = TestReport(item.nodeid, item.location, {}, outcome if when == "call" else "passed",
+                                     longrepr if when == "call" else None, when, [], duration if when == "call" else 0.0,
+                                     list(item.user_properties))
+                    item.ihook.pytest_runtest_logreport(report=rep)
+                item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            if session.shouldfail or session.shouldstop:
+                break
+
+
 class _State:
     def __init__(self, config):
         self.config = config
-        self.spec = config.getoption("--dlc-target") or "ref"
-        self.explicit_target = config.getoption("--dlc-target") is not None
+        given = requested_target(config)
+        self.spec = given or "ref"
+        self.explicit_target = given is not None
+        self.isolate = _option(config, "--dlconform-isolate") or os.environ.get("DLCONFORM_ISOLATE") == "1"
         self._target = None
         self._target_error = None
         path = config.getoption("--dlc-results")
@@ -309,6 +418,9 @@ class _State:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
 
+    def pytest_collection_finish(self, session):
+        self.write({"event": "collected", "count": len(session.items)})
+
     def pytest_collectreport(self, report):
         if report.failed:
             text = str(report.longrepr) if report.longrepr is not None else "collection failed"
@@ -346,8 +458,27 @@ class _State:
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         st = getattr(item, "_dlc", None)
-        if st is not None:
-            st.phases[call.when] = (outcome.get_result(), call.excinfo)
+        if st is None:
+            return
+        rep = outcome.get_result()
+        st.phases[call.when] = (rep, call.excinfo)
+        if call.when == "call" or (call.when == "setup" and not rep.passed):
+            self._tell_pytest(item, st, rep)
+
+    def _tell_pytest(self, item, st, rep):
+        """Makes pytest's own outcome of the test say what its verdicts say (outcome_for_pytest),
+        so that plain pytest and its JUnit XML tell the truth."""
+        rep.outcome, rep.longrepr = outcome_for_pytest(item, self.results(item, st), rep)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        """--dlconform-isolate: each test file runs in the isolating runner's children (a
+        crash costs one check, as in `dlconform run`); their verdicts become this session's
+        test outcomes."""
+        if not self.isolate or self._out is not None or session.config.option.collectonly:
+            return None
+        isolate_items(session, self)
+        return True
 
     def pytest_sessionfinish(self, session, exitstatus):
         self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),

@@ -17,8 +17,8 @@ from . import catalogue as _catalogue
 
 FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test", "duration")
 #: kept only when set: the evidence of a crash (stack, oracle line); the other library of an
-#: interop check
-OPTIONAL = ("evidence", "peer")
+#: interop check; True for a finding a known-failures file lists (known.py)
+OPTIONAL = ("evidence", "peer", "known")
 #: the clause of a record about a whole run rather than one clause
 SESSION = "*"
 
@@ -49,7 +49,7 @@ class Record(dict):
         rec["duration"] = float(rec["duration"] or 0.0)
         for k in OPTIONAL:
             if given.get(k):
-                rec[k] = str(given[k])
+                rec[k] = True if k == "known" else str(given[k])
         super().__init__(rec)
 
     @classmethod

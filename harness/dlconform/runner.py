@@ -97,6 +97,8 @@ class TargetRun:
         self.attempts = 0
         self.notes = []
         self.duration = 0.0
+        self.total = None  # tests the first child collected
+        self.begun = 0  # tests begun in all its children
 
     def summary(self):
         out = {}
@@ -191,6 +193,8 @@ class Runner:
     def __init__(self, suites, out_dir, python=None, clause=None, timeout=30.0, target_timeout=3600.0,
                  env=None, max_restarts=100, sink=None, catalogue=None, poll=0.05, extra_args=(),
                  progress=None, collect_timeout=None):
+        """progress: called as progress(spec, begun, total) when a test begins (total: the
+        number the first child collected, None before it said)."""
         self.suites = os.path.abspath(suites)
         self.out_dir = os.path.abspath(out_dir)
         self.python = python or sys.executable
@@ -268,8 +272,8 @@ class Runner:
         return stop.restart
 
     # ---- child
-    def command(self, spec, results_path, exclude_path):
-        cmd = [self.python, "-m", "pytest", self.suites, "-p", "dlconform.pytest_plugin", "-q",
+    def command(self, spec, results_path, exclude_path, paths=None):
+        cmd = [self.python, "-m", "pytest", *(paths or [self.suites]), "-p", "dlconform.pytest_plugin", "-q",
                "-p", "no:cacheprovider", "--continue-on-collection-errors", "--rootdir", self.suites,
                "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9)),
                "--dlc-target", spec, "--dlc-results", results_path]
@@ -282,9 +286,10 @@ class Runner:
             cmd += ["--dlc-catalogue", catalogue]
         return cmd + self.extra_args
 
-    def run_target(self, spec, roles=(), versions=None):
+    def run_target(self, spec, roles=(), versions=None, paths=None, skip=()):
         """Runs every test against `spec`, one child after another: a child that dies or is
-        killed is replaced by one that skips every test already begun."""
+        killed is replaced by one that skips every test already begun. `paths`: test files or
+        node ids to run instead of the whole suites folder; `skip`: node ids not to run."""
         run = TargetRun(spec)
         run.roles = list(roles)
         run.versions = dict(versions or {})
@@ -293,7 +298,7 @@ class Runner:
         os.makedirs(work, exist_ok=True)
         os.makedirs(logs, exist_ok=True)
         exclude_path = os.path.join(work, "exclude.txt")
-        begun = {}  # test -> None, in the order they began (a set that keeps order)
+        begun = dict.fromkeys(skip)  # tests not to run again: skipped, then begun, in order
         start = time.monotonic()
         deadline = start + self.target_timeout
         tested = 0
@@ -310,7 +315,7 @@ class Runner:
             try:
                 with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
                     proc = subprocess.Popen(
-                        self.command(spec, results_path, exclude_path if begun else None),
+                        self.command(spec, results_path, exclude_path if begun else None, paths),
                         stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=self.env,
                         cwd=os.path.dirname(self.suites), start_new_session=True,
                     )
@@ -416,8 +421,12 @@ class Runner:
             att.begun += 1
             begun.setdefault(test, None)
             att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic())
+            run.begun += 1
             if self.progress:
-                self.progress(run.spec, test)
+                self.progress(run.spec, run.begun, run.total)
+        elif kind == "collected":
+            if run.total is None and isinstance(ev.get("count"), int):
+                run.total = ev["count"]
         elif kind == "result":
             att.results += 1
             self._emit(run, ev)

@@ -1,9 +1,12 @@
 """Verdict names, their order (best to worst), and the exceptions tests raise."""
 
-VERDICTS = ("pass", "warn", "unsupported", "skip", "fail", "timeout", "crash")
+VERDICTS = ("pass", "warn", "unsupported", "skip", "fail", "timeout", "crash", "error")
 _RANK = {v: i for i, v in enumerate(VERDICTS)}
-#: verdicts that make `dlconform run` exit 1
+#: verdicts that make `dlconform run` exit 1: findings in the library
 FAILING = frozenset({"fail", "timeout", "crash"})
+#: the suite itself went wrong (an exception in a check's own code): never the library's
+#: verdict; `dlconform run` exits 2
+HARNESS_ERROR = "error"
 LEVELS = ("MUST", "SHOULD", "MAY", "INFO")
 
 

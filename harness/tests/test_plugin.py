@@ -217,3 +217,68 @@ def test_repository_catalogue_is_valid():
         pytest.skip("suites/clauses.json not written yet")
     assert all(c.level in ("MUST", "SHOULD", "MAY", "INFO") for c in cat.clauses)
     assert all(c.binds in ("producer", "consumer", "both") for c in cat.clauses)
+
+
+def test_plain_pytest_outcomes_follow_the_verdicts(tmp_path):
+    """Without the runner, pytest's own outcome and its JUnit XML say what the verdicts say:
+    a MUST breach recorded with check.that(False) fails, naming its clause; Unsupported and skip
+    are skipped; a warn passes with a pytest warning naming its clause."""
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "junit.xml"
+    proc, _ = run_child(tmp_path, extra=["-rA", "--junitxml", str(junit)])
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+
+    def outcome(name):
+        c = cases[name]
+        return ("failed" if c.find("failure") is not None or c.find("error") is not None
+                else "skipped" if c.find("skipped") is not None else "passed")
+
+    expect = {"test_pass": "passed", "test_assert_must": "failed", "test_assert_should": "passed",
+              "test_unsupported": "skipped", "test_warn": "passed", "test_skip": "skipped",
+              "test_unexpected": "failed", "test_explicit_wins": "failed", "test_equal_bytes": "failed",
+              "test_record": "passed", "test_system_error": "failed"}
+    assert {n: outcome(n) for n in expect} == expect
+    failure = cases["test_explicit_wins"].find("failure")
+    assert "M-07 fail (MUST): soft failure" in (failure.get("message", "") + (failure.text or ""))
+    props = {p.get("name"): p.get("value") for p in cases["test_explicit_wins"].iter("property")}
+    assert props == {"dlconform:M-07": "fail", "dlconform:S-02": "warn"}
+    assert "M-03: no such view" in cases["test_unsupported"].find("skipped").get("message", "")
+    out = proc.stdout.decode()
+    assert "DlconformWarning: M-04 warn (MUST): ambiguous reading" in out
+    assert "DlconformWarning: S-01 warn (SHOULD)" in out
+    assert proc.returncode == 1
+
+
+def test_isolated_plain_pytest_survives_a_crash(tmp_path):
+    """DLCONFORM_ISOLATE=1 (--dlconform-isolate): each file runs in the runner's children, so a
+    segfault costs its test a crash verdict and the session goes on to report the others."""
+    src = '''
+import os, signal, pytest
+
+@pytest.mark.clause("M-01")
+def test_before(target):
+    pass
+
+@pytest.mark.clause("M-02")
+def test_dies():
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+@pytest.mark.clause("M-03")
+def test_after(check):
+    check.that(False, "M-03", "a finding after the crash")
+'''
+    suite = write_suite(str(tmp_path / "suite"), {"test_iso.py": src}, LEVELS)
+    junit = tmp_path / "junit.xml"
+    env = dict(child_env(), DLCONFORM_ISOLATE="1")
+    proc = subprocess.run([sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p",
+                           "dlconform.pytest_plugin", "-p", "no:cacheprovider", "--dlc-target", FAKE,
+                           "--junitxml", str(junit)], capture_output=True, text=True, env=env, cwd=suite, timeout=120)
+    import xml.etree.ElementTree as ET
+
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
+             for c in ET.parse(junit).getroot().iter("testcase")}
+    assert props == {"test_before": {"dlconform:M-01": "pass"}, "test_dies": {"dlconform:M-02": "crash"},
+                     "test_after": {"dlconform:M-03": "fail"}}, proc.stdout + proc.stderr
+    assert "M-02 crash (MUST): killed by SIGSEGV" in proc.stdout
+    assert proc.returncode == 1

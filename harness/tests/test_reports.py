@@ -102,9 +102,9 @@ def test_repro_snippet_runs_and_dedupes_imports():
     from dlconform.runner import child_env
 
     text = repro.snippet(["import json", "from dlconform import verdicts"],
-                         ["import json", "print(json.dumps(verdicts.VERDICTS[-1]))"])
+                         ["import json", "print(json.dumps(verdicts.VERDICTS[0]))"])
     assert text.count("import json") == 1
     p = subprocess.run([sys.executable, "-c", text], stdout=subprocess.PIPE, env=child_env(), timeout=30, text=True)
-    assert p.stdout.strip() == '"crash"'
+    assert p.stdout.strip() == "\"pass\""
     assert repro.run_command("ref", "CAP-01", "t.py::x") == \
         "python3 -m dlconform run --target ref --clause CAP-01\n# pytest node: t.py::x"

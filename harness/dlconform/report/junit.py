@@ -1,7 +1,8 @@
 """results.junit.xml: one testsuite per target, one testcase per (test, clause).
 
-fail -> <failure>; crash, timeout -> <error>; skip, unsupported -> <skipped>; warn passes with
-the warning in <system-out> and a property.
+fail -> <failure>; crash, timeout, error -> <error>; skip, unsupported, and a finding a
+known-failures file lists (known.py) -> <skipped>; warn passes with the warning in <system-out>
+and a property.
 """
 import xml.etree.ElementTree as ET
 
@@ -22,9 +23,9 @@ def render(doc):
     for name in names:
         mine = [r for r in results if r["target"] == name]
         counts = {"tests": len(mine),
-                  "failures": sum(r["verdict"] == "fail" for r in mine),
-                  "errors": sum(r["verdict"] in ("crash", "timeout") for r in mine),
-                  "skipped": sum(r["verdict"] in ("skip", "unsupported") for r in mine)}
+                  "failures": sum(r["verdict"] == "fail" and not r.get("known") for r in mine),
+                  "errors": sum(r["verdict"] in ("crash", "timeout", "error") and not r.get("known") for r in mine),
+                  "skipped": sum(r["verdict"] in ("skip", "unsupported") or bool(r.get("known")) for r in mine)}
         suite = ET.SubElement(root, "testsuite", name=_clean(name),
                               time="%.3f" % sum(float(r.get("duration") or 0) for r in mine),
                               **{k: str(v) for k, v in counts.items()})
@@ -45,10 +46,12 @@ def render(doc):
             msg = _clean("%s: %s" % (r["clause"], r.get("message", "")))
             body = _clean(r.get("message", "") + ("\n\nreproducer:\n" + r["repro"] if r.get("repro") else "")
                           + ("\n\nevidence:\n" + r["evidence"] if r.get("evidence") else ""))
-            if v == "fail":
+            if r.get("known"):
+                ET.SubElement(case, "skipped", message=_clean("known %s: %s" % (v, r.get("message", ""))))
+            elif v == "fail":
                 el = ET.SubElement(case, "failure", message=msg, type="fail")
                 el.text = body
-            elif v in ("crash", "timeout"):
+            elif v in ("crash", "timeout", "error"):
                 el = ET.SubElement(case, "error", message=msg, type=v)
                 el.text = body
             elif v in ("skip", "unsupported"):

@@ -4,7 +4,11 @@ from . import coverage_md as _coverage
 from . import performance as _performance
 
 _ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "skip",
-         "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
+         "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**", "error": "**ERROR (harness)**"}
+
+
+def _verdict(r):
+    return _ICON.get(r["verdict"], r["verdict"]) + (" (known)" if r.get("known") else "")
 
 
 def _cell(text, limit=300):
@@ -58,7 +62,7 @@ def render(doc):
         lines += ["| target | clause | level | verdict | test | message |", "| --- | --- | --- | --- | --- | --- |"]
         for r in bad:
             lines.append("| %s | %s | %s | %s | %s | %s |" % (
-                _cell(r["target"]), _cell(r["clause"]), _cell(r["level"]), _ICON.get(r["verdict"], r["verdict"]),
+                _cell(r["target"]), _cell(r["clause"]), _cell(r["level"]), _verdict(r),
                 _cell(r["test"], 120), _cell(r["message"])))
         lines.append("")
         lines += ["### Reproducers", ""]
@@ -72,6 +76,14 @@ def render(doc):
             if r.get("evidence"):
                 lines += ["", "Evidence (child stderr):", "", _code(r["evidence"])]
             lines += ["", "</details>", ""]
+
+    known = (doc.get("run") or {}).get("known")
+    if known:
+        n = sum(1 for r in results if r.get("known"))
+        lines += ["## Known failures", "", "%d findings are listed in %s and do not fail the run." % (n, known["file"]), ""]
+        if known.get("fixed"):
+            lines += ["Fixed: these lines match no finding any more; remove them from the file:", ""]
+            lines += ["- `%s`" % line for line in known["fixed"]] + [""]
 
     # ---- per clause roll-up
     names = list(targets)

@@ -1,0 +1,66 @@
+"""Known failures (dlconform/known.py): CI gates on new findings only."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from dlconform import known
+from dlconform.runner import child_env
+
+CAP = "CAP-0[12]"
+
+
+def run(tmp_path, name, *args):
+    out = tmp_path / name
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--out", str(out), *args],
+                       capture_output=True, text=True, env=child_env(), timeout=300)
+    return p, json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else None
+
+
+def test_parse_format_and_errors(tmp_path):
+    f = tmp_path / "known.txt"
+    f.write_text("# comment\n\nnumpy@1.24.2 consumer LAY-09 test_layout.py::test_x  # why\n"
+                 "torch@* consumer LAY-10 *\nref@? any * <between tests>\n")
+    entries = known.parse(str(f))
+    assert [(e.target, e.version, e.role, e.clause, e.test, e.line) for e in entries] == [
+        ("numpy", "1.24.2", "consumer", "LAY-09", "test_layout.py::test_x", 3),
+        ("torch", "*", "consumer", "LAY-10", "*", 4), ("ref", "?", "any", "*", "<between tests>", 5)]
+    f.write_text("numpy consumer LAY-09\n")
+    with pytest.raises(known.KnownFileError, match="line 1: expected"):
+        known.parse(str(f))
+    with pytest.raises(known.KnownFileError, match="cannot read"):
+        known.parse(str(tmp_path / "missing.txt"))
+
+
+def test_a_run_gates_only_on_new_findings(tmp_path):
+    old = "ref:fault=legacy_capsule_name"
+    p, doc = run(tmp_path, "first", "--target", old, "--clause", CAP, "--write-known", str(tmp_path / "k.txt"))
+    assert p.returncode == 1 and doc is not None
+    lines = [l for l in (tmp_path / "k.txt").read_text().splitlines() if not l.startswith("#")]
+    assert lines and all(l.startswith(old + "@") and " CAP-01 " in l for l in lines)
+    # the same findings again: known, exit 0
+    p, doc = run(tmp_path, "again", "--target", old, "--clause", CAP, "--known", str(tmp_path / "k.txt"))
+    assert p.returncode == 0, p.stderr
+    findings = [r for r in doc["results"] if r["verdict"] == "fail"]
+    assert findings and all(r.get("known") is True for r in findings)
+    # a planted new bug: exit 1, and only it is not known
+    new = "ref:fault=versioned_capsule_name"
+    p, doc = run(tmp_path, "new", "--target", old, "--target", new, "--clause", CAP,
+                 "--known", str(tmp_path / "k.txt"))
+    assert p.returncode == 1
+    unknown = {r["target"] for r in doc["results"] if r["verdict"] == "fail" and not r.get("known")}
+    assert unknown == {new}
+    # a known line whose finding is gone is reported as fixed
+    (tmp_path / "k2.txt").write_text("ref@* producer CAP-01 test_capsule.py::test_legacy_capsule_named_dltensor\n")
+    p, doc = run(tmp_path, "fixed", "--target", "ref", "--clause", "CAP-01", "--known", str(tmp_path / "k2.txt"))
+    assert p.returncode == 0
+    assert "fixed, remove from" in p.stderr and "CAP-01" in p.stderr
+    assert doc["run"]["known"]["fixed"] == ["ref@* producer CAP-01 test_capsule.py::test_legacy_capsule_named_dltensor"]
+
+
+def test_a_bad_known_file_is_a_usage_error(tmp_path):
+    (tmp_path / "bad.txt").write_text("not a line\n")
+    p, _ = run(tmp_path, "bad", "--target", "ref", "--clause", "CAP-01", "--known", str(tmp_path / "bad.txt"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1].startswith("dlconform: error: known file")
