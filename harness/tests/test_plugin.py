@@ -109,8 +109,9 @@ def fake_events(tmp_path_factory):
 
 def test_protocol_shape(fake_events):
     _, events, _ = fake_events
-    assert events[0]["event"] == "begin" and events[0]["test"] == "test_m.py::test_pass"
-    assert events[0]["clauses"] == ["M-01"]
+    assert events[0] == {"event": "collected", "count": 15}
+    assert events[1]["event"] == "begin" and events[1]["test"] == "test_m.py::test_pass"
+    assert events[1]["clauses"] == ["M-01"]
     assert events[-1]["event"] == "end"
     begins = [e for e in events if e["event"] == "begin"]
     assert len(begins) == 15

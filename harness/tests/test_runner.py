@@ -109,7 +109,8 @@ def test_records_stream_in_completion_order(fake_run):
     assert [r["clause"] for r in streamed][:3] == ["T-01", "T-02", "T-03"]
     work = base / "out" / "work" / "dlconform.testing_FakeTarget"
     first = [json.loads(l) for l in (work / "attempt-1.jsonl").read_text().splitlines()]
-    assert first[0]["event"] == "begin" and first[0]["clauses"] == ["T-01"]
+    assert first[0] == {"event": "collected", "count": 7}
+    assert first[1]["event"] == "begin" and first[1]["clauses"] == ["T-01"]
     begins = [e for e in first if e["event"] == "begin"]
     assert begins[-1]["test"] == "test_fake.py::test_c_abort"
     assert first[-1] == {**first[-1], "event": "repro", "test": "test_fake.py::test_c_abort"}
