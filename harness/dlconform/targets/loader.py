@@ -1,7 +1,7 @@
 """Resolve a target spec string to a Target.
 
-Specs: `ref`, `ref:fault=NAME`, `numpy`, `torch`, `module:attr`, `path/to/file.py:attr`, or any
-importable module with `from_dlpack` (generic target).
+Specs: `ref`, `ref:fault=NAME`, `pyref`, `pyref:fault=NAME`, `numpy`, `torch`, `module:attr`,
+`path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
 which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
@@ -16,7 +16,7 @@ import sys
 
 from .base import Target, TargetError
 
-BUILTIN = ("ref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
+BUILTIN = ("ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
 #: module each built-in library target needs, checked before anything is imported
 BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py"}
 
@@ -100,6 +100,10 @@ def load(spec, check_available=True):
         from .ref import RefTarget
 
         target = RefTarget(fault=_parse_ref(spec))
+    elif spec == "pyref" or spec.startswith("pyref:"):
+        from .pyref_target import PyrefTarget
+
+        target = PyrefTarget.from_spec(spec)
     elif spec in BUILTIN:
         target = _builtin(spec)
     elif ":" in spec:
