@@ -167,7 +167,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """An Array over the memory of `x`, an object with __dlpack__ and __dlpack_device__ (or a
     DLPack capsule). copy=True always copies, copy=False never does, None copies only when it
     must; device="cpu" asks a producer on another device for a copy in host memory."""
-    if copy not in (None, True, False):
+    if copy is not None and not isinstance(copy, bool):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
     to_cpu = _wants_cpu(device)
     if _capi.is_capsule(x):

@@ -1,7 +1,8 @@
 """The element types pyref stores, and their DLPack (code, bits, lanes).
 
 Elements are native-endian (DT-02): pyref stores bytes as the machine writes them and has no
-byte-swapped types. Every type is a scalar (lanes 1) of whole bytes.
+byte-swapped types. Every type is a scalar (lanes 1) of whole bytes: pyref has no sub-byte
+types (fp6, fp4). Elements are storage only; pyref computes nothing with them.
 """
 import collections
 
@@ -26,6 +27,15 @@ _ALL = (
     DType("bfloat16", C.kDLBfloat, 16, 1),  # DT-05
     DType("complex64", C.kDLComplex, 64, 1),  # DT-04: bits are the full (re, im) width
     DType("complex128", C.kDLComplex, 128, 1),
+    # DT-06: the fp8 formats, 8 bits and one lane each
+    DType("float8_e3m4", C.kDLFloat8_e3m4, 8, 1),
+    DType("float8_e4m3", C.kDLFloat8_e4m3, 8, 1),
+    DType("float8_e4m3b11fnuz", C.kDLFloat8_e4m3b11fnuz, 8, 1),
+    DType("float8_e4m3fn", C.kDLFloat8_e4m3fn, 8, 1),
+    DType("float8_e4m3fnuz", C.kDLFloat8_e4m3fnuz, 8, 1),
+    DType("float8_e5m2", C.kDLFloat8_e5m2, 8, 1),
+    DType("float8_e5m2fnuz", C.kDLFloat8_e5m2fnuz, 8, 1),
+    DType("float8_e8m0fnu", C.kDLFloat8_e8m0fnu, 8, 1),
 )
 
 BY_NAME = {d.name: d for d in _ALL}

@@ -129,7 +129,7 @@ def _fill(tensor, array, dims):
     tensor.device.device_type = DLDeviceType.kDLCPU
     tensor.device.device_id = 0
     tensor.ndim = ndim
-    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = array._dtype[1:]
+    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = array.dl_dtype
     tensor.byte_offset = byte_offset
     if ndim:
         base = ctypes.addressof(dims)
@@ -165,7 +165,7 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     _check_stream(stream)
     versioned = _wants_versioned(max_version)
     _check_dl_device(dl_device)
-    if copy not in (None, True, False):
+    if copy is not None and not isinstance(copy, bool):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
     flags = 0
     if copy:  # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
