@@ -10,28 +10,27 @@ Invariants:
 """
 import ctypes
 import itertools
+import math
+import operator
 
 from . import _dtypes
 from ._dlpack import DLDeviceType
+from ._producer import export
 
 ALIGN = 256
 #: the most dimensions an array may have (imports with more are refused)
 MAX_NDIM = 64
 
 
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+numel = math.prod
 
 
 def row_major_strides(shape):
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
+    """Element strides of a compact row-major array (an extent of 0 steps as 1)."""
+    if not shape:
+        return ()
+    steps = itertools.accumulate(reversed([max(n, 1) for n in shape[1:]]), operator.mul, initial=1)
+    return tuple(reversed(list(steps)))
 
 
 def allocate(nbytes):
@@ -177,8 +176,6 @@ class Array:
         return (DLDeviceType.kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from ._producer import export
-
         return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 

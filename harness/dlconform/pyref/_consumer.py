@@ -40,6 +40,8 @@ class _Import:
     release() is called, or when the last array over its memory dies."""
 
     __slots__ = ("_address", "_struct")
+    #: the fault switch, kept here for __del__ at interpreter teardown, when globals are gone
+    _fault = _faults.active
 
     def __init__(self, address, struct):
         self._address = address
@@ -48,12 +50,12 @@ class _Import:
     def release(self):
         address, struct = self._address, self._struct
         self._address = self._struct = None
-        if address is None or _faults.active("consumer_no_delete"):
+        if address is None or self._fault("consumer_no_delete"):
             return
         deleter = struct.from_address(address).deleter
         if deleter:  # OWN-01
             deleter(address)
-            if _faults.active("consumer_double_delete"):
+            if self._fault("consumer_double_delete"):
                 deleter(address)
 
     def __del__(self):

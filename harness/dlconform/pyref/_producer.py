@@ -52,23 +52,35 @@ def _destructor_for(struct_type, name, used_name):
     """The standard capsule destructor (CAP-05..08) for capsules named `name`: an unconsumed
     capsule's deleter runs; one renamed `used_name` belongs to its consumer and is left alone;
     a NULL deleter is skipped. An error is reported as unraisable (ctypes reports what a
-    callback raises) and never propagates into the code that dropped the capsule."""
+    callback raises) and never propagates into the code that dropped the capsule.
+
+    A capsule dropped while an exception is being raised (a temporary on the stack of a frame
+    that unwinds) runs this with that exception pending. A ctypes callback cannot set it aside
+    and restore it, as a C destructor does with PyErr_Fetch and PyErr_Restore: the first ctypes
+    call fails with it. The tensor is still given back, and the exception is reported as
+    unraisable instead of being lost silently; the code that raised it sees a SystemError."""
     is_valid, get_pointer, active = _capi.capsule_is_valid, _capi.capsule_get_pointer, _faults.active
 
     def destructor(capsule):
-        used = is_valid(capsule, used_name)
-        if used and not active("destructor_ignores_used"):
-            return
-        if not used and active("destructor_leaks"):
-            return
         try:
-            address = get_pointer(capsule, used_name if used else name)
-        except ValueError as e:
-            raise BufferError("pyref: a capsule made as %r no longer holds a tensor under that name (%s)"
-                              % (name.decode(), e)) from None
-        managed = struct_type.from_address(address)
-        if managed.deleter:
-            managed.deleter(address)
+            used = is_valid(capsule, used_name)
+            pending = None
+        except Exception as e:  # PyCapsule_IsValid sets no error: this one was pending
+            used = is_valid(capsule, used_name)
+            pending = e
+        consumed = used and not active("destructor_ignores_used")  # the consumer's now (CAP-06)
+        leaked = not used and active("destructor_leaks")
+        if not consumed and not leaked:
+            try:
+                address = get_pointer(capsule, used_name if used else name)
+            except ValueError as e:
+                raise BufferError("pyref: a capsule made as %r no longer holds a tensor under that name (%s)"
+                                  % (name.decode(), e)) from pending
+            managed = struct_type.from_address(address)
+            if managed.deleter:
+                managed.deleter(address)
+        if pending is not None:
+            raise pending
 
     return _capi.keep_forever(CapsuleDestructor(destructor))
 

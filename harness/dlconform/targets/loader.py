@@ -49,12 +49,13 @@ def _builtin(name):
     raise KeyError(name)
 
 
-def _parse_ref(spec):
-    if spec == "ref":
+def _fault_of(spec, base):
+    """The fault NAME of a `BASE:fault=NAME` spec; None for plain `BASE` (ref, pyref)."""
+    if spec == base:
         return None
-    rest = spec[len("ref:"):]
+    rest = spec[len(base) + 1:]
     if not rest.startswith("fault=") or not rest[len("fault="):]:
-        raise TargetError("bad ref spec %r (expected ref or ref:fault=NAME)" % spec)
+        raise TargetError("bad %s spec %r (expected %s or %s:fault=NAME)" % (base, spec, base, base))
     return rest[len("fault="):]
 
 
@@ -99,11 +100,11 @@ def load(spec, check_available=True):
     if spec == "ref" or spec.startswith("ref:"):
         from .ref import RefTarget
 
-        target = RefTarget(fault=_parse_ref(spec))
+        target = RefTarget(fault=_fault_of(spec, "ref"))
     elif spec == "pyref" or spec.startswith("pyref:"):
         from .pyref_target import PyrefTarget
 
-        target = PyrefTarget.from_spec(spec)
+        target = PyrefTarget(fault=_fault_of(spec, "pyref"))
     elif spec in BUILTIN:
         target = _builtin(spec)
     elif ":" in spec:

@@ -6,16 +6,6 @@ in Python with ctypes, as a small library would be. It has no C exchange API.
 from .base import Target, TargetError
 
 
-def parse_spec(spec):
-    """The fault of a `pyref` or `pyref:fault=NAME` spec (None for plain pyref)."""
-    if spec == "pyref":
-        return None
-    rest = spec[len("pyref:"):]
-    if not rest.startswith("fault=") or not rest[len("fault="):]:
-        raise TargetError("bad pyref spec %r (expected pyref or pyref:fault=NAME)" % spec)
-    return rest[len("fault="):]
-
-
 class PyrefTarget(Target):
     name = "pyref"
     library = "dlconform.pyref"
@@ -30,10 +20,6 @@ class PyrefTarget(Target):
         if fault and fault not in pyref.FAULTS:
             raise TargetError("unknown pyref fault %r (known: %s)" % (fault, ", ".join(sorted(pyref.FAULTS))))
         pyref.set_fault(fault)
-
-    @classmethod
-    def from_spec(cls, spec):
-        return cls(fault=parse_spec(spec))
 
     def versions(self):
         return {"dlconform.pyref": self.pyref.__version__}
