@@ -40,8 +40,8 @@ def test_uncached_table_gives_fresh_structs():
 
     t = _ref.Tensor("float32", (4,))
     cached = _probe.exchange_api(t)["pointer"]
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.argtypes, get.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    # a private prototype: ctypes.pythonapi's function objects are shared with the libraries under test
+    get = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
     uncached = get(_ref.UNCACHED_EXCHANGE_API, b"dlpack_exchange_api")
     assert uncached and uncached != cached
     for api, same in ((cached, True), (uncached, False)):
