@@ -294,6 +294,24 @@ def test_fault_from_environment():
     assert out.stdout.strip() == "consumer_no_rename", out.stderr
 
 
+_AT_EXIT = """
+import atexit
+from dlconform import _probe
+atexit.register(lambda: print("at exit", _probe.inspect(cap)["deleter"]))  # runs after pyref's own
+from dlconform import pyref
+cap = pyref.zeros((2,)).__dlpack__()
+print("before", _probe.inspect(cap)["deleter"] != 0)
+"""
+
+
+def test_exports_alive_at_exit_get_a_null_deleter():
+    """OWN-04: after finalisation no Python may run, so pyref's exit handler sets the deleter of
+    every struct still out to NULL (they leak) before the interpreter goes away."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", _AT_EXIT], capture_output=True, text=True, env=env)
+    assert (out.returncode, out.stdout.split(), out.stderr) == (0, ["before", "True", "at", "exit", "0"], "")
+
+
 _STANDALONE = """
 import gc, pyref, sys
 x = pyref.frombuffer(bytes(range(24)), "uint8", (4, 6))
