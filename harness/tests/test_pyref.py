@@ -224,6 +224,18 @@ def test_consumer_refusals_give_the_tensor_back(forge_kwargs):
     assert _probe.inspect(forge.capsule())["name"] == "dltensor_versioned"
 
 
+def test_read_only_import_exports_read_only():
+    forge = _ref.Forge(shape=(2, 3), strides=(3, 1), flags=1)
+    y = pyref.from_dlpack(forge.capsule())
+    assert y.readonly  # FLG-03
+    with pytest.raises(BufferError):
+        y.T.__dlpack__()
+    info = _probe.inspect(y.T.__dlpack__(max_version=(1, 3)))
+    assert info["flags"] == 1 and info["strides"] == (1, 3) and info["data"] == forge.buffer_address
+    del y, info
+    assert _settled() == 0 and forge.deleter_calls == 1
+
+
 def test_consumer_refuses_a_used_capsule():
     forge = _ref.Forge(shape=(2,), versioned=False)
     cap = forge.capsule()
