@@ -257,6 +257,7 @@ def test_numpy_round_trips():
         back = np.from_dlpack(y)
         assert back.tobytes() == view.tobytes()
         assert back.__array_interface__["data"][0] == view.__array_interface__["data"][0]
+        assert np.from_dlpack(y.flip(0)).tobytes() == np.flip(view, 0).tobytes()  # below data when flipped back
         del y, back
     assert _settled() == 0
 

@@ -120,6 +120,15 @@ class Array:
     address = property(lambda self: self._data + self._offset if self.size else 0,
                        doc="the address of the first element (0 for an empty array)")
 
+    @property
+    def dl_data(self):
+        """(data, byte_offset) as a DLTensor holds them: (0, 0) for an empty array (LAY-04); the
+        offset is never negative, so a view whose first element lies below data (a flipped
+        import) moves data there."""
+        if self._offset < 0:
+            return self._data + self._offset, 0
+        return self._data, self._offset
+
     def __repr__(self):
         return "pyref.Array(dtype=%r, shape=%r, strides=%r%s)" % (self.dtype, self._shape, self._strides,
                                                                   ", readonly=True" if self._readonly else "")

@@ -131,13 +131,8 @@ def _check_dl_device(dl_device):
 def _fill(tensor, array, dims):
     """Fills a DLTensor for `array`; `dims` holds its shape, then its strides."""
     ndim = array.ndim
-    if array.size == 0:
-        data, byte_offset = None, 0  # LAY-04
-    elif array._offset >= 0:
-        data, byte_offset = array._data, array._offset
-    else:  # a view of imported memory whose first element lies below the producer's data
-        data, byte_offset = array._data + array._offset, 0
-    tensor.data = data
+    data, byte_offset = array.dl_data
+    tensor.data = data or None
     tensor.device.device_type = DLDeviceType.kDLCPU
     tensor.device.device_id = 0
     tensor.ndim = ndim
