@@ -1,7 +1,7 @@
 """Resolve a target spec string to a Target.
 
-Specs: `ref`, `ref:fault=NAME`, `numpy`, `torch`, `module:attr`, `path/to/file.py:attr`, or any
-importable module with `from_dlpack` (generic target).
+Specs: `ref`, `ref:fault=NAME`, `pyref`, `pyref:fault=NAME`, `numpy`, `torch`, `module:attr`,
+`path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
 which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
@@ -16,7 +16,7 @@ import sys
 
 from .base import Target, TargetError
 
-BUILTIN = ("ref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
+BUILTIN = ("ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
 #: module each built-in library target needs, checked before anything is imported
 BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py"}
 
@@ -49,12 +49,13 @@ def _builtin(name):
     raise KeyError(name)
 
 
-def _parse_ref(spec):
-    if spec == "ref":
+def _fault_of(spec, base):
+    """The fault NAME of a `BASE:fault=NAME` spec; None for plain `BASE` (ref, pyref)."""
+    if spec == base:
         return None
-    rest = spec[len("ref:"):]
+    rest = spec[len(base) + 1:]
     if not rest.startswith("fault=") or not rest[len("fault="):]:
-        raise TargetError("bad ref spec %r (expected ref or ref:fault=NAME)" % spec)
+        raise TargetError("bad %s spec %r (expected %s or %s:fault=NAME)" % (base, spec, base, base))
     return rest[len("fault="):]
 
 
@@ -99,7 +100,11 @@ def load(spec, check_available=True):
     if spec == "ref" or spec.startswith("ref:"):
         from .ref import RefTarget
 
-        target = RefTarget(fault=_parse_ref(spec))
+        target = RefTarget(fault=_fault_of(spec, "ref"))
+    elif spec == "pyref" or spec.startswith("pyref:"):
+        from .pyref_target import PyrefTarget
+
+        target = PyrefTarget(fault=_fault_of(spec, "pyref"))
     elif spec in BUILTIN:
         target = _builtin(spec)
     elif ":" in spec:

@@ -1,0 +1,201 @@
+"""Export: Array.__dlpack__, the managed structs it hands out, their deleter and the
+standard capsule destructor.
+
+Invariants:
+  - every managed struct handed out is an entry of `_LIVE` (its address -> the struct, its
+    shape and strides, the exported array) until its deleter runs: the entry keeps data,
+    shape and strides valid however the array is used or dropped meanwhile (OWN-05);
+  - the deleter drops the entry, which frees the struct and releases the array (OWN-02). It is
+    a ctypes callback, which takes the GIL on any thread before running (OWN-04);
+  - at interpreter exit the deleter of every struct still out is set to NULL and `_LIVE` is
+    kept forever: after finalisation no Python may run, so those structs leak (OWN-04), and a
+    NULL deleter is one consumers skip (OWN-01);
+  - strides count elements and are non-NULL for ndim > 0 (LAY-05, LAY-06); data is NULL for a
+    zero-size export (LAY-04); versioned exports carry version (1, 3) (VER-07) and only the
+    READ_ONLY and IS_COPIED flags (FLG-01);
+  - capsule names are module constants that are never freed (CAP-09).
+"""
+import atexit
+import ctypes
+
+from . import _capi, _faults
+from ._dlpack import (
+    DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, CapsuleDestructor, Deleter,
+    DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
+
+LEGACY_NAME = _capi.keep_forever(b"dltensor")  # CAP-01
+VERSIONED_NAME = _capi.keep_forever(b"dltensor_versioned")  # CAP-02
+FAULTY_LEGACY_NAME = _capi.keep_forever(b"DLTensor")
+
+_LIVE = {}
+
+
+def _release(address, live=_LIVE, active=_faults.active):
+    """The deleter of every struct pyref hands out. Names it uses are bound as defaults, so it
+    does not depend on module globals, which teardown clears."""
+    if active("deleter_frees_nothing"):
+        return
+    live.pop(address, None)
+
+
+_DELETER = _capi.keep_forever(Deleter(_release))
+
+
+@atexit.register
+def _orphan_live_structs(live=_LIVE):
+    _capi.keep_forever(live)
+    for struct, _dims, _array in live.values():
+        struct.deleter = Deleter()
+
+
+def _destructor_for(struct_type, name, used_name):
+    """The standard capsule destructor (CAP-05..08) for capsules named `name`: an unconsumed
+    capsule's deleter runs; one renamed `used_name` belongs to its consumer and is left alone;
+    a NULL deleter is skipped. An error is reported as unraisable (ctypes reports what a
+    callback raises) and never propagates into the code that dropped the capsule.
+
+    A capsule dropped while an exception is being raised (a temporary on the stack of a frame
+    that unwinds) runs this with that exception pending. A ctypes callback cannot set it aside
+    and restore it, as a C destructor does with PyErr_Fetch and PyErr_Restore: the first ctypes
+    call fails with it. The tensor is still given back, and the exception is reported as
+    unraisable instead of being lost silently; the code that raised it sees a SystemError."""
+    is_valid, get_pointer, active = _capi.capsule_is_valid, _capi.capsule_get_pointer, _faults.active
+
+    def destructor(capsule):
+        try:
+            used = is_valid(capsule, used_name)
+            pending = None
+        except Exception as e:  # PyCapsule_IsValid sets no error: this one was pending
+            used = is_valid(capsule, used_name)
+            pending = e
+        consumed = used and not active("destructor_ignores_used")  # the consumer's now (CAP-06)
+        leaked = not used and active("destructor_leaks")
+        if not consumed and not leaked:
+            try:
+                address = get_pointer(capsule, used_name if used else name)
+            except ValueError as e:
+                raise BufferError("pyref: a capsule made as %r no longer holds a tensor under that name (%s)"
+                                  % (name.decode(), e)) from pending
+            managed = struct_type.from_address(address)
+            if managed.deleter:
+                managed.deleter(address)
+        if pending is not None:
+            raise pending
+
+    return _capi.keep_forever(CapsuleDestructor(destructor))
+
+
+_DESTRUCTORS = {
+    LEGACY_NAME: _destructor_for(DLManagedTensor, LEGACY_NAME, b"used_dltensor"),
+    FAULTY_LEGACY_NAME: _destructor_for(DLManagedTensor, FAULTY_LEGACY_NAME, b"used_DLTensor"),
+    VERSIONED_NAME: _destructor_for(DLManagedTensorVersioned, VERSIONED_NAME, b"used_dltensor_versioned"),
+}
+
+
+# ---- arguments
+def _check_stream(stream):
+    """STR-10: a CPU array has no streams, so only None is valid; STR-02: ints only."""
+    if stream is None:
+        return
+    if not isinstance(stream, int) or isinstance(stream, bool):
+        raise TypeError("stream must be None or an int, not %s" % type(stream).__name__)
+    if not _faults.active("stream_accepted"):
+        raise BufferError("stream=%d: pyref arrays live on the CPU, which has no streams; pass stream=None" % stream)
+
+
+def _wants_versioned(max_version):
+    """VER-02: None gets a legacy capsule; VER-03: major >= 1 a versioned one at (1, 3); VER-04:
+    major 0 the legacy struct of DLPack 0.x."""
+    if max_version is None:
+        return _faults.active("ignore_max_version")
+    if (not isinstance(max_version, tuple) or len(max_version) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
+        raise TypeError("max_version must be None or a (major, minor) tuple of ints, not %r" % (max_version,))
+    return max_version[0] >= DLPACK_MAJOR_VERSION
+
+
+def _check_dl_device(dl_device):
+    """DEV-04: None or a (device_type, device_id) pair; DEV-05: BufferError for any device but
+    the array's own (kDLCPU, 0), where the export is in place (DEV-06)."""
+    if dl_device is None:
+        return
+    if (not isinstance(dl_device, tuple) or len(dl_device) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in dl_device)):
+        raise TypeError("dl_device must be None or a (device_type, device_id) tuple, not %r" % (dl_device,))
+    if tuple(dl_device) != (DLDeviceType.kDLCPU, 0):
+        raise BufferError("dl_device=%r: pyref arrays live on the CPU (1, 0) and copy to no other device"
+                          % (tuple(dl_device),))
+
+
+# ---- export
+def _fill(tensor, array, dims):
+    """Fills a DLTensor for `array`; `dims` holds its shape, then its strides."""
+    ndim = array.ndim
+    data, byte_offset = array.dl_data
+    tensor.data = data or None
+    tensor.device.device_type = DLDeviceType.kDLCPU
+    tensor.device.device_id = 0
+    tensor.ndim = ndim
+    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = array.dl_dtype
+    tensor.byte_offset = byte_offset
+    if ndim:
+        base = ctypes.addressof(dims)
+        tensor.shape = ctypes.cast(base, ctypes.POINTER(ctypes.c_int64))
+        tensor.strides = ctypes.cast(base + 8 * ndim, ctypes.POINTER(ctypes.c_int64))
+
+
+def _strides(array):
+    if _faults.active("byte_strides"):
+        return tuple(s * array.itemsize for s in array.strides)
+    return array.strides
+
+
+def _managed(array, versioned, flags):
+    """A new managed struct describing `array`, registered in _LIVE; its address."""
+    struct = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+    dims = (ctypes.c_int64 * (2 * array.ndim))(*array.shape, *_strides(array))
+    _fill(struct.dl_tensor, array, dims)
+    address = ctypes.addressof(struct)
+    struct.manager_ctx = address
+    struct.deleter = _DELETER
+    if versioned:
+        struct.version.major = DLPACK_MAJOR_VERSION  # VER-07
+        struct.version.minor = DLPACK_MINOR_VERSION
+        struct.flags = flags
+    _LIVE[address] = (struct, dims, array)
+    return address
+
+
+def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """array.__dlpack__(): a PyCapsule holding a DLManagedTensorVersioned (max_version >= (1, 0))
+    or a DLManagedTensor."""
+    _check_stream(stream)
+    versioned = _wants_versioned(max_version)
+    _check_dl_device(dl_device)
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError("copy must be None, True or False, not %r" % (copy,))
+    flags = 0
+    if copy:  # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
+        array = array.copy()
+        flags |= FLAG_IS_COPIED
+    elif array.readonly:  # CPY-02/03: in place, and read-only memory says so (FLG-02)
+        if not versioned:
+            raise BufferError("a read-only array needs the READ_ONLY flag of a versioned capsule: pass "
+                              "max_version=(1, 0) or later, or copy=True")
+        if not _faults.active("readonly_unflagged"):
+            flags |= FLAG_READ_ONLY
+    address = _managed(array, versioned, flags)
+    if versioned:
+        name = VERSIONED_NAME
+    else:
+        name = FAULTY_LEGACY_NAME if _faults.active("legacy_capsule_name") else LEGACY_NAME
+    try:
+        return _capi.capsule_new(address, name, _DESTRUCTORS[name])
+    except BaseException:
+        _release(address)
+        raise
+
+
+def live_exports():
+    """How many managed structs pyref handed out whose deleter has not run yet."""
+    return len(_LIVE)
