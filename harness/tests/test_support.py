@@ -286,3 +286,20 @@ def test_support_and_suites_leave_ctypes_pythonapi_alone():
                           text=True, timeout=300, env=dict(os.environ, PYTHONPATH=HARNESS_DIR))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == {"changed": [], "odd": []}
+
+
+def test_static_name_verdict_reads_lifetime():
+    """CAP-09 (the catalogue's reading): names in a shared object pass; one never-freed string
+    shared by every capsule (a pure-Python library's bytes constant) passes; a string made per
+    capsule fails."""
+    import ctypes
+
+    from support import readings as rd
+
+    in_file = ctypes.cast(ctypes.pythonapi.PyCapsule_New, ctypes.c_void_p).value  # libpython's text
+    shared = ctypes.cast(ctypes.c_char_p(b"dltensor"), ctypes.c_void_p).value
+    assert rd.static_name_verdict([in_file, in_file])[0] == "pass"
+    verdict, message = rd.static_name_verdict([shared, shared])
+    assert verdict == "pass" and "one shared name string" in message
+    per_capsule = [ctypes.cast(ctypes.create_string_buffer(b"dltensor"), ctypes.c_void_p).value for _ in range(2)]
+    assert rd.static_name_verdict(per_capsule)[0] == "fail"

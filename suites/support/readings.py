@@ -69,8 +69,11 @@ def static_name_verdict(pointers):
     if len(set(pointers)) > 1:
         return "fail", ("capsule names are allocated per capsule (%s): a name string must be statically "
                         "allocated and outlive every capsule" % kinds)
-    return "warn", ("the capsule name lives in dynamically allocated memory (%s), though one string is "
-                    "shared; static storage is required" % kinds)
+    # one string shared by every capsule, never freed while they live: what a pure-Python
+    # library has (a bytes constant); the rule's point, a name outliving its capsules, holds
+    # (the catalogue's reading of CAP-09)
+    return "pass", ("one shared name string at %s, outside the static storage of a shared object: a "
+                    "process-lifetime string serves CAP-09's purpose (the catalogue's reading)" % kinds)
 
 
 def unknown_dtype_reading(target, y, forged, expected):

@@ -68,5 +68,21 @@ class PyrefTarget(Target):
 
         return ["%s = pyref.frombuffer(%s, %r, %r)" % (var, bytes_literal(values), dtype, tuple(shape))]
 
-    def repro_from_dlpack(self, arg):
+    def native_layout(self, x):
+        return tuple(x.shape), tuple(x.strides), x.address
+
+    def repro_view(self, op, x, v, src, dst):
+        if op[0] == "transpose":
+            return "%s = %s.transpose(%r)" % (dst, src, tuple(op[1]))
+        if op[0] == "slice":
+            _, dim, start, stop, step = op
+            index = ["slice(None)"] * len(x.shape)
+            index[dim] = "slice(%r, %r, %r)" % (start, stop, step)
+            return "%s = %s[(%s,)]" % (dst, src, ", ".join(index))
+        return "%s = %s.flip(%d)" % (dst, src, op[1])
+
+    def repro_readonly(self, src="x", var="ro"):
+        return "%s = %s.as_readonly()" % (var, src)
+
+    def repro_from_dlpack(self, arg="p"):
         return "pyref.from_dlpack(%s)" % arg
