@@ -381,6 +381,7 @@ esac
 exit 2
 """)
     monkeypatch.setattr(matrix_run, "TIER_SH", str(fake))
+    monkeypatch.setattr(matrix_run, "source_revision", lambda: ("v0.2-3-gabcdef123456", False))
     monkeypatch.setenv("FAKE_RESULTS", fake_results)
     runs, out = tmp_path / "runs", tmp_path / "out"
     (runs / "trixie").mkdir(parents=True)          # a run of a tier not asked for this time: dropped
@@ -396,9 +397,25 @@ exit 2
     f = doc["failures"][0]
     assert (f["tier"], f["stage"], f["exit_status"], f["machine"]) == ("sid", "build", 1, "ci-7")
     assert "mmdebstrap failed" in f["message"] and "building into" in f["log"]
+    assert by_tier["bookworm"]["tier_info"]["revision"] == "v0.2-3-gabcdef123456"
     md = (out / "MATRIX.md").read_text()
     assert "**sid** (ci-7) failed at build" in md and "numpy 1.24.2 (bookworm)" in md
+    assert "| v0.2-3-gabcdef123456 |" in md                     # the runs table shows the clean revision
     assert "mmdebstrap failed" in (out / "index.html").read_text()
+
+
+def test_make_matrix_refuses_a_tree_with_changes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(matrix_run, "source_revision", lambda: ("v0.2-3-gabcdef123456", True))
+    monkeypatch.setattr(matrix_run, "run_one", lambda *a: pytest.fail("a dirty tree must not run"))
+    rc = matrix_run.main(["--tiers", "", "--no-host", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    assert rc == 2 and "ALLOW_DIRTY=1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_source_revision_of_this_checkout():
+    revision, dirty = matrix_run.source_revision()
+    assert revision and isinstance(dirty, bool)
+    assert matrix_run.source_revision(os.path.dirname(REPO_DIR.rstrip("/")) + "/no-such-dir") == (None, False)
 
 
 def test_matrix_json_has_one_record_per_line():
