@@ -430,3 +430,46 @@ def test_matrix_json_has_one_record_per_line():
     assert [json.loads(line.rstrip(",")) for line in lines[first:first + 2]] == doc["results"]
     assert lines[first + 2:] == [" ]", "}"]
     assert json.loads(merge.dumps({"results": []})) == {"results": []}
+
+
+# ---------------------------------------------------------------- upstream context
+def test_every_upstream_entry_matches_a_committed_finding_or_is_fixed():
+    """reports/upstream.json stays true to the committed matrix: each entry names at least one
+    finding of it, unless it is marked fixed."""
+    entries = upstream.load()
+    assert entries
+    doc, _ = merge.merge([os.path.join(REPO_DIR, "reports", "matrix", "matrix.json")])
+    view = matrix_view.build(doc, upstream.matcher(entries))
+    matched = {u["ref"] for f in view["findings"] + view["interop_findings"] for u in f["upstream"]}
+    for e in entries:
+        assert e["upstream"] in matched or e["state"].startswith("fixed"), e
+
+
+def test_upstream_context_is_shown(tmp_path):
+    d = results_doc({"numpy": "2.2.4"}, [rec("numpy", "DEV-05", "fail", message="dl_device=(7, 0) raised ValueError")])
+    doc, _ = merge.merge([write(tmp_path, "trixie", d)])
+    entries = upstream.validate({"schema": upstream.SCHEMA, "entries": [
+        {"library": "numpy", "clause": "DEV-05", "pattern": "raised ValueError", "versions": "<2.4",
+         "upstream": "numpy/numpy#1", "state": "fixed in 2.4", "summary": "s"},
+        {"library": "numpy", "clause": "DEV-05", "pattern": "raised ValueError", "versions": ">=2.4",
+         "upstream": "numpy/numpy#2", "state": "open", "summary": "out of range"},
+        {"library": "numpy", "clause": "DEV-05", "pattern": "TypeError", "versions": "",
+         "upstream": "numpy/numpy#3", "state": "open", "summary": "another message"}]})
+    view = matrix_view.build(doc, upstream.matcher(entries))
+    assert [u["ref"] for u in view["findings"][0]["upstream"]] == ["numpy/numpy#1"]
+    md = matrix_md.render(doc, view)
+    assert "fixed in 2.4 upstream (numpy/numpy#1)" in md
+    assert upstream.in_range("1.13.0a0", "<1.14") and upstream.in_range("2.6.0+debian", "<2.14")
+    assert not upstream.in_range("1.13.0a0", "<1.13")        # PEP 440: <V excludes pre-releases of V
+    assert not upstream.in_range("not-a-version", "<2")
+
+
+@pytest.mark.parametrize("entry, field", [
+    ({"upstream": "numpy#1"}, "upstream"), ({"state": "wontfix"}, "state"), ({"pattern": "("}, "pattern"),
+    ({"versions": "<<2"}, "versions"), ({"summary": None}, "summary"),
+])
+def test_malformed_upstream_entry_is_rejected(entry, field):
+    good = {"library": "numpy", "clause": "DEV-05", "pattern": "x", "versions": "", "upstream": "numpy/numpy#1",
+            "state": "open", "summary": "s"}
+    with pytest.raises(upstream.UpstreamError, match=r"entries\[0\]\.%s" % field):
+        upstream.validate({"schema": upstream.SCHEMA, "entries": [dict(good, **entry)]})
