@@ -60,6 +60,7 @@ cuda:
 include harness/tiers/tiers.mk
 include fuzz/fuzz.mk
 include probes/tsan.mk
+include probes/nanobind/nanobind.mk
 
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
@@ -118,4 +119,4 @@ test: test-deps
 	@$(MAKE) --no-print-directory pytest
 
 clean:
-	rm -rf $(BUILD) $(PKG)/_probe*.so $(PKG)/_ref*.so
+	rm -rf $(BUILD) $(PKG)/_probe*.so $(PKG)/_ref*.so $(PKG)/_nanobind*.so
