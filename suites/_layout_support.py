@@ -109,7 +109,8 @@ def _native_shape(target, x):
     k = lib(target)
     if k == "torch":
         return tuple(x.shape)
-    return tuple(getattr(x, "shape", ()))
+    shape = getattr(x, "shape", ())
+    return tuple(shape() if callable(shape) else shape)  # onnxruntime's OrtValue.shape() is a method
 
 
 def native_layout(target, x):

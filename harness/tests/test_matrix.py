@@ -9,7 +9,7 @@ import pytest
 from dlconform import REPO_DIR, cli
 from dlconform.matrix import merge, synthetic, upstream
 from dlconform.matrix import run as matrix_run
-from dlconform.report import html, matrix_md, matrix_view
+from dlconform.report import html, matrix_findings, matrix_md, matrix_view
 
 import matrix_fixture
 
@@ -285,6 +285,11 @@ def test_anchors_last_across_renders(tmp_path):
         assert '<a id="numpy-2.4.6-consumer-LAY-09"></a>' in md and "(#numpy-2.4.6-consumer-LAY-09)" in md
         assert '<a id="torch-2.14.1-debian-producer-CAP-02"></a>' in md
         assert "cell-" not in md
+
+
+def test_fold_lines_join_runs_of_clauses():
+    assert matrix_findings.compact(["XAPI-01", "XAPI-02", "XAPI-03", "XAPI-05", "DT-05", "DT-06", "*"]) == \
+        ["XAPI-01–03", "XAPI-05", "DT-05", "DT-06", "*"]
 
 
 @pytest.mark.parametrize("older, newer", [

@@ -178,8 +178,12 @@ function renderHeadline(){var h="<div class='scroll'><table class='plain head'><
    "</td><td class='n'>"+must(hd,"producer")+"</td><td class='n'>"+must(hd,"consumer")+"</td><td>"+robust(hd)+"</td><td>"+
    (hd.findings.length?"<a href='#"+slugLib(l.name)+"' class='go'>"+esc(counts(hd))+"</a>":"none")+"</td></tr>";});});
  $("headline-body").innerHTML=h+"</tbody></table></div>";}
+function compact(ids){var out=[],run=[];  /* matrix_findings.compact: XAPI-01, -02, -03 -> XAPI-01\u201303 */
+ function flush(){if(run.length>2)out.push(run[0][2]+"\u2013"+run[run.length-1][2].split("-").pop());else run.forEach(function(r){out.push(r[2]);});run=[];}
+ ids.forEach(function(id){var m=/^(.*-)(\d+)$/.exec(id);if(!m){flush();out.push(id);return;}var k=[m[1],+m[2],id];
+  if(run.length&&(run[run.length-1][0]!==k[0]||run[run.length-1][1]+1!==k[1]))flush();run.push(k);});flush();return out;}
 function foldLine(what,fold){var gs=Object.keys(fold);if(!gs.length)return "";var n=0;
- var parts=gs.map(function(g){n+=fold[g].length;var t=g;D.groups.forEach(function(x){if(x.id===g)t=x.title;});return esc(t)+" ("+esc(fold[g].join(", "))+")";});
+ var parts=gs.map(function(g){n+=fold[g].length;var t=g;D.groups.forEach(function(x){if(x.id===g)t=x.title;});return esc(t)+" ("+esc(compact(fold[g]).join(", "))+")";});
  return "<p class='fold'>"+n+" clauses "+what+": "+parts.join("; ")+".</p>";}
 function renderLibraries(){var h="";
  D.libraries.forEach(function(l){if(!libOk(l.name))return;

@@ -29,6 +29,32 @@ def slug(*parts):
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
 
 
+def compact(ids):
+    """Clause ids with runs of consecutive numbers of one group joined: XAPI-01, XAPI-02, XAPI-03
+    -> XAPI-01–03 (index.html's compact() does the same)."""
+    out, run = [], []
+
+    def flush():
+        if len(run) > 2:
+            out.append("%s–%s" % (run[0][2], run[-1][2].split("-")[-1]))
+        else:
+            out.extend(r[2] for r in run)
+        run.clear()
+
+    for cid in ids:
+        m = re.match(r"^(.*-)(\d+)$", cid)
+        if not m:
+            flush()
+            out.append(cid)
+            continue
+        key = (m.group(1), int(m.group(2)), cid)
+        if run and (run[-1][0] != key[0] or run[-1][1] + 1 != key[1]):
+            flush()
+        run.append(key)
+    flush()
+    return out
+
+
 def is_finding(verdict):
     return verdict not in QUIET
 

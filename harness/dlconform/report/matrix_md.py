@@ -103,7 +103,7 @@ def headline(view):
 
 def _fold_line(what, fold):
     n = sum(len(ids) for ids in fold.values())
-    parts = ["%s (%s)" % (GROUP_TITLES.get(g, g), ", ".join(ids)) for g, ids in fold.items()]
+    parts = ["%s (%s)" % (GROUP_TITLES.get(g, g), ", ".join(matrix_findings.compact(ids))) for g, ids in fold.items()]
     return "%d clauses %s: %s." % (n, what, "; ".join(parts))
 
 
