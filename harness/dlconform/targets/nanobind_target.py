@@ -114,6 +114,9 @@ class NanobindTarget(Target):
     def repro_setup(self):
         return ["from dlconform import _nanobind"]
 
+    def repro_from_dlpack(self, arg):
+        return "_nanobind.take(%s)" % arg
+
     def repro_make(self, dtype, shape, values, var="x"):
         from ..repro import bytes_literal
 
