@@ -22,20 +22,23 @@ from .base import ITEMSIZE, STANDARD_DTYPES, Target, TargetError, row_major_stri
 GLUE = "dlconform._nanobind"
 
 
+def _glue():
+    """dlconform._nanobind, or a TargetError that says how it is built."""
+    try:
+        from .. import _nanobind
+        return _nanobind
+    except ImportError as e:
+        raise TargetError("cannot import module %r (%s; `make build` builds it where nanobind-dev "
+                          "is installed)" % (GLUE, type(e).__name__))
+
+
 class NanobindTarget(Target):
-    name = "nanobind"
-    library = "nanobind"
+    name = library = "nanobind"
+    roles = frozenset({"producer", "consumer"})
 
     def __init__(self, name=None):
         super().__init__(name or "nanobind")
-        try:
-            from .. import _nanobind
-        except ImportError as e:
-            raise TargetError("cannot import module %r (%s; `make build` builds it where nanobind-dev "
-                              "is installed)" % (GLUE, type(e).__name__))
-        self.nb = _nanobind
-        self.roles = frozenset({"producer", "consumer"})
-        self._codes = {}
+        self.nb, self._codes = _glue(), {}
 
     def versions(self):
         return {"nanobind": ".".join(str(n) for n in self.nb.NANOBIND_VERSION)}

@@ -21,30 +21,23 @@ ORT_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uin
 
 
 class OnnxruntimeTarget(Target):
-    name = "onnxruntime"
-    library = "onnxruntime"
+    name = library = "onnxruntime"
 
     def __init__(self, name=None):
         super().__init__(name or "onnxruntime")
-        try:
-            import numpy
-            import onnxruntime
-            from onnxruntime.capi import _pybind_state
-        except Exception as e:  # noqa: BLE001 - an import may fail in many ways
+        try:  # an import may fail in many ways
+            import numpy, onnxruntime  # noqa: E401
+            from onnxruntime.capi import _pybind_state as native
+        except Exception as e:  # noqa: BLE001
             raise TargetError("cannot import onnxruntime (%s)" % type(e).__name__)
-        self.np, self.ort, self.native = numpy, onnxruntime, _pybind_state.OrtValue
-        self.cpu = _pybind_state.OrtDevice(_pybind_state.OrtDevice.cpu(), _pybind_state.OrtDevice.default_memory(), 0)
-        roles = set()
-        if hasattr(self.native, "__dlpack__"):
-            roles.add("producer")
-        if hasattr(self.native, "from_dlpack"):
-            roles.add("consumer")
-        self.roles = frozenset(roles)
+        self.np, self.ort, self.native = numpy, onnxruntime, native.OrtValue
+        self.cpu = native.OrtDevice(native.OrtDevice.cpu(), native.OrtDevice.default_memory(), 0)
+        self.roles = frozenset(role for role, method in (("producer", "__dlpack__"), ("consumer", "from_dlpack"))
+                               if hasattr(self.native, method))
 
     def available(self):
-        if not self.roles:
-            return False, "onnxruntime %s: its OrtValue has no DLPack methods" % self.ort.__version__
-        return True, ""
+        return (True, "") if self.roles else (False, "onnxruntime %s: its OrtValue has no DLPack methods"
+                                              % self.ort.__version__)
 
     def versions(self):
         return {"onnxruntime": self.ort.__version__, "numpy": self.np.__version__}
