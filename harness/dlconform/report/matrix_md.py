@@ -7,12 +7,17 @@ not testable here) and its full clause list; interop per tier (failures over che
 findings; version history; conflicts; runs and their provenance. Anchors are built from names
 (matrix_findings.slug), so links into the page last across renders.
 """
+import re
+
 from . import matrix_findings
 from .markdown import _cell, _code
 from .matrix_view import GROUP_TITLES
 
 SHORT = {"pass": "pass", "warn": "warn", "unsupported": "unsup", "skip": "skip",
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
+#: a message's length in MATRIX.md; index.html and matrix.json keep it whole
+MESSAGE_CHARS = 300
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 #: worst first: the order of counts and findings
 ORDER = ("crash", "timeout", "fail", "warn")
 
@@ -110,26 +115,32 @@ def _fold_line(what, fold):
 def _records(view, detail_ids, with_clause, anchor):
     """The distinct results of a finding: each message once, with the versions and tiers it was
     seen in, then its reproducer, or a link to the finding above that shows the same one
-    (view["shown_repros"]: repro -> anchor)."""
+    (view["shown_repros"]: repro -> anchor). A warning's reproducer stays in index.html and
+    matrix.json: MATRIX.md shows those of the defects (fail, crash, timeout), which keeps its
+    findings short enough to read (under 100 KB)."""
     seen, order = {}, []
     srcs, strings = view["sources"], view["strings"]
     for d in detail_ids:
         src, _, version, clause, test, role, verdict, msg, repro, _, peer = view["details"][d]
         where = "%s %s" % (version, srcs[src]["tier"] if src >= 0 else "?")
-        key = (verdict, msg, clause, test, role, peer)
+        # messages that differ only in addresses are one message
+        key = (verdict, _ADDRESS.sub("0x", strings[msg]), clause, test, role, peer)
         if key not in seen:
-            seen[key] = ([], repro)
+            seen[key] = ([], repro, msg)
             order.append(key)
         if where not in seen[key][0]:
             seen[key][0].append(where)
     out, repros, shown = [], set(), view["shown_repros"]
     for key in order:
-        verdict, msg, clause, test, role, peer = key
-        wheres, repro = seen[key]
+        verdict, _, clause, test, role, peer = key
+        wheres, repro, msg = seen[key]
         out.append("- %s `%s`%s%s: %s [%s]" % (SHORT.get(verdict, verdict), _cell(test, 200),
                                                (" " + clause) if with_clause else "",
                                                (" (%s)" % _cell(peer)) if peer else "",
-                                               _cell(strings[msg], 600) or "(no message)", ", ".join(wheres)))
+                                               _cell(strings[msg], MESSAGE_CHARS) or "(no message)", ", ".join(wheres)))
+        if verdict == "warn" and strings[repro]:
+            out.append("  (reproducer: in index.html and matrix.json)")
+            continue
         if not strings[repro] or repro in repros:
             continue
         repros.add(repro)
