@@ -109,8 +109,7 @@ def _native_shape(target, x):
     k = lib(target)
     if k == "torch":
         return tuple(x.shape)
-    shape = getattr(x, "shape", ())
-    return tuple(shape() if callable(shape) else shape)  # onnxruntime's OrtValue.shape() is a method
+    return tuple(s() if callable(s := getattr(x, "shape", ())) else s)  # OrtValue.shape() is a method
 
 
 def native_layout(target, x):
