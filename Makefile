@@ -68,6 +68,7 @@ cuda:
 
 include fuzz/fuzz.mk
 include probes/tsan.mk
+include probes/nanobind/nanobind.mk
 
 # `make conformance` exits with dlconform's own status: 0 clean (or only known findings), 1
 # findings, 2 when it could not run. A recipe cannot do that (make exits 2 whenever a recipe
@@ -119,6 +120,8 @@ endif
 # The compatibility matrix (harness/dlconform/matrix/run.py): conformance in each Debian tier
 # (built when missing) and on the host, merged into $(MATRIX_OUT) (matrix.json, MATRIX.md,
 # index.html). `make publish` re-renders it from the latest runs in $(MATRIX_RUNS), running nothing.
+# make matrix refuses a tree with changes (the runs record a clean `git describe`); ALLOW_DIRTY=1
+# runs anyway and records the revision as -dirty.
 TIERS ?= bookworm trixie sid
 MATRIX_RUNS ?= reports/out/matrix
 MATRIX_OUT ?= reports/matrix
@@ -127,7 +130,7 @@ MATRIX_JOBS ?= 3
 matrix: deps
 	@$(MAKE) --no-print-directory build
 	@$(PYTHON) -m dlconform.matrix.run --tiers '$(TIERS)' --targets '$(TARGETS)' --runs $(MATRIX_RUNS) \
-	  --out $(MATRIX_OUT) --jobs $(MATRIX_JOBS) $(if $(CLAUSE),--clause '$(CLAUSE)')
+	  --out $(MATRIX_OUT) --jobs $(MATRIX_JOBS) $(if $(CLAUSE),--clause '$(CLAUSE)') $(if $(ALLOW_DIRTY),--allow-dirty)
 publish:
 	@$(PYTHON) -m dlconform.matrix.run --publish --runs $(MATRIX_RUNS) --out $(MATRIX_OUT)
 
@@ -149,4 +152,4 @@ test: test-deps
 	@$(MAKE) --no-print-directory pytest
 
 clean:
-	rm -rf $(BUILD) $(PKG)/_probe*.so $(PKG)/_ref*.so
+	rm -rf $(BUILD) $(PKG)/_probe*.so $(PKG)/_ref*.so $(PKG)/_nanobind*.so

@@ -11,13 +11,13 @@ const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run
   "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
   "--disable-extensions", "--metrics-recording-only", "--no-default-browser-check"];
 
-async function open(browser, width, height, obs, tag) {
+async function open(browser, width, height, obs, tag, hash) {
   const ctx = await browser.newContext({ viewport: { width, height } });
   const page = await ctx.newPage();
   page.on("request", (r) => obs.requests.push(r.url()));
   page.on("console", (m) => { if (m.type() === "error") obs.console_errors.push(tag + ": " + m.text()); });
   page.on("pageerror", (e) => obs.console_errors.push(tag + ": " + String(e)));
-  await page.goto(url, { waitUntil: "load" });
+  await page.goto(url + (hash || ""), { waitUntil: "load" });
   await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
   return { ctx, page };
 }
@@ -38,7 +38,7 @@ const dialogState = (page) => page.evaluate(() => {
 });
 
 (async () => {
-  const obs = { requests: [], console_errors: [], wide: {}, narrow: {} };
+  const obs = { requests: [], console_errors: [], wide: {}, narrow: {}, deep: {} };
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
     // ---------------- 1280 px
@@ -108,7 +108,7 @@ const dialogState = (page) => page.evaluate(() => {
     await page.reload({ waitUntil: "load" });
     await page.waitForSelector("body[data-ready='1']");
     const tabs = [];
-    for (let i = 0; i < 16; i++) {
+    for (let i = 0; i < 120; i++) {
       await page.keyboard.press("Tab");
       const a = await page.evaluate(() => { const e = document.activeElement; return e ? (e.id || e.tagName + "." + e.className) : ""; });
       tabs.push(a);
@@ -132,6 +132,40 @@ const dialogState = (page) => page.evaluate(() => {
     w.space_closed = await dialogState(page);
     w.focus_visible = await page.evaluate(() => getComputedStyle(document.activeElement, ":focus-visible") !== null &&
       getComputedStyle(document.activeElement).outlineStyle);
+    await ctx.close();
+
+    // ---------------- a new user: headline -> library section -> finding -> reproducer; the link lasts
+    ({ ctx, page } = await open(browser, 1280, 900, obs, "deep"));
+    const d = obs.deep = {};
+    d.headline_libs = await page.$$eval("#headline-body tbody tr td:first-child", (tds) => tds.map((t) => t.textContent));
+    d.sections = await page.$$eval("#libs-body .lib", (xs) => xs.map((x) => x.id));
+    const go = await page.$("#headline-body a.go");
+    d.go_href = await go.getAttribute("href");
+    await go.click();
+    d.hash_after_go = await page.evaluate(() => location.hash);
+    const chip = await page.$(d.go_href + " a.fv");
+    d.chip = await chip.getAttribute("id");
+    await chip.click();
+    await page.waitForFunction(() => document.getElementById("detail").open);
+    d.clicked = await dialogState(page);
+    d.link = await page.evaluate(() => location.href);
+    await shot(page, "matrix-1280-deep-link.png", false);
+    await ctx.close();
+    ({ ctx, page } = await open(browser, 1280, 900, obs, "deep-open", "#" + d.link.split("#")[1]));
+    d.followed = await dialogState(page);
+    d.followed_hash = await page.evaluate(() => location.hash);
+    await page.keyboard.press("Escape");
+    d.closed_hash = await page.evaluate(() => location.hash);
+    await ctx.close();
+    ({ ctx, page } = await open(browser, 1280, 900, obs, "deep-filter", "#lib=numpy&group=CAP&fail=1"));
+    d.filters = await page.evaluate(() => [document.getElementById("f-lib").value, document.getElementById("f-group").value,
+      document.getElementById("f-fail").checked]);
+    d.filter_libs = await matrixLibs(page);
+    await page.selectOption("#f-lib", "torch");
+    d.hash_after_select = await page.evaluate(() => location.hash);
+    await ctx.close();
+    ({ ctx, page } = await open(browser, 1280, 900, obs, "deep-bare", "#" + d.chip));
+    d.bare = await dialogState(page);
     await ctx.close();
 
     // ---------------- 390 px

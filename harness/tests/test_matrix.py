@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from dlconform import cli
-from dlconform.matrix import merge, synthetic
+from dlconform import REPO_DIR, cli
+from dlconform.matrix import merge, synthetic, upstream
 from dlconform.matrix import run as matrix_run
-from dlconform.report import html, matrix_md, matrix_view
+from dlconform.report import html, matrix_findings, matrix_md, matrix_view
 
 import matrix_fixture
 
@@ -214,22 +214,112 @@ def test_markdown_render(fixture_matrix):
     md = open(paths["markdown"], encoding="utf-8").read()
     assert md.startswith("# DLPack compatibility matrix")
     assert "schema `dlconform-matrix/1`" in md
-    for section in ("## Runs", "## Failed runs", "## Rejected inputs", "## Library × clause",
-                    "## Interop: producer × consumer", "## Version history", "## Conflicts", "## Findings"):
-        assert section in md, section
-    matrix = md.split("## Library × clause")[1].split("\n## ")[0]
-    header = [ln for ln in matrix.splitlines() if ln.startswith("| clause | level |")][0]
+    sections = ("## Headline", "## numpy", "### Findings: numpy", "### Clauses: numpy",
+                "## Interop: producer × consumer", "## Version history", "## Conflicts", "## Runs and provenance",
+                "### Failed runs", "### Rejected inputs")
+    at = [md.index(x) for x in sections]
+    assert at == sorted(at)                                    # the headline first, provenance last
+    head = md.split("## Headline")[1].split("\n## ")[0]
+    assert "| [numpy](#lib-numpy) | [2.4.6](#numpy-2.4.6) | sid |" in head
+    lib = md.split("\n## numpy\n")[1].split("\n## ")[0]
+    clauses = lib.split("### Clauses: numpy")[1]
+    header = [ln for ln in clauses.splitlines() if ln.startswith("| clause | level |")][0]
     assert "numpy 1.24.2 (bookworm, host)" in header and "numpy 2.4.6 (sid)" in header
-    assert "| **CAP** Capsules |" in matrix and "| CAP-01 | MUST |" in matrix and "| API-04 | SHOULD |" in matrix
-    assert re.search(r"\[\*\*FAIL\*\*[^]]*\]\(#cell-\d+\)", matrix)         # non-pass cells link to findings
-    k = re.search(r"\(#cell-(\d+)\)", matrix).group(1)
-    finding = md.split('<a id="cell-%s"></a>' % k)[1].split("<a id=")[0]
-    assert "> " in finding and "<summary>reproducer</summary>" in finding and "```" in finding
+    assert "| CAP-01 | MUST |" in clauses and "| API-04 | SHOULD |" in clauses
+    link = re.search(r"\[\*\*FAIL\*\*[^]]*\]\(#(numpy-[0-9.]+-(?:producer|consumer)-[A-Z]+-\d+)\)", clauses)
+    assert link                                                 # a failing cell links to its finding
+    finding = lib.split('<a id="%s"></a>' % link.group(1))[1].split("\n#### ")[1].split("<a id=")[0]
+    assert "**FAIL**" in finding and "> " in finding and "<summary>reproducer</summary>" in finding
+    findings = lib.split("### Findings: numpy")[1].split("### Clauses")[0]
+    assert "unsup" not in findings and "#### " in findings       # unsupported and skip are folded
+    assert re.search(r"^- \d+ clauses not offered: ", lib, re.M)
     hist = md.split("## Version history")[1].split("\n## ")[0]
     assert "### numpy" in hist and ("↓" in hist or "↑" in hist)
     assert "sid** (gpu-box) failed at build" in md
     interop = md.split("## Interop: producer × consumer")[1].split("\n## ")[0]
     assert "### bookworm" in interop and "| producer \\ consumer |" in interop
+    assert re.search(r"\| \[?\d+ (fail|crash|timeout|warn) / \d+", interop)      # failures over checked
+
+
+def test_findings_and_headline(tmp_path):
+    recs = [rec("numpy", "CAP-01", "pass"), rec("numpy", "CAP-02", "fail"), rec("numpy", "CAP-03", "unsupported"),
+            rec("numpy", "CAP-04", "skip"), rec("numpy", "CAP-05", "crash", role="consumer"),
+            rec("numpy", "CAP-05", "pass", role="consumer", test="t2"), rec("numpy", "API-04", "warn", level="SHOULD"),
+            rec("numpy", "VER-01", "unsupported"), rec("numpy", "VER-01", "pass", role="consumer")]
+    doc, _ = merge.merge([write(tmp_path, "sid", results_doc({"numpy": "2.4.6"}, recs))])
+    view = matrix_view.build(doc)
+    (head,) = view["headlines"]
+    assert head["anchor"] == "numpy-2.4.6"
+    assert head["must"] == {"producer": [1, 2], "consumer": [1, 2]}     # CAP-01, CAP-02; CAP-05, VER-01
+    assert head["robustness"] is None                                     # no record carries `input`
+    assert head["counts"] == {"fail": 1, "crash": 1, "warn": 1}
+    anchors = {f["anchor"] for f in view["findings"]}
+    assert anchors == {"numpy-2.4.6-producer-CAP-02", "numpy-2.4.6-consumer-CAP-05", "numpy-2.4.6-producer-API-04"}
+    assert head["not_offered"] == {"CAP": ["CAP-03"]}                    # VER-01 is tested as a consumer
+    assert head["not_testable"] == {"CAP": ["CAP-04"]}
+    assert view["cell_anchors"][0].startswith("numpy-2.4.6-")
+
+
+def test_robustness_counts_crashes_on_invalid_input(tmp_path):
+    recs = [rec("numpy", "LAY-09", "crash", role="consumer", input="invalid"),
+            rec("numpy", "LAY-10", "crash", role="consumer", input="argument", test="t2"),
+            rec("numpy", "LAY-11", "crash", role="consumer", test="t3"),
+            rec("numpy", "LAY-03", "pass", role="consumer", input="valid")]
+    doc, _ = merge.merge([write(tmp_path, "sid", results_doc({"numpy": "2.4.6"}, recs)),
+                          write(tmp_path, "trixie", results_doc({"numpy": "2.2.4"}, [rec("numpy", "LAY-03", "crash")]))])
+    view = matrix_view.build(doc)
+    by_version = {view["columns"][h["col"]]["version"]: h["robustness"] for h in view["headlines"]}
+    assert by_version == {"2.4.6": 2, "2.2.4": 0}      # graded (the library carries `input`); a valid-input crash is not counted
+    md = matrix_md.render(doc, view)
+    assert "robustness: 2 crashes" in md and "robustness: 0 crashes" in md
+
+
+def test_anchors_last_across_renders(tmp_path):
+    a = write(tmp_path, "sid", results_doc({"numpy": "2.4.6"}, [rec("numpy", "LAY-09", "crash", role="consumer")]))
+    b = write(tmp_path, "trixie", results_doc({"torch": "2.14.1+debian"}, [rec("torch", "CAP-02", "fail")]))
+    mds = []
+    for args in ([a, b], [b, a]):
+        doc, _ = merge.merge(args)
+        mds.append(matrix_md.render(doc, matrix_view.build(doc)))
+    for md in mds:
+        assert '<a id="numpy-2.4.6-consumer-LAY-09"></a>' in md and "(#numpy-2.4.6-consumer-LAY-09)" in md
+        assert '<a id="torch-2.14.1-debian-producer-CAP-02"></a>' in md
+        assert "cell-" not in md
+
+
+def test_fold_lines_join_runs_of_clauses():
+    assert matrix_findings.compact(["XAPI-01", "XAPI-02", "XAPI-03", "XAPI-05", "DT-05", "DT-06", "*"]) == \
+        ["XAPI-01–03", "XAPI-05", "DT-05", "DT-06", "*"]
+
+
+@pytest.mark.parametrize("older, newer", [
+    ("1.13.0a0", "1.13.0"), ("2.0.0rc1", "2.0.0"), ("2.0.dev1", "2.0.0a1"), ("2.14.1", "2.14.1+debian"),
+    ("1.24.2", "2.2.4"), ("2.2.4", "2.10.0"), ("1:2.4-1", "0.1"),   # not PEP 440: before every PEP 440 label
+    ("1.0-x", "1.0-y"),                                              # both not PEP 440: the legacy order
+])
+def test_version_order(older, newer):
+    assert matrix_view.version_key(older) < matrix_view.version_key(newer)
+    assert sorted([newer, older], key=matrix_view.version_key) == [older, newer]
+
+
+def test_version_history_follows_pep440(tmp_path):
+    """Debian's torch 1.13.0a0 is older than a 1.13.0 build: a fix is a fix, not a regression."""
+    old = write(tmp_path, "bookworm", results_doc({"torch": "1.13.0a0"}, [rec("torch", "CAP-01", "fail")]))
+    new = write(tmp_path, "host", results_doc({"torch": "1.13.0"}, [rec("torch", "CAP-01", "pass")]))
+    doc, _ = merge.merge([new, old])
+    h = matrix_view.build(doc)["history"][0]
+    assert (h["regressions"], h["fixes"]) == (0, 1)
+
+
+def test_committed_matrix_findings_fit_in_100_kb():
+    """MATRIX.md's findings (every library's Findings section and the interop findings),
+    rendered from the committed matrix.json, stay under 100 KB."""
+    doc, errors = merge.merge([os.path.join(REPO_DIR, "reports", "matrix", "matrix.json")])
+    assert not errors
+    md = matrix_md.render(doc, matrix_view.build(doc, upstream.matcher(upstream.load())))
+    blocks = re.findall(r"\n### (?:Findings: |Interop findings).*?(?=\n### |\n## )", md, re.S)
+    assert len(blocks) >= 5
+    assert sum(len(b.encode("utf-8")) for b in blocks) < 100 * 1024
 
 
 def test_markdown_of_empty_matrix(tmp_path):
@@ -296,6 +386,7 @@ esac
 exit 2
 """)
     monkeypatch.setattr(matrix_run, "TIER_SH", str(fake))
+    monkeypatch.setattr(matrix_run, "source_revision", lambda: ("v0.2-3-gabcdef123456", False))
     monkeypatch.setenv("FAKE_RESULTS", fake_results)
     runs, out = tmp_path / "runs", tmp_path / "out"
     (runs / "trixie").mkdir(parents=True)          # a run of a tier not asked for this time: dropped
@@ -311,9 +402,25 @@ exit 2
     f = doc["failures"][0]
     assert (f["tier"], f["stage"], f["exit_status"], f["machine"]) == ("sid", "build", 1, "ci-7")
     assert "mmdebstrap failed" in f["message"] and "building into" in f["log"]
+    assert by_tier["bookworm"]["tier_info"]["revision"] == "v0.2-3-gabcdef123456"
     md = (out / "MATRIX.md").read_text()
     assert "**sid** (ci-7) failed at build" in md and "numpy 1.24.2 (bookworm)" in md
+    assert "| v0.2-3-gabcdef123456 |" in md                     # the runs table shows the clean revision
     assert "mmdebstrap failed" in (out / "index.html").read_text()
+
+
+def test_make_matrix_refuses_a_tree_with_changes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(matrix_run, "source_revision", lambda: ("v0.2-3-gabcdef123456", True))
+    monkeypatch.setattr(matrix_run, "run_one", lambda *a: pytest.fail("a dirty tree must not run"))
+    rc = matrix_run.main(["--tiers", "", "--no-host", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    assert rc == 2 and "ALLOW_DIRTY=1" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_source_revision_of_this_checkout():
+    revision, dirty = matrix_run.source_revision()
+    assert revision and isinstance(dirty, bool)
+    assert matrix_run.source_revision(os.path.dirname(REPO_DIR.rstrip("/")) + "/no-such-dir") == (None, False)
 
 
 def test_matrix_json_has_one_record_per_line():
@@ -328,3 +435,46 @@ def test_matrix_json_has_one_record_per_line():
     assert [json.loads(line.rstrip(",")) for line in lines[first:first + 2]] == doc["results"]
     assert lines[first + 2:] == [" ]", "}"]
     assert json.loads(merge.dumps({"results": []})) == {"results": []}
+
+
+# ---------------------------------------------------------------- upstream context
+def test_every_upstream_entry_matches_a_committed_finding_or_is_fixed():
+    """reports/upstream.json stays true to the committed matrix: each entry names at least one
+    finding of it, unless it is marked fixed."""
+    entries = upstream.load()
+    assert entries
+    doc, _ = merge.merge([os.path.join(REPO_DIR, "reports", "matrix", "matrix.json")])
+    view = matrix_view.build(doc, upstream.matcher(entries))
+    matched = {u["ref"] for f in view["findings"] + view["interop_findings"] for u in f["upstream"]}
+    for e in entries:
+        assert e["upstream"] in matched or e["state"].startswith("fixed"), e
+
+
+def test_upstream_context_is_shown(tmp_path):
+    d = results_doc({"numpy": "2.2.4"}, [rec("numpy", "DEV-05", "fail", message="dl_device=(7, 0) raised ValueError")])
+    doc, _ = merge.merge([write(tmp_path, "trixie", d)])
+    entries = upstream.validate({"schema": upstream.SCHEMA, "entries": [
+        {"library": "numpy", "clause": "DEV-05", "pattern": "raised ValueError", "versions": "<2.4",
+         "upstream": "numpy/numpy#1", "state": "fixed in 2.4", "summary": "s"},
+        {"library": "numpy", "clause": "DEV-05", "pattern": "raised ValueError", "versions": ">=2.4",
+         "upstream": "numpy/numpy#2", "state": "open", "summary": "out of range"},
+        {"library": "numpy", "clause": "DEV-05", "pattern": "TypeError", "versions": "",
+         "upstream": "numpy/numpy#3", "state": "open", "summary": "another message"}]})
+    view = matrix_view.build(doc, upstream.matcher(entries))
+    assert [u["ref"] for u in view["findings"][0]["upstream"]] == ["numpy/numpy#1"]
+    md = matrix_md.render(doc, view)
+    assert "fixed in 2.4 upstream (numpy/numpy#1)" in md
+    assert upstream.in_range("1.13.0a0", "<1.14") and upstream.in_range("2.6.0+debian", "<2.14")
+    assert not upstream.in_range("1.13.0a0", "<1.13")        # PEP 440: <V excludes pre-releases of V
+    assert not upstream.in_range("not-a-version", "<2")
+
+
+@pytest.mark.parametrize("entry, field", [
+    ({"upstream": "numpy#1"}, "upstream"), ({"state": "wontfix"}, "state"), ({"pattern": "("}, "pattern"),
+    ({"versions": "<<2"}, "versions"), ({"summary": None}, "summary"),
+])
+def test_malformed_upstream_entry_is_rejected(entry, field):
+    good = {"library": "numpy", "clause": "DEV-05", "pattern": "x", "versions": "", "upstream": "numpy/numpy#1",
+            "state": "open", "summary": "s"}
+    with pytest.raises(upstream.UpstreamError, match=r"entries\[0\]\.%s" % field):
+        upstream.validate({"schema": upstream.SCHEMA, "entries": [dict(good, **entry)]})

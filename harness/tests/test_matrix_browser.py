@@ -2,8 +2,9 @@
 playwright-core (matrix_browser.js) over a page served from localhost. Checks the filters, the
 drill-down, keyboard access and both widths (1280 and 390 px); screenshots go to reports/out/.
 
-Needs /usr/bin/chromium (apt-get install chromium), node, and playwright-core installed with
-`npm install --prefix reports/.browser playwright-core` (.ci/run does both); skipped otherwise.
+Needs /usr/bin/chromium, node and playwright-core under reports/.browser: `make test-deps`
+(probes/build-tools/deps.sh test) installs them, and `make test` runs it first. Skipped only
+where they cannot be installed (not root); as root a missing part is an error.
 """
 import functools
 import http.server
@@ -35,7 +36,8 @@ def _missing():
     return None
 
 
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+pytestmark = pytest.mark.skipif(_missing() is not None and os.geteuid() != 0,
+                                reason="%s; not root, so `make test-deps` cannot install it" % _missing())
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -49,6 +51,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory):
+    assert _missing() is None, _missing() + ": run `make test-deps` (as root it installs them)"
     tmp = tmp_path_factory.mktemp("matrix")
     doc, errors, paths = matrix_fixture.build(tmp)
     assert len(errors) == 1  # the fixture's malformed file
@@ -74,8 +77,8 @@ def observed(tmp_path_factory):
 
 def test_no_network_and_no_errors(observed):
     assert observed["console_errors"] == []
-    assert set(observed["requests"]) == {observed["url"]}, observed["requests"]
     assert set(observed["served"]) == {"/index.html"}
+    assert all(u.split("#")[0] == observed["url"] for u in observed["requests"]), observed["requests"]
 
 
 def test_page_shows_all_views(observed):
@@ -134,3 +137,21 @@ def test_narrow_390(observed):
     assert n["fail_rows"] > 0
     assert n["drill"]["open"] and n["dialog_box"]["left"] >= 0 and n["dialog_box"]["right"] <= 391
     assert not n["after_escape"]["open"]
+
+
+def test_headline_and_deep_link_to_a_finding(observed):
+    """A new user: the headline at the top links to the library's findings; a finding opens its
+    evidence and reproducer and puts a lasting anchor in the URL; that URL opens the same view."""
+    d = observed["deep"]
+    assert d["headline_libs"][0] == "ref" and {"numpy", "torch", "tvm_ffi"} <= set(d["headline_libs"])
+    assert d["go_href"].startswith("#lib-") and d["go_href"][1:] in d["sections"]
+    lib = d["go_href"][len("#lib-"):]
+    assert d["chip"].startswith(lib + "-")                      # library-version-role-clause
+    assert d["clicked"]["open"] and "Reproducer" in d["clicked"]["text"] and d["clicked"]["pres"] >= 1
+    assert "open=" + d["chip"] in d["link"]
+    assert d["followed"]["open"] and d["followed"]["title"] == d["clicked"]["title"]
+    assert d["followed"]["text"] == d["clicked"]["text"]
+    assert "open=" not in d["closed_hash"]                     # closing the dialog leaves the filters
+    assert d["filters"] == ["numpy", "CAP", True] and d["filter_libs"] == ["numpy"]
+    assert "lib=torch" in d["hash_after_select"] and "group=CAP" in d["hash_after_select"]
+    assert d["bare"]["open"] and d["bare"]["title"] == d["clicked"]["title"]  # a bare #anchor works too

@@ -105,7 +105,8 @@ def test_package_lists():
               "python3-hypothesis", "python3-dev", "gcc", "make", "libdlpack-dev"}
     for tier in ("bookworm", "trixie"):
         assert set(packages(tier)) == common
-    assert set(packages("sid")) == common | {"python3-tvm-ffi", "python3-pyarrow"}
+    assert set(packages("sid")) == common | {"python3-tvm-ffi", "python3-pyarrow", "nanobind-dev", "python3-nanobind",
+                                             "g++", "python3-onnxruntime"}
 
 
 # ---- stamp and rebuild decision -------------------------------------------------------------

@@ -48,13 +48,14 @@ usage_tier() {
 
 packages() { # the Debian packages of a tier
   p="python3-numpy python3-torch python3-mpi4py python3-pytest python3-hypothesis python3-dev gcc make libdlpack-dev"
-  [ "$1" = sid ] && p="$p python3-tvm-ffi python3-pyarrow"
+  # sid: nanobind-dev and g++ build the nanobind glue module (probes/nanobind) like the probes
+  [ "$1" = sid ] && p="$p python3-tvm-ffi python3-pyarrow nanobind-dev python3-nanobind g++ python3-onnxruntime"
   echo "$p"
 }
 
 modules() { # the Python modules the smoke test imports, and whose versions the stamp records
   m="numpy torch mpi4py pytest hypothesis"
-  [ "$1" = sid ] && m="$m tvm_ffi pyarrow"
+  [ "$1" = sid ] && m="$m tvm_ffi pyarrow nanobind onnxruntime"
   echo "$m"
 }
 

@@ -418,8 +418,9 @@ def write(out_dir, doc):
              "html": os.path.join(out_dir, "index.html")}
     atomic_write(paths["json"], dumps(doc))
     from ..report.matrix_view import build as build_view
+    from . import upstream
 
-    view = build_view(doc)
+    view = build_view(doc, upstream.matcher(upstream.load()))
     atomic_write(paths["markdown"], matrix_md.render(doc, view))
     atomic_write(paths["html"], html.render(doc, view))
     return paths

@@ -14,8 +14,14 @@ failure.json is merged into OUT (matrix.json, MATRIX.md, index.html).
 `--publish` runs nothing: it merges what RUNS holds (the latest results), or, when RUNS has
 nothing, re-renders OUT/matrix.json.
 
+Provenance: the runs carry the revision they were made from (`revision` in provenance.json,
+`git describe --tags --always`). A tree with changes (tracked or untracked, not ignored: the
+tiers copy both) has no such revision, so a run refuses it; `--allow-dirty` (make matrix
+ALLOW_DIRTY=1) runs anyway and records the revision with `-dirty`.
+
 Exit status: 0 when the matrix was written (findings in the libraries are data, not errors),
-1 when it could not be written or a run failed to produce results, 2 on a usage error.
+1 when it could not be written or a run failed to produce results, 2 on a usage error or a
+tree with changes.
 """
 import argparse
 import concurrent.futures
@@ -69,6 +75,22 @@ def _write_json(path, data):
         json.dump(data, f, indent=1)
         f.write("\n")
     os.replace(tmp, path)
+
+
+def source_revision(repo=REPO_DIR):
+    """(`git describe --tags --always --abbrev=12` of repo, whether the tree has changes that
+    are not ignored); (None, False) outside a git checkout."""
+    def git(*args):
+        return subprocess.run(["git", "-C", repo] + list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=30, check=False)
+    try:
+        described = git("describe", "--tags", "--always", "--abbrev=12")
+        if described.returncode != 0:
+            return None, False
+        status = git("status", "--porcelain")
+        return described.stdout.decode().strip(), bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, False
 
 
 def _tier_stamp(tier_dir, tier):
@@ -136,7 +158,8 @@ def run_one(label, runs, args, tier_dir):
         pass
     results = os.path.join(dest, "results.json")
     prov = {"tier": label, "machine": args.machine, "recorded": _now(), "duration": duration, "exit_status": rc,
-            "host_git": git_revision(), "host_platform": platform.platform(), "log": os.path.relpath(log, REPO_DIR)}
+            "host_git": git_revision(), "revision": args.revision, "host_platform": platform.platform(),
+            "log": os.path.relpath(log, REPO_DIR)}
     if label != "host":
         prov.update(_tier_stamp(tier_dir, label))
     if _valid_results(results):
@@ -213,10 +236,18 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=3, help="runs at a time (default 3: sid, trixie, and bookworm then host)")
     ap.add_argument("--make", default=os.environ.get("MAKE", "make"))
     ap.add_argument("--publish", action="store_true", help="run nothing; merge the latest runs")
+    ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with changes (revision -dirty)")
     args = ap.parse_args(argv)
     runs, out = os.path.abspath(args.runs), os.path.abspath(args.out)
     if args.publish:
         return publish(runs, out)
+    revision, dirty = source_revision()
+    if dirty and not args.allow_dirty:
+        print("matrix: the tree has changes (git status): a run records the revision it came from, and %s-dirty "
+              "names none. Commit them, or run with --allow-dirty (make matrix ALLOW_DIRTY=1)." % revision,
+              file=sys.stderr)
+        return 2
+    args.revision = (revision or "") + ("-dirty" if dirty else "")
     tiers = args.tiers.split()
     bad = [t for t in tiers if t not in DEFAULT_TIERS]
     if bad:

@@ -1,10 +1,17 @@
 """index.html: the merged matrix as one self-contained page.
 
 Inline CSS and JS, the view model (matrix_view.build) embedded as JSON; a Content-Security-Policy
-of default-src 'none' keeps the browser from fetching anything. Views: library x clause, producer x
-consumer interop per tier, version history per library, conflicts, runs. Every cell is a button that
-opens a dialog with the messages, the reproducers and the clause text (Enter/Space opens, Escape
-closes, arrow keys move between cells). Filters: library, clause group, failures only.
+of default-src 'none' keeps the browser from fetching anything. Views: the headline per library
+version, the findings per library (noise folded into one line per version), library x clause,
+producer x consumer interop per tier (failures over checked), version history per library,
+conflicts, runs. Every cell is a button that opens a dialog with the messages, the reproducers
+and the clause text (Enter/Space opens, Escape closes, arrow keys move between cells). Filters:
+library, clause group, failures only.
+
+The URL hash holds the view: `#lib=numpy&group=CAP&fail=1&open=ANCHOR` (any part may be left
+out; a bare `#ANCHOR` opens it too). ANCHOR is a finding's or a cell's lasting anchor
+(matrix_findings: `numpy-2.4.6-consumer-LAY-09`, `numpy-2.4.6-LAY-09`); the page keeps the hash
+up to date, so a copied link opens the same view.
 """
 import html as _html
 import json
@@ -34,7 +41,7 @@ _CSS = r"""
 --muted:#59606b;--bg:#fff;--fg:#1b1f24}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header,main,#filters,#banner,.legend{padding:0 16px}
+header,main,#filters,#banner,.legend,.top{padding:0 16px}
 header h1{font-size:1.5rem;margin:14px 0 4px}
 #meta{margin:0 0 10px;color:var(--muted)}
 h2{font-size:1.2rem;margin:22px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
@@ -87,9 +94,15 @@ border-bottom:1px solid var(--line);padding:10px 14px;z-index:1}
 .tag{display:inline-block;border-radius:4px;padding:0 6px;font-weight:700;font-size:.8rem}
 .msg{white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}
 .hidden{display:none!important}
+table.head td,table.head th{padding:4px 8px;text-align:left}table.head td.n{text-align:right}
+.lib{border:1px solid var(--line);border-radius:8px;padding:4px 12px 10px;margin:12px 0}
+.lib h3{margin-top:8px}.lib ul.fl{list-style:none;padding:0;margin:6px 0}
+.lib ul.fl li{padding:4px 0;border-top:1px solid var(--line)}
+a.fv{display:inline-block;border-radius:4px;padding:0 6px;margin:0 4px 2px 0;font-weight:700;text-decoration:none}
+.fold{color:var(--muted);font-size:.9rem;margin:2px 0}.up{font-size:.85rem;color:#0b4d8a}
 @media (max-width:600px){
  body{font-size:14px}
- header,main,#filters,#banner,.legend{padding-left:10px;padding-right:10px}
+ header,main,#filters,#banner,.legend,.top{padding-left:10px;padding-right:10px}
  header h1{font-size:1.2rem}
  #filters{gap:6px 10px;position:static}
  #filters label{flex:1 1 100%;justify-content:space-between}
@@ -112,14 +125,17 @@ var $=function(id){return document.getElementById(id);};
 function esc(s){return String(s==null?"":s).replace(/[&<>"']/g,function(c){return {"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c];});}
 function S(i){return D.strings[i]||"";}
 function shortGit(g){g=String(g||"");return g.slice(0,12)+(/-dirty$/.test(g)&&g.length>12?"-dirty":"");}
-var state={lib:"",group:"",fail:false};
+var state={lib:"",group:"",fail:false,open:""};
 var cols=D.columns,rows=D.rows,cells=D.cells;
 var at={};for(var k=0;k<D.n_matrix_cells;k++){at[cells[k][0]+","+cells[k][1]]=k;}
 function colTitle(c){return c.lib+" "+c.version;}
 function isBad(k){var c=cells[k];return !!(FAILING[c[2]]||c[6]);}
 function cellLabel(k,where){var c=cells[k];var t=where+": "+WORD[c[2]];
- if(c[3]>1)t+=", "+(c[3]-c[4])+" of "+c[3]+" results not passing";if(c[6])t+=", sources disagree";return t;}
-function btn(k,where){var c=cells[k];var txt=SHORT[c[2]]||"?";if(c[2]!=="pass"&&c[3]>1&&c[3]-c[4]>1)txt+="<small>"+(c[3]-c[4])+"</small>";
+ if(k>=D.n_matrix_cells&&c[8])t+=", "+(c[9]?c[9]+" failed":c[10]+" warned")+" of "+c[8]+" checked";
+ else if(c[3]>1)t+=", "+(c[3]-c[4])+" of "+c[3]+" results not passing";if(c[6])t+=", sources disagree";return t;}
+function btn(k,where){var c=cells[k];var txt=SHORT[c[2]]||"?";
+ if(k>=D.n_matrix_cells&&c[8])txt=(c[9]||c[10])+"/"+c[8];  /* interop: failures (else warns) over checked */
+ else if(c[2]!=="pass"&&c[3]>1&&c[3]-c[4]>1)txt+="<small>"+(c[3]-c[4])+"</small>";
  if(c[6])txt+="\u2260";
  return '<button type="button" class="c v-'+c[2]+(c[6]?" cf":"")+'" data-k="'+k+'" aria-label="'+esc(cellLabel(k,where))+'" title="'+esc(cellLabel(k,where))+'" aria-haspopup="dialog">'+txt+"</button>";}
 function lvl(l){return l?'<span class="lvl '+esc(l)+'">'+esc(l)+"</span>":"";}
@@ -143,6 +159,51 @@ $("meta").innerHTML="Generated "+esc(D.generated)+" &middot; "+D.n_results.toLoc
  $("f-group").innerHTML='<option value="">all groups</option>'+D.groups.map(function(g){return '<option value="'+esc(g.id)+'">'+esc(g.id+" \u2013 "+g.title)+"</option>";}).join("");
  $("legend").innerHTML="Verdicts: "+D.verdicts.map(function(v){return '<span><span class="v v-'+v+'">'+SHORT[v]+"</span> "+v+"</span>";}).join(" ")+
   ' <span><span class="v" style="border:1px dashed #777">\u2260</span> sources disagree</span> <span>small number: results not passing</span>';})();
+
+/* ---------- headline and findings per library */
+var anchorCell={};D.cell_anchors.forEach(function(a,k){if(a)anchorCell[a]=k;});
+D.findings.forEach(function(f){anchorCell[f.anchor]=at[f.col+","+f.row];});
+D.interop_findings.forEach(function(f){anchorCell[f.anchor]=f.cell;});
+var ORDER=["crash","timeout","fail","warn"];
+function ord(v){var i=ORDER.indexOf(v);return i<0?9:i;}
+function slugLib(l){return "lib-"+l.replace(/[^A-Za-z0-9._-]+/g,"-");}
+function must(h,role){var m=h.must[role];return m[1]?m[0]+"/"+m[1]:"\u2013";}
+function robust(h){return h.robustness===null?"not graded":h.robustness+" crashes";}
+function counts(h){var ks=Object.keys(h.counts).sort(function(a,b){return ord(a)-ord(b);});
+ return ks.length?ks.map(function(v){return h.counts[v]+" "+v;}).join(", "):"none";}
+function upText(u){return u.map(function(x){return /^fixed/.test(x.state)?x.state+" upstream ("+x.ref+")":"reported upstream: "+x.ref+" ("+x.state+")";}).join("; ");}
+function renderHeadline(){var h="<div class='scroll'><table class='plain head'><thead><tr><th>library</th><th>version</th><th>tiers</th><th>producer MUST passed</th><th>consumer MUST passed</th><th>robustness</th><th>findings</th></tr></thead><tbody>";
+ D.libraries.forEach(function(l){if(!libOk(l.name))return;l.columns.slice().reverse().forEach(function(c){var hd=D.headlines[c],col=cols[c];
+  h+="<tr><td><a href='#lib="+encodeURIComponent(l.name)+"'>"+esc(l.name)+"</a></td><td>"+esc(col.version)+"</td><td>"+esc(col.tiers.join(", "))+
+   "</td><td class='n'>"+must(hd,"producer")+"</td><td class='n'>"+must(hd,"consumer")+"</td><td>"+robust(hd)+"</td><td>"+
+   (hd.findings.length?"<a href='#"+slugLib(l.name)+"' class='go'>"+esc(counts(hd))+"</a>":"none")+"</td></tr>";});});
+ $("headline-body").innerHTML=h+"</tbody></table></div>";}
+function compact(ids){var out=[],run=[];  /* matrix_findings.compact: XAPI-01, -02, -03 -> XAPI-01\u201303 */
+ function flush(){if(run.length>2)out.push(run[0][2]+"\u2013"+run[run.length-1][2].split("-").pop());else run.forEach(function(r){out.push(r[2]);});run=[];}
+ ids.forEach(function(id){var m=/^(.*-)(\d+)$/.exec(id);if(!m){flush();out.push(id);return;}var k=[m[1],+m[2],id];
+  if(run.length&&(run[run.length-1][0]!==k[0]||run[run.length-1][1]+1!==k[1]))flush();run.push(k);});flush();return out;}
+function foldLine(what,fold){var gs=Object.keys(fold);if(!gs.length)return "";var n=0;
+ var parts=gs.map(function(g){n+=fold[g].length;var t=g;D.groups.forEach(function(x){if(x.id===g)t=x.title;});return esc(t)+" ("+esc(compact(fold[g]).join(", "))+")";});
+ return "<p class='fold'>"+n+" clauses "+what+": "+parts.join("; ")+".</p>";}
+function renderLibraries(){var h="";
+ D.libraries.forEach(function(l){if(!libOk(l.name))return;
+  h+="<div class='lib' id='"+slugLib(l.name)+"'><h3>"+esc(l.name)+"</h3>";
+  var groups={},keys=[];
+  l.columns.slice().reverse().forEach(function(c){var hd=D.headlines[c],col=cols[c];
+   h+="<p><strong>"+esc(col.version)+"</strong> <span class='muted'>("+esc(col.tiers.join(", "))+")</span>: MUST passed: producer "+must(hd,"producer")+", consumer "+must(hd,"consumer")+
+    "; robustness: "+robust(hd)+"; findings: "+esc(counts(hd))+".</p>"+foldLine("not offered",hd.not_offered)+foldLine("not testable here",hd.not_testable);
+   hd.findings.forEach(function(i){var f=D.findings[i];var key=f.role+"|"+f.row;if(!groups[key]){groups[key]=[];keys.push(key);}groups[key].push(f);});});
+  keys.sort(function(a,b){var wa=Math.min.apply(null,groups[a].map(function(f){return ord(f.verdict);})),wb=Math.min.apply(null,groups[b].map(function(f){return ord(f.verdict);}));return wa-wb||groups[a][0].row-groups[b][0].row;});
+  keys=keys.filter(function(key){var r=rows[groups[key][0].row];return groupOk(r.group);});
+  if(!keys.length){h+="<p class='muted'>No findings"+(state.group?" in this clause group":"")+".</p></div>";return;}
+  h+="<ul class='fl'>";
+  keys.forEach(function(key){var fs=groups[key],r=rows[fs[0].row],ups=[];
+   fs.forEach(function(f){f.upstream.forEach(function(u){if(!ups.some(function(x){return x.ref===u.ref;}))ups.push(u);});});
+   h+="<li><strong>"+esc(fs[0].role)+" "+esc(r.clause)+"</strong>"+lvl(r.level)+" ";
+   fs.forEach(function(f){h+="<a class='fv v-"+f.verdict+"' id='"+esc(f.anchor)+"' href='#open="+encodeURIComponent(f.anchor)+"'>"+esc(WORD[f.verdict]+" "+cols[f.col].version)+"</a>";});
+   h+=" <span class='muted'>"+esc(r.text.length>160?r.text.slice(0,157)+"...":r.text)+"</span>"+(ups.length?"<div class='up'>"+esc(upText(ups))+"</div>":"")+"</li>";});
+  h+="</ul></div>";});
+ $("libs-body").innerHTML=h||"<p class='muted'>Nothing to show with these filters.</p>";}
 
 /* ---------- library x clause */
 function renderMatrix(){
@@ -250,9 +311,10 @@ function openCell(k,from){var c=cells[k],title,clause=null,h="";
   if(S(x[9]))h+="<details><summary>evidence</summary><pre>"+esc(S(x[9]))+"</pre></details>";
   h+="</div>";});
  $("d-body").innerHTML=h;opener=from||null;
+ if(!state.open||anchorCell[state.open]!==k){state.open=D.cell_anchors[k]||"";writeHash();}
  if(typeof dlg.showModal==="function"){dlg.showModal();}else{dlg.setAttribute("open","");}
  $("d-close").focus();}
-dlg.addEventListener("close",function(){if(opener&&document.body.contains(opener))opener.focus();});
+dlg.addEventListener("close",function(){state.open="";writeHash();if(opener&&document.body.contains(opener))opener.focus();});
 $("d-close").addEventListener("click",function(){dlg.close();});
 dlg.addEventListener("click",function(e){if(e.target===dlg)dlg.close();});
 document.addEventListener("keydown",function(e){if(e.key==="Escape"&&dlg.open){e.preventDefault();dlg.close();}});
@@ -266,13 +328,29 @@ document.addEventListener("keydown",function(e){var b=e.target;if(!b.classList||
   if(cc&&rs[j].cells.length===tr.cells.length){next=cc.querySelector("button.c");if(next)break;}}}
  if(next){e.preventDefault();next.focus();}});
 
-/* ---------- filters */
-function apply(){state.lib=$("f-lib").value;state.group=$("f-group").value;state.fail=$("f-fail").checked;
- var n=renderMatrix();renderInterop();renderHistory();
+/* ---------- filters and the URL hash */
+function writeHash(){var p=[];if(state.lib)p.push("lib="+encodeURIComponent(state.lib));if(state.group)p.push("group="+encodeURIComponent(state.group));
+ if(state.fail)p.push("fail=1");if(state.open)p.push("open="+encodeURIComponent(state.open));
+ var h=p.length?"#"+p.join("&"):"";if(location.hash!==h)history.replaceState(null,"",h||location.pathname+location.search);}
+function readHash(){var raw=location.hash.replace(/^#/,""),s={lib:"",group:"",fail:false,open:""};
+ if(raw&&raw.indexOf("=")<0){try{s.open=decodeURIComponent(raw);}catch(e){}return s;}
+ raw.split("&").forEach(function(kv){var i=kv.indexOf("=");if(i<0)return;var k=kv.slice(0,i),v;try{v=decodeURIComponent(kv.slice(i+1));}catch(e){return;}
+  if(k==="lib"||k==="group"||k==="open")s[k]=v;else if(k==="fail")s.fail=v==="1";});return s;}
+function hasOption(sel,v){return Array.prototype.some.call(sel.options,function(o){return o.value===v;});}
+function render(){var n=renderMatrix();renderInterop();renderHistory();renderHeadline();renderLibraries();
  $("f-count").textContent=n+" clause rows shown";
  document.body.setAttribute("data-filter",[state.lib,state.group,state.fail?"fail":""].join("|"));}
+function apply(){state.lib=$("f-lib").value;state.group=$("f-group").value;state.fail=$("f-fail").checked;render();writeHash();}
+function fromHash(){var s=readHash();
+ $("f-lib").value=hasOption($("f-lib"),s.lib)?s.lib:"";$("f-group").value=hasOption($("f-group"),s.group)?s.group:"";$("f-fail").checked=s.fail;
+ state.lib=$("f-lib").value;state.group=$("f-group").value;state.fail=s.fail;state.open=s.open;render();
+ var k=anchorCell[s.open];
+ if(k!==undefined){var b=document.querySelector("button.c[data-k='"+k+"']");openCell(k,b||document.getElementById(s.open));}
+ else if(dlg.open){dlg.close();}
+ else if(s.open){var el=document.getElementById(s.open);if(el)el.scrollIntoView();}}
 ["f-lib","f-group","f-fail"].forEach(function(id){$(id).addEventListener("change",apply);});
-apply();
+window.addEventListener("hashchange",fromHash);
+fromHash();
 document.body.setAttribute("data-ready","1");
 })();
 """
@@ -289,6 +367,8 @@ _TEMPLATE = """<!doctype html>
 <body>
 <header><h1>@@TITLE@@</h1><p id="meta"></p></header>
 <div id="banner"></div>
+<section aria-labelledby="h-headline" class="top"><h2 id="h-headline">Headline</h2>
+<p class="muted">Per library version: the MUST clauses passed of those checked, per role; crashes on invalid input (robustness); the findings, which link to the library's section.</p><div id="headline-body"></div></section>
 <form id="filters" role="search" aria-label="Filters" onsubmit="return false">
 <label for="f-lib">Library <select id="f-lib"></select></label>
 <label for="f-group">Clause group <select id="f-group"></select></label>
@@ -297,6 +377,8 @@ _TEMPLATE = """<!doctype html>
 </form>
 <div class="legend" id="legend"></div>
 <main>
+<section aria-labelledby="h-libs"><h2 id="h-libs">Findings by library</h2>
+<p class="muted">Fail, crash, timeout and warn, per role and clause; each version opens its evidence and reproducer. Clauses a version does not offer or that cannot be tested here are folded into one line.</p><div id="libs-body"></div></section>
 <section aria-labelledby="h-matrix"><h2 id="h-matrix">Library &times; clause</h2>
 <p class="muted">Columns are library versions (with the tiers they ran in); rows are spec clauses by group, with their level. Each cell is the worst verdict of its results; open it for the evidence. Arrow keys move between cells.</p>
 <div class="scroll"><table id="t-matrix"></table></div><p id="m-empty" class="muted hidden">Nothing to show with these filters.</p></section>

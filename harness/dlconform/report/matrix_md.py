@@ -1,14 +1,33 @@
-"""MATRIX.md: the merged matrix (dlconform-matrix/1) as Markdown.
+"""MATRIX.md: the merged matrix (dlconform-matrix/1) as Markdown, read from the top.
 
-Sections: runs and their provenance, rejected inputs and failed tiers, library x clause (grouped
-by clause group, level shown), producer x consumer interop per tier, version history per
-library, conflicts, and the findings (message and reproducer of every non-pass cell, linked from
-the tables).
+Sections: the headline (one row per library version: MUST clauses passed of those checked per
+role, robustness, findings by verdict); one section per library: its findings (fail, crash,
+timeout, warn: message, upstream context, reproducer), the clauses folded away (not offered,
+not testable here) and its full clause list; interop per tier (failures over checked) and its
+findings; version history; conflicts; runs and their provenance. Anchors are built from names
+(matrix_findings.slug), so links into the page last across renders.
 """
+import re
+
+from . import matrix_findings
 from .markdown import _cell, _code
+from .matrix_view import GROUP_TITLES
 
 SHORT = {"pass": "pass", "warn": "warn", "unsupported": "unsup", "skip": "skip",
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
+#: a message's length in MATRIX.md; index.html and matrix.json keep it whole
+MESSAGE_CHARS = 300
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+#: worst first: the order of counts and findings
+ORDER = ("crash", "timeout", "fail", "warn")
+
+
+def _order(verdict):
+    return ORDER.index(verdict) if verdict in ORDER else -1
+
+
+def _anchor(name):
+    return '<a id="%s"></a>' % name
 
 
 def _col_title(col):
@@ -16,38 +35,260 @@ def _col_title(col):
 
 
 def _cell_text(view, k, link=True):
+    """A conformance cell: the worst verdict, n/m when n of its m results did not pass."""
     cell = view["cells"][k]
     text = SHORT.get(cell[2], cell[2])
     if cell[3] > 1 and cell[2] != "pass":
         text += " %d/%d" % (cell[3] - cell[4], cell[3])
     if cell[6]:
         text += " ≠"
-    if link and cell[5]:
-        text = "[%s](#cell-%d)" % (text, k)
-    return text
+    anchor = view["finding_of_cell"].get(k)
+    return "[%s](#%s)" % (text, anchor) if link and anchor else text
 
 
-def render(doc, view):
-    v = view
-    lines = ["# DLPack compatibility matrix", ""]
-    n_ok = sum(1 for s in v["sources"] if s["status"] == "ok")
-    lines.append("Generated %s by `dlconform merge` (schema `%s`): %d results from %d runs%s. "
-                 "The data is `matrix.json`; the interactive page is `index.html`." % (
-                     v["generated"], doc.get("schema", "?"), v["n_results"], n_ok,
-                     (", %d failed" % (len(v["sources"]) - n_ok)) if len(v["sources"]) > n_ok else ""))
-    lines += ["", "Verdicts: pass; warn (a SHOULD is broken, or an ambiguity); unsup (the library does not "
-              "offer the feature); skip (not testable here); **FAIL** (a MUST is broken); **CRASH**; "
-              "**TIMEOUT**. `n/m`: n of the m results in the cell did not pass. ≠: sources disagree "
-              "(see Conflicts). Each non-pass cell links to its findings.", ""]
-    summary = v["summary"]
-    lines.append("Totals: " + ", ".join("%d %s" % (summary.get(x, 0), x) for x in v["verdicts"]) + "; "
-                 "%d conflicts, %d duplicates." % (v["n_conflicts"], v["n_duplicates"]))
+def _interop_text(view, k):
+    """An interop cell: failures over checked ("2 fail / 40"), warns when nothing fails."""
+    cell = view["cells"][k]
+    checked, breaches, warns = cell[8], cell[9], cell[10]
+    if not checked:
+        text = SHORT.get(cell[2], cell[2])
+    elif breaches:
+        text = "%d %s / %d" % (breaches, SHORT[cell[2]].strip("*").lower(), checked)
+    elif warns:
+        text = "%d warn / %d" % (warns, checked)
+    else:
+        text = "0 fail / %d" % checked
+    anchor = view["finding_of_cell"].get(k)
+    return "[%s](#%s)" % (text, anchor) if anchor else text
+
+
+def _counts(head, link):
+    parts = ["%d %s" % (head["counts"][v], v) for v in sorted(head["counts"], key=_order)]
+    if not parts:
+        return "none"
+    return "[%s](#%s)" % (", ".join(parts), link) if link else ", ".join(parts)
+
+
+def _must(head, role):
+    passed, checked = head["must"][role]
+    return "%d/%d" % (passed, checked) if checked else "–"
+
+
+def _robustness(head):
+    return "not graded" if head["robustness"] is None else "%d crashes" % head["robustness"]
+
+
+def _upstream_text(ups):
+    out = []
+    for u in ups:
+        if u["state"].startswith("fixed"):
+            out.append("%s upstream (%s)" % (u["state"], u["ref"]))
+        else:
+            out.append("reported upstream: %s (%s)" % (u["ref"], u["state"]))
+    return "; ".join(out)
+
+
+def headline(view):
+    lines = ["## Headline", "",
+             "Per library version: the MUST clauses passed of those checked, per role; crashes on "
+             "invalid input (robustness); the findings. Each links to its section.", "",
+             "| library | version | tiers | producer MUST | consumer MUST | robustness | findings |",
+             "| --- | --- | --- | ---: | ---: | --- | --- |"]
+    cols = view["columns"]
+    for lib in view["libraries"]:
+        for c in reversed(lib["columns"]):
+            head, col = view["headlines"][c], cols[c]
+            lines.append("| [%s](#lib-%s) | [%s](#%s) | %s | %s | %s | %s | %s |" % (
+                _cell(col["lib"]), matrix_findings.slug(col["lib"]), _cell(col["version"]), head["anchor"],
+                _cell(", ".join(t or "?" for t in col["tiers"])), _must(head, "producer"), _must(head, "consumer"),
+                _robustness(head), _counts(head, "findings-" + matrix_findings.slug(col["lib"]) if head["findings"] else None)))
     lines.append("")
+    return lines
 
-    # ---- runs
-    lines += ["## Runs", "", "| source | tier | machine | Python | dlpack header | libraries | dlconform | results | status |",
-              "| --- | --- | --- | --- | --- | --- | --- | ---: | --- |"]
-    for s in v["sources"]:
+
+def _fold_line(what, fold):
+    n = sum(len(ids) for ids in fold.values())
+    parts = ["%s (%s)" % (GROUP_TITLES.get(g, g), ", ".join(matrix_findings.compact(ids))) for g, ids in fold.items()]
+    return "%d clauses %s: %s." % (n, what, "; ".join(parts))
+
+
+def _records(view, detail_ids, with_clause, anchor):
+    """The distinct results of a finding: each message once, with the versions and tiers it was
+    seen in, then its reproducer, or a link to the finding above that shows the same one
+    (view["shown_repros"]: repro -> anchor). A warning's reproducer stays in index.html and
+    matrix.json: MATRIX.md shows those of the defects (fail, crash, timeout), which keeps its
+    findings short enough to read (under 100 KB)."""
+    seen, order = {}, []
+    srcs, strings = view["sources"], view["strings"]
+    for d in detail_ids:
+        src, _, version, clause, test, role, verdict, msg, repro, _, peer = view["details"][d]
+        where = "%s %s" % (version, srcs[src]["tier"] if src >= 0 else "?")
+        # messages that differ only in addresses are one message
+        key = (verdict, _ADDRESS.sub("0x", strings[msg]), clause, test, role, peer)
+        if key not in seen:
+            seen[key] = ([], repro, msg)
+            order.append(key)
+        if where not in seen[key][0]:
+            seen[key][0].append(where)
+    out, repros, shown = [], set(), view["shown_repros"]
+    for key in order:
+        verdict, _, clause, test, role, peer = key
+        wheres, repro, msg = seen[key]
+        out.append("- %s `%s`%s%s: %s [%s]" % (SHORT.get(verdict, verdict), _cell(test, 200),
+                                               (" " + clause) if with_clause else "",
+                                               (" (%s)" % _cell(peer)) if peer else "",
+                                               _cell(strings[msg], MESSAGE_CHARS) or "(no message)", ", ".join(wheres)))
+        if verdict == "warn" and strings[repro]:
+            out.append("  (reproducer: in index.html and matrix.json)")
+            continue
+        if not strings[repro] or repro in repros:
+            continue
+        repros.add(repro)
+        if repro in shown:
+            out.append("  (reproducer: as in [%s](#%s))" % (shown[repro], shown[repro]))
+        else:
+            shown[repro] = anchor
+            out += ["", "  <details><summary>reproducer</summary>", "", _code(strings[repro]), "", "  </details>", ""]
+    return out
+
+
+def _finding(view, anchors, title, verdicts, details, upstream, clause_row=None):
+    """One finding heading (with the anchors of every version it covers), the clause text,
+    the upstream context and the records."""
+    lines = [" ".join(_anchor(a) for a in anchors), "",
+             "#### %s: %s" % (_cell(title), "; ".join("%s in %s" % (SHORT.get(v, v), ", ".join(vs)) if vs else SHORT.get(v, v)
+                                                       for v, vs in verdicts)), ""]
+    if clause_row and clause_row["text"]:
+        lines += ["> " + _cell(clause_row["text"], 2000), ""]
+    if upstream:
+        lines += [_upstream_text(upstream) + ".", ""]
+    lines += _records(view, details, clause_row is None, anchors[0])
+    lines.append("")
+    return lines
+
+
+def _library_findings(view, lib):
+    """The findings of a library, one per role and clause over all its versions, worst first."""
+    cols, rows, groups = view["columns"], view["rows"], {}
+    for c in reversed(lib["columns"]):
+        for i in view["headlines"][c]["findings"]:
+            f = view["findings"][i]
+            groups.setdefault((f["role"], f["row"]), []).append(f)
+    lines = []
+    for (role, ri), fs in sorted(groups.items(), key=lambda kv: (min(_order(f["verdict"]) for f in kv[1]), kv[0][1])):
+        row = rows[ri]
+        by_verdict = {}
+        for f in fs:
+            by_verdict.setdefault(f["verdict"], []).append(cols[f["col"]]["version"])
+        verdicts = sorted(by_verdict.items(), key=lambda kv: _order(kv[0]))
+        ups = []
+        for f in fs:
+            ups += [u for u in f["upstream"] if u not in ups]
+        lines += _finding(view, [f["anchor"] for f in fs], "%s %s %s (%s)" % (lib["name"], role, row["clause"], row["level"]),
+                          verdicts, [d for f in fs for d in f["details"]], ups, row)
+    return lines
+
+
+def library_section(view, lib):
+    cols, rows = view["columns"], view["rows"]
+    name = lib["name"]
+    lines = ["## %s" % _cell(name), "", _anchor("lib-" + matrix_findings.slug(name)), ""]
+    for c in reversed(lib["columns"]):
+        head, col = view["headlines"][c], cols[c]
+        lines += [_anchor(head["anchor"]), "", "**%s**: MUST clauses passed: producer %s, consumer %s; "
+                  "robustness: %s; findings: %s." % (_cell(_col_title(col)), _must(head, "producer"),
+                                                     _must(head, "consumer"), _robustness(head),
+                                                     _counts(head, None)), ""]
+        for what, fold in (("not offered", head["not_offered"]), ("not testable here", head["not_testable"])):
+            if fold:
+                lines += ["- " + _fold_line(what, fold)]
+        lines.append("")
+    lines += ["### Findings: %s" % _cell(name), "", _anchor("findings-" + matrix_findings.slug(name)), ""]
+    found = _library_findings(view, lib)
+    lines += found or ["Every clause checked passed.", ""]
+    lines += ["### Clauses: %s" % _cell(name), "",
+              "| clause | level | " + " | ".join(_cell(_col_title(cols[c])) for c in lib["columns"]) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in lib["columns"]) + " |"]
+    at = view["cell_at"]
+    for ri, row in enumerate(rows):
+        cells = [_cell_text(view, at[(c, ri)]) if (c, ri) in at else "" for c in lib["columns"]]
+        if any(cells):
+            lines.append("| %s | %s | %s |" % (_cell(row["clause"]), row["level"], " | ".join(cells)))
+    lines.append("")
+    return lines
+
+
+def interop_section(view):
+    lines = ["## Interop: producer × consumer", "",
+             "Rows produce, columns consume. A cell gives the results that failed (fail, crash, timeout) over "
+             "those checked (not unsupported or skip), or the warnings when nothing failed.", ""]
+    if not view["interop"]:
+        return lines + ["No interop results in this data set.", ""]
+    for t in view["interop"]:
+        lines += ["### %s" % _cell(t["tier"]), "",
+                  "| producer \\ consumer | " + " | ".join(_cell(c) for c in t["consumers"]) + " |",
+                  "| --- | " + " | ".join("---" for _ in t["consumers"]) + " |"]
+        at = {(view["cells"][k][1], view["cells"][k][0]): k for k in t["cells"]}
+        for p, plab in enumerate(t["producers"]):
+            cells = [_interop_text(view, at[(p, c)]) if (p, c) in at else "" for c in range(len(t["consumers"]))]
+            lines.append("| %s | %s |" % (_cell(plab), " | ".join(cells)))
+        lines.append("")
+    lines += ["### Interop findings", ""]
+    if not view["interop_findings"]:
+        lines += ["None: every interop result checked passed.", ""]
+    tier_of = {k: t for t in view["interop"] for k in t["cells"]}
+    for f in sorted(view["interop_findings"], key=lambda f: _order(f["verdict"])):
+        cell, t = view["cells"][f["cell"]], tier_of[f["cell"]]
+        lines += _finding(view, [f["anchor"]], "interop %s: %s → %s" % (t["tier"], t["producers"][cell[1]], t["consumers"][cell[0]]),
+                          [(f["verdict"], [])], f["details"], f["upstream"])
+    return lines
+
+
+def history_section(view):
+    cols = view["columns"]
+    lines = ["## Version history", "", "Per library, its versions oldest first; only the clauses whose verdict "
+             "changes between versions. ↓ regressed, ↑ fixed.", ""]
+    for h in view["history"]:
+        hc = [cols[c] for c in h["columns"]]
+        lines += ["### %s" % _cell(h["lib"]), ""]
+        if len(hc) < 2:
+            lines += ["One version only (%s); nothing to compare." % _cell(_col_title(hc[0])), ""]
+            continue
+        lines += ["%d regressions, %d fixes; %d clauses unchanged." % (h["regressions"], h["fixes"], h["unchanged"]), ""]
+        if not h["rows"]:
+            continue
+        lines += ["| clause | level | " + " | ".join(_cell("%s (%s)" % (c["version"], ", ".join(c["tiers"]))) for c in hc) + " |",
+                  "| --- | --- | " + " | ".join("---" for _ in hc) + " |"]
+        for hr in h["rows"]:
+            row = view["rows"][hr["row"]]
+            cells = [("↓ " if ch == "regressed" else "↑ " if ch == "fixed" else "") + (_cell_text(view, ref) if ref is not None else "")
+                     for ref, ch in zip(hr["cells"], hr["changes"])]
+            lines.append("| %s | %s | %s |" % (_cell(row["clause"]), row["level"], " | ".join(cells)))
+        lines.append("")
+    return lines
+
+
+def conflicts_section(view):
+    srcs = view["sources"]
+    lines = ["## Conflicts", ""]
+    if not view["conflicts"]:
+        return lines + ["No two sources disagree on the same (library version, clause, test). %d results were "
+                        "seen identically in more than one source (duplicates)." % view["n_duplicates"], ""]
+    lines += ["The same library version, clause and test with different verdicts in different sources.", "",
+              "| library | version | clause | test | verdicts |", "| --- | --- | --- | --- | --- |"]
+    for c in view["conflicts"]:
+        vs = "; ".join("%s: %s" % (verdict, ", ".join("%s (%s)" % (srcs[s]["id"], srcs[s]["tier"]) if s >= 0 else "?"
+                                                         for s in ss)) for verdict, ss in c[6].items())
+        lines.append("| %s | %s | %s | %s | %s |" % (_cell(c[0] + (" → " + c[5] if c[5] else "")), _cell(c[1]),
+                                                     _cell(c[2]), _cell(c[3], 120), _cell(vs)))
+    return lines + [""]
+
+
+def runs_section(view):
+    lines = ["## Runs and provenance", "",
+             "| source | tier | machine | Python | dlpack header | libraries | dlconform | results | status |",
+             "| --- | --- | --- | --- | --- | --- | --- | ---: | --- |"]
+    for s in view["sources"]:
         hdr = s["header"] + (" (%s)" % s["header_source"] if s["header_source"] else "")
         status = s["status"]
         if s["status"] != "ok":
@@ -56,141 +297,54 @@ def render(doc, view):
             status = "ran, exit %s" % s["exit_status"]
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
             s["id"], _cell(s["tier"]), _cell("%s %s" % (s["machine"], s["arch"])), _cell(s["python"]),
-            _cell(hdr), _cell(", ".join("%s %s" % kv for kv in s["libraries"].items())), _cell(s["git"][:12] + ("-dirty" if s["git"].endswith("-dirty") else "")),
+            _cell(hdr), _cell(", ".join("%s %s" % kv for kv in s["libraries"].items())), _cell(s["revision"]),
             s["results"], _cell(status, 400)))
     lines.append("")
-    if v["failures"]:
-        lines += ["## Failed runs", ""]
-        for f in v["failures"]:
+    if view["failures"]:
+        lines += ["### Failed runs", ""]
+        for f in view["failures"]:
             lines.append("- **%s** (%s) failed at %s, exit status %s: %s" % (
                 _cell(f["tier"]), _cell(f.get("machine")), _cell(f.get("stage")), f.get("exit_status"),
                 _cell(f.get("message"), 400)))
             if f.get("log"):
                 lines += ["", "  <details><summary>log tail</summary>", "", _code(f["log"]), "", "  </details>"]
         lines.append("")
-    if v["errors"]:
-        lines += ["## Rejected inputs", "", "Nothing was merged from these files.", ""]
-        for e in v["errors"]:
+    if view["errors"]:
+        lines += ["### Rejected inputs", "", "Nothing was merged from these files.", ""]
+        for e in view["errors"]:
             lines.append("- `%s`: %s%s" % (_cell(e.get("file")), ("field `%s`: " % e["field"]) if e.get("field") else "",
                                            _cell(e.get("message"), 400)))
         lines.append("")
+    return lines
 
-    # ---- library x clause
-    lines += ["## Library × clause", ""]
-    cols = v["columns"]
-    if not cols:
+
+def render(doc, view):
+    v = dict(view)
+    v["cell_at"] = {(c[0], c[1]): k for k, c in enumerate(view["cells"][:view["n_matrix_cells"]])}
+    # a matrix cell links to its worst finding; an interop cell to its own
+    v["finding_of_cell"], v["shown_repros"] = {}, {}
+    at = v["cell_at"]
+    for f in sorted(view["findings"], key=lambda f: -_order(f["verdict"])):
+        v["finding_of_cell"][at[(f["col"], f["row"])]] = f["anchor"]
+    for f in view["interop_findings"]:
+        v["finding_of_cell"][f["cell"]] = f["anchor"]
+    n_ok = sum(1 for s in v["sources"] if s["status"] == "ok")
+    lines = ["# DLPack compatibility matrix", "",
+             "Generated %s by `dlconform merge` (schema `%s`): %d results from %d runs%s. The data is "
+             "`matrix.json`; the interactive page is `index.html`." % (
+                 v["generated"], doc.get("schema", "?"), v["n_results"], n_ok,
+                 (", %d failed (see Runs)" % (len(v["sources"]) - n_ok)) if len(v["sources"]) > n_ok else ""), "",
+             "Verdicts: pass; warn (a SHOULD is broken, or an ambiguity); unsup (the library does not offer the "
+             "feature); skip (not testable here); **FAIL** (a MUST is broken); **CRASH**; **TIMEOUT**. `n/m`: n "
+             "of the m results in the cell did not pass. ≠: sources disagree (see Conflicts). Run a reproducer "
+             "with `PYTHONPATH=harness python3 -c \"$repro\"`.", ""]
+    if not v["columns"]:
         lines += ["No conformance results.", ""]
     else:
-        lines += ["Columns: library, version (tiers it ran in).", "",
-                  "| clause | level | " + " | ".join(_cell(_col_title(c)) for c in cols) + " |",
-                  "| --- | --- | " + " | ".join("---" for _ in cols) + " |"]
-        at = {(c[0], c[1]): k for k, c in enumerate(v["cells"][:v["n_matrix_cells"]])}
-        for g in v["groups"]:
-            present = [ri for ri in g["rows"] if any((ci, ri) in at for ci in range(len(cols)))]
-            if not present and g["id"] == "*":
-                continue
-            lines.append("| **%s** %s | | %s |" % (_cell(g["id"]), _cell(g["title"]), " | ".join("" for _ in cols)))
-            for ri in g["rows"]:
-                row = v["rows"][ri]
-                cells = [_cell_text(v, at[(ci, ri)]) if (ci, ri) in at else "" for ci in range(len(cols))]
-                lines.append("| %s | %s | %s |" % (_cell(row["clause"]), row["level"], " | ".join(cells)))
-        lines.append("")
-
-    # ---- interop
-    lines += ["## Interop: producer × consumer", ""]
-    if not v["interop"]:
-        lines += ["No interop results in this data set.", ""]
-    for t in v["interop"]:
-        lines += ["### %s" % _cell(t["tier"]), "", "Rows produce, columns consume.", "",
-                  "| producer \\ consumer | " + " | ".join(_cell(c) for c in t["consumers"]) + " |",
-                  "| --- | " + " | ".join("---" for _ in t["consumers"]) + " |"]
-        at = {(v["cells"][k][1], v["cells"][k][0]): k for k in t["cells"]}
-        for p, plab in enumerate(t["producers"]):
-            cells = [_cell_text(v, at[(p, c)]) if (p, c) in at else "" for c in range(len(t["consumers"]))]
-            lines.append("| %s | %s |" % (_cell(plab), " | ".join(cells)))
-        lines.append("")
-
-    # ---- history
-    lines += ["## Version history", "", "Per library, its versions oldest first; only the clauses whose verdict "
-              "changes between versions. ↓ regressed, ↑ fixed.", ""]
-    for h in v["history"]:
-        hc = [cols[c] for c in h["columns"]]
-        lines += ["### %s" % _cell(h["lib"]), ""]
-        if len(hc) < 2:
-            lines += ["One version only (%s); nothing to compare." % _cell(_col_title(hc[0])), ""]
-            continue
-        lines.append("%d regressions, %d fixes; %d clauses unchanged." % (h["regressions"], h["fixes"], h["unchanged"]))
-        lines.append("")
-        if not h["rows"]:
-            continue
-        lines += ["| clause | level | " + " | ".join(_cell("%s (%s)" % (c["version"], ", ".join(c["tiers"]))) for c in hc) + " |",
-                  "| --- | --- | " + " | ".join("---" for _ in hc) + " |"]
-        for hr in h["rows"]:
-            row = v["rows"][hr["row"]]
-            cells = []
-            for ref, ch in zip(hr["cells"], hr["changes"]):
-                text = _cell_text(v, ref) if ref is not None else ""
-                cells.append(("↓ " if ch == "regressed" else "↑ " if ch == "fixed" else "") + text)
-            lines.append("| %s | %s | %s |" % (_cell(row["clause"]), row["level"], " | ".join(cells)))
-        lines.append("")
-
-    # ---- conflicts
-    lines += ["## Conflicts", ""]
-    srcs = v["sources"]
-    if not v["conflicts"]:
-        lines += ["No two sources disagree on the same (library version, clause, test). %d results were "
-                  "seen identically in more than one source (duplicates)." % v["n_duplicates"], ""]
-    else:
-        lines += ["The same library version, clause and test with different verdicts in different sources.", "",
-                  "| library | version | clause | test | verdicts |", "| --- | --- | --- | --- | --- |"]
-        for c in v["conflicts"]:
-            vs = "; ".join("%s: %s" % (verdict, ", ".join("%s (%s)" % (srcs[s]["id"], srcs[s]["tier"]) if s >= 0 else "?"
-                                                             for s in ss)) for verdict, ss in c[6].items())
-            lines.append("| %s | %s | %s | %s | %s |" % (_cell(c[0] + (" → " + c[5] if c[5] else "")), _cell(c[1]),
-                                                         _cell(c[2]), _cell(c[3], 120), _cell(vs)))
-        lines.append("")
-
-    # ---- findings
-    lines += ["## Findings", "", "Every cell that did not pass, worst first, with the clause text, the messages and "
-              "the reproducers (run with `PYTHONPATH=harness python3 -c \"$repro\"`).", ""]
-    strings = v["strings"]
-    any_finding = False
-    interop_of = {k: t for t in v["interop"] for k in t["cells"]}
-    order = {x: i for i, x in enumerate(v["verdicts"])}
-    findings = sorted((k for k, c in enumerate(v["cells"]) if c[5]),
-                      key=lambda k: (-order.get(v["cells"][k][2], 99), k >= v["n_matrix_cells"], k))
-    for k in findings:
-        cell = v["cells"][k]
-        any_finding = True
-        if k < v["n_matrix_cells"]:
-            col, row = cols[cell[0]], v["rows"][cell[1]]
-            title = "%s %s, %s (%s)" % (col["lib"], col["version"], row["clause"], row["level"])
-            clause_text = row["text"]
-            reading = row.get("reading", "")
-        else:
-            t = interop_of[k]
-            title = "interop %s: %s → %s" % (t["tier"], t["producers"][cell[1]], t["consumers"][cell[0]])
-            clause_text, reading = "", ""
-        lines += ['<a id="cell-%d"></a>' % k, "", "### %s: %s" % (_cell(title), SHORT.get(cell[2], cell[2])), ""]
-        if clause_text:
-            lines += ["> " + _cell(clause_text, 2000), ""]
-        if reading:
-            lines += ["Reading taken: " + _cell(reading, 2000), ""]
-        seen = set()
-        for d in cell[5]:
-            src, target, version, clause, test, role, verdict, msg, repro, evid, peer = v["details"][d]
-            key = (verdict, msg, repro, clause, test)
-            s = srcs[src] if src >= 0 else {"id": "?", "tier": "?"}
-            if key in seen:
-                lines.append("- also in %s (%s)" % (s["id"], _cell(s["tier"])))
-                continue
-            seen.add(key)
-            lines.append("- %s `%s`%s%s in %s (%s): %s" % (
-                SHORT.get(verdict, verdict), _cell(test, 200), (" " + clause) if k >= v["n_matrix_cells"] else "",
-                (" " + role) if role else "", s["id"], _cell(s["tier"]), _cell(strings[msg], 600) or "(no message)"))
-            if strings[repro] and verdict not in ("skip", "unsupported", "pass"):
-                lines += ["", "  <details><summary>reproducer</summary>", "", _code(strings[repro]), "", "  </details>", ""]
-        lines.append("")
-    if not any_finding:
+        lines += headline(v)
+    for lib in v["libraries"]:
+        lines += library_section(v, lib)
+    lines += interop_section(v) + history_section(v) + conflicts_section(v) + runs_section(v)
+    if not v["findings"] and not v["interop_findings"]:
         lines += ["Every result passed.", ""]
     return "\n".join(lines)

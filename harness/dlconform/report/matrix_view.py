@@ -6,18 +6,28 @@ build(doc) returns plain JSON data:
   the tiers and sources it came from; `libraries` groups the columns;
 - `groups` / `rows`: clause rows in catalogue order, grouped; clauses met only in results are
   appended to their group, session records (`*`) form the last group;
-- `cells`: [column, row, worst, total, passes, [detail ids], conflict (0/1), [sources]];
-  conformance cells come first, interop cells after them;
+- `cells`: [column, row, worst, total, passes, [detail ids], conflict (0/1), [sources], checked
+  (results that are not unsupported or skip), breaches (fail, crash, timeout), warns];
+  conformance cells come first, interop cells after them; `cell_anchors`: a lasting anchor per
+  cell (`numpy-2.4.6-LAY-09`, `interop-sid-torch-2.14.1-debian-to-numpy-2.4.6`);
 - `details`: the records a cell opens to (every non-pass, and every record in a conflict):
   [source, target, version, clause, test, role, verdict, message, repro, evidence, peer], the
   three long texts as indexes into `strings`;
 - `interop`: per tier, producers x consumers, cells as above (row = producer, column = consumer);
 - `history`: per library, its versions as columns (oldest first) and the clauses whose verdict
-  changes between them, with regressions and fixes marked.
+  changes between them, with regressions and fixes marked;
+- `findings`, `headlines`, `interop_findings`: see matrix_findings (each finding lists its
+  detail ids and its upstream context from reports/upstream.json).
 """
 import re
 
 from ..verdicts import VERDICTS
+from . import matrix_findings
+
+try:
+    from packaging.version import InvalidVersion as _InvalidVersion, Version as _Version
+except ImportError:  # packaging (python3-packaging) is optional: the legacy order then
+    _Version = _InvalidVersion = None
 
 _RANK = {v: i for i, v in enumerate(VERDICTS)}
 
@@ -33,7 +43,8 @@ FAILURES = ("warn", "fail", "timeout", "crash")
 _HEALTH = {"pass": 0, "unsupported": 1, "warn": 2, "fail": 3, "timeout": 3, "crash": 3}
 
 
-def version_key(v):
+def _legacy_version_key(v):
+    """Digits compare as numbers, letters as text, and a letter run sorts before a number."""
     parts = []
     for tok in re.split(r"[^0-9A-Za-z]+", str(v)):
         if not tok:
@@ -41,6 +52,19 @@ def version_key(v):
         for piece in re.findall(r"\d+|[A-Za-z]+", tok):
             parts.append((1, int(piece), "") if piece.isdigit() else (0, 0, piece))
     return tuple(parts)
+
+
+def version_key(v):
+    """Sort key of a version label: PEP 440 order through packaging.version (1.13.0a0 <
+    1.13.0, 2.0.0rc1 < 2.0.0, 2.0.dev1 < 2.0, a +local label after its public version), with
+    _legacy_version_key for labels that are not PEP 440 (they sort before every PEP 440
+    version) and where packaging is not installed."""
+    if _Version is not None:
+        try:
+            return (1, _Version(str(v)), ())
+        except _InvalidVersion:
+            pass
+    return (0, None, _legacy_version_key(v))
 
 
 def _lib_order(name):
@@ -67,6 +91,18 @@ def _peer_version(source, peer):
     return str(lib) if lib else ""
 
 
+def _revision(s):
+    """The dlconform revision a run came from, for people: `git describe` as make matrix
+    recorded it, else the commit (12 digits) with -dirty when the tree had changes."""
+    tier_info = s.get("tier_info") or {}
+    if tier_info.get("revision"):
+        return tier_info["revision"]
+    git = (s.get("dlconform") or {}).get("git") or tier_info.get("host_git") or ""
+    if git:
+        return git[:12] + ("-dirty" if git.endswith("-dirty") else "")
+    return (s.get("dlconform") or {}).get("version") or ""
+
+
 def _source_row(s, counts):
     tier_info = s.get("tier_info") or {}
     py = s.get("python") or {}
@@ -81,6 +117,7 @@ def _source_row(s, counts):
         # inside a tier there is no .git: the host's revision that make matrix recorded
         "git": ((s.get("dlconform") or {}).get("git") or tier_info.get("host_git")
                 or (s.get("dlconform") or {}).get("version") or ""),
+        "revision": _revision(s),
         "libraries": {k: v for k, v in (s.get("libraries") or {}).items() if v},
         "exit_status": (s.get("run") or {}).get("exit_status", s.get("exit_status")),
         "targets": {k: {"status": v.get("status", ""), "reason": v.get("reason", "")}
@@ -106,7 +143,10 @@ class _Strings:
         return i
 
 
-def build(doc):
+def build(doc, upstream=None):
+    """The view of a merged matrix; `upstream`: a function (library, version, clause, messages)
+    -> [{"ref", "state", ...}] (dlconform.matrix.upstream.matcher), or None for no context."""
+    upstream = upstream or (lambda lib, version, clause, messages: [])
     results = doc.get("results", [])
     sources = doc.get("sources", [])
     src_index = {s["id"]: i for i, s in enumerate(sources)}
@@ -116,7 +156,7 @@ def build(doc):
     for c in doc.get("conflicts", []):
         in_conflict.update(c.get("results", ()))
     strings = _Strings()
-    details = []
+    details, detail_of = [], {}
     counts_by_source = {}
 
     # ---- rows: catalogue order, then unknown clauses, then session records
@@ -155,6 +195,7 @@ def build(doc):
     # ---- aggregate
     col_ix, columns = {}, []
     cell_ix, cells, cell_acc = {}, [], []
+    cell_records, cell_counts = [], []
     tiers_interop = {}
 
     def add(cell_key, make_cell, r, i):
@@ -163,9 +204,16 @@ def build(doc):
             ci = cell_ix[cell_key] = len(cells)
             cells.append(make_cell())
             cell_acc.append({})
+            cell_records.append([])
+            cell_counts.append([0, 0, 0])
         cell = cells[ci]
         cell_acc[ci][r["source"]] = 1
+        cell_records[ci].append(i)
         v = r["verdict"]
+        counts = cell_counts[ci]
+        counts[0] += v not in ("unsupported", "skip")
+        counts[1] += v in matrix_findings.BREACHES
+        counts[2] += v == "warn"
         cell[3] += 1
         if v == "pass":
             cell[4] += 1
@@ -177,10 +225,11 @@ def build(doc):
             details.append([src_index.get(r["source"], -1), r["target"], r.get("version", "?"), r["clause"],
                             r.get("test", ""), r.get("role", ""), v, strings(r.get("message")),
                             strings(r.get("repro")), strings(r.get("evidence")), r.get("peer") or ""])
+            detail_of[i] = len(details) - 1
             cell[5].append(len(details) - 1)
         return ci
 
-    interop_recs = []
+    interop_recs, conf = [], []
     for i, r in enumerate(results):
         counts_by_source[r["source"]] = counts_by_source.get(r["source"], 0) + 1
         if r.get("peer") or (r.get("producer") and r.get("consumer")):
@@ -203,6 +252,7 @@ def build(doc):
         row = row_ix[r["clause"]]
         # worst starts as the first verdict; add() keeps the worst
         add((c, row), lambda c=c, row=row, v=r["verdict"]: [c, row, v, 0, 0, [], 0], r, i)
+        conf.append((i, c, row))
 
     # order columns: libraries (ref first), versions oldest first; remap cell column indexes
     order = sorted(range(len(columns)), key=lambda k: (_lib_order(columns[k]["lib"]),
@@ -212,6 +262,7 @@ def build(doc):
     columns = [columns[k] for k in order]
     for cell in cells:
         cell[0] = remap[cell[0]]
+    conf = [(i, remap[c], row) for i, c, row in conf]
     libraries = []
     for k, col in enumerate(columns):
         if not libraries or libraries[-1]["name"] != col["lib"]:
@@ -252,6 +303,15 @@ def build(doc):
 
     for ci, seen in enumerate(cell_acc):
         cells[ci].append(sorted(src_index.get(x, -1) for x in seen))
+        cells[ci].extend(cell_counts[ci])
+    slug = matrix_findings.slug
+    cell_anchors = [slug(columns[c[0]]["lib"], columns[c[0]]["version"], rows[c[1]]["clause"])
+                    for c in cells[:n_conf_cells]] + [None] * (len(cells) - n_conf_cells)
+    for t in interop:
+        for k in t["cells"]:
+            cell_anchors[k] = slug("interop", t["tier"], t["producers"][cells[k][1]], "to", t["consumers"][cells[k][0]])
+    findings, headlines = matrix_findings.conformance(results, conf, columns, rows, detail_of, upstream)
+    interop_findings = matrix_findings.interop(results, cells, interop, cell_records, detail_of, upstream)
 
     # ---- version history per library
     cell_at = {(cells[k][0], cells[k][1]): k for k in range(n_conf_cells)}
@@ -307,4 +367,8 @@ def build(doc):
         "strings": strings.items,
         "interop": interop,
         "history": history,
+        "cell_anchors": cell_anchors,
+        "findings": findings,
+        "headlines": headlines,
+        "interop_findings": interop_findings,
     }

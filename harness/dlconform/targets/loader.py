@@ -16,9 +16,10 @@ import sys
 
 from .base import Target, TargetError
 
-BUILTIN = ("ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py")
+BUILTIN = ("ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py", "nanobind", "onnxruntime")
 #: module each built-in library target needs, checked before anything is imported
-BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py"}
+BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py",
+                   "nanobind": "dlconform._nanobind", "onnxruntime": "onnxruntime"}
 
 
 def _exc_name(e):
@@ -46,6 +47,14 @@ def _builtin(name):
         from .mpi4py_target import Mpi4pyTarget
 
         return Mpi4pyTarget()
+    if name == "nanobind":
+        from .nanobind_target import NanobindTarget
+
+        return NanobindTarget()
+    if name == "onnxruntime":
+        from .onnxruntime_target import OnnxruntimeTarget
+
+        return OnnxruntimeTarget()
     raise KeyError(name)
 
 
