@@ -11,7 +11,10 @@ cd "$(dirname "$0")/../.."
 build="gcc make python3-dev python3-pytest python3-hypothesis"
 case "${1:-build}" in
   build) pkgs=$build ;;
-  test)  pkgs="$build python3-numpy python3-torch python3-packaging chromium nodejs npm" ;;
+  test)  pkgs="$build python3-numpy python3-torch python3-packaging chromium"
+         # npm from Debian only where none is on PATH: a machine's own Node.js (nodesource's
+         # bundles npm) conflicts with Debian's npm package
+         command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
   *) echo "deps.sh: unknown set '$1' (build or test)" >&2; exit 2 ;;
 esac
 command -v dpkg-query >/dev/null 2>&1 || exit 0   # not Debian: the user provides the tools
