@@ -75,7 +75,7 @@ def test_producer_dtype_fields_and_bytes(target, check):
             continue
         cl = clause_of(name)
         seen.add(cl)
-        info = _probe.inspect(cap)
+        info = pycap.fields(cap)
         code, bits, lanes = info["dtype"]
         check.that(code in range(0, 18), "DT-01", "%s exported with code %d, not a DLDataTypeCode" % (name, code))
         check.equal(lanes, 1, "DT-10", "%s lanes" % name)
@@ -133,7 +133,7 @@ def test_producer_native_byte_order(target, check):
     rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) +
                 ["print(_probe.read_elements(x.__dlpack__()) == %r)" % vals])
     cap = x.__dlpack__()
-    layout = tns.compare_layout(target, x, _probe.inspect(cap), dty.itemsize(name))
+    layout = tns.compare_layout(target, x, pycap.fields(cap), dty.itemsize(name))
     for c, m in layout:
         check.record(c, "fail", m)
     if not layout:
@@ -171,7 +171,7 @@ def test_producer_subbyte_dtypes(target, check):
                 continue
         except Exception:
             continue
-        info = _probe.inspect(cap)
+        info = pycap.fields(cap)
         rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (n,), vals) +
                     ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
         code, bits, lanes = info["dtype"]

@@ -142,7 +142,7 @@ def test_consumed_tensor_outlives_producer_object(target, check):
                 "print(h.read_elements() == expected)"])
             expected = target.expected(v)
             cap = pycap.export_kind(v, versioned)
-            info = _probe.inspect(cap)
+            info = pycap.fields(cap)
             layout = tns.compare_layout(target, v, info, dty.itemsize(dtype))
             h = _probe.consume(cap)
             del cap, v, x
@@ -209,7 +209,7 @@ def test_producer_manager_ctx_and_deleter_fields(target, check):
         rp.keep_first(check, mk + ["cap = %s" % call, "print(_probe.inspect(cap))", "tr = _probe.instrument(cap)",
                                    "h = _probe.consume(cap); print(h.release(), tr.calls)"])
         cap = pycap.export_kind(x, versioned)
-        info = _probe.inspect(cap)
+        info = pycap.fields(cap)
         check.that(isinstance(info["manager_ctx"], int), "OWN-06", "manager_ctx unreadable")
         tr = _probe.instrument(cap)
         h = _probe.consume(cap)
@@ -275,7 +275,7 @@ class _NullCtxProducer(RecordingProducer):
 
     def __dlpack__(self, *args, **kw):
         cap = super().__dlpack__(*args, **kw)
-        info = _probe.inspect(cap)
+        info = pycap.fields(cap)
         ctypes.c_void_p.from_address(info["pointer"] + pycap.manager_ctx_offset(info["kind"])).value = None
         return cap
 

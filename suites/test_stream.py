@@ -133,7 +133,7 @@ def test_export_waits_on_the_consumer_stream(target, check):
             check.that(waits and all(e[1:] == (waits_on, own) for e in waits), clause,
                        "stream=%r: expected one wait of stream %d on the producer's stream %d, log %r"
                        % (stream, waits_on, own, events))
-            check.equal(tuple(_probe.inspect(cap)["device"]), dev.device, "STR-01", "device of the export")
+            check.equal(tuple(pycap.fields(cap)["device"]), dev.device, "STR-01", "device of the export")
     finally:
         dev.destroy_stream(handle)
 
@@ -201,7 +201,7 @@ def test_dl_device_cpu_synchronises_and_copies(target, check):
         "x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)  # must raise BufferError"])
     cap = x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0))
     events = dev.events()
-    info = _probe.inspect(cap)
+    info = pycap.fields(cap)
     check.equal(tuple(info["device"]), (1, 0), "STR-12", "device of the dl_device=(1, 0) export")
     syncs = [i for i, e in enumerate(events) if e == ("sync", own)]
     copies = [i for i, e in enumerate(events) if e[0] == "copy"]
@@ -237,7 +237,7 @@ def test_copy_runs_on_the_consumer_stream(target, check):
         copies = [e for e in events if e[0] == "copy"]
         check.that(copies and all(e[1] == handle for e in copies), "CPY-04",
                    "the copy did not run on the consumer's stream %d (log %r)" % (handle, events))
-        check.that((_probe.inspect(cap).get("flags") or 0) & pycap.FLAG_IS_COPIED, "CPY-04", "the copy lacks IS_COPIED")
+        check.that((pycap.fields(cap).get("flags") or 0) & pycap.FLAG_IS_COPIED, "CPY-04", "the copy lacks IS_COPIED")
     finally:
         dev.destroy_stream(handle)
 

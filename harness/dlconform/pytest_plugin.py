@@ -6,13 +6,17 @@ It writes the results protocol of harness/README.md to --dlc-results: a `begin` 
 each test, one `result` line per clause after it, `end` when the session finishes; each line
 is flushed as it is written so that nothing is lost when the process dies.
 """
+import dis
 import fnmatch
 import json
 import os
+import re
+import sys
 import time
 
 import pytest
 
+from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
 from .records import SESSION, Record
@@ -256,6 +260,61 @@ def _location(excinfo):
         return "?"
 
 
+_CALLS = ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW")
+_RAISES = ("RAISE_VARARGS", "RERAISE")
+_BINDING = re.compile(r"^([\w.]+)\(\) (missing \d+ required|got an unexpected keyword|takes \d+ positional|takes no "
+                      r"|got multiple values)")
+
+
+def _ours(path, roots):
+    """True for a file under one of `roots` (the suites being run, the dlconform package),
+    except pyref's (a library under test that lives in the package)."""
+    path = os.path.abspath(str(path))
+    if path.startswith(os.path.join(PACKAGE_DIR, "pyref") + os.sep):
+        return False
+    return any(path.startswith(root + os.sep) for root in roots)
+
+
+def _ours_by_name(qualname, roots):
+    """True when a function of that qualified name is defined in one of our modules."""
+    for mod in list(sys.modules.values()):
+        if not _ours(getattr(mod, "__file__", None) or "/", roots):
+            continue
+        obj = mod
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        code = getattr(obj, "__code__", None)
+        if code is not None and _ours(code.co_filename, roots):
+            return True
+    return False
+
+
+def harness_error(excinfo, roots):
+    """True when an exception the test did not expect is the suite's own fault rather than the
+    library's: an operation of the suites' or the harness's code raised it (a lookup, an index,
+    arithmetic: not a call into the library, not a `raise`), or one of our functions was called
+    with the wrong arguments. Exceptions a library raises inside a call pass through a call
+    instruction and stay the library's."""
+    tb = excinfo.tb
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not _ours(tb.tb_frame.f_code.co_filename, roots):
+        return False
+    e = excinfo.value
+    try:
+        op = next((i.opname for i in dis.get_instructions(tb.tb_frame.f_code) if i.offset == tb.tb_lasti), "")
+    except Exception:  # noqa: BLE001 - an unreadable frame is not evidence
+        return False
+    if op in _RAISES:
+        return False
+    if op in _CALLS:
+        m = _BINDING.match(str(e)) if isinstance(e, TypeError) else None
+        return bool(m) and _ours_by_name(m.group(1), roots)
+    return True
+
+
 def _exc_message(e):
     text = str(e)
     return text.splitlines()[0] if text else ""
@@ -325,6 +384,9 @@ def isolate_items(session, state):
 class _State:
     def __init__(self, config):
         self.config = config
+        #: the code that is ours (the package, the suites, the folders of the collected test
+        #: files): an exception it raises itself is a harness error
+        self.roots = (SUITES_DIR, PACKAGE_DIR)
         given = requested_target(config)
         self.spec = given or "ref"
         self.explicit_target = given is not None
@@ -417,6 +479,7 @@ class _State:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+        self.roots = tuple(dict.fromkeys(self.roots + tuple(str(item.path.parent) for item in keep)))
 
     def pytest_collection_finish(self, session):
         self.write({"event": "collected", "count": len(session.items)})
@@ -510,6 +573,10 @@ class _State:
             if isinstance(e, AssertionError):
                 text = str(e).strip() or "assertion failed"
                 return "assert", _truncate("%s (at %s%s)" % (text, _location(excinfo), where)), None
+            if harness_error(excinfo, self.roots):
+                return HARNESS_ERROR, _truncate("harness error: the suite's own code raised %s%s: %s (at %s); "
+                                                "this says nothing about the library" % (
+                                                    type(e).__name__, where, _exc_message(e), _location(excinfo))), None
             return "unexpected", _truncate("unexpected %s%s: %s (at %s)" % (
                 type(e).__name__, where, _exc_message(e), _location(excinfo))), None
         return "pass", "", None
@@ -536,8 +603,8 @@ class _State:
                 # An exception after explicit records is a verdict too: earlier passes never hide it.
                 if kind == "assert":
                     recs.append((breach(self.level(clause)), message))
-                elif kind == "unexpected":
-                    recs.append(("fail", message))
+                elif kind in ("unexpected", HARNESS_ERROR):
+                    recs.append(("fail" if kind == "unexpected" else kind, message))
                 verdict = worst(v for v, _ in recs)
                 msgs = [m for v, m in recs if v == verdict and m] or [m for v, m in recs if v != "pass" and m]
                 msg = "; ".join(dict.fromkeys(msgs))
@@ -545,6 +612,8 @@ class _State:
                 verdict, msg = breach(self.level(clause)), message
             elif kind == "unexpected":
                 verdict, msg = "fail", message
+            elif kind == HARNESS_ERROR:
+                verdict, msg = kind, message
             elif kind == "warn":
                 verdict = "warn"
                 msg = message if warn_clause in (None, clause) else "%s (raised for %s)" % (message, warn_clause)

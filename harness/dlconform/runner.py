@@ -217,6 +217,8 @@ class Runner:
         #: limit for startup + collection (no `begin` yet)
         self.collect_timeout = float(collect_timeout) if collect_timeout else max(300.0, 10 * self.timeout)
         self._proc = None
+        self.interrupted = False  # kill() was called: no verdict for what the kill cut short
+        self.current = None  # the TargetRun in progress
 
     # ---- records
     def _emit(self, run, fields):
@@ -291,6 +293,7 @@ class Runner:
         killed is replaced by one that skips every test already begun. `paths`: test files or
         node ids to run instead of the whole suites folder; `skip`: node ids not to run."""
         run = TargetRun(spec)
+        self.current = run
         run.roles = list(roles)
         run.versions = dict(versions or {})
         work = os.path.join(self.out_dir, "work", safe_name(spec))
@@ -302,7 +305,7 @@ class Runner:
         start = time.monotonic()
         deadline = start + self.target_timeout
         tested = 0
-        while True:
+        while not self.interrupted:
             run.attempts += 1
             n = run.attempts
             results_path = os.path.join(work, "attempt-%d.jsonl" % n)
@@ -332,6 +335,8 @@ class Runner:
                 self._proc = None
             att.rc = proc.returncode
             tested += att.begun
+            if self.interrupted:  # the child died of our kill, not of the library: no verdict
+                break
             evidence = _evidence(err_path, out_path)
             restart = False
             for reason in stop_reasons(att):
@@ -345,6 +350,9 @@ class Runner:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
                 break
         run.duration = time.monotonic() - start
+        if self.interrupted:
+            run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
+            return run
         session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
         if tested == 0 and session_bad:
             run.status = "crashed"
@@ -445,9 +453,12 @@ class Runner:
             att.ended_t = time.monotonic()
 
     def kill(self):
-        """Kills the running child's process group (for KeyboardInterrupt)."""
-        if self._proc is not None and self._proc.poll() is None:
-            kill_group(self._proc)
+        """Stops the run (Ctrl-C, SIGTERM): kills the running child's process group and records
+        nothing for the test it cut short; run_target returns what finished."""
+        self.interrupted = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            kill_group(proc)
 
 
 def _last_lines(text, n=3):

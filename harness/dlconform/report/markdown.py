@@ -37,6 +37,9 @@ def render(doc):
         ".".join(str(x) for x in env.get("dlpack_header") or []) or "?",
         (env.get("dlconform") or {}).get("git") or (env.get("dlconform") or {}).get("version", "?")))
     lines.append("")
+    incomplete = (doc.get("run") or {}).get("incomplete")
+    if incomplete:
+        lines += ["**Incomplete run** (%s)." % incomplete, ""]
 
     # ---- targets
     lines += ["## Targets", "", "| target | status | versions | " + " | ".join(VERDICTS) + " |",
@@ -55,7 +58,7 @@ def render(doc):
     bad = [r for r in results if r.get("verdict") != "pass"]
     lines += ["## Findings (everything that did not pass)", ""]
     if not bad:
-        lines += ["Every check passed.", ""]
+        lines += ["Every check that ran passed." if incomplete else "Every check passed.", ""]
     else:
         order = {v: i for i, v in enumerate(VERDICTS)}
         bad.sort(key=lambda r: (-order.get(r["verdict"], 99), r["target"], r["clause"], r["test"]))
