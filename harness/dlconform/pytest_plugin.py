@@ -86,6 +86,8 @@ entry = _EntryPoint()
 def pytest_configure(config):
     config.addinivalue_line("markers", "clause(*ids): the catalogue clauses a test checks")
     config.addinivalue_line("markers", "role(name): producer, consumer or both: what the target must be")
+    config.addinivalue_line("markers", "feeds(kind): what the check feeds the library: valid (the default), "
+                                       "invalid (malformed metadata) or argument (an invalid argument)")
     state = _State(config)
     config._dlc_state = state
     config.pluginmanager.register(state, "dlconform-state")
@@ -147,6 +149,24 @@ def item_clauses(item):
     return ids
 
 
+#: what a check may feed the library (suites/README.md, "Grading"), and the reading that makes
+#: accepting invalid input or an invalid argument a warn rather than a breach
+FEEDS = ("valid", "invalid", "argument")
+_UNSPECIFIED = ("the array API leaves behaviour on %s unspecified and dlpack.h obliges no consumer to "
+                "validate it: accepting it is a warn, a clean refusal passes, dying is a robustness crash "
+                "(suites/README.md, Grading)")
+_WHAT = {"invalid": "invalid input (malformed metadata)", "argument": "an invalid argument"}
+
+
+def item_feeds(item):
+    """What the test feeds the library: the `feeds` marker's kind, valid without one."""
+    mark = item.get_closest_marker("feeds")
+    kind = str(mark.args[0]) if mark is not None and mark.args else "valid"
+    if kind not in FEEDS:
+        raise pytest.UsageError("dlconform: %s: feeds(%r) is none of %s" % (item.nodeid, kind, ", ".join(FEEDS)))
+    return kind
+
+
 def item_role(item):
     mark = item.get_closest_marker("role")
     if mark is None or not mark.args:
@@ -163,6 +183,7 @@ class Check:
         self.records = []  # (clause, verdict, message)
         self.repro_text = None
         self.peer = None  # the other library of an interop check (reports/README.md: `peer`)
+        self.feeds = "valid"  # what the test feeds the library (its `feeds` marker)
 
     def set_peer(self, name):
         """Names the other library of this test (the producer when the target consumes):
@@ -200,6 +221,16 @@ class Check:
             i = _first_difference(actual, expected)
             detail += " (first difference at byte %s; lengths %d and %d)" % (i, len(actual), len(expected))
         return self.that(False, clause, "%s: %s" % (message, detail) if message else detail)
+
+    def accepted(self, clause, message):
+        """The library accepted what the check fed it, where it should have refused: a breach
+        of the clause on valid input (fail for MUST, warn otherwise); on invalid input or an
+        invalid argument a warn that cites the reading (the behaviour is unspecified)."""
+        if self.feeds == "valid":
+            self.record(clause, breach(self._level_of(clause)), message)
+        else:
+            self.record(clause, "warn", "%s; it is %s: %s" % (message, _WHAT[self.feeds],
+                                                              _UNSPECIFIED % _WHAT[self.feeds]))
 
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)
@@ -459,6 +490,7 @@ class _State:
                     self.write({"event": "repro", "test": nodeid, "repro": text})
 
             st = _ItemState(Check(self.level, on_repro), item_clauses(item) or [UNMARKED], item_role(item))
+            st.check.feeds = item_feeds(item)
             item._dlc = st
         return st
 
@@ -496,6 +528,7 @@ class _State:
         st = self.item_state(item)
         st.start = time.perf_counter()
         self.write({"event": "begin", "test": item.nodeid, "clauses": st.clauses, "role": st.role or "any",
+                    "input": st.check.feeds,
                     "time": time.time()})
         yield
         try:
@@ -626,5 +659,7 @@ class _State:
             rec = self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration)
             if st.check.peer is not None:
                 rec["peer"] = st.check.peer
+            if st.check.feeds != "valid":
+                rec["input"] = st.check.feeds
             out.append(rec)
         return out

@@ -114,6 +114,7 @@ class _Test:
     clauses: list
     role: str
     t0: float  # when it began; once finished, when its last result came
+    input: str = "valid"  # what the test feeds the library (its `feeds` marker)
     done: set = field(default_factory=set)  # clauses with a result
     finished: bool = False  # every clause has its result
     repro: str = ""  # the snippet it streamed, for a crash
@@ -252,6 +253,7 @@ class Runner:
                 "clause": clause, "role": current.role, "verdict": verdict, "message": message,
                 "test": current.test, "duration": elapsed, "evidence": evidence,
                 "repro": self._lost_repro(run, clause, current),
+                "input": current.input if current.input != "valid" else None,
             })
 
     def _record_stop(self, run, att, reason, evidence):
@@ -428,7 +430,8 @@ class Runner:
             test = str(ev.get("test", ""))
             att.begun += 1
             begun.setdefault(test, None)
-            att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic())
+            att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic(),
+                                input=str(ev.get("input") or "valid"))
             run.begun += 1
             if self.progress:
                 self.progress(run.spec, run.begun, run.total)

@@ -31,14 +31,18 @@ def run_dlconform(out, *args):
     return proc, data
 
 
-def collected_clauses():
-    """Maps clause id -> node ids of the suite tests marked with it (collection only)."""
+def collect():
+    """(clause id -> node ids of the suite tests marked with it, node id -> what it feeds), from
+    a collection of suites/."""
+    from dlconform.pytest_plugin import item_feeds
+
     class Collector:
         def __init__(self):
-            self.by_clause = {}
+            self.by_clause, self.feeds = {}, {}
 
         def pytest_collection_modifyitems(self, items):
             for item in items:
+                self.feeds[item.nodeid] = item_feeds(item)
                 for mark in item.iter_markers("clause"):
                     for cid in mark.args:
                         self.by_clause.setdefault(cid, []).append(item.nodeid)
@@ -47,7 +51,28 @@ def collected_clauses():
     rc = pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin",
                       "--dlc-target", "ref", str(REPO / "suites")], plugins=[collector])
     assert rc == 0, f"collecting suites/ failed with {rc}"
-    return collector.by_clause
+    return collector.by_clause, collector.feeds
+
+
+def collected_clauses():
+    """Maps clause id -> node ids of the suite tests marked with it (collection only)."""
+    return collect()[0]
+
+
+def test_what_checks_feed_agrees_with_the_catalogue():
+    """The grading model (suites/README.md): a check that feeds invalid input or an invalid
+    argument (@pytest.mark.feeds) cites only clauses whose catalogue Input note names that kind,
+    and every such note has a check of its kind, so a reader of the catalogue sees which
+    verdicts the model softens."""
+    by_clause, feeds = collect()
+    cat = {c.id: c for c in catalogue.load().clauses}
+    kind_of = {cid: (c.get("input") or "valid").split(":", 1)[0] for cid, c in cat.items()}
+    wrong = [(node, cid, kind, kind_of.get(cid)) for cid, nodes in by_clause.items() for node in nodes
+             for kind in [feeds[node]] if kind != "valid" and kind_of.get(cid) != kind]
+    assert not wrong, "checks whose feeds kind the catalogue does not name for the clause: %s" % wrong
+    unchecked = [cid for cid, kind in kind_of.items() if kind != "valid"
+                 and not any(feeds[n] == kind for n in by_clause.get(cid, []))]
+    assert not unchecked, "Input notes with no check of that kind: %s" % unchecked
 
 
 def test_every_cpu_must_clause_of_the_spine_groups_has_a_test():

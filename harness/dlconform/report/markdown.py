@@ -7,8 +7,16 @@ _ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**", "error": "**ERROR (harness)**"}
 
 
+#: a crash on what the check fed the library: robustness on invalid input or an invalid
+#: argument, apart from conformance crashes on valid input (suites/README.md, Grading)
+_FED = {"invalid": "robustness: invalid input", "argument": "robustness: invalid argument"}
+
+
 def _verdict(r):
-    return _ICON.get(r["verdict"], r["verdict"]) + (" (known)" if r.get("known") else "")
+    text = _ICON.get(r["verdict"], r["verdict"])
+    if r["verdict"] in ("crash", "timeout", "warn") and r.get("input") in _FED:
+        text += " (%s)" % _FED[r["input"]]
+    return text + (" (known)" if r.get("known") else "")
 
 
 def _cell(text, limit=300):
