@@ -293,9 +293,17 @@ def cmd_run(args):
     runs = {}
     lock = threading.Lock()
 
-    def worker(runner):
+    done = [threading.Event() for _ in runners]  # set when a worker has returned
+
+    def worker(runner, finished):
         # One Runner per thread: a Runner drives one child at a time. Each target still has
         # its own process; the threads only wait on them.
+        try:
+            work(runner)
+        finally:
+            finished.set()
+
+    def work(runner):
         while True:
             with lock:
                 if not queue:
@@ -313,7 +321,7 @@ def cmd_run(args):
                 progress.done(spec, "dlconform: %s: %s" % (
                     spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v)) or "no results"))
 
-    threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in runners]
+    threads = [threading.Thread(target=worker, args=(r, d), daemon=True) for r, d in zip(runners, done)]
     # a CI runner cancels a job with SIGTERM: stop as for Ctrl-C (this is the harness's own
     # process; the libraries under test run in the children)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -328,8 +336,8 @@ def cmd_run(args):
             queue.clear()
         for r in runners:
             r.kill()
-        for t in threads:
-            t.join(10)
+        for d in done:  # not Thread.join: a join that Ctrl-C interrupted may report the thread ended
+            d.wait(10)
         partial = {r.current.spec: r.current for r in runners if r.current is not None}
         for spec in runnable:
             run = runs.get(spec) or partial.get(spec)

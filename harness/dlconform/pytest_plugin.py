@@ -576,6 +576,17 @@ class _State:
         isolate_items(session, self)
         return True
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """pytest names the running test in os.environ (PYTEST_CURRENT_TEST): the library under
+        test must not see that, so the check's own call runs without it."""
+        current = os.environ.pop("PYTEST_CURRENT_TEST", None)
+        try:
+            yield
+        finally:
+            if current is not None:
+                os.environ["PYTEST_CURRENT_TEST"] = current
+
     def pytest_sessionfinish(self, session, exitstatus):
         self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),
                     "time": time.time()})

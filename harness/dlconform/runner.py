@@ -29,7 +29,6 @@ def child_env(base=None):
     env = dict(os.environ if base is None else base)
     parts = [HARNESS_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != HARNESS_DIR]
     env["PYTHONPATH"] = os.pathsep.join(parts)
-    env.setdefault("PYTHONFAULTHANDLER", "1")
     return env
 
 
@@ -277,7 +276,13 @@ class Runner:
 
     # ---- child
     def command(self, spec, results_path, exclude_path, paths=None):
+        # The library under test must see its process as any Python process: pytest's warnings,
+        # unraisable- and thread-exception plugins and its output capture would change the
+        # warnings filters, sys.unraisablehook, threading.excepthook and sys.stdout around
+        # every test (test_meta.py: test_the_suite_leaves_the_process_alone). Its faulthandler
+        # stays: crash evidence needs it, and it chains to any handler a library installs.
         cmd = [self.python, "-m", "pytest", *(paths or [self.suites]), "-p", "dlconform.pytest_plugin", "-q",
+               "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception", "--capture=no",
                "-p", "no:cacheprovider", "--continue-on-collection-errors", "--rootdir", self.suites,
                "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9)),
                "--dlc-target", spec, "--dlc-results", results_path]

@@ -174,3 +174,45 @@ def test_every_clause_has_a_check_or_a_recorded_reason():
     assert not both, f"clauses with a test that also claim no check is possible: {both}"
     checked = sum(1 for c in clauses if by_clause.get(c.id))
     print(f"\ncoverage: {checked} of {len(clauses)} clauses checked, {len(clauses) - checked} with a reason")
+
+
+def _watch(tmp_path, *args):
+    log = tmp_path / "state.log"
+    env = dict(os.environ, DLCONFORM_STATE_LOG=str(log))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--target", "dlconform.testing:StateWatcher",
+                           "--out", str(tmp_path / "out"), *args], env=env, capture_output=True, text=True, timeout=900)
+    diffs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return proc, diffs
+
+
+def test_the_suite_leaves_the_process_alone(tmp_path):
+    """The library under test sees its process as any Python process: at every make and
+    from_dlpack of the whole suite, the signal handlers, warnings filters, exception hooks, GC
+    settings, recursion limit, environment, standard streams and ctypes.pythonapi prototypes are
+    those of a plain interpreter that imported the same libraries (testing.StateWatcher)."""
+    proc, diffs = _watch(tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not diffs, "the suite changed what the library can observe:\n" + "\n".join(map(json.dumps, diffs[:10]))
+
+
+def test_the_state_watcher_sees_a_change(tmp_path):
+    """The watcher itself can fail: a check that sets a warnings filter and a ctypes prototype
+    before it calls the library is seen."""
+    from dlconform.testing import write_suite
+
+    src = write_suite(str(tmp_path / "suite"), {"test_meddles.py": '''
+import ctypes, warnings, pytest
+
+@pytest.mark.clause("T-01")
+def test_meddles(target):
+    warnings.simplefilter("error")
+    ctypes.pythonapi.PyCapsule_GetName.restype = ctypes.c_char_p
+    try:
+        target.make("float32", (2,), bytes(8))
+    finally:
+        warnings.resetwarnings()
+        ctypes.pythonapi.PyCapsule_GetName.restype = ctypes.c_int
+'''}, {"T-01": "MUST"})
+    proc, diffs = _watch(tmp_path, "--suites", src)
+    assert diffs and {"warnings", "ctypes"} <= set(diffs[0]["diff"]), (proc.stderr[-2000:], diffs)
