@@ -75,7 +75,20 @@ def build_parser():
                    help="results.json, a run-failure record or a matrix.json; TIER=FILE or TIER@MACHINE=FILE labels it")
     m.add_argument("--out", required=True, metavar="DIR", help="output folder")
     m.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    # commands whose own parsers read the rest of the line (`dlconform COMMAND --help`)
+    for name, helptext in _PASSTHROUGH.items():
+        sub.add_parser(name, help=helptext, prog="dlconform " + name, add_help=False)
     return p
+
+
+#: command -> (module, its help line): each parses its own arguments
+_PASSTHROUGH = {
+    "matrix": "every Debian tier and the host run and merged into reports/matrix/ (make matrix; --publish "
+              "re-renders)",
+    "fuzz-ci": "fuzz a consumer or producer for a set time, triage, reproducers (make fuzz-ci; fuzz/README.md)",
+    "fuzz-repro": "the Python reproducer script of one fuzz input",
+}
+_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro"}
 
 
 def _positive(text):
@@ -363,14 +376,10 @@ def cmd_run(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "fuzz-ci":  # fuzz/README.md, CI mode
-        from .fuzz import ci
+    if argv and argv[0] in _PASSTHROUGH_MODULES:
+        import importlib
 
-        return ci.main(argv[1:])
-    if argv and argv[0] == "fuzz-repro":
-        from .fuzz import repro
-
-        return repro.main(argv[1:])
+        return importlib.import_module(_PASSTHROUGH_MODULES[argv[0]], __package__).main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
