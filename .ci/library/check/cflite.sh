@@ -5,13 +5,15 @@
 # with mmdebstrap, which has no Python at all (base-runner has none of the builder's). With
 # ClusterFuzzLite's environment (address sanitizer, libFuzzer: CC, CXX, CFLAGS, CXXFLAGS,
 # LIB_FUZZING_ENGINE, SRC, OUT) it:
-#   1. builds the stand-in library's targets with its .clusterfuzzlite/build.sh;
+#   1. builds the stand-in library's targets with its .clusterfuzzlite/build.sh, with the
+#      known file of its old bug (.dlconform/fuzz-known/mylib.txt: CAP-04);
 #   2. runs OSS-Fuzz's bad_build_check checks on each target, in the runner: it starts and
 #      runs 4 inputs (check_startup_crash), it is instrumented (check_engine: no "no
 #      interesting inputs", 100 edges or more), it runs its seed corpus (check_seed_corpus);
 #      on the host: x86-64 (check_architecture), ASan calls >= 1000 and UBSan <= 200
 #      (check_mixed_sanitizers); and ldd in the runner finds every library it needs;
-#   3. fuzzes each for FUZZ_SECONDS (10) in the runner: nothing is found in the clean library;
+#   3. fuzzes each for FUZZ_SECONDS (10) in the runner: nothing is found, and without the
+#      known file baked into $OUT the old bug is (within 120 s);
 #   4. plants the bug of standin.sh, rebuilds: the consumer target finds VER-08 (within 300 s);
 #   5. builds dlconform's numpy targets (consumer and producer) with fuzz/oss-fuzz/build.sh
 #      and runs the same checks on them: a library with shared dependencies (BLAS, gfortran)
@@ -49,7 +51,8 @@ find "$DIR" -mindepth 1 -maxdepth 1 ! -name runner -exec rm -rf {} +
 mkdir -p "$DIR/src" "$DIR/tmp"
 git clone -q "$REPO" "$DIR/src/dlconform"
 sh "$HERE/standin.sh" new "$DIR/src/mylib"
-mkdir -p "$DIR/src/mylib/.clusterfuzzlite"
+mkdir -p "$DIR/src/mylib/.clusterfuzzlite" "$DIR/src/mylib/.dlconform/fuzz-known"
+echo CAP-04 >"$DIR/src/mylib/.dlconform/fuzz-known/mylib.txt"
 cp "$REPO"/.ci/library/clusterfuzzlite/* "$DIR/src/mylib/.clusterfuzzlite/"
 cp "$DIR/src/mylib/.clusterfuzzlite/build.sh" "$DIR/src/build.sh"   # the Dockerfile's COPY
 
@@ -95,10 +98,10 @@ bad_build_check() { # OUT T: OSS-Fuzz's checks of one target
   [ $before -eq 0 ] || rc=$before
 }
 
-fuzz() { # OUT T SECONDS: fuzz in the runner; prints the oracle line or sanitizer error, if any
+fuzz() { # OUT T SECONDS [VAR=VALUE]: fuzz in the runner; prints the oracle line or sanitizer error, if any
   o=$1 t=$2
   rm -rf "$o/corpus-$t"; mkdir "$o/corpus-$t"
-  in_runner "$o" "./$t" $(options "$o/$t") -max_total_time="$3" -artifact_prefix="/out/$t-" "corpus-$t" \
+  in_runner "$o" env ${4:-} "./$t" $(options "$o/$t") -max_total_time="$3" -artifact_prefix="/out/$t-" "corpus-$t" \
     "seeds-$t" >"$DIR/tmp/$t.fuzz" 2>&1 || true
   grep -m1 -E '^dlconform-oracle:|^==[0-9]+==ERROR' "$DIR/tmp/$t.fuzz" || true
 }
@@ -110,6 +113,12 @@ for t in dlconform_consumer_mylib; do
   found=$(fuzz "$DIR/clean" "$t" "$FUZZ_SECONDS")
   [ -z "$found" ] && say "clean: $t: nothing found in $FUZZ_SECONDS s" || fail "clean: $t found: $found"
 done
+[ -f "$DIR/clean/dlconform_consumer_mylib.known" ] || fail "clean: no dlconform_consumer_mylib.known"
+found=$(fuzz "$DIR/clean" dlconform_consumer_mylib 120 DLCONFORM_FUZZ_IGNORE_FILE=)
+case $found in
+  "dlconform-oracle: CAP-04"*) say "clean: without its .known file, dlconform_consumer_mylib finds the old bug: $found" ;;
+  *) fail "clean: without its .known file, dlconform_consumer_mylib did not find CAP-04 (${found:-nothing})" ;;
+esac
 built=$(cd "$DIR/clean" && find . -maxdepth 1 -name 'dlconform_*' -type f -perm -u+x | sort | tr '\n' ' ')
 [ "$built" = "./dlconform_consumer_mylib " ] || fail "clean: built $built, not the one target of build.sh"
 

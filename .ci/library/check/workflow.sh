@@ -3,8 +3,10 @@
 # it, on this machine: each run is the workflow's job in a fresh Debian bookworm (gha.py over
 # the tier `make tier TIER=bookworm` builds), against the stand-in library of standin.sh, with
 # dlconform checked out from this repository's committed HEAD. Three runs:
-#   main       the clean library with no known files: its reports start them
-#   main-known the clean library with the known files of `main`: the job succeeds
+#   main       the library, with its old bug (CAP-04), and no known files: the job fails,
+#              conformance and fuzz report CAP-04 and nothing else; the reports start the
+#              known files
+#   main-known the same with the known files of `main`: the job succeeds
 #   pr         a pull request that plants a bug (VER-08): the job fails, conformance and fuzz
 #              each report the bug as new, and nothing else is new
 # Also checked: the JUnit file is uploaded, and the reports name dlconform's revision.
@@ -65,9 +67,15 @@ s=0; run main || s=$?
 WANT_REV=$want_rev facts main $s >"$DIR/main.facts" || fail "main: no reports"
 cat "$DIR/main.facts" | sed 's/^/workflow check: main: /'
 grep -q '^junit yes' "$DIR/main.facts" || fail "main: no results.junit.xml uploaded"
+[ "$s" -eq 1 ] || fail "main: the job did not fail on the library's old bug"
+grep -q '^new CAP-04 conformance' "$DIR/main.facts" || fail "main: conformance did not report CAP-04"
+grep -q '^new CAP-04 fuzz' "$DIR/main.facts" || fail "main: the fuzzer did not report CAP-04"
+if grep '^new ' "$DIR/main.facts" | grep -v '^new CAP-04 '; then fail "main: findings other than CAP-04"; fi
 grep -q '^revision True' "$DIR/main.facts" || fail "main: the reports do not name dlconform's revision $want_rev"
 [ -f "$DIR/main/artifacts/dlpack-reports/known-now.txt" ] || fail "main: no known-now.txt"
 sh "$HERE/standin.sh" known "$DIR/lib" "$DIR/main/artifacts/dlpack-reports"
+grep -q CAP-04 "$DIR/lib/.dlconform/known.txt" && grep -q CAP-04 "$DIR/lib/.dlconform/fuzz-known/mylib.txt" \
+  || fail "main: the known files do not list CAP-04"
 
 s=0; run main-known || s=$?
 WANT_REV=$want_rev facts main-known $s >"$DIR/main-known.facts" || fail "main-known: no reports"
@@ -85,5 +93,5 @@ if grep '^new ' "$DIR/pr.facts" | grep -v '^new VER-08 '; then fail "pr: finding
 grep -q '^step conformance failure' "$DIR/pr.facts" || fail "pr: the conformance step did not fail"
 grep -q '^step fuzz failure' "$DIR/pr.facts" || fail "pr: the fuzz step did not fail (or did not run)"
 
-[ $rc -eq 0 ] && echo "workflow check: ok: main starts the known files, main-known passes, pr fails on the planted bug only"
+[ $rc -eq 0 ] && echo "workflow check: ok: main fails on its old bug and starts the known files, main-known passes, pr fails on the planted bug only"
 exit $rc
