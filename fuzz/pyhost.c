@@ -126,16 +126,18 @@ static const char *bundled_home(void) {
  *   - else a runtime bundled next to the executable is the home (OSS-Fuzz and
  *     ClusterFuzzLite run targets where the builder's Python is absent);
  *   - else CPython's defaults (the build's prefix), with PYTHONPATH and the like as usual.
- * Signal handlers are left to the engine (Py_InitializeEx(0)). */
-static void start_interpreter(void) {
+ * Signal handlers are left to the engine (Py_InitializeEx(0)). Returns 1 when the bundled
+ * runtime is the home. */
+static int start_interpreter(void) {
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   config.install_signal_handlers = 0;
   config.parse_argv = 0;
   const char *python = getenv("DLCONFORM_FUZZ_PYTHON");
-  const char *home = bundled_home();
+  if (python != NULL && *python == '\0') python = NULL;
+  const char *home = python ? NULL : bundled_home();
   PyStatus st = PyStatus_Ok();
-  if (python != NULL && *python)
+  if (python != NULL)
     st = PyConfig_SetBytesString(&config, &config.program_name, python);
   else if (home != NULL)
     st = PyConfig_SetBytesString(&config, &config.home, home);
@@ -146,6 +148,7 @@ static void start_interpreter(void) {
             st.func ? ": " : "", st.err_msg ? st.err_msg : "", python ? "; DLCONFORM_FUZZ_PYTHON set" : "");
     exit(2);
   }
+  return home != NULL;
 }
 
 /* Puts dir at sys.path[pos]. */
@@ -163,10 +166,9 @@ void dlc_pyhost_init(void) {
   setenv("MKL_NUM_THREADS", "1", 1);
   dlc_py.consumer = getenv("DLCONFORM_FUZZ_CONSUMER");
   if (dlc_py.consumer == NULL || *dlc_py.consumer == '\0') dlc_py.consumer = "numpy";
-  start_interpreter();
+  int bundled = start_interpreter();
   path_insert(0, harness_dir());
-  const char *home = getenv("DLCONFORM_FUZZ_PYTHON") ? NULL : bundled_home();
-  if (home != NULL) path_insert(1, beside_exe("python/site"));
+  if (bundled) path_insert(1, beside_exe("python/site"));
   init_allowed();
   dlc_py.from_dlpack = resolve(dlc_py.consumer);
   dlc_py.kw_copy = PyUnicode_InternFromString("copy");

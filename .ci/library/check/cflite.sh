@@ -152,5 +152,5 @@ for t in dlconform_consumer_ref dlconform_producer_ref dlconform_validator; do
   [ -z "$found" ] && say "numpy build: $t: nothing found in $FUZZ_SECONDS s" || fail "numpy build: $t found: $found"
 done
 
-[ $rc -eq 0 ] && say "ok: the targets run in a runner without Python, find nothing in the clean library, find the planted bug"
+[ $rc -eq 0 ] && say "ok: the targets run in a runner without Python, find nothing but the known bug (set aside), find the planted one"
 exit $rc
