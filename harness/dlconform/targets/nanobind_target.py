@@ -118,7 +118,7 @@ class NanobindTarget(Target):
     def repro_setup(self):
         return ["from dlconform import _nanobind"]
 
-    def repro_from_dlpack(self, arg):
+    def repro_from_dlpack(self, arg="p"):
         return "_nanobind.take(%s)" % arg
 
     def repro_make(self, dtype, shape, values, var="x"):
