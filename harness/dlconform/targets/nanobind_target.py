@@ -18,7 +18,7 @@ Which behaviour is whose:
   `Buffer` (CPU only: the glue has no device memory, so device checks skip).
 """
 from .base import Target, TargetError
-from .dtypes import STANDARD_DTYPES, itemsize, row_major_strides
+from .dtypes import STANDARD_DTYPES, SUBBYTE, itemsize, row_major_strides
 
 GLUE = "dlconform._nanobind"
 
@@ -58,6 +58,10 @@ class NanobindTarget(Target):
 
     # ---- producer
     def make(self, dtype, shape, values):
+        if dtype in SUBBYTE:
+            # nanobind has no sub-byte element type of its own: the glue would only pass bytes
+            # laid out by us, and DT-09 would judge the glue, not nanobind
+            raise TargetError("nanobind makes no %s tensors of its own" % dtype)
         buf = self.nb.Buffer(bytes(values))
         return self.nb.view(buf, buf.address, list(shape), list(row_major_strides(shape)), *self._code(dtype))
 
