@@ -370,3 +370,32 @@ def test_adapter_hooks_keep_the_base_signatures():
                            list(inspect.signature(fn).parameters.values())[len(want):]), (cls.__name__, name)
                 checked += 1
     assert checked > 20, checked
+
+
+def test_reproducers_define_what_the_base_hooks_use():
+    """The base repro_* hooks write lines that go through `T`, the loaded adapter: an adapter
+    that keeps one of them keeps the base's repro_setup too (itself or through super()), or its
+    reproducers stop at a NameError."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dlconform.targets as pkg
+    from dlconform.targets.base import Target
+
+    hooks = [n for n in vars(Target) if n.startswith("repro_") and n != "repro_setup"]
+    missing = []
+    for m in pkgutil.iter_modules(pkg.__path__):
+        try:
+            module = importlib.import_module("dlconform.targets." + m.name)
+        except ModuleNotFoundError:
+            continue
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and issubclass(cls, Target)) or cls.repro_setup is Target.repro_setup:
+                continue
+            if "super().repro_setup()" in inspect.getsource(cls.repro_setup):
+                continue
+            kept = [h for h in hooks if getattr(cls, h) is getattr(Target, h)]
+            if kept:
+                missing.append((cls.__name__, kept))
+    assert not missing, missing

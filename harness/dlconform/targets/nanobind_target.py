@@ -120,7 +120,8 @@ class NanobindTarget(Target):
                 "itemsize": max(1, bits * lanes // 8), "readonly": False, "dtype": (code, bits, lanes)}
 
     def repro_setup(self):
-        return ["from dlconform import _nanobind"]
+        # T: the base hooks (repro_readonly, repro_view, ...) go through the loaded adapter
+        return super().repro_setup() + ["from dlconform import _nanobind"]
 
     def repro_from_dlpack(self, arg="p"):
         return "_nanobind.take(%s)" % arg

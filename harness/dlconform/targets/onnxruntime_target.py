@@ -76,7 +76,8 @@ class OnnxruntimeTarget(Target):
                 "readonly": False, "dtype": tuple(info["dtype"])}
 
     def repro_setup(self):
-        return ["import numpy as np", "from onnxruntime.capi import _pybind_state as C",
+        # T: the base hooks (repro_readonly, repro_view, ...) go through the loaded adapter
+        return super().repro_setup() + ["import numpy as np", "from onnxruntime.capi import _pybind_state as C",
                 "cpu = C.OrtDevice(C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)"]
 
     def repro_from_dlpack(self, arg="p"):
