@@ -11,6 +11,7 @@ import time
 from . import SUITES_DIR, __version__
 from . import environment as _environment
 from . import known as _known
+from . import repro as _repro
 from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
@@ -206,7 +207,7 @@ def cmd_run(args):
             if explicit or spec == "ref":
                 _say("target %r: %s" % (spec, reason))
                 rec = Record.session(spec, "<target>", "skip", reason,
-                                     repro="python3 -m dlconform run --target %s" % spec)
+                                     repro=_repro.run_command(spec, None))
                 results.append(rec)
                 sink(rec)
     clause = ",".join(args.clause) if args.clause else None
