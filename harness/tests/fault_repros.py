@@ -1,7 +1,7 @@
 """The reproducers of the built-in faults (helper of test_repro_faults.py and test_bugreport.py).
 
-`findings(tmp)` runs every fault of ref and pyref on its own clause (one child each, two at a
-time) and returns the non-pass records with their fault; `run(text, ...)` runs a snippet as a
+`findings(tmp)` runs every fault of ref and pyref on its own clause (one run per clause, two
+runs at a time) and returns the non-pass records with their fault; `run(text, ...)` runs a snippet as a
 script in a fresh interpreter; `fault_off(text, ...)` is the same snippet with the fault off.
 """
 import concurrent.futures
@@ -17,14 +17,14 @@ REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
 #: the verdicts a reproducer must reproduce
 FINDINGS = ("fail", "warn", "crash", "timeout")
-# Faults that are data races and nothing else: the TSan stress of ref's cache catches them
-# (test_meta.TSAN_FAULTS); no suite check records them, so they have no reproducer.
-TSAN_FAULTS = {"cache_no_cas", "cache_deleter_no_gil"}
 
 
 def faults():
     """[(library, fault, clause)] of every built-in fault of ref and pyref."""
     from dlconform import _ref, pyref
+    # data races and nothing else: no suite check records them (the TSan stress of ref's cache
+    # catches them), so they have no reproducer
+    from test_meta import TSAN_FAULTS
 
     out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items()) if name not in TSAN_FAULTS]
     return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())]
@@ -38,21 +38,27 @@ def _env(**extra):
     return env
 
 
-def _run_fault(out, library, fault, clause):
-    spec = "%s:fault=%s" % (library, fault)
-    folder = Path(out) / ("%s-%s" % (library, fault))
-    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--clause", clause,
-                    "--out", str(folder)], cwd=REPO, env=_env(), capture_output=True, timeout=900)
+def _run_clause(out, clause, specs):
+    """The non-pass records of one run of every fault that breaks `clause`, each target in its
+    own child (`specs`: {target spec: (library, fault)})."""
+    folder = Path(out) / clause
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--clause", clause, "--out", str(folder), "-j", "1",
+                    "-q", *("--target=" + spec for spec in specs)],
+                   cwd=REPO, env=_env(), capture_output=True, timeout=900)
     path = folder / "results.json"
     data = json.loads(path.read_text()) if path.exists() else {"results": []}
-    return [dict(r, fault=fault, library=library) for r in data["results"] if r["verdict"] in FINDINGS]
+    return [dict(r, library=specs[r["target"]][0], fault=specs[r["target"]][1]) for r in data["results"]
+            if r["verdict"] in FINDINGS and r["target"] in specs]
 
 
 def findings(out, jobs=2):
-    """The non-pass records of every fault run on its clause, each with `fault` and `library`."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = pool.map(lambda f: _run_fault(out, *f), faults())
-        return [r for recs in runs for r in recs]
+    """The non-pass records of every fault run on its clause, each with `fault` and `library`:
+    one run per clause, `jobs` runs at a time."""
+    by_clause = {}
+    for library, fault, clause in faults():
+        by_clause.setdefault(clause, {})["%s:fault=%s" % (library, fault)] = (library, fault)
+    runs = run_many(lambda kv: _run_clause(out, *kv), sorted(by_clause.items()), jobs)
+    return [r for recs in runs for r in recs]
 
 
 def fault_off(text, library, fault):
