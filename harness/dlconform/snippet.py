@@ -69,7 +69,7 @@ def expect_equal(got, want, clause, what):
         finding(clause, "%s: got %s, expected %s" % (what, _short(got), _short(want)))
 
 
-def _detach(exc):
+def detach(exc):
     """exc with the tracebacks of its chain dropped: their frames may hold capsules whose
     deleter calls a snippet counts."""
     seen, todo = set(), [exc]
@@ -88,7 +88,7 @@ def attempt(call):
     try:
         return call(), None
     except Exception as e:  # noqa: BLE001 - the snippet judges it
-        return None, _detach(e)
+        return None, detach(e)
 
 
 def expect_returns(call, clause, what):

@@ -42,12 +42,16 @@ def test_each_expectation_prints_the_clause_and_what_differed():
         assert run(body + "\nprint('not reached')") == (snippet.EXIT_FINDING, [line]), body
 
 
-def test_unclean_matches_the_check_fixture():
+def test_unclean_is_the_check_fixtures_rule():
     from dlconform.pytest_plugin import Check
 
-    for exc in (SystemError("x"), RuntimeError("f returned NULL without setting an exception"),
-                ValueError("<built-in> returned a result with an exception set"), BufferError("no"), None):
-        assert snippet.unclean(exc) == Check.unclean(exc)
+    cases = {SystemError("x"): "SystemError (x)", BufferError("no"): None, None: None,
+             RuntimeError("f returned NULL without setting an exception"):
+                 "RuntimeError: f returned NULL without setting an exception",
+             ValueError("<built-in> returned a result with an exception set"):
+                 "ValueError: <built-in> returned a result with an exception set"}
+    for exc, why in cases.items():
+        assert snippet.unclean(exc) == Check.unclean(exc) == why
 
 
 def test_elements_reads_strided_memory():

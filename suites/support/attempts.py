@@ -10,6 +10,7 @@ import gc
 import sys
 
 from dlconform import _probe
+from dlconform import snippet as _snippet
 from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
 
@@ -27,20 +28,6 @@ def describe_exc(e, limit=None):
     """'Type: first line of the message', the line cut at `limit` characters."""
     text = str(e).splitlines()[0] if str(e) else ""
     return "%s: %s" % (type(e).__name__, text[:limit] if limit else text)
-
-
-def _detached(exc):
-    """exc with the tracebacks of its whole chain dropped: a consumer's frames may hold the
-    capsule, which must die for the deleter accounting."""
-    seen, todo = set(), [exc]
-    while todo:
-        cur = todo.pop()
-        if cur is None or id(cur) in seen:
-            continue
-        seen.add(id(cur))
-        cur.__traceback__ = None
-        todo += [cur.__context__, cur.__cause__]
-    return exc
 
 
 class Attempt:
@@ -62,7 +49,7 @@ class Attempt:
         try:
             self.result = target.from_dlpack(producer, **kw)
         except Exception as e:  # noqa: BLE001 - the tests classify it
-            self.exc = _detached(e)
+            self.exc = _snippet.detach(e)  # a consumer's frames may hold the capsule
 
     @property
     def refused(self):
