@@ -88,8 +88,10 @@ _PASSTHROUGH = {
               "re-renders)",
     "fuzz-ci": "fuzz a consumer or producer for a set time, triage, reproducers (make fuzz-ci; fuzz/README.md)",
     "fuzz-repro": "the Python reproducer script of one fuzz input",
+    "report": "one Markdown bug report per finding, with a reproducer that needs no dlconform",
 }
-_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro"}
+_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro",
+                        "report": ".bugreport.cli"}
 
 
 def _positive(text):
