@@ -16,7 +16,8 @@ KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements"}, "_ref": {"Forge"}
 KIT_PRODUCERS = {"RecordingProducer", "StreamDeviceProducer", "forges", "legacy_producer"}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
 RERUN = "# rerun the check:"
-#: the reference library's own module, imported by its file name (the test puts it on the path)
+#: the reference library's own module, imported by its file name (the test puts it beside the
+#: script, as it does pyref's folder)
 REF_IMPORT = "import _ref as _library\n_ref = _with_library(_library)"
 
 
@@ -52,6 +53,9 @@ def script(snippet, target):
             if library == "ref" and "_ref" in names and not ref_imported:
                 body.append(REF_IMPORT)
                 ref_imported = True
+            if library == "pyref" and "pyref" in names:
+                body.append("import pyref")  # pyref imports nothing from dlconform: its folder stands alone
+                names.discard("pyref")
             if names - {"_ref", "_probe"}:
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
