@@ -207,7 +207,10 @@ def _ints(address, n):
 
 def inspect(capsule):
     """dlconform's `_probe.inspect`: the capsule's fields, without consuming it."""
-    kind, m, name = _struct(capsule)
+    return _fields(*_struct(capsule))
+
+
+def _fields(kind, m, name):
     out = {"name": name.decode() if name else None, "kind": kind}
     if m is None:
         return out
@@ -236,8 +239,18 @@ def extent(capsule):
 
 
 def read_elements(capsule):
-    i = inspect(capsule)
-    ext = extent(capsule)
+    return _elements(inspect(capsule))
+
+
+def _elements(i):
+    if "ndim" not in i:
+        raise ValueError("a %s capsule is not read" % i["kind"])
+    if not i.get("readable", True):
+        raise ValueError("versioned tensor has major version %d: the tensor fields must not be read (VER-08)"
+                         % i["version"][0])
+    if not (0 <= i["ndim"] <= 1024):
+        raise ValueError("invalid extent: bad_ndim")
+    ext = _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
     if ext["status"] != "ok":
         raise ValueError("invalid extent: %s" % ext["status"])
     if ext["zero_size"]:
@@ -247,8 +260,80 @@ def read_elements(capsule):
     return _gather(i["data"] + i["byte_offset"], i["shape"], i["strides"], _itemsize(i["dtype"]))
 
 
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
+#: the four names a capsule may be given; they live as long as the process (a capsule keeps the pointer)
+_NAMES = {n: ctypes.c_char_p(n) for n in (LEGACY, VERSIONED, b"used_" + LEGACY, b"used_" + VERSIONED)}
+#: the counting trampolines of instrument(): they outlive their Tracker
+_TRAMPOLINES = []
+
+
+def rename(capsule, name):
+    """Sets the capsule's name to one of the four static DLPack names."""
+    key = name.encode() if isinstance(name, str) else name
+    if key not in _NAMES:
+        raise ValueError("not a DLPack capsule name: %r" % (name,))
+    if _set_name(capsule, _NAMES[key]) != 0:
+        raise ValueError("PyCapsule_SetName failed")
+
+
+class Tracker:
+    """instrument(): the managed struct's deleter swapped for a trampoline that counts the
+    calls (`calls`), then calls the original (if non-NULL)."""
+
+    def __init__(self, capsule):
+        kind, m, _ = _struct(capsule)
+        if m is None:
+            raise ValueError("a %s capsule is not instrumented" % kind)
+        self.calls, self.log = 0, []
+        self.original = m.deleter or 0
+        self.original_null = not self.original
+        thunk = _Deleter(self._on_call)
+        _TRAMPOLINES.append(thunk)
+        m.deleter = ctypes.cast(thunk, ctypes.c_void_p).value
+
+    def _on_call(self, address):
+        self.calls += 1
+        self.log.append({"gil_held": True})
+        if self.original:
+            _Deleter(self.original)(address)
+
+
+class Handle:
+    """consume(): the capsule renamed used_*, the tensor owned here; release() calls the
+    deleter once (if non-NULL; True when it did), and dealloc releases."""
+
+    def __init__(self, capsule):
+        kind, m, name = _struct(capsule)
+        if m is None:
+            raise ValueError("a %s capsule cannot be consumed" % kind)
+        self.kind, self.pointer, self._m, self._name = kind, ctypes.addressof(m), m, name
+        self.released = self.deleter_called = False
+        rename(capsule, b"used_" + name)
+
+    def inspect(self):
+        return _fields(self.kind, self._m, self._name)
+
+    def read_elements(self):
+        return _elements(self.inspect())
+
+    def release(self):
+        if self.released:
+            return False
+        self.released = True
+        deleter = self._m.deleter  # read now: a reproducer may have swapped it meanwhile
+        if not deleter:
+            return False
+        _Deleter(deleter)(self.pointer)
+        self.deleter_called = True
+        return True
+
+    def __del__(self):
+        self.release()
+
+
 #: the namespaces a reproducer body names
-_probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements)
+_probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
+                               instrument=Tracker, consume=Handle)
 _ref = types.SimpleNamespace(Forge=Forge)
 
 

@@ -11,7 +11,7 @@ from .. import snippet as _snippet
 from . import kit as _kit
 
 #: what the kit provides under the names a snippet uses
-KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements"}, "_ref": {"Forge"}}
+KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume"}, "_ref": {"Forge"}}
 #: what the kit provides of dlconform.producers
 KIT_PRODUCERS = {"RecordingProducer", "StreamDeviceProducer", "forges", "legacy_producer"}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
