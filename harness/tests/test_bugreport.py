@@ -12,15 +12,8 @@ import fault_repros as fr
 from dlconform import _probe, _ref
 from dlconform.bugreport import kit, markdown, standalone
 
-# (fault, test function) -> why its standalone script cannot pass with the fault off
-KIT_EXCEPTIONS = {
-    (fault, test): "ref refuses with its exception set, then calls the deleter; the kit's deleter is a ctypes "
-                   "callback, and CPython turns an exception pending on a callback's return into an unraisable "
-                   "SystemError, so the refusal reads as unclean"
-    for fault, test in [("consumer_accepts_negative_shape", "test_consumer_refuses_negative_extent"),
-                        ("consumer_reads_major2", "test_consumer_refuses_other_major"),
-                        ("consumer_accepts_unknown_dtype", "test_consumer_refuses_unknown_dtype_codes"),
-                        ("consumer_accepts_unknown_dtype", "test_consumer_newer_minor")]}
+# (fault, test function) -> why its standalone script cannot pass with the fault off; none today
+KIT_EXCEPTIONS = {}
 
 FORGES = [dict(shape=(2, 3)), dict(shape=(3, 2), strides=(1, 3), dtype=(1, 16, 1)),
           dict(shape=(4,), byte_offset=8, versioned=False), dict(shape=(2, 2), strides=(-2, 1), byte_offset=8),

@@ -54,6 +54,22 @@ _CAPSULE_POINTER, _CAPSULE_NAME = 2 * ctypes.sizeof(ctypes.c_void_p), 3 * ctypes
 
 LEGACY, VERSIONED = b"dltensor", b"dltensor_versioned"
 
+_err_occurred = ctypes.PYFUNCTYPE(ctypes.c_void_p)(("PyErr_Occurred", _api))
+#: exceptions that were pending when a kit callback (deleter, destructor) began. CPython would
+#: turn one into an unraisable SystemError as the callback returns, and the consumer that set
+#: it would seem to fail without an exception: the callback takes it here instead, and the
+#: script's attempt() gives it back to the refusal it belongs to.
+LOST = []
+
+
+def _take_pending():
+    """Moves an exception pending at a callback's start into LOST (a Python-API call through
+    ctypes raises what is pending once it returns)."""
+    try:
+        _err_occurred()
+    except BaseException as e:  # noqa: BLE001 - whatever the consumer had set
+        LOST.append(e)
+
 
 def _itemsize(dtype):
     return (dtype[1] * dtype[2] + 7) // 8
@@ -142,11 +158,13 @@ class Forge:
         self._destructor = _Destructor(self._on_destroy)
 
     def _on_delete(self, address):
+        _take_pending()
         self.deleter_calls += 1
         self.log.append({"gil_held": True})
         self._live.pop(address, None)
 
     def _on_destroy(self, capsule):
+        _take_pending()
         name = ctypes.c_char_p.from_address(capsule + _CAPSULE_NAME).value
         if name in (LEGACY, VERSIONED):
             address = ctypes.c_void_p.from_address(capsule + _CAPSULE_POINTER).value
@@ -292,6 +310,7 @@ class Tracker:
         m.deleter = ctypes.cast(thunk, ctypes.c_void_p).value
 
     def _on_call(self, address):
+        _take_pending()
         self.calls += 1
         self.log.append({"gil_held": True})
         if self.original:

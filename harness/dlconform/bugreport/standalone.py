@@ -21,6 +21,20 @@ RERUN = "# rerun the check:"
 REF_IMPORT = "import _ref as _library\n_ref = _with_library(_library)"
 
 
+#: attempt() over the kit: a refusal whose exception a kit callback took (kit.LOST) gets it back
+GLUE = """
+_attempt = attempt
+
+
+def attempt(call):
+    del LOST[:]
+    result, exc = _attempt(call)
+    if exc is not None and LOST and "without setting an exception" in str(exc):
+        exc = detach(LOST[-1])
+    return result, exc
+"""
+
+
 def _source(module):
     with open(os.path.splitext(module.__file__)[0] + ".py", encoding="utf-8") as f:
         return f.read()
@@ -72,5 +86,5 @@ def script(snippet, target):
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
             "# A crash (death by a signal) reproduces a crash finding.\n" % library)
     return "\n".join([head, "# ---- assertions (dlconform/snippet.py)", _source(_snippet),
-                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit),
+                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE,
                       "# ---- the reproducer", text, ""]), None
