@@ -1,9 +1,11 @@
 """The standalone kit: what a bug report's reproducer uses in place of dlconform.
 
 A pure-Python subset of dlconform's `_ref.Forge`, `_probe.inspect/extent/read_elements` and
-`dlconform.producers` (RecordingProducer, forges, legacy_producer), built on ctypes with the
-structs of dlpack.h v1.3 (LP64 layout). It imports nothing from dlconform: a report inlines this
-file as it is, after dlconform/snippet.py, so a reproducer body runs on it unchanged.
+`_probe.consume/instrument/rename` and `dlconform.producers` (RecordingProducer,
+StreamDeviceProducer, forges, legacy_producer), built on ctypes with the structs of dlpack.h
+v1.3 (LP64 layout). A report inlines this file as it is, after dlconform/snippet.py (whose
+elements() it reads with), so a reproducer body runs on it unchanged and never imports
+dlconform; only when imported as a module does it take elements() from dlconform.snippet.
 """
 import ctypes
 import types
@@ -107,24 +109,16 @@ def _extent(shape, strides, itemsize):
     return dict(out, numel=numel, lo=lo, hi=hi, row_major=row)
 
 
+try:
+    elements  # a standalone script inlines dlconform/snippet.py before this file
+except NameError:  # imported as dlconform.bugreport.kit, next to dlconform.snippet
+    from ..snippet import elements
+
+
 def _gather(address, shape, strides, itemsize):
-    """The logical row-major element bytes at `address`."""
-    strides = _row_major(shape) if strides is None else tuple(strides)
-    out, index = bytearray(), [0] * len(shape)
-    if any(n == 0 for n in shape):
-        return b""
-    while True:
-        off = sum(i * s for i, s in zip(index, strides)) * itemsize
-        out += ctypes.string_at(address + off, itemsize)
-        k = len(shape) - 1
-        while k >= 0:
-            index[k] += 1
-            if index[k] < shape[k]:
-                break
-            index[k] = 0
-            k -= 1
-        if k < 0:
-            return bytes(out)
+    """The logical row-major element bytes at `address` (snippet.elements())."""
+    return elements({"ptr": address, "shape": shape, "itemsize": itemsize,
+                     "strides": _row_major(shape) if strides is None else strides})
 
 
 class Forge:
