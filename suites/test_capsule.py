@@ -11,7 +11,6 @@ import pytest
 
 from dlconform import _probe, _ref
 from dlconform.producers import CapsuleProducer, RecordingProducer, forges
-from dlconform.repro import bytes_literal
 from dlconform.verdicts import Unsupported, Warn
 from support import attempts as tries
 from support import capsules as pycap
@@ -65,17 +64,17 @@ def _export_line(kind):
 
 
 def _views(target, x):
-    """[(label, native view)] of a 2-d tensor: itself, transposed, sliced, flipped, when offered."""
-    out = [("x", x)]
-    for label, make in (("x.T", lambda: target.transpose(x, (1, 0))),
-                        ("x[:, ::2]", lambda: target.slice(x, 1, 0, None, 2)),
-                        ("flip(x, 0)", lambda: target.flip(x, 0))):
+    """[(label, native view, reproducer lines that make it as `v` from x)] of a 2-d tensor:
+    itself, transposed, sliced, flipped, when offered."""
+    out = [("x", x, ["v = x"])]
+    for label, op in (("x.T", ("transpose", (1, 0))), ("x[:, ::2]", ("slice", 1, 0, None, 2)),
+                      ("flip(x, 0)", ("flip", 0))):
         try:
-            v = make()
+            v, lines, _ = tns.apply_views(target, x, [op])
         except Exception:
             v = None
         if v is not None:
-            out.append((label, v))
+            out.append((label, v, lines + ["v = v0"]))
     return out
 
 
@@ -86,23 +85,25 @@ def _check_names(target, check, clause, kind):
     want = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
     for dtype in dty.pick(target)[:4]:
         x, values, mk = tns.make(target, dtype, (2, 3))
-        rp.keep_first(check, rp.setup(target) + mk + [
-            _export_line(kind),
-            "print(cap, _probe.inspect(cap)['name'])  # expected %r" % want,
-            "print(_probe.read_elements(cap) == %s)" % bytes_literal(values),
-        ])
-        for label, v in _views(target, x):
+        for label, v, vlines in _views(target, x):
+            what = "%s %s: %s capsule name" % (dtype, label, kind)
+            elements = "%s %s: elements read through the %s" % (
+                dtype, label, "capsule's DLManagedTensor" if kind == "legacy" else "DLManagedTensorVersioned")
+            rp.keep_first(check, rp.setup(target) + mk + vlines + [
+                _export_line(kind).replace("x.", "v."),
+                rp.expect("type(cap).__name__ == 'PyCapsule'", clause, "%s %s: the %s export is not a PyCapsule"
+                          % (dtype, label, kind)),
+                rp.expect_equal("_probe.inspect(cap)['name']", want, clause, what),
+                rp.expect_equal("_probe.read_elements(cap)", target.expected(v), clause, elements),
+            ])
             cap = v.__dlpack__() if kind == "legacy" else pycap.export_versioned(v)
             if not check.that(pycap.is_capsule(cap), clause, "%s %s: the %s export is a %s, not a PyCapsule"
                               % (dtype, label, kind, type(cap).__name__)):
                 continue
             info = _probe.inspect(cap)
-            check.equal(info["name"], want, clause, "%s %s: %s capsule name" % (dtype, label, kind))
+            check.equal(info["name"], want, clause, what)
             if info["name"] == want and info.get("readable"):
-                check.equal(_probe.read_elements(cap), target.expected(v), clause,
-                            "%s %s: elements read through the %s" % (
-                                dtype, label, "capsule's DLManagedTensor" if kind == "legacy"
-                                else "DLManagedTensorVersioned"))
+                check.equal(_probe.read_elements(cap), target.expected(v), clause, elements)
             del cap
 
 
@@ -132,8 +133,11 @@ def test_each_export_is_a_fresh_capsule(target, check):
         rp.keep_first(check, head + [
             _export_line(kind), "h1 = _probe.consume(cap)",
             _export_line(kind).replace("cap =", "cap2 ="),
-            "print(cap2 is cap, _probe.inspect(cap2)['name'])",
-            "h2 = _probe.consume(cap2); print(h2.read_elements() == %s)" % bytes_literal(values),
+            rp.expect("cap2 is not cap", "CAP-04", "%s: __dlpack__ returned the capsule it handed out before" % kind),
+            rp.expect("_probe.inspect(cap2)['name'] in %r" % ((pycap.LEGACY, pycap.VERSIONED),), "CAP-04",
+                      "%s: the second export is named used_* after the first was consumed" % kind),
+            "h2 = _probe.consume(cap2)",
+            rp.expect_equal("h2.read_elements()", values, "CAP-04", "%s: elements of the second export" % kind),
             "h1.release(); h2.release()",
         ])
         cap1 = export()
@@ -162,7 +166,8 @@ def test_unconsumed_capsule_calls_deleter(target, check):
         rp.keep_first(check, head + [
             _export_line(kind), "t = _probe.instrument(cap)",
             "del cap; gc.collect()",
-            "print(t.calls)  # expected 1: the capsule destructor calls the deleter",
+            rp.expect_equal("t.calls", 1, "CAP-05", "%s: deleter calls after an unconsumed capsule died (0 = leak)"
+                            % kind),
         ])
         cap = export()
         tracker = _probe.instrument(cap)
@@ -182,8 +187,10 @@ def test_used_capsule_destructor_does_nothing(target, check):
             _export_line(kind), "t = _probe.instrument(cap)",
             "h = _probe.consume(cap)  # renamed used_*, h owns the tensor",
             "del cap; gc.collect()",
-            "print(t.calls)  # expected 0: the destructor of a used capsule does nothing",
-            "h.release(); print(t.calls)  # expected 1",
+            rp.expect_equal("t.calls", 0, "CAP-06", "%s: deleter calls made by the destructor of a capsule renamed "
+                            "used_*" % kind),
+            rp.expect("h.release()", "CAP-06", "%s: the consumer's release found no deleter to call" % kind),
+            rp.expect_equal("t.calls", 1, "CAP-06", "%s: deleter calls after the consumer released" % kind),
         ])
         cap = export()
         tracker = _probe.instrument(cap)
@@ -272,9 +279,9 @@ except BaseException as e:
 print('AFTER', flush=True)
 if leaked is not None:
     print('LEAKED', type(leaked).__name__, leaked); raise SystemExit(4)
-print('CALLS', t.calls)  # expected 0: the destructor could not get the pointer
-if t.calls == 0:
-    h.release()
+print('CALLS', t.calls, flush=True)
+expect_equal(t.calls, 0, 'CAP-08', 'deleter calls by the destructor of a capsule whose pointer it cannot get')
+h.release()
 print('CAP-08 OK')
 """
 
@@ -293,14 +300,13 @@ def test_destructor_cannot_get_pointer(target, check):
         rp.keep_first(check, text)
         rc, out, err = rp.run_snippet(text)
         reported = "Exception ignored in" in err
-        if rc == 0 and "CAP-08 OK" in out:
-            calls = [l for l in out.splitlines() if l.startswith("CALLS")]
-            if calls and calls[-1] != "CALLS 0":
-                check.that(False, "CAP-08", "%s: the destructor called the deleter of a capsule renamed %s (%s)"
-                           % (kind, wrong, calls[-1]))
-            else:
-                check.record("CAP-08", "pass", "%s: %s" % (kind, "reported an unraisable error" if reported
-                                                           else "the destructor left the capsule alone"))
+        calls = [l for l in out.splitlines() if l.startswith("CALLS")]
+        if calls and calls[-1] != "CALLS 0":
+            check.that(False, "CAP-08", "%s: the destructor called the deleter of a capsule renamed %s (%s)"
+                       % (kind, wrong, calls[-1]))
+        elif rc == 0 and "CAP-08 OK" in out:
+            check.record("CAP-08", "pass", "%s: %s" % (kind, "reported an unraisable error" if reported
+                                                       else "the destructor left the capsule alone"))
         elif "LEAKED" in out:
             check.that(False, "CAP-08", "%s: an exception escaped the capsule destructor: %s"
                        % (kind, [l for l in out.splitlines() if l.startswith("LEAKED")][-1]))
@@ -320,8 +326,12 @@ def test_destructor_cannot_get_pointer(target, check):
         rp.keep_first(check, head + [
             _export_line(kind), "t = _probe.instrument(cap)",
             "try:", "    raise KeyError('in flight')", "except KeyError as e:",
-            "    del cap; gc.collect()", "    import sys; print(sys.exc_info()[1] is e)  # expected True",
-            "print(t.calls)  # expected 1",
+            "    del cap; gc.collect()",
+            "    import sys",
+            "    " + rp.expect("sys.exc_info()[1] is e", "CAP-08", "%s: a capsule dying during exception handling "
+                               "replaced the exception in flight" % kind),
+            rp.expect("t.calls <= 1", "CAP-08", "%s: more than one deleter call for a capsule that died during "
+                      "exception handling" % kind),
         ])
         cap = export()
         tracker = _probe.instrument(cap)
@@ -353,12 +363,12 @@ def test_producer_capsule_names_static(target, check):
     for kind, _export in _exports(target, x1):
         line = _export_line(kind)
         rp.keep_first(check, rp.setup(target) + mk1 + mk2 + [
-            "import ctypes",
-            "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
-            line, line.replace("cap =", "cap2 =").replace("x.", "x2."),
-            "print(hex(f(cap)), hex(f(cap2)))",
-            "print([l for l in open('/proc/self/maps') if int(l.split('-')[0], 16) <= f(cap) "
-            "< int(l.split()[0].split('-')[1], 16)])",
+            line, line.replace("cap =", "cap2 =").replace("x.", "x2.")] +
+            rp.static_name_lines(["cap", "cap2"], "CAP-09", kind) + [
+            "caps = [x.__dlpack__(), x2.__dlpack__()]", "before = [_probe.inspect(c)['name'] for c in caps]",
+            "del x, x2; gc.collect()", "churn = [bytes(64) + bytes([i & 0xFF]) for i in range(2000)]; del churn",
+            rp.expect_equal("[_probe.inspect(c)['name'] for c in caps]", rp.Code("before"), "CAP-09",
+                            "legacy capsule names after the exported tensors were freed and memory reused"),
         ])
         if kind == "legacy":
             caps = [x1.__dlpack__(), x2.__dlpack__()]
@@ -391,8 +401,11 @@ def test_dlpack_signature_keyword_only(target, check):
     (a positional stream is an extension: warn, not fail)."""
     x, values, mk = tns.make(target)
     rp.keep_first(check, rp.setup(target) + mk + [
-        "print(type(x.__dlpack__()), type(x.__dlpack__(stream=None)))",
-        "x.__dlpack__(None)  # keyword-only: expected TypeError",
+        rp.expect("type(x.__dlpack__()).__name__ == 'PyCapsule'", "API-01", "__dlpack__() returned no PyCapsule"),
+        rp.expect("type(x.__dlpack__(stream=None)).__name__ == 'PyCapsule'", "API-01",
+                  "__dlpack__(stream=None) returned no PyCapsule"),
+        rp.expect_raises("x.__dlpack__(None)", "API-01", "__dlpack__(None): a positional argument (the signature "
+                         "is keyword-only)", "TypeError"),
     ])
     for call, fn in (("__dlpack__()", lambda: x.__dlpack__()),
                      ("__dlpack__(stream=None)", lambda: x.__dlpack__(stream=None))):
@@ -424,8 +437,14 @@ def test_dlpack_2023_keywords(target, check):
     x, values, mk = tns.make(target)
     rp.keep_first(check, rp.setup(target) + mk + [
         "for kw in ('max_version', 'dl_device', 'copy'):",
-        "    print(kw, x.__dlpack__(**{kw: None}))",
-        "print(x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None))",
+        "    cap = " + rp.expect_returns("x.__dlpack__(**{kw: None})", "API-01",
+                                     rp.Code("'__dlpack__(%s=None) (array API 2023.12)' % kw")),
+        "    " + rp.expect("type(cap).__name__ == 'PyCapsule'", "API-01",
+                          rp.Code("'__dlpack__(%s=None) returned no PyCapsule' % kw")),
+        "cap = " + rp.expect_returns("x.__dlpack__(stream=None, max_version=None, dl_device=None, copy=None)",
+                                     "API-01", "__dlpack__ with all four keywords None"),
+        rp.expect("type(cap).__name__ == 'PyCapsule'", "API-01",
+                  "__dlpack__ with all four keywords None returned no PyCapsule"),
     ])
     rejected, accepted = [], []
     for kw in ("max_version", "dl_device", "copy"):
@@ -457,8 +476,12 @@ def test_dlpack_device_tuple(target, check):
     """__dlpack_device__() returns a 2-tuple (device_type: int or IntEnum, device_id: int), for
     tensors and their views."""
     x, values, mk = tns.make(target)
-    rp.keep_first(check, rp.setup(target) + mk + ["d = x.__dlpack_device__()", "print(type(d), d)"])
-    for label, v in _views(target, x):
+    for label, v, vlines in _views(target, x):
+        rp.keep_first(check, rp.setup(target) + mk + vlines + [
+            "d = v.__dlpack_device__()",
+            rp.expect("isinstance(d, tuple) and len(d) == 2 and all(isinstance(i, int) and not isinstance(i, bool) "
+                      "for i in d)", "API-02", rp.Code("%r %% (d, type(d).__name__)" % (
+                          label + ".__dlpack_device__() returned %r (%s); expected (int, int)")))])
         d = v.__dlpack_device__()
         ok = (isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], int) and not isinstance(d[0], bool)
               and isinstance(d[1], int) and not isinstance(d[1], bool))
@@ -472,21 +495,23 @@ def test_producer_has_both_methods(target, check):
     """An exporting library offers both methods (only a library that can never export omits
     them, and then both)."""
     x, values, mk = tns.make(target)
-    rp.keep_first(check, rp.setup(target) + mk + ["print(hasattr(x, '__dlpack__'), hasattr(x, '__dlpack_device__'))"])
-    for label, v in _views(target, x):
+    for label, v, vlines in _views(target, x):
+        rp.keep_first(check, rp.setup(target) + mk + vlines + [
+            rp.expect("callable(getattr(v, '__dlpack__', None)) and callable(getattr(v, '__dlpack_device__', None))",
+                      "API-06", "%s lacks __dlpack__ or __dlpack_device__" % label)])
         has = (callable(getattr(v, "__dlpack__", None)), callable(getattr(v, "__dlpack_device__", None)))
         check.that(has == (True, True), "API-06", "%s has __dlpack__=%s, __dlpack_device__=%s" % (label, has[0], has[1]))
 
 
 # ============================================================================ consumer
-def _consumer_lines(target, producer_line, extra=()):
+def _consumer_lines(target, producer_line, extra=(), call_what="import of a valid capsule"):
     return (rp.setup(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer")
             + ["caps = []  # every capsule the producer hands out",
                "class Keep(RecordingProducer):",
                "    def __dlpack__(self, *a, **kw):",
                "        c = super().__dlpack__(*a, **kw); caps.append(c); return c",
                producer_line,
-               "y = %s" % target.repro_from_dlpack("p")]
+               "y = " + rp.expect_returns(target.repro_from_dlpack("p"), "API-03", call_what)]
             + list(extra))
 
 
@@ -502,12 +527,22 @@ def _check_import(target, check, versioned):
     kind = "versioned" if versioned else "legacy"
     used = pycap.USED_VERSIONED if versioned else pycap.USED_LEGACY
     rp.keep_first(check, _consumer_lines(target, pline, [
+        rp.expect("%r in p.forges" % kind, "API-03", "the producer handed out no %s capsule" % kind),
         "f = p.forges[%r]" % kind,
-        "print(p.events, p.calls)",
-        "print([_probe.inspect(c)['name'] for c in caps])  # expected [%r]" % used,
-        "print(f.deleter_calls)  # expected 0 while y is alive",
-        "del y; gc.collect(); print(f.deleter_calls)  # expected 1",
-    ]))
+        "d = %s" % target.repro_describe("y"),
+        rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), "API-03", "%s import: element values" % kind),
+        rp.expect_equal("d['ptr']", rp.Code("f.buffer_address"), "SEM-01",
+                        "%s import: result address (zero-copy: the forge buffer)" % kind),
+        "dev = getattr(y, '__dlpack_device__', None)",
+        rp.expect("dev is None or tuple(int(v) for v in dev()) == (1, 0)", "API-05",
+                  "%s import: the result is not on the producer's device (1, 0)" % kind),
+        rp.expect_equal("[_probe.inspect(c)['name'] for c in caps]", [used], "CAP-03",
+                        "%s capsule names after the import" % kind),
+        "del caps[:]; gc.collect()",
+        rp.expect_equal("f.deleter_calls", 0, "OWN-03", "%s: deleter calls while the result is alive" % kind),
+        "del y, d, dev; gc.collect()",
+        rp.expect_equal("f.deleter_calls", 1, "OWN-03", "%s: deleter calls after the result died" % kind),
+    ], call_what="import of a %s capsule from a foreign producer" % kind))
     att = tries.Attempt(target, p)
     exc = att.exc
     clauses = ("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
@@ -590,7 +625,11 @@ def test_consumer_refuses_used_capsule(target, check):
             "class P:",
             "    def __dlpack_device__(self): return (1, 0)",
             "    def __dlpack__(self, **kw): return cap",
-            "y = %s  # expected: an exception" % target.repro_from_dlpack("P()"),
+            "e = " + rp.expect_raises(target.repro_from_dlpack("P()"), "CAP-04",
+                                      "%s: import of a capsule named used_*" % kind),
+            rp.expect_equal("f.deleter_calls", 0, "CAP-04", "%s: deleter calls by the consumer that refused" % kind),
+            "h.release(); del e; gc.collect()",
+            rp.expect_equal("f.deleter_calls", 1, "CAP-04", "%s: deleter calls after the owner released it" % kind),
         ])
         forge = _ref.Forge(**fk)
         cap = forge.capsule()
@@ -619,12 +658,9 @@ def test_consumer_used_names_static(target, check):
     versioned = tries.consumer_takes_versioned(target)
     pointers, names = [], []
     rp.keep_first(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", [
-        "import ctypes",
-        "f = ctypes.pythonapi.PyCapsule_GetName; f.restype = ctypes.c_void_p; f.argtypes = [ctypes.py_object]",
-        "print(_probe.inspect(caps[0])['name'], hex(f(caps[0])))",
-        "print([l for l in open('/proc/self/maps') if int(l.split('-')[0], 16) <= f(caps[0]) "
-        "< int(l.split()[0].split('-')[1], 16)])",
-    ]))
+        "y2 = " + rp.expect_returns(target.repro_from_dlpack("p"), "API-03", "a second import of a valid capsule"),
+        "caps = [c for c in caps if _probe.inspect(c)['name'] in %r]  # the renamed ones" % (pycap.USED_NAMES,)]
+        + rp.static_name_lines(["*caps"], "CAP-09", "used_* names set by the consumer")))
     results = []
     for i in range(2):
         att = tries.Attempt(target, RecordingProducer(forges(shape=(3,)), keep=True))
@@ -652,7 +688,11 @@ def test_consumer_calls_device_first(target, check):
     """from_dlpack calls __dlpack_device__ (to choose stream and device) before __dlpack__.
     Reading: a CPU consumer that skips it loses nothing, so missing or late is warn."""
     p = RecordingProducer(forges(shape=(3,)), keep=True)
-    rp.keep_first(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", ["print(p.events)"]))
+    rp.keep_first(check, _consumer_lines(target, "p = Keep(forges(shape=(3,)))", [
+        rp.expect("'__dlpack_device__' in p.events", "API-04", rp.Code(
+            "'from_dlpack never calls __dlpack_device__ (calls: %r)' % p.events")),
+        rp.expect("p.events.index('__dlpack_device__') < p.events.index('__dlpack__')", "API-04", rp.Code(
+            "'from_dlpack calls __dlpack__ before __dlpack_device__ (calls: %r)' % p.events"))]))
     att = tries.Attempt(target, p)
     if att.exc is not None:
         raise Unsupported("the consumer cannot import a plain float32 capsule: %s" % tries.describe_exc(att.exc))
@@ -676,7 +716,9 @@ def test_consumer_object_without_methods(target, check):
     another ordinary exception is warn; a result or a SystemError is fail."""
     rp.keep_first(check, rp.setup(target) + [
         "class NoDLPack: pass",
-        "%s  # expected AttributeError" % target.repro_from_dlpack("NoDLPack()"),
+        rp.expect_raises(target.repro_from_dlpack("NoDLPack()"), "API-06",
+                         "from_dlpack of an object without __dlpack__ and __dlpack_device__", "AttributeError"),
+        rp.expect_raises(target.repro_from_dlpack("object()"), "API-06", "from_dlpack(object())", "AttributeError"),
     ])
     for obj in (rd.NoDLPack(), object()):
         att = tries.Attempt(target, obj)

@@ -26,9 +26,21 @@ def test_copy_true_exports_separate_memory(target, check):
     """copy=True always copies: the export holds the same values in other memory."""
     x, values, mk = tns.make(target, "float32", (2, 3))
     check.repro(rp.setup(target) + mk + [
-        "cap = x.__dlpack__(max_version=(1, 3), copy=True)",
-        "print(hex(_probe.inspect(cap)['data']), x)  # must differ from x's memory",
-        "print(hex(_probe.inspect(x.__dlpack__(copy=True))['data']))  # legacy: must differ too"])
+        "ptr = %s['ptr']" % target.repro_describe("x"),
+        "cap = " + rp.expect_returns("x.__dlpack__(max_version=(1, 3), copy=True)", "CPY-01",
+                                     "copy=True (CPY-01 requires a copy; a producer that cannot copy at all may "
+                                     "raise BufferError: warn)"),
+        "i = _probe.inspect(cap)",
+        rp.expect("(i['data'] or 0) + i['byte_offset'] != ptr", "CPY-01",
+                  "copy=True exported the tensor's own memory"),
+        rp.expect_equal("_probe.read_elements(cap)", values, "CPY-01", "values of the copy"),
+        "lcap, e = attempt(lambda: x.__dlpack__(copy=True))",
+        rp.expect("e is None or isinstance(e, BufferError) or (isinstance(e, TypeError) and ('copy' in str(e) or "
+                  "'keyword' in str(e)))", "CPY-01", rp.Code("'x.__dlpack__(copy=True) raised %r' % (e,)")),
+        "if e is None and _probe.inspect(lcap)['kind'] == 'legacy':",
+        "    i = _probe.inspect(lcap)",
+        "    " + rp.expect("(i['data'] or 0) + i['byte_offset'] != ptr", "CPY-01",
+                          "x.__dlpack__(copy=True) (legacy capsule) exported the tensor's own memory")])
     ptr = tns.native_ptr(target, x)
     if ptr is None:
         check.record("CPY-01", "skip", "the adapter cannot tell where %s keeps its data" % target.name)
@@ -65,8 +77,13 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
     x, values, mk = tns.make(target, "float32", (2, 3))
     ptr = tns.native_ptr(target, x)
     check.repro(rp.setup(target) + mk + [
-        "cap = x.__dlpack__(max_version=(1, 3), copy=False)",
-        "print(hex(_probe.inspect(cap)['data']))  # must be x's own memory"])
+        "ptr = %s['ptr']" % target.repro_describe("x"),
+        "for clause, copy in (('CPY-02', False), ('CPY-03', None)):",
+        "    i = _probe.inspect(x.__dlpack__(max_version=(1, 3), copy=copy))",
+        "    " + rp.expect_equal("(i['data'] or 0) + i['byte_offset']", rp.Code("ptr"), rp.Code("clause"),
+                                rp.Code("'copy=%r must export the memory of the tensor itself' % (copy,)")),
+        "    " + rp.expect("not (i['flags'] or 0) & 2", rp.Code("clause"),
+                          rp.Code("'copy=%r set IS_COPIED on a zero-copy export' % (copy,)"))])
     if ptr is None:
         for clause in ("CPY-02", "CPY-03"):
             check.record(clause, "skip", "the adapter cannot tell where %s keeps its data" % target.name)
@@ -96,8 +113,15 @@ def test_consumer_copy_keyword(target, check):
         p = CopyingProducer(shape=(2, 3))
         rp.keep_first(check, rp.setup(target, "from dlconform.producers import CopyingProducer") + [
             "p = CopyingProducer(shape=(2, 3))",
-            "y = " + target.repro_from_dlpack("p, copy=%r" % (copy,)),
-            "print(y, p.calls, [hex(f.buffer_address) for f in p.original.made.values()])"])
+            "y = " + rp.expect_returns(target.repro_from_dlpack("p, copy=%r" % (copy,)), "CPY-06",
+                                       "copy=%r for a CPU producer" % (copy,)),
+            "d = %s" % target.repro_describe("y"),
+            "f = p.original.made.get(p.last_kind == 'versioned')",
+            rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), "CPY-06", "copy=%r: values" % (copy,)),
+            "shares = any(f.buffer_address <= d['ptr'] < f.buffer_address + f.buffer_size "
+            "for f in p.original.made.values())",
+            rp.expect("not shares", "CPY-06", "copy=True: the result views the producer's memory") if copy is True
+            else rp.expect("shares", "CPY-06", "copy=%r: the result does not view the producer's memory" % (copy,))])
         att = tries.Attempt(target, p, copy=copy)
         exc = att.exc
         if exc is not None:
@@ -134,7 +158,8 @@ def test_consumer_copy_false_when_a_copy_is_needed(target, check):
     p = StreamDeviceProducer((2, 0), host_copies=True)
     check.repro(rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
         "p = StreamDeviceProducer((2, 0), host_copies=True)  # CUDA memory; copies to the host on request",
-        "y = " + target.repro_from_dlpack("p, device='cpu', copy=False") + "  # must raise ValueError or BufferError"])
+        rp.expect_raises(target.repro_from_dlpack("p, device='cpu', copy=False"), "CPY-07",
+                         "copy=False when a copy to the CPU is needed", ("ValueError", "BufferError"))])
     exc = tries.Attempt(target, p, device="cpu", copy=False).exc
     if exc is None:
         check.record("CPY-07", "fail", "copy=False imported non-CPU memory to the CPU (producer calls %r)" % (p.calls,))

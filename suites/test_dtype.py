@@ -65,15 +65,18 @@ def test_producer_dtype_fields_and_bytes(target, check):
         shape = (2, 3)
         vals = _values(name, 6)
         x = target.make(name, shape, vals)
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, shape, vals) +
-                    ["cap = x.__dlpack__()", "i = _probe.inspect(cap); print(i['dtype'])  # expected %r"
-                     % (dty.DTYPES[name],), "print(_probe.read_elements(cap) == %r)" % target.expected(x)])
+        cl = clause_of(name)
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, shape, vals) + [
+            "cap = x.__dlpack__()", "i = _probe.inspect(cap)",
+            rp.expect("i['dtype'][0] in range(0, 18)", "DT-01", "%s exported with a code that is no DLDataTypeCode" % name),
+            rp.expect_equal("i['dtype'][2]", 1, "DT-10", "%s lanes" % name),
+            rp.expect_equal("tuple(i['dtype'])", dty.DTYPES[name], cl, "%s (code, bits, lanes)" % name),
+            rp.expect_equal("_probe.read_elements(cap)", target.expected(x), cl, "%s element bytes" % name)])
         try:
             cap = x.__dlpack__()
         except Exception as e:  # noqa: BLE001 - coverage is DT-12's business
             refused[clause_of(name)] = "%s export refused (%s: %s)" % (name, type(e).__name__, e)
             continue
-        cl = clause_of(name)
         seen.add(cl)
         info = pycap.fields(cap)
         code, bits, lanes = info["dtype"]
@@ -106,7 +109,9 @@ def test_producer_array_api_dtypes_export(target, check):
     for name in have:
         vals = _values(name, 3)
         x = target.make(name, (3,), vals)
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (3,), vals) + ["cap = x.__dlpack__()"])
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (3,), vals) + [
+            rp.expect_returns("x.__dlpack__()", "DT-12", "%s export (DT-12: the array-API dtypes a library has export)"
+                              % name)])
         try:
             x.__dlpack__()
         except Exception as e:  # noqa: BLE001
@@ -130,8 +135,8 @@ def test_producer_native_byte_order(target, check):
         raise Unsupported("no multi-byte dtype in %s" % target.name)
     vals = _values(name, 4)
     x = target.make(name, (4,), vals)
-    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) +
-                ["print(_probe.read_elements(x.__dlpack__()) == %r)" % vals])
+    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) + [
+        rp.expect_equal("_probe.read_elements(x.__dlpack__())", vals, "DT-02", "native-order element bytes")])
     cap = x.__dlpack__()
     layout = tns.compare_layout(target, x, pycap.fields(cap), dty.itemsize(name))
     for c, m in layout:
@@ -141,7 +146,9 @@ def test_producer_native_byte_order(target, check):
     y = target.byteswapped(x)
     if y is not None:
         rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (4,), vals) +
-                      target.repro_byteswapped("x", "y") + ["y.__dlpack__()  # should raise"])
+                      target.repro_byteswapped("x", "y") + [
+                          rp.expect_raises("y.__dlpack__()", "DT-02", "export of a %s array in non-native byte order"
+                                           % name)])
         try:
             y.__dlpack__()
             check.warn("DT-02", "a %s array in non-native byte order was exported" % name)
@@ -172,10 +179,22 @@ def test_producer_subbyte_dtypes(target, check):
         except Exception:
             continue
         info = pycap.fields(cap)
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (n,), vals) +
-                    ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
         code, bits, lanes = info["dtype"]
         cl = clause_of(name)
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (n,), vals) + [
+            "cap = x.__dlpack__(max_version=(1, 3))" if info["kind"] == "versioned" else "cap = x.__dlpack__()",
+            "i = _probe.inspect(cap)"] + (
+            [rp.expect_equal("tuple(i['dtype'])", dty.DTYPES[name], cl, "%s (code, bits, lanes)" % name)]
+            if cl in ("DT-07", "DT-08") else []) + [
+            "if (i['flags'] or 0) & 4:",
+            "    " + rp.expect_equal("_probe.read_elements(cap)", target.expected(x), "DT-09",
+                                    "%s padded elements" % name),
+            "else:",
+            "    import ctypes",
+            "    raw = ctypes.string_at(i['data'] + i['byte_offset'], (%d * i['dtype'][1] + 7) // 8)" % n,
+            "    got = bytes((int.from_bytes(raw, 'little') >> (k * i['dtype'][1])) & ((1 << i['dtype'][1]) - 1) "
+            "for k in range(%d))" % n,
+            "    " + rp.expect_equal("got", target.expected(x), "DT-09", "%s packed elements (little bit-endian)" % name)])
         if cl in ("DT-07", "DT-08"):
             check.equal((code, bits, lanes), dty.DTYPES[name], cl, "%s (code, bits, lanes)" % name)
             done.add(cl)
@@ -217,7 +236,10 @@ def test_consumer_imports_dtypes(target, check):
         kw = dict(dtype=dty.DTYPES[name], shape=(4,))
         if name == "bool":
             kw["fill"] = dty.distinct_values("bool", (4,))
-        att = tries.forged(target, kw, check=check)
+        has = name in target.dtypes()
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            cl, "import of %s%s" % (name, ", a dtype %s has" % target.name if has else ""),
+            want="import" if has else "either", itemsize=dty.itemsize(name)))
         if att.refused:
             why = check.unclean(att)
             if why:
@@ -252,7 +274,9 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
     for dtype in [(15, 8, 1), (16, 8, 1), (17, 8, 1), (17, 2, 1), (15, 4, 1)]:
         cl = "DT-08" if dtype[0] == 17 else "DT-07"
         kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            cl, "import of dtype %r (the consumer must stop importing)" % (dtype,), want="refuse", deleter="once",
+            deleter_clause=cl))
         if not att.refused:
             held = tries.result_dtype(target, att.result)
             check.record(cl, "fail", "dtype %r was imported (%s; result %r); dlpack.h: a consumer that sees "
@@ -272,7 +296,9 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
     Refusing passes; carrying the code unchanged, or keeping untyped bytes, is warn (reading)."""
     for dtype in [(18, 32, 1), (99, 32, 1), (255, 8, 1)]:
         kw = dict(dtype=dtype, shape=(4,), buffer_size=64)
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "VER-09", "import of the unknown dtype code %r" % (dtype,), want="refuse", deleter="once",
+            deleter_clause="VER-09"))
         if not att.refused:
             misread, how = rd.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
             if misread:
@@ -294,7 +320,12 @@ def test_consumer_lanes_opaque_packed(target, check):
     agreement (import or refuse); packed sub-byte data imports little bit-endian or is refused."""
     for dtype in dty.VECTOR_DTYPES:
         kw = dict(dtype=dtype, shape=(3,))
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "DT-10", "import of dtype %r" % (dtype,), want="either", checks=[rp.expect(
+                "(d['itemsize'] == %d and elements(d) == f.expected_elements()) or (d['itemsize'] == %d and "
+                "tuple(d['shape']) == (3, %d))" % (dty.itemsize(dtype), dtype[1] // 8, dtype[2]), "DT-10", rp.Code(
+                    "%r %% (tuple(d['shape']), d['itemsize'])" % ("dtype %r imported with shape %%r itemsize %%d"
+                                                                  % (dtype,))))]))
         if att.refused:
             check.refusal("DT-10", att, "dtype %r" % (dtype,))
         else:
@@ -304,14 +335,25 @@ def test_consumer_lanes_opaque_packed(target, check):
             check.that(ok, "DT-10", "dtype %r imported with shape %r itemsize %d" % (dtype, d["shape"], d["itemsize"]))
         att.settle()
     kw = dict(dtype=(3, 64, 1), shape=(2,))
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome("DT-11", "import of an opaque handle",
+                                                                     want="either", checks=[]))
     if att.refused:
         check.refusal("DT-11", att, "opaque handle")
     else:
         check.record("DT-11", "pass", "")
     att.settle()
     kw = dict(dtype=(17, 4, 1), shape=(4,), flags=0, fill=b"\x21\x43")
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome("DT-09", "import of packed fp4", want="either", checks=[
+        "held = d.get('dtype'); held = tuple(held) if isinstance(held, (tuple, list)) else held",
+        "if held in ('bytes', (17, 4, 1)):",
+        "    " + rp.expect_equal("elements({'ptr': d['ptr'], 'shape': (2,), 'strides': (1,), 'itemsize': 1})",
+                                b"\x21\x43", "DT-09", "packed fp4 storage kept packed"),
+        "elif d['itemsize'] == 1 and tuple(d['shape']) == (4,):",
+        "    " + rp.expect_equal("elements(d)", b"\x01\x02\x03\x04", "DT-09",
+                                "packed fp4 0x21 0x43 unpacked little bit-endian"),
+        "else:",
+        "    " + "finding('DT-09', 'packed fp4 imported as shape %r itemsize %d: cannot tell its element order' % "
+        "(tuple(d['shape']), d['itemsize']))"]))
     if att.refused:
         check.refusal("DT-09", att, "packed fp4")
     else:

@@ -54,16 +54,17 @@ def _capsule_asked_for(max_version=None, **_):
 
 
 def _unexportable(target):
-    """[(label, native tensor, export call, reproducer lines)] of tensors this target's producer
-    cannot export: dtypes whose legacy export raises, read-only tensors exported legacy (where
-    that raises), and the adapter's own unexportable() tensor."""
+    """[(label, native tensor, export call, reproducer lines that make it, the export call as
+    reproducer text)] of tensors this target's producer cannot export: dtypes whose legacy
+    export raises, read-only tensors exported legacy (where that raises), and the adapter's own
+    unexportable() tensor."""
     out = []
     for dtype in target.dtypes():
         x, values, mk = tns.make(target, dtype, (2,))
         try:
             cap = x.__dlpack__()
         except Exception:  # noqa: BLE001
-            out.append(("%s tensor" % dtype, x, lambda x=x: x.__dlpack__(), mk + ["x.__dlpack__()"]))
+            out.append(("%s tensor" % dtype, x, lambda x=x: x.__dlpack__(), mk, "x.__dlpack__()"))
         else:
             del cap
     dtype = dty.pick(target)[0]
@@ -74,14 +75,13 @@ def _unexportable(target):
             cap = ro.__dlpack__()
         except Exception:  # noqa: BLE001
             out.append(("read-only tensor, legacy export", ro, lambda: ro.__dlpack__(),
-                        mk + [target.repro_readonly(), "ro.__dlpack__()  # expected BufferError"]))
+                        mk + [target.repro_readonly()], "ro.__dlpack__()"))
         else:
             del cap
     unexportable = target.unexportable()
     if unexportable is not None:
         what, u = unexportable
-        out.append((what, u, lambda: u.__dlpack__(),
-                    target.repro_unexportable("u") + ["u.__dlpack__()  # expected BufferError"]))
+        out.append((what, u, lambda: u.__dlpack__(), target.repro_unexportable("u"), "u.__dlpack__()"))
     return out
 
 
@@ -93,8 +93,13 @@ def test_unexportable_raises_buffererror(target, check):
     if not cases:
         raise Unsupported("found no tensor that %s cannot export through the adapter (every dtype exports, no "
                           "read-only tensors that fail)" % target.name)
-    for label, x, call, lines in cases:
-        rp.keep_first(check, rp.setup(target) + lines)
+    for label, x, call, lines, call_text in cases:
+        rp.keep_first(check, rp.setup(target) + lines + [
+            "cap, e = attempt(lambda: %s)" % call_text,
+            rp.expect_clean("e", "ERR-01", "%s: __dlpack__" % label),
+            rp.expect("e is None or isinstance(e, BufferError)", "ERR-01", rp.Code(
+                "%r %% (type(e).__name__, e)" % ("%s: __dlpack__ raised %%s: %%s; data that cannot be exported "
+                                                 "should raise BufferError" % label)))])
         try:
             cap = call()
         except BufferError:
@@ -117,7 +122,13 @@ def test_bad_argument_not_buffererror(target, check):
     """A bad argument (max_version that is not a tuple of ints, VER-01) is not an export
     failure: any error but BufferError (warn) or SystemError (fail); accepting it warns."""
     x, values, mk = tns.make(target)
-    check.repro(rp.setup(target) + mk + ["x.__dlpack__(max_version='1.0')  # expected TypeError or ValueError"])
+    check.repro(rp.setup(target) + mk + [
+        "cap, e = attempt(lambda: x.__dlpack__(max_version='1.0'))",
+        rp.expect_clean("e", "ERR-01", "max_version='1.0' (a bad argument)"),
+        rp.expect("not isinstance(e, BufferError)", "ERR-01", "max_version='1.0' (a bad argument) raised BufferError, "
+                  "which means 'cannot export this data'"),
+        rp.expect("e is not None", "VER-01", "max_version='1.0' was accepted; max_version is a (major, minor) "
+                  "tuple of ints")])
     try:
         cap = x.__dlpack__(max_version="1.0")
     except BufferError as e:
@@ -135,13 +146,22 @@ def test_bad_argument_not_buffererror(target, check):
 def _consumer_lines(target, where, base):
     return rp.setup(target) + [
         "class Boom(%s): pass" % base,
+        "boom = Boom('raised by the producer in %s')" % where,
+        "events = []",
         "class P:",
         "    def __dlpack_device__(self):",
-        "        %s" % ("raise Boom('from __dlpack_device__')" if where == "__dlpack_device__" else "return (1, 0)"),
+        "        events.append('__dlpack_device__')",
+        "        %s" % ("raise boom" if where == "__dlpack_device__" else "return (1, 0)"),
         "    def __dlpack__(self, **kw):",
-        "        %s" % ("raise Boom('from __dlpack__')" if where == "__dlpack__" else
-                    "return _ref.Forge(versioned=(kw.get('max_version') or (0,))[0] >= 1).capsule()"),
-        "%s  # expected: Boom" % target.repro_from_dlpack("P()"),
+        "        events.append('__dlpack__')",
+        "        %s" % ("raise boom" if where == "__dlpack__" else
+                    "return _ref.Forge(shape=(2,), versioned=(kw.get('max_version') or (0,))[0] >= 1).capsule()"),
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("P()"),
+        "if %r in events:" % where,
+        "    " + rp.expect("e is boom", "ERR-02", rp.Code("%r %% (e if e is None else describe(e))" % (
+            "%s raised %s; from_dlpack gave %%s instead" % (where, base)))),
+        "else:",
+        "    " + rp.expect_clean("e", "ERR-02", "from_dlpack"),
     ]
 
 
@@ -184,8 +204,12 @@ def test_missing_methods_attributeerror(target, check):
     text speaks of the methods, plural). Reading: the array API gives the exception types of a
     Raises section as a should (design_topics/exceptions.rst), so another ordinary exception is
     warn; a result or a SystemError is fail."""
-    check.repro(rp.setup(target) + ["class NoDLPack: pass",
-                                         "%s  # expected AttributeError" % target.repro_from_dlpack("NoDLPack()")])
+    check.repro(rp.setup(target) + [
+        "class NoDLPack: pass",
+        "class DeviceOnly:", "    def __dlpack_device__(self): return (1, 0)",
+        "for obj in (NoDLPack(), object(), 3, DeviceOnly()):",
+        "    " + rp.expect_raises(target.repro_from_dlpack("obj"), "ERR-03", rp.Code(
+            "'from_dlpack(%r), an object without __dlpack__' % (obj,)"), "AttributeError")])
     for obj in (rd.NoDLPack(), object(), 3):
         att = tries.Attempt(target, obj)
         verdict, message = rd.missing_methods_verdict(obj, att.result, att.exc)

@@ -35,8 +35,12 @@ def test_table_is_a_class_attribute(target, check):
     """The table is found on type(x), and every instance sees that same object."""
     x, _, mk = xa.sample(target)
     check.repro(rp.setup(target) + mk + [
-        "print(%r in type(x).__dict__ or any(%r in k.__dict__ for k in type(x).__mro__))" % (xa.ATTR, xa.ATTR),
-        "print(type(getattr(type(x), %r, None)), type(getattr(x, %r, None)))" % (xa.ATTR, xa.ATTR)])
+        "on_type, on_inst = getattr(type(x), %r, None), getattr(x, %r, None)" % (xa.ATTR, xa.ATTR),
+        rp.expect("on_type is not None", "XAPI-01", "%s is set on the instance only, not on the type" % xa.ATTR),
+        rp.expect("any(%r in k.__dict__ for k in type(x).__mro__)" % xa.ATTR, "XAPI-01",
+                  "%s is not in the class dict of the type or its bases" % xa.ATTR),
+        rp.expect("on_inst is on_type", "XAPI-01", "instances see another object than the type: the table is not a "
+                  "static class attribute")])
     on_type = getattr(type(x), xa.ATTR, None)
     on_inst = getattr(x, xa.ATTR, None)
     if on_type is None and on_inst is None:
@@ -62,7 +66,12 @@ def test_table_is_a_class_attribute(target, check):
 def test_capsule_name(target, check):
     """The attribute is a PyCapsule named exactly "dlpack_exchange_api" with a table pointer."""
     x, _, mk = xa.sample(target)
-    check.repro(rp.setup(target) + mk + ["print(type(x).%s)  # a capsule named %r" % (xa.ATTR, xa.CAPSULE_NAME)])
+    check.repro(rp.setup(target) + mk + [
+        rp.expect("type(getattr(type(x), %r)).__name__ == 'PyCapsule'" % xa.ATTR, "XAPI-02",
+                  "%s is not a PyCapsule" % xa.ATTR),
+        "info = _probe.exchange_api(type(x))",
+        rp.expect_equal("info['capsule_name']", xa.CAPSULE_NAME, "XAPI-02", "capsule name"),
+        rp.expect("info['form'] != 'capsule' or info['pointer'] != 0", "XAPI-02", "the capsule's pointer is NULL")])
     value = getattr(type(x), xa.ATTR, None)
     if value is None:
         raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
@@ -80,8 +89,13 @@ def test_capsule_name(target, check):
 def test_superseded_int_form(target, check):
     """Only the v1.2 int `__c_dlpack_exchange_api__` is superseded by the v1.3 capsule: warn."""
     x, _, mk = xa.sample(target)
-    check.repro(rp.setup(target) + mk + ["print(getattr(type(x), %r, None), getattr(type(x), %r, None))"
-                                         % (xa.ATTR, xa.ATTR_V12)])
+    check.repro(rp.setup(target) + mk + [
+        "v13, v12 = getattr(type(x), %r, None), getattr(type(x), %r, None)" % (xa.ATTR, xa.ATTR_V12),
+        rp.expect("v13 is not None", "XAPI-03", "only the superseded v1.2 int %s is offered; v1.3 names it %s, a "
+                  "capsule" % (xa.ATTR_V12, xa.ATTR)),
+        "if v12 is not None and type(v13).__name__ == 'PyCapsule' and isinstance(v12, int):",
+        "    " + rp.expect_equal("v12", rp.Code("_probe.exchange_api(type(x))['pointer']"), "XAPI-03",
+                                "the v1.2 int and the v1.3 capsule name different tables")])
     v13 = getattr(type(x), xa.ATTR, None)
     v12 = getattr(type(x), xa.ATTR_V12, None)
     if v13 is None and v12 is None:
@@ -105,11 +119,17 @@ def test_table_is_static(target, check):
     x, values, mk = xa.sample(target)
     if getattr(type(x), xa.ATTR, None) is None:
         raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
+    y_mk = target.repro_make(dty.pick(target)[0], (4,), dty.safe_values(dty.pick(target)[0], (4,)), "y")
+    z_mk = target.repro_make(dty.pick(target)[0], (1,), dty.safe_values(dty.pick(target)[0], (1,)), "z")
     check.repro(rp.setup(target) + mk + [
-        "c1 = type(x).%s; c2 = type(x).%s  # both held" % (xa.ATTR, xa.ATTR),
-        "import ctypes; gp = ctypes.pythonapi.PyCapsule_GetPointer; gp.restype = ctypes.c_void_p",
-        "gp.argtypes = [ctypes.py_object, ctypes.c_char_p]",
-        "print(gp(c1, b'dlpack_exchange_api'), gp(c2, b'dlpack_exchange_api'))  # must be equal"])
+        "def table(x):  # as support/exchange.py: Table: (the attribute held, the table pointer)",
+        "    _probe.exchange_api(type(x)); keep = getattr(type(x), %r, None)" % xa.ATTR,
+        "    return keep, _probe.exchange_api(type(x))['pointer']",
+        "k1, p1 = table(x); k2, p2 = table(x)",
+        rp.expect_equal("p2", rp.Code("p1"), "XAPI-05", "two lookups held at once give different tables")] + y_mk + [
+        "del x, y; gc.collect()"] + z_mk + [
+        "k3, p3 = table(z)",
+        rp.expect_equal("p3", rp.Code("p1"), "XAPI-05", "the table pointer after the first tensors died")])
     t1, t2 = xa.Table(x), xa.Table(x)  # each holds its own attribute value
     if not (t1.info and t1.info["form"] == "capsule"):
         raise Unsupported("the attribute is not a dlpack_exchange_api capsule (XAPI-02)")
@@ -127,11 +147,6 @@ def test_prev_api_chain(target, check):
     """header.prev_api is NULL, or a chain of strictly older headers that ends in NULL."""
     x, t = xa.table(target)
     prev = t.info["prev_api"]
-    check.repro(rp.setup(target) + [l for l in xa.sample(target)[2]] +
-                ["print(_probe.exchange_api(type(x))['prev_api'])  # 0, or a chain of older versions"])
-    if not prev:
-        check.record("XAPI-07", "pass")
-        return
     # Following an unknown pointer may crash: walk it in a child process.
     walk = xa.sample(target)[2] + [
             "import ctypes", "info = _probe.exchange_api(type(x))",
@@ -139,11 +154,15 @@ def test_prev_api_chain(target, check):
             "for _ in range(9):",
             "    if not p: print('END'); break",
             "    v = (ctypes.c_uint32.from_address(p).value, ctypes.c_uint32.from_address(p + 4).value)",
-            "    if v >= last: print('NOT_OLDER', v, last); break",
+            "    " + rp.expect("v < last", "XAPI-07", rp.Code(
+                "'prev_api leads to the header %r, not older than %r' % (v, last)")),
             "    last = v; p = ctypes.c_void_p.from_address(p + 8).value",
-            "else:", "    print('TOO_LONG')"]
-    rc, out, err = xa.run_child(target, walk)
+            "else:", "    finding('XAPI-07', 'prev_api is a chain of more than 9 headers')"]
     check.repro(rp.setup(target) + walk)
+    if not prev:
+        check.record("XAPI-07", "pass")
+        return
+    rc, out, err = xa.run_child(target, walk)
     check.that(rc == 0 and out.strip() == "END", "XAPI-07",
                "prev_api 0x%x is not a chain of older headers ending in NULL: %s" % (prev, out.strip() or rp.describe_exit(rc, err)))
 
@@ -154,7 +173,10 @@ def test_prev_api_chain(target, check):
 def test_required_pointers(target, check):
     """The allocator, both managed conversions and current_work_stream are non-NULL."""
     x, t = xa.table(target)
-    check.repro(rp.setup(target) + xa.sample(target)[2] + ["print(_probe.exchange_api(type(x))['functions'])"])
+    check.repro(rp.setup(target) + xa.sample(target)[2] + ["fns = _probe.exchange_api(type(x))['functions']"] + [
+        rp.expect("fns[%r] != 0" % name, clause, "%s is NULL" % name) for clause, name in (
+            ("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
+            ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream"))])
     fns = t.info["functions"]
     for clause, name in (("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
                          ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream")):
@@ -170,7 +192,42 @@ def _dtype_tuple(name):
 
 
 def _alloc_line(dt, shape, dev=(1, 0)):
-    return "print(_probe.xapi_alloc(api, %r, %r, %r))  # (rc, handle, SetError calls)" % (dt, shape, dev)
+    return "rc, h, errors = _probe.xapi_alloc(api, %r, %r, %r)  # SetError calls in errors" % (dt, shape, dev)
+
+
+def _alloc_success_lines(name, dt, shape):
+    """What test_allocator_success requires of the allocation in _alloc_line()."""
+    what = "%s %r" % (name, shape)
+    return [
+        "if rc != 0:",
+        "    " + rp.expect_equal("len(errors)", 1, "XAPI-13", "%s: SetError calls of the failed allocator" % what),
+        "else:",
+        "    " + rp.expect("not errors", "XAPI-13", "%s: success, yet SetError was called" % what),
+        "    " + rp.expect("h is not None", "XAPI-13", "%s: rc 0 but no tensor in out" % what),
+        "    info = h.inspect()",
+        "    " + rp.expect_equal("(info.get('version') and info['version'][0], tuple(info.get('dtype') or ()), "
+                                "tuple(info.get('shape') or ()), tuple(info.get('device') or ()))",
+                                (1, dt, tuple(shape), (1, 0)), "XAPI-13",
+                                "%s: (version major, dtype, shape, device) of the allocated tensor" % what)] + (
+        [] if 0 in shape else [
+            "    " + rp.expect("h.extent()['status'] == 'ok' and info['data']", "XAPI-13",
+                              "%s: the allocated tensor has no valid memory" % what)]) + ["    h.release()"]
+
+
+def _alloc_failure_lines(label, must_fail):
+    """What test_allocator_failure_calls_seterror_once requires of the call in _alloc_line()."""
+    return [
+        "calls = [e for e in errors if e[0] != '<python exception pending>']",
+        "if rc == 0:",
+        "    " + rp.expect("not calls", "XAPI-13", "%s: success, yet SetError was called" % label),
+        "    h is not None and h.release()"] + (
+        ["    finding('XAPI-13', %r)" % ("%s: the allocator succeeded on an invalid prototype" % label)]
+        if must_fail else []) + [
+        "else:",
+        "    " + rp.expect("calls", "XAPI-13", "%s: the allocator failed without calling SetError" % label),
+        "    " + rp.expect("len(calls) == 1", "XAPI-13", rp.Code("%r %% len(calls)" % (
+            "%s: SetError called %%d times for one failure (reading: once)" % label))),
+        "    " + rp.expect("h is None", "XAPI-13", "%s: failed, yet a tensor came back" % label)]
 
 
 @pytest.mark.clause("XAPI-13")
@@ -189,7 +246,7 @@ def test_allocator_success(target, check):
             continue
         for shape in _SHAPES:
             rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
-                                  [_alloc_line(dt, shape)])
+                                  [_alloc_line(dt, shape)] + _alloc_success_lines(name, dt, shape))
             rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, (1, 0))
             if rc != 0:
                 check.that(len(errors) == 1, "XAPI-13", "%s %r: the allocator failed (rc %d) and called SetError "
@@ -233,7 +290,7 @@ def test_allocator_failure_calls_seterror_once(target, check):
         raise Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
     for label, dt, shape, dev, must_fail in _BAD_PROTOTYPES:
         rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
-                              [_alloc_line(dt, shape, dev)])
+                              [_alloc_line(dt, shape, dev)] + _alloc_failure_lines(label, must_fail))
         rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, dev)
         calls = [e for e in errors if e[0] != "<python exception pending>"]
         if rc == 0:
@@ -262,13 +319,19 @@ def _layouts(target):
         x, _, mk = tns.make(target, dtype, shape)
         out.append(("%s %r" % (dtype, shape), x, mk))
     x, _, mk = tns.make(target, dtype, (3, 4))
-    tr = target.transpose(x, (1, 0))
-    if tr is not None:
-        out.append(("transposed (3, 4)", tr, mk + ["x = x.T  # target.transpose(x, (1, 0))"]))
-    sl = target.slice(x, 1, 1, 4, 2)
-    if sl is not None:
-        out.append(("sliced [:, 1:4:2]", sl, mk + ["x = x[:, 1:4:2]  # target.slice"]))
+    for label, op in (("transposed (3, 4)", ("transpose", (1, 0))), ("sliced [:, 1:4:2]", ("slice", 1, 1, 4, 2))):
+        v, lines, _ = tns.apply_views(target, x, [op])
+        if v is not None:
+            out.append((label, v, mk + lines + ["x = v0"]))
     return out
+
+
+_NORM_STRIDES = ["def norm_strides(i):  # as support/exchange.py: row-major when NULL, dims of extent <= 1 left out",
+                 "    shape = tuple(i.get('shape') or ())",
+                 "    st = i.get('strides') or tuple(__import__('math').prod(shape[k + 1:]) for k in range(len(shape)))",
+                 "    return tuple(s if n > 1 else None for n, s in zip(shape, st))",
+                 "def address(i):",
+                 "    return None if i.get('data') is None else i['data'] + (i.get('byte_offset') or 0)"]
 
 
 @pytest.mark.clause("XAPI-14")
@@ -281,10 +344,32 @@ def test_managed_from_owning_versioned(target, check):
     if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
         raise Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
     for label, x, mk in _layouts(target):
-        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + [
-            "rc, h, exc = _probe.xapi_managed_from(api, x)", "print(rc, exc, h and h.inspect())",
-            "print(_probe.inspect(x.__dlpack__(max_version=(1, 3))))  # must agree"])
         expected = target.expected(x)
+        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + _NORM_STRIDES + [
+            "rc, h, exc = _probe.xapi_managed_from(api, x)",
+            rp.expect("rc == 0 and h is not None", "XAPI-14", rp.Code("%r %% (rc, exc)" % ("%s: rc %%d, exception %%r"
+                                                                                          % label))),
+            "info = h.inspect()",
+            rp.expect_equal("info['version'] and info['version'][0]", 1, "XAPI-14", "%s: version major" % label),
+            rp.expect_equal("(info['flags'] or 0) & ~%d" % pycap.DEFINED_FLAGS, 0, "XAPI-14",
+                            "%s: undefined flag bits" % label),
+            rp.expect_equal("h.read_elements()", expected, "XAPI-14", "%s: values through the C path" % label),
+            "cap, e = attempt(lambda: x.__dlpack__(max_version=(1, 3)))",
+            "r = _probe.inspect(cap) if e is None else None",
+            "if r and r['kind'] == 'versioned':",
+            "    for field in ('dtype', 'shape', 'device'):",
+            "        " + rp.expect_equal("tuple(info[field] or ())", rp.Code("tuple(r[field] or ())"), "XAPI-14",
+                                        rp.Code("%r %% field" % ("%s: %%s of the C path vs __dlpack__" % label))),
+            "    " + rp.expect_equal("norm_strides(info)", rp.Code("norm_strides(r)"), "XAPI-14",
+                                    "%s: strides (dims of extent > 1) of the C path vs __dlpack__" % label),
+            "    " + rp.expect_equal("(info['flags'] or 0) & 1", rp.Code("(r['flags'] or 0) & 1"), "XAPI-14",
+                                    "%s: READ_ONLY of the C path vs __dlpack__" % label),
+            "    " + rp.expect("0 in (info['shape'] or ()) or address(info) == address(r)", "XAPI-14",
+                              "%s: the C path and __dlpack__ give different memory" % label),
+            "    del cap",
+            "h.release()",
+            rp.expect_equal("_probe.read_elements(x.__dlpack__())", expected, "XAPI-14",
+                            "%s: the tensor's values after the deleter ran" % label)])
         rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
         if not check.that(rc == 0 and h is not None, "XAPI-14", "%s: rc %d, exception %r" % (label, rc, exc)):
             continue
@@ -334,11 +419,12 @@ def test_managed_from_wrong_type(target, check):
     for label, expr in objs:
         lines = xa.sample(target)[2] + xa.table_lines() + [
             "rc, h, exc = _probe.xapi_managed_from(api, %s)" % expr,
-            "print('RESULT', rc, h is not None, type(exc).__name__ if exc is not None else None)"]
+            "print('RESULT', rc, h is not None, type(exc).__name__ if exc is not None else None)",
+            rp.expect("rc != 0 and exc is not None", "XAPI-14", "%s: expected an error with an exception" % label)]
         rp.keep_first(check, rp.setup(target) + lines)
         rc, out, err = xa.run_child(target, lines)
         res = [l.split()[1:] for l in out.splitlines() if l.startswith("RESULT")]
-        if rc != 0 or not res:
+        if not res or (rc != 0 and rp.MARK not in out):
             check.warn("XAPI-14", "%s: the process died (%s); the header requires the object to be of the API's "
                        "type, so this is robustness, not a breach" % (label, rp.describe_exit(rc, err)))
         elif res[0][0] == "0" or res[0][2] == "None":
@@ -357,7 +443,11 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
         raise Unsupported("no tensor %s cannot describe is known to the adapter" % target.name)
     label, x = unexportable
     rp.keep_first(check, rp.setup(target) + target.repro_unexportable("x") + xa.table_lines() + [
-        "print(_probe.xapi_managed_from(api, x))  # expected (-1, None, BufferError(...))"])
+        "rc, h, exc = _probe.xapi_managed_from(api, x)",
+        "if rc != 0:",
+        "    " + rp.expect("exc is not None", "XAPI-14", "%s: failed without a Python exception" % label),
+        "    " + rp.expect("isinstance(exc, BufferError)", "XAPI-14", rp.Code("%r %% type(exc).__name__" % (
+            "%s: %%s instead of BufferError (the header: 'should be a BufferError if possible')" % label)))])
     rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
     if rc == 0:
         if h is not None:
@@ -379,8 +469,22 @@ def test_dltensor_from_matches_managed_path(target, check):
     if not t.info["functions"]["dltensor_from_py_object_no_sync"]:
         raise Unsupported("dltensor_from_py_object_no_sync is NULL, which XAPI-11 allows")
     for label, x, mk in _layouts(target):
-        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + [
-            "print(_probe.xapi_dltensor_from(api, x))", "print(_probe.xapi_managed_from(api, x)[1].inspect())"])
+        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + _NORM_STRIDES + [
+            "res = _probe.xapi_dltensor_from(api, x)",
+            rp.expect_equal("res[0]", 0, "XAPI-15", "%s: rc of dltensor_from_py_object_no_sync" % label),
+            "d = res[1]",
+            rp.expect_equal("d['elements']", target.expected(x), "XAPI-15", "%s: values" % label),
+            "rc, h, exc = _probe.xapi_managed_from(api, x)",
+            "if rc == 0 and h is not None:",
+            "    m = h.inspect()",
+            "    for field in ('dtype', 'shape', 'device'):",
+            "        " + rp.expect_equal("tuple(d[field] or ())", rp.Code("tuple(m[field] or ())"), "XAPI-15", rp.Code(
+                "%r %% field" % ("%s: %%s vs managed_tensor_from_py_object_no_sync" % label))),
+            "    " + rp.expect_equal("norm_strides(d)", rp.Code("norm_strides(m)"), "XAPI-15",
+                                    "%s: strides vs the managed path" % label),
+            "    " + rp.expect("0 in (d['shape'] or ()) or address(d) == address(m)", "XAPI-15",
+                              "%s: data + byte_offset must be the producer's memory, as in the owning export" % label),
+            "    h.release()"])
         res = _probe.xapi_dltensor_from(t.ptr, x)
         if not check.that(res[0] == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, res[0], res[1])):
             continue
@@ -419,7 +523,11 @@ def test_current_work_stream_cpu(target, check):
         "import ctypes",
         "f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))("
         "_probe.exchange_api(type(x))['functions']['current_work_stream'])",
-        "out = ctypes.c_void_p(%d); print(f(1, 0, ctypes.byref(out)), out.value)  # expected 0 None" % _UNSET])
+        "out = ctypes.c_void_p(%d)" % _UNSET,
+        "rc = " + rp.expect_returns("f(1, 0, ctypes.byref(out))", "XAPI-16", "current_work_stream(kDLCPU, 0)"),
+        rp.expect_equal("rc", 0, "XAPI-16", "kDLCPU: the return code"),
+        rp.expect("out.value != %d" % _UNSET, "XAPI-16", "kDLCPU: returned 0 without writing out_current_stream"),
+        rp.expect("not out.value", "XAPI-16", "kDLCPU: wrote a non-NULL stream (the header: NULL for kDLCPU)")])
     f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))(fn)
     out = ctypes.c_void_p(_UNSET)
     try:
@@ -469,8 +577,16 @@ def test_to_py_steals_and_returns_producer_type(target, check):
     for label, cap, expected, lines, forge in sources:
         rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + lines + [
             "tr = _probe.instrument(cap); h = _probe.consume(cap)",
-            "rc, y = _probe.xapi_to_py(api, h); print(rc, type(y), tr.calls)  # 0, type(x), 0",
-            "import gc; del y; gc.collect(); print(tr.calls)  # 1: the result owned the tensor"])
+            "rc, y = _probe.xapi_to_py(api, h)",
+            rp.expect("rc == 0 and y is not None", "XAPI-17", rp.Code("%r %% (rc, y)" % ("%s: rc %%d, %%r" % label))),
+            rp.expect("isinstance(y, type(x))", "XAPI-17", rp.Code("%r %% type(y).__name__" % (
+                "%s: returned a %%s, not the producer's type" % label))),
+            rp.expect_equal("tr.calls", 0, "XAPI-17", "%s: deleter calls while the result lives" % label),
+            rp.expect_equal("_probe.read_elements(y.__dlpack__(max_version=(1, 3)))", expected, "XAPI-17",
+                            "%s: values of the result" % label),
+            "del y; gc.collect()",
+            rp.expect_equal("tr.calls", 1, "XAPI-17", "%s: deleter calls after the result died (it was stolen)"
+                            % label)])
         if _probe.inspect(cap)["kind"] != "versioned":
             continue
         tr = _probe.instrument(cap)
@@ -571,7 +687,7 @@ def _consumer_uses_tables(target, check):
 
 
 def _forge_lines(target, table_kw, where="type_table", extra=()):
-    return rp.setup(target, "from dlconform.xapi_forge import forged") + [
+    return rp.setup(target, "from dlconform.xapi_forge import forged, used_table") + [
         "x = _ref.Tensor('float32', (2, 3), data=bytes(range(24)))",
         "a = _ref.ApiForge(0%s)" % ("".join(", %s=%r" % kv for kv in table_kw.items())),
         "obj = forged(x, %s=a)" % where] + list(extra)
@@ -600,9 +716,15 @@ def test_consumer_looks_on_the_type(target, check):
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
     check.repro(_forge_lines(target, {}, extra=[
-        "b = _ref.ApiForge(1); import dlconform.xapi_forge as F",
-        "obj = F.forged(x, type_table=a, instance_table=b)",
-        "y = %s.from_dlpack(obj); print('type', a.calls, 'instance', b.calls)" % target.library]))
+        "b = _ref.ApiForge(1)",
+        "obj = forged(x, type_table=a, instance_table=b)",
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("obj"),
+        rp.expect("not used_table(b)", "XAPI-04", rp.Code(
+            "'the consumer used the instance table, not the one on the type: %r' % (b.calls,)")),
+        "b = _ref.ApiForge(1)",
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("forged(x, instance_table=b)"),
+        rp.expect("not used_table(b)", "XAPI-04", rp.Code(
+            "'the consumer used a table found on the instance only (none on the type): %r' % (b.calls,)"))]))
     _import_ok(target, forged(x, type_table=a, instance_table=b), x)
     if used_table(b):
         check.warn("XAPI-04", "the consumer used the instance's table, not the one on the type: %r" % b.calls)
@@ -624,7 +746,14 @@ def test_consumer_checks_the_major(target, check):
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a = _ref.ApiForge(0, major=2, minor=0)
     check.repro(_forge_lines(target, {"major": 2, "minor": 0}, extra=[
-        "y = %s.from_dlpack(obj); print(a.calls)  # all 0" % target.library]))
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("obj"),
+        rp.expect("not used_table(a)", "XAPI-06", rp.Code(
+            "'the consumer called functions of a major-2 table: %r' % (a.calls,)")),
+        "for minor in (0, 99):",
+        "    " + rp.expect_returns(target.repro_from_dlpack("forged(x, type_table=_ref.ApiForge(0, major=1, "
+                                                           "minor=minor))"),
+                                  "XAPI-06", rp.Code("'import with a table of version (1, %d) (only the major must "
+                                                     "match)' % minor"))]))
     y, exc, same = _import_ok(target, forged(x, type_table=a), x)
     check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
     for minor in (0, 99):
@@ -646,9 +775,11 @@ def test_consumer_handles_null_dltensor_from(target, check):
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])
+        call = target.repro_from_dlpack("obj%s" % "".join(", %s=%r" % i for i in kw.items()))
         check.repro(_forge_lines(target, {"null": ["dltensor_from_py_object_no_sync"]}, extra=[
-            "y = %s.from_dlpack(obj%s)  # must not crash" % (target.library,
-                                                             "".join(", %s=%r" % i for i in kw.items()))]))
+            "y = " + rp.expect_returns(call, "XAPI-11", "%s with a table whose optional dltensor_from is NULL" % call),
+            rp.expect_equal("elements(%s)" % target.repro_describe("y"), rp.Code("x.tobytes()"), "XAPI-11",
+                            "%s: values with a NULL dltensor_from" % call)]))
         y, exc, same = _import_ok(target, forged(x, type_table=a), x, **kw)
         if exc is not None:
             check.warn("XAPI-11", "from_dlpack(%s) failed on a table whose optional dltensor_from is NULL: %s: %s"

@@ -40,11 +40,20 @@ def test_flags_default_zero(target, check):
     dtypes = dty.pick(target)[:3]
     for dtype in dtypes:
         x, values, mk = tns.make(target, dtype, (2, 3))
-        rp.keep_first(check, _lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
-                                            "print(_probe.inspect(cap)['flags'])  # expected 0"))
-        for label, v in (("x", x), ("x.T", target.transpose(x, (1, 0)))):
+        xt, tlines, _ = tns.apply_views(target, x, [("transpose", (1, 0))])
+        for label, v, vlines in (("x", x, ["v = x"]), ("x.T", xt, tlines + ["v = v0"])):
             if v is None:
                 continue
+            rp.keep_first(check, _lines(target, mk, *vlines, *[
+                "cap = v.__dlpack__(max_version=(1, 3))", "i = _probe.inspect(cap)",
+                rp.expect_equal("i['flags'] & ~%d" % pycap.DEFINED_FLAGS, 0, "FLG-01",
+                                "%s %s: undefined flag bits" % (dtype, label)),
+                "stray = i['flags'] & %d" % pycap.DEFINED_FLAGS,
+                "if stray & %d and i['data'] is not None and i['data'] + i['byte_offset'] != %s['ptr']:"
+                % (pycap.FLAG_IS_COPIED, target.repro_describe("v")),
+                "    stray &= ~%d  # the producer did copy: the flag is right (FLG-04)" % pycap.FLAG_IS_COPIED,
+                rp.expect_equal("stray", 0, "FLG-01", "%s %s: flags on a writable, uncopied %s export (flags default "
+                                "to 0)" % (dtype, label, dtype))]))
             cap, info = pycap.versioned_with_flags(v)
             flags = info["flags"]
             check.that(flags & ~pycap.DEFINED_FLAGS == 0, "FLG-01", "%s %s: flags %#x set undefined bits %#x"
@@ -68,7 +77,12 @@ def test_readonly_export_flagged(target, check):
     if ro is None:
         raise Unsupported("target %s has no read-only tensors" % target.name)
     check.repro(_lines(target, mk, target.repro_readonly(), "cap = ro.__dlpack__(max_version=(1, 3))",
-                       "print(_probe.inspect(cap)['flags'] & 1)  # expected 1"))
+                       rp.expect("_probe.inspect(cap)['flags'] & %d" % pycap.FLAG_READ_ONLY, "FLG-02",
+                                 "the flags of a read-only tensor's export lack READ_ONLY"),
+                       "lcap, e = attempt(lambda: ro.__dlpack__())",
+                       rp.expect("e is not None or type(lcap).__name__ != 'PyCapsule' or _probe.inspect(lcap)['name'] "
+                                 "!= %r" % pycap.LEGACY, "FLG-02", "a read-only tensor is exported in a legacy capsule, "
+                                 "which cannot carry READ_ONLY: a consumer may write to it")))
     legacy_note = None
     try:
         lcap = ro.__dlpack__()
@@ -97,8 +111,20 @@ def test_copy_sets_is_copied(target, check):
     x, values, mk = tns.make(target)
     if tns.native_ptr(target, x) is None:
         raise Unsupported("the adapter cannot tell where the tensor's memory is")
-    check.repro(_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3), copy=True)",
-                       "i = _probe.inspect(cap); print(hex(i['data']), i['flags'] & 2)  # IS_COPIED expected"))
+    check.repro(_lines(target, mk, "ptr = %s['ptr']" % target.repro_describe("x"),
+                       "for label, kw in (('copy=True', {'copy': True}), ('copy=None', {}), ('copy=False', {'copy': False})):",
+                       "    cap, e = attempt(lambda: x.__dlpack__(max_version=(1, 3), **kw))",
+                       "    if e is not None:",
+                       "        continue  # no copy was made: nothing for IS_COPIED to mark",
+                       "    i = _probe.inspect(cap)",
+                       "    if i['data'] is not None and i['data'] + i['byte_offset'] != ptr:",
+                       "        " + rp.expect("i['flags'] & %d" % pycap.FLAG_IS_COPIED, "FLG-04",
+                                              rp.Code("label + ': the export is a copy but its flags lack IS_COPIED'")),
+                       "        " + rp.expect_equal("_probe.read_elements(cap)", values, "FLG-04",
+                                                    rp.Code("label + ': values of the copy'")),
+                       "    else:",
+                       "        " + rp.expect("not i['flags'] & %d" % pycap.FLAG_IS_COPIED, "FLG-04", rp.Code(
+                           "label + ': IS_COPIED is set but the capsule points at the memory of the tensor itself'"))))
     cases = [("copy=True", {"copy": True}), ("copy=None", {}), ("copy=False", {"copy": False})]
     for label, kw in cases:
         try:
@@ -140,6 +166,12 @@ def test_subbyte_padding_flag(target, check):
             x = target.make(dtype, (4,), bytes(4))
         except Exception as e:  # noqa: BLE001
             raise Unsupported("cannot make a %s tensor of 4 zero bytes: %s" % (dtype, tries.describe_exc(e)))
+        rp.keep_first(check, _lines(target, target.repro_make(dtype, (4,), bytes(4)), *[
+            "cap = x.__dlpack__(max_version=(1, 3))", "i = _probe.inspect(cap)", "ext = _probe.extent(cap)",
+            "bits = i['dtype'][1]",
+            "if ext.get('hi', 0) - ext.get('lo', 0) >= 4 and (4 * bits + 7) // 8 < 4:",
+            "    " + rp.expect("i['flags'] & %d" % pycap.FLAG_SUBBYTE_PADDED, "FLG-06",
+                              "%s: padded storage (one byte per element) but the PADDED flag is clear" % dtype)]))
         cap, info = pycap.versioned_with_flags(x)
         bits = info["dtype"][1]
         padded = bool(info["flags"] & pycap.FLAG_SUBBYTE_PADDED)
@@ -176,10 +208,16 @@ def test_readonly_import(target, check):
     from a library that has read-only arrays is warn; a writable copy passes."""
     tries.require_versioned_consumer(target)
     fk = {"versioned": True, "shape": (2, 3), "flags": pycap.FLAG_READ_ONLY}
-    check.repro(_consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
-                                "y = %s" % target.repro_from_dlpack(), "# is y read-only?"))
-    forge = _ref.Forge(**fk)
     plain = tries.plain_lifetime(target)
+    check.repro(_consumer_lines(target, "p = RecordingProducer(%s, keep=True)" % rp.forge_repr(fk), *[
+        "y = " + rp.expect_returns(target.repro_from_dlpack(), "FLG-03", "import of a READ_ONLY capsule (ignoring "
+                                   "the flag is preferred over raising)"),
+        "f = p.forges[p.last_kind]", "d = %s" % target.repro_describe("y"),
+        rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), "FLG-03", "element values")] + (
+        [rp.expect("d['readonly']", "FLG-03", "the library has read-only arrays but the import of a READ_ONLY "
+                   "capsule is writable (the flag is not honoured)")] if _library_has_readonly(target) else []) +
+        tries.lifetime_lines(plain, "FLG-03")))
+    forge = _ref.Forge(**fk)
     att = tries.Attempt(target, RecordingProducer(forge, keep=True))
     if att.exc is not None:
         att.drop_capsules()
@@ -221,10 +259,15 @@ def test_is_copied_import(target, check):
     tries.require_versioned_consumer(target)
     for flags in (pycap.FLAG_IS_COPIED, pycap.FLAG_IS_COPIED | pycap.FLAG_READ_ONLY):
         fk = {"versioned": True, "shape": (2, 3), "flags": flags}
-        rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
-                                                     "y = %s" % target.repro_from_dlpack()))
-        forge = _ref.Forge(**fk)
         plain = tries.plain_lifetime(target)
+        rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s, keep=True)" % rp.forge_repr(fk), *[
+            "y = " + rp.expect_returns(target.repro_from_dlpack(), "FLG-05", "flags %#x: import of an IS_COPIED "
+                                       "capsule" % flags),
+            "f = p.forges[p.last_kind]", "d = %s" % target.repro_describe("y"),
+            rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), "FLG-05",
+                            "flags %#x: element values" % flags)] + tries.lifetime_lines(plain, "FLG-05",
+                                                                                         "flags %#x: " % flags)))
+        forge = _ref.Forge(**fk)
         att = tries.Attempt(target, RecordingProducer(forge, keep=True))
         if att.exc is not None:
             att.drop_capsules()
@@ -252,8 +295,18 @@ def test_subbyte_import(target, check):
     outcomes = []
     for flags, fill in ((0, bytes([0x21, 0x43])), (pycap.FLAG_SUBBYTE_PADDED, bytes([1, 2, 3, 4]))):
         fk = {"versioned": True, "shape": (4,), "dtype": (17, 4, 1), "flags": flags, "fill": fill}
-        rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
-                                                     "y = %s" % target.repro_from_dlpack()))
+        if flags & pycap.FLAG_SUBBYTE_PADDED:
+            result = [rp.expect("d['itemsize'] == 1 and tuple(d['shape']) == (4,)", "FLG-06", rp.Code(
+                "'padded fp4 imported as itemsize %r shape %r; expected one byte per element' % (d['itemsize'], "
+                "tuple(d['shape']))")),
+                rp.expect_equal("elements(d)", bytes([1, 2, 3, 4]), "FLG-06", "padded fp4 element bytes")]
+        else:
+            result = [rp.expect_equal("d['ptr']", rp.Code("f.buffer_address"), "FLG-06",
+                                      "packed fp4 import: result address (it must view the buffer)")]
+        rp.keep_first(check, _consumer_lines(target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f)", *[
+            "y, e = attempt(lambda: %s)" % target.repro_from_dlpack(),
+            rp.expect_clean("e", "FLG-06", "flags %#x: import of fp4" % flags),
+            "if e is None:", "    d = %s" % target.repro_describe("y")] + ["    " + line for line in result]))
         forge = _ref.Forge(**fk)
         p = RecordingProducer(forge, keep=True)
         att = tries.Attempt(target, p)

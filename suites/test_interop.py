@@ -20,11 +20,11 @@ import importlib.util
 import pytest
 
 from dlconform import _probe
-from dlconform.repro import bytes_literal
 from dlconform.verdicts import Unsupported
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
+from support import repros as rp
 from support import tensors as tns
 
 #: built-in targets that can produce, and the module each needs (checked at collection)
@@ -101,18 +101,37 @@ class _Exporter:
         return cap
 
 
-def _repro(target, spec, dtype, base_shape, values, view):
-    lines = ["from dlconform import _probe", "from dlconform.targets.loader import load",
-             "P = load(%r)  # producer" % spec, "C = load(%r)  # consumer" % target.name,
-             "x = P.make(%r, %r, %s)" % (dtype, base_shape, bytes_literal(values))]
+def _repro(target, producer, dtype, base_shape, values, view, x0, x, shape, layout):
+    """The snippet: the producer's tensor x (x0 and its view) imported by the target through an
+    object with only the DLPack methods, then what test_interop_round_trip requires."""
+    where = "%s %s from %s" % (layout, dtype, producer.name)
+    lines = rp.setup(target) + list(producer.repro_setup()) + producer.repro_make(dtype, base_shape, values, "x")
     if view:
-        lines.append("x = P.%s(x, %s)" % (view[0], ", ".join(repr(a) for a in view[1])))
-    lines += ["class Exporter:  # only the DLPack methods",
+        lines += [producer.repro_view((view[0],) + tuple(view[1]), x0, x, "x", "v0"), "x = v0"]
+    lines += ["native = %s['ptr']" % producer.repro_describe("x"),
+              "caps = []",
+              "class Exporter:  # only the DLPack methods",
               "    def __dlpack_device__(self): return x.__dlpack_device__()",
-              "    def __dlpack__(self, **kw): return x.__dlpack__(**kw)",
-              "y = C.from_dlpack(Exporter())",
-              "d = C.describe(y)",
-              "print(d, _probe.gather(d['ptr'], d['shape'], d['strides'], d['itemsize']) == P.expected(x))"]
+              "    def __dlpack__(self, **kw):",
+              "        c = x.__dlpack__(**kw); caps.append(_probe.inspect(c)); return c",
+              "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("Exporter()"),
+              rp.expect_clean("e", "LAY-11", "importing a %s tensor" % where),
+              "if e is None:",
+              "    d = %s" % target.repro_describe("y"),
+              "    " + rp.expect_equal("tuple(d['shape'])", shape, "LAY-11", "%s: result shape" % where),
+              "    " + rp.expect_equal("elements(d)", producer.expected(x), "LAY-11", "%s: element values" % where)]
+    if layout != "zero-size":
+        lines += [
+            "    i = caps[-1] if caps else None",
+            "    if i and i.get('data') is not None:",
+            "        exported = i['data'] + i['byte_offset']",
+            "        " + rp.expect("not (i.get('flags') or 0) & %d and exported == native" % pycap.FLAG_IS_COPIED,
+                                  "SEM-01", "%s: the producer exported a copy without being asked" % where),
+            "        " + rp.expect_equal("d['ptr']", rp.Code("exported"), "SEM-01", "%s: the result does not view the "
+                                        "exported memory: the consumer copied" % where)]
+    if shape and layout == "contiguous":
+        lines.append("    " + rp.expect_equal("tuple(d['strides'])", dty.row_major_strides(shape), "LAY-11",
+                                            "strides of a contiguous import"))
     return lines
 
 
@@ -126,15 +145,15 @@ def test_interop_round_trip(target, check, case):
         raise Unsupported("producer %s cannot make %s tensors" % (spec, dtype))
     base_shape, view, shape = LAYOUTS[layout]
     values = dty.safe_values(dtype, base_shape)
-    check.repro(_repro(target, spec, dtype, base_shape, values, view))
     try:
-        x = producer.make(dtype, base_shape, values)
+        x0 = x = producer.make(dtype, base_shape, values)
         if view:
             x = getattr(producer, view[0])(x, *view[1])
     except Exception as e:  # noqa: BLE001
         raise Unsupported("producer %s cannot make a %s %s tensor: %s" % (spec, layout, dtype, tries.describe_exc(e)))
     if x is None:
         raise Unsupported("producer %s has no %s view" % (spec, layout))
+    check.repro(_repro(target, producer, dtype, base_shape, values, view, x0, x, shape, layout))
     expected = producer.expected(x)
     native = tns.native_ptr(producer, x)
     exporter = _Exporter(x)

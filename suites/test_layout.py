@@ -67,9 +67,12 @@ def test_producer_strided_views_describe_the_tensor(target, check):
             return
         expected = target.expected(v)
         lines = (rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) + oplines +
-                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"), "cap = v.__dlpack__()",
-                  "print(_probe.inspect(cap))",
-                  "print(_probe.read_elements(cap).hex())  # expected %s" % expected.hex()[:200]])
+                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"),
+                  "cap = " + rp.expect_returns("v.__dlpack__()", "LAY-11", "export of a %s view %r" % (dtype, ops)),
+                  "i = _probe.inspect(cap)"] + [l for l in tns.layout_lines(target, v, var="v") if "LAY-09" not in l] +
+                 [rp.expect_equal("_probe.extent(cap)['status']", "ok", "LAY-11", "exported extent"),
+                  rp.expect_equal("_probe.read_elements(cap)", expected, "SEM-01", "the exported %s view %r reads"
+                                  % (dtype, ops))])
         note("\n".join(lines))
         try:
             cap = v.__dlpack__()
@@ -108,8 +111,12 @@ def test_producer_versioned_strides_not_null(target, check):
         x = target.make(dtype, shape, vals)
         cap = pycap.export_kind(x, versioned=True)
         info = pycap.fields(cap)
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) +
-                    ["cap = x.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap))"])
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) + [
+            "cap = x.__dlpack__(max_version=(1, 3))", "i = _probe.inspect(cap)",
+            "if i['kind'] == 'versioned' and i['version'] is not None and tuple(i['version']) >= (1, 2):",
+            "    " + rp.expect("i['strides'] is not None", "LAY-06", "versioned capsule of shape %r has NULL strides"
+                              % (shape,)),
+            "    " + rp.expect_equal("len(i['strides'] or ())", len(shape), "LAY-06", "strides length")])
         version = info.get("version")
         if info["kind"] != "versioned" or version is None or tuple(version) < (1, 2):
             check.record("LAY-06", "pass", "")  # LAY-06 binds >= 1.2 only (LAY-07 below that)
@@ -135,8 +142,14 @@ def test_producer_zero_size_data_null(target, check):
             x = target.make(dtype, shape, b"")
             for versioned in kinds:
                 call = "x.__dlpack__(max_version=(1, 3))" if versioned else "x.__dlpack__()"
-                rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, b"") +
-                            ["cap = %s" % call, "print(_probe.inspect(cap)['data'])  # should be 0 (NULL)"])
+                rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, b"") + [
+                    "cap = %s" % call, "i = _probe.inspect(cap)", "ext = _probe.extent(cap)",
+                    rp.expect("ext['status'] == 'ok' and ext['zero_size']", "LAY-04", rp.Code(
+                        "'zero-size export of shape %r has extent %%r' %% (ext,)" % (shape,))),
+                    rp.expect_equal("_probe.read_elements(cap)", b"", "LAY-04", "elements of a zero-size export"),
+                    rp.expect("not i['data']", "LAY-04", rp.Code(
+                        "'zero-size %s export of shape %r has data=%%#x; the header says it should be NULL' %% "
+                        "i['data']" % (dtype, shape)))])
                 cap = pycap.export_kind(x, versioned)
                 info = pycap.fields(cap)
                 ext = _probe.extent(cap)
@@ -158,8 +171,12 @@ def test_producer_zero_d(target, check):
     for dtype in names:
         vals = dty.distinct_values(dtype, (), seed=3)
         x = target.make(dtype, (), vals)
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (), vals) +
-                    ["cap = x.__dlpack__()", "print(_probe.inspect(cap), _probe.read_elements(cap).hex())"])
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (), vals) + [
+            "cap = x.__dlpack__()", "i = _probe.inspect(cap)",
+            rp.expect_equal("i['ndim']", 0, "LAY-09", "%s 0-d export ndim" % dtype),
+            rp.expect("i['shape'] in (None, ())", "LAY-08", rp.Code("'0-d shape %r' % (i['shape'],)")),
+            rp.expect("i['strides'] in (None, ())", "LAY-08", rp.Code("'0-d strides %r' % (i['strides'],)")),
+            rp.expect_equal("_probe.read_elements(cap)", target.expected(x), "LAY-08", "%s 0-d value" % dtype)])
         cap = x.__dlpack__()
         info = pycap.fields(cap)
         check.equal(info["ndim"], 0, "LAY-09", "%s 0-d export ndim" % dtype)
@@ -188,7 +205,11 @@ def test_producer_high_ndim(target, check):
             note("%s cannot make ndim %d: %s" % (target.name, len(shape), e))
             return
         lines = rp.attempt_setup(target) + target.repro_make(dtype, shape, vals) + [
-            "cap = x.__dlpack__()", "i = _probe.inspect(cap); print(i['ndim'], i['shape'])"]
+            "cap = x.__dlpack__()", "i = _probe.inspect(cap)"] + tns.layout_lines(target, x) + [
+            rp.expect_equal("(i['ndim'], tuple(i['shape'] or ()))", (len(shape), tuple(shape)), "LAY-09",
+                            "ndim and shape exported for a %d-d tensor" % len(shape)),
+            rp.expect_equal("_probe.read_elements(cap)", target.expected(x), "LAY-09",
+                            "values of a %d-d tensor after export" % len(shape))]
         note("\n".join(lines))
         cap = x.__dlpack__()
         info = pycap.fields(cap)
@@ -219,11 +240,15 @@ def test_producer_data_alignment(target, check):
     v, lines, _ = tns.apply_views(target, base, [("slice", 0, 1, None, 1)])
     if v is not None:
         cases.append(("v0", v, lines))
+    # every case in one snippet: whether a fresh allocation lands aligned is chance, an offset
+    # view's export is not
+    check.repro(rp.attempt_setup(target) + target.repro_make(dtype, (64,), dty.distinct_values(dtype, (64,)))
+                + [line for _, _, lines in cases for line in lines] + [
+                    "for var, t in [%s]:" % ", ".join("(%r, %s)" % (var, var) for var, _, _ in cases),
+                    "    i = _probe.inspect(t.__dlpack__())",
+                    "    " + rp.expect("i['data'] % 256 == 0", "LAY-01", rp.Code(
+                        "'%s: data %#x is not 256-byte aligned (byte_offset %d)' % (var, i['data'], i['byte_offset'])"))])
     for var, t, lines in cases:
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (64,), dty.distinct_values(dtype, (64,)))
-                      + lines +
-                    ["cap = %s.__dlpack__()" % var, "i = _probe.inspect(cap)",
-                     "print(hex(i['data']), i['data'] % 256, i['byte_offset'])"])
         info = pycap.fields(t.__dlpack__())
         if info["data"] % 256:
             check.warn("LAY-01", "%s: data %#x is not 256-byte aligned (byte_offset %d); LAY-01 is a SHOULD "
@@ -257,9 +282,11 @@ def test_producer_storage_size(target, check):
         ext = _probe.extent(cap)
         code, bits, lanes = info["dtype"]
         rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, shape, bytes(12 * dty.itemsize(dtype)))
-                      +
-                    ["cap = x.__dlpack__(%s)" % ("max_version=(1, 3)" if versioned else ""),
-                     "print(_probe.inspect(cap)['dtype'], _probe.extent(cap))"])
+                      + ["cap = x.__dlpack__(%s)" % ("max_version=(1, 3)" if versioned else ""),
+                         "i = _probe.inspect(cap)", "ext = _probe.extent(cap)"] + tns.layout_lines(target, x) + [
+                          "bits, lanes = i['dtype'][1], i['dtype'][2]",
+                          rp.expect_equal("ext['hi'] - ext['lo']", rp.Code("12 * ((bits * lanes + 7) // 8)"), "LAY-10",
+                                          "%s compact export of shape %r spans (GetDataSize)" % (dtype, shape))])
         layout = tns.compare_layout(target, x, info, dty.itemsize(dtype))
         for c, m in layout:
             check.record(c, "fail", m)
@@ -295,9 +322,17 @@ def test_producer_exports_share_memory(target, check):
     dtype = "float32" if "float32" in names else names[0]
     vals = dty.distinct_values(dtype, (2, 5))
     x = target.make(dtype, (2, 5), vals)
-    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (2, 5), vals) +
-                ["a = _probe.inspect(x.__dlpack__()); b = _probe.inspect(x.__dlpack__())",
-                 "print(a['data'] + a['byte_offset'], b['data'] + b['byte_offset'])"])
+    rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (2, 5), vals) + [
+        "h1 = _probe.consume(x.__dlpack__()); h2 = _probe.consume(x.__dlpack__())",
+        "i, b = h1.inspect(), h2.inspect()",
+        "a1, a2 = i['data'] + i['byte_offset'], b['data'] + b['byte_offset']",
+        "copied = any((j['flags'] or 0) & %d for j in (i, b))" % pycap.FLAG_IS_COPIED,
+        rp.expect("a1 == %s['ptr'] or copied" % target.repro_describe("x"), "SEM-01",
+                  "the export does not point at the tensor's memory, and IS_COPIED is not set"),
+        rp.expect("a1 == a2 or copied", "SEM-01", "two exports of one tensor point at different memory without "
+                  "IS_COPIED")] + [l for l in tns.layout_lines(target, x) if "LAY-05" in l or l.startswith("_st")] + [
+        rp.expect_equal("h1.read_elements()", target.expected(x), "SEM-01", "exported values"),
+        "h1.release(); h2.release()"])
     h1 = _probe.consume(x.__dlpack__())
     h2 = _probe.consume(x.__dlpack__())
     i1, i2 = h1.inspect(), h2.inspect()
@@ -329,15 +364,20 @@ def test_producer_dense_strided_single_device(target, check):
     dtype = names[0]
     x = target.make(dtype, (3, 2), dty.distinct_values(dtype, (3, 2)))
     rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(dtype, (3, 2), dty.distinct_values(dtype, (3, 2)))
-                  +
-                ["print(x.__dlpack_device__(), _probe.inspect(x.__dlpack__())['device'])"])
+                  + [rp.expect_equal("tuple(_probe.inspect(x.__dlpack__())['device'])",
+                                     rp.Code("tuple(int(v) for v in x.__dlpack_device__())"), "SEM-02",
+                                     "capsule device against __dlpack_device__"),
+                     rp.expect_equal("_probe.extent(x.__dlpack__())['status']", "ok", "SEM-02",
+                                     "the export is a valid strided extent")])
     dev = tuple(int(v) for v in x.__dlpack_device__())
     info = pycap.fields(x.__dlpack__())
     check.equal(tuple(info["device"]), dev, "SEM-02", "capsule device against __dlpack_device__")
     check.that(_probe.extent(x.__dlpack__())["status"] == "ok", "SEM-02", "export is not a valid strided extent")
     s = target.sparse()
     if s is not None:
-        rp.keep_first(check, rp.attempt_setup(target) + target.repro_sparse("s") + ["s.__dlpack__()"])
+        rp.keep_first(check, rp.attempt_setup(target) + target.repro_sparse("s") + [
+            rp.expect_raises("s.__dlpack__()", "SEM-02", "export of a sparse tensor (SEM-02: only dense strided memory "
+                             "is exported; BufferError)", "BufferError")])
         try:
             s.__dlpack__()
             check.record("SEM-02", "warn", "a sparse tensor exported a capsule; SEM-02: only dense strided memory can "
@@ -366,7 +406,8 @@ def test_consumer_honours_byte_offset(target, check):
     cases = [dict(dtype=(2, 32, 1), shape=(5,), byte_offset=4), dict(dtype=(2, 32, 1), shape=(2, 3), byte_offset=12),
              dict(dtype=(1, 8, 1), shape=(6,), byte_offset=3), dict(dtype=(2, 64, 1), shape=(3,), byte_offset=256)]
     for kw in cases:
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "LAY-03", "import of a valid capsule with byte_offset=%d" % kw["byte_offset"], deleter="lifetime"))
         alive = att.calls()
         if att.refused:
             tries.record_refused(check, "LAY-03", att, "valid capsule with byte_offset=%d" % kw["byte_offset"])
@@ -387,8 +428,8 @@ def test_consumer_zero_copy(target, check):
     """Importing an aligned contiguous CPU tensor is zero-copy: the result's first element is the
     forged buffer's."""
     for kw in [dict(dtype=(2, 32, 1), shape=(8,)), dict(dtype=(0, 64, 1), shape=(2, 3))]:
-        rp.keep_first(check, tries.attempt_lines(target, kw) + ["# y's first element should be at f.buffer_address"])
-        att = tries.forged(target, kw)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "SEM-01", "import of an aligned contiguous CPU tensor", zero_copy=True))
         if att.refused:
             tries.record_refused(check, "SEM-01", att, "valid capsule")
             att.settle()
@@ -411,10 +452,8 @@ def test_consumer_unaligned_data(target, check):
     holder = _ref.Forge(dtype=(1, 8, 1), shape=(64,))
     for delta, dtype in [(4, (2, 32, 1)), (8, (2, 64, 1)), (1, (1, 8, 1))]:
         kw = dict(dtype=dtype, shape=(4,), data=holder.buffer_address + delta)
-        rp.keep_first(check, rp.attempt_setup(target) + [
-            "holder = _ref.Forge(dtype=(1, 8, 1), shape=(64,))",
-            "fac = forges(dtype=%r, shape=(4,), data=holder.buffer_address + %d)" % (dtype, delta),
-            "p = RecordingProducer(fac)", "y = %s" % target.repro_from_dlpack("p")])
+        what = "data aligned to 256 + %d" % delta
+        rp.keep_first(check, tries.held_lines(target, kw, 64, delta, tries.Outcome("LAY-02", what, shape=(4,))))
         att = tries.forged(target, kw)
         if att.refused:
             tries.record_refused(check, "LAY-02", att, "data at 256-byte alignment + %d" % delta)
@@ -430,10 +469,12 @@ def test_consumer_null_strides_legacy(target, check):
     for shape in [(2, 3), (4,), (2, 1, 3), ()]:
         fm = {"legacy": _ref.Forge(versioned=False, shape=shape, strides=None),
               "versioned": _ref.Forge(versioned=True, version=(1, 1), shape=shape, strides=None)}
-        rp.keep_first(check, rp.attempt_setup(target) + [
+        rp.keep_first(check, tries.attempt_lines(target, {"shape": shape}, producer=[
             "fm = {'legacy': _ref.Forge(versioned=False, shape=%r, strides=None)," % (shape,),
             "      'versioned': _ref.Forge(versioned=True, version=(1, 1), shape=%r, strides=None)}" % (shape,),
-            "p = RecordingProducer(fm)", "y = %s" % target.repro_from_dlpack("p")])
+            "p = RecordingProducer(fm)"], expect=tries.Outcome(
+                "LAY-07", "NULL strides, shape %r: import (NULL strides mean row-major)" % (shape,), shape=shape,
+                deleter="lifetime")))
         att = tries.forged(target, {"shape": shape}, forge=fm)
         alive = att.calls()
         if att.refused:
@@ -454,7 +495,9 @@ def test_consumer_zero_size_null_data(target, check):
     LAY-11 allows (e.g. a contiguity test that a zero extent defeats)."""
     for shape in [(0,), (0, 3), (2, 0, 4)]:
         kw = dict(shape=shape, data="null")
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "LAY-04", "zero-size NULL-data import of shape %r" % (shape,), shape=shape, values=False,
+            deleter="lifetime"))
         alive = att.calls()
         if att.refused:
             why = check.unclean(att)
@@ -511,14 +554,16 @@ def test_consumer_refuses_null_shape_with_ndim(target, check):
 def test_consumer_ndim0(target, check):
     """ndim 0 with NULL strides imports in any capsule; NULL shape as well from v1.2."""
     kw = dict(shape=(), strides=None)
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome("LAY-08", "0-d, NULL strides", shape=()))
     if att.refused:
         check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % att.refusal())
     else:
         _check_import_values(check, target, att, "LAY-08", "0-d, NULL strides")
     att.settle()
     kw = dict(shape=(), strides=None, shape_null=True)
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+        "LAY-08", "0-d capsule with NULL shape (sanctioned from v1.2)",
+        want="import" if tries.consumer_takes_versioned(target) else "either", shape=()))
     kind = att.producer.last_kind
     if att.refused:
         why = check.unclean(att)
@@ -538,9 +583,9 @@ def _view_import_body(target, check, view, dtype):
     # data points at the first element (byte_offset 0), so that LAY-03 is not tested here
     holder = _ref.Forge(dtype=(1, 8, 1), shape=(view.buffer_size,))
     kw = dict(dtype=dtype, shape=view.shape, strides=view.strides, data=holder.buffer_address + view.byte_offset)
-    lines = rp.attempt_setup(target) + ["holder = _ref.Forge(dtype=(1, 8, 1), shape=(%d,))" % view.buffer_size] + [
-        l.replace(repr(kw["data"]), "holder.buffer_address + %d" % view.byte_offset)
-        for l in tries.attempt_lines(target, kw)[len(rp.attempt_setup(target)):]]
+    lines = tries.held_lines(target, kw, view.buffer_size, view.byte_offset, tries.Outcome(
+        "LAY-11", "import of the strided view shape %r strides %r" % (view.shape, view.strides), want="either",
+        shape=view.shape))
     note("\n".join(lines))
     rp.keep_first(check, lines)  # before the import: a consumer that dies here still has its snippet
     att = tries.forged(target, kw)
@@ -599,7 +644,8 @@ def test_consumer_huge_shape(target, check):
     the deleter runs once, and never while an imported result lives."""
     for shape in [(1 << 62, 4), (1 << 31, 1 << 31, 1 << 31)]:
         kw = dict(shape=shape, buffer_size=64)
-        att = tries.forged(target, kw, check=check)
+        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+            "LAY-10", "import of the overflowing shape %r" % (shape,), want="refuse", deleter="once"))
         alive = att.calls()
         if att.refused:
             check.refusal("LAY-10", att, "overflowing shape %r" % (shape,))
@@ -614,7 +660,8 @@ def test_consumer_shape_beyond_memory(target, check):
     """A valid int64 shape claiming more memory than exists (2**40 float32 over 64 bytes) may be
     imported as a view (a consumer cannot know) or refused; it is never read here."""
     kw = dict(shape=(1 << 40,), buffer_size=64)
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+        "LAY-09", "import of shape (2**40,) over 64 bytes", want="either", checks=[], deleter="lifetime"))
     alive = att.calls()
     if att.refused:
         check.refusal("LAY-09", att, "shape (2**40,)")
@@ -630,7 +677,8 @@ def test_consumer_huge_strides(target, check):
     """Strides whose byte span overflows int64 are refused or imported without a crash; the
     deleter runs once, and never while an imported result lives."""
     kw = dict(shape=(2,), strides=(1 << 62,), buffer_size=64)
-    att = tries.forged(target, kw, check=check)
+    att = tries.forged(target, kw, check=check, expect=tries.Outcome(
+        "LAY-10", "import of strides (2**62,) (byte span overflows int64)", want="refuse", deleter="once"))
     alive = att.calls()
     if att.refused:
         check.refusal("LAY-10", att, "overflowing strides")

@@ -62,7 +62,8 @@ def test_cpu_producer_accepts_stream_none(target, check):
     x, mk = _cpu_tensor(target, check)
     if x is None:
         return
-    check.repro(rp.setup(target) + mk + ["x.__dlpack__(stream=None)  # must export"])
+    check.repro(rp.setup(target) + mk + [
+        rp.expect_returns("x.__dlpack__(stream=None)", "STR-10", "stream=None on a CPU tensor")])
     cap, err = _export_with_stream(x, None)
     check.that(err is None, "STR-10", "stream=None was rejected: %s" % (tries.describe_exc(err) if err else ""))
     del cap
@@ -77,7 +78,10 @@ def test_cpu_producer_refuses_int_streams(target, check):
     x, mk = _cpu_tensor(target, check)
     if x is None:
         return
-    check.repro(rp.setup(target) + mk + ["x.__dlpack__(stream=1)  # should raise"])
+    check.repro(rp.setup(target) + mk + [
+        "for stream in (1, 2, -1):",
+        "    " + rp.expect_raises("x.__dlpack__(stream=stream)", "STR-10", rp.Code(
+            "'a CPU tensor exported with stream=%d (only None is valid on the CPU)' % stream"))])
     for stream in (1, 2, -1):
         cap, err = _export_with_stream(x, stream)
         if cap is not None:
@@ -94,7 +98,10 @@ def test_stream_of_wrong_type_is_rejected(target, check):
     """A stream that is not an int (or None) is an invalid argument: a clean refusal passes,
     accepting it warns."""
     x, values, mk = tns.make(target, "float32", (4,))
-    check.repro(rp.setup(target) + mk + ["x.__dlpack__(stream='1')  # should raise"])
+    check.repro(rp.setup(target) + mk + [
+        "for stream in ('1', 1.5, object()):",
+        "    " + rp.expect_raises("x.__dlpack__(stream=stream)", "STR-02", rp.Code(
+            "'stream=%r (%s), not an int' % (stream, type(stream).__name__)"))])
     for stream in ("1", 1.5, object()):
         cap, err = _export_with_stream(x, stream)
         if cap is not None:
@@ -138,10 +145,18 @@ def test_export_waits_on_the_consumer_stream(target, check):
              (handle, handle, "STR-07"))
     try:
         for stream, waits_on, clause in cases:
+            w = "h" if stream == handle else repr(waits_on)
             rp.keep_first(check, _sd_setup(target, dev) + [
-                "h = _ref.vstream_new()" if stream == handle else "h = None",
+                "h = %s" % (dev.repro_new_stream() if stream == handle else None),
                 "cap = x.__dlpack__(stream=%s, max_version=(1, 3))" % ("h" if stream == handle else repr(stream)),
-                dev.repro_events() + "  # must show ('wait', %s, x.stream)" % ("h" if stream == handle else waits_on)])
+                "ev = %s" % dev.repro_events(), "waits = [e for e in ev if e[0] == 'wait']",
+                rp.expect("any(e[1] == %s for e in waits)" % w, "STR-01", rp.Code(
+                    "'stream=%r: no wait of the consumer stream before __dlpack__ returned (log %%r)' %% (ev,)"
+                    % (stream,))),
+                rp.expect("waits and all(e[1:] == (%s, %s) for e in waits)" % (w, dev.repro_producer_stream("x")),
+                          clause, rp.Code("'stream=%r: expected one wait of the consumer stream on the producer "
+                                          "stream, log %%r' %% (ev,)" % (stream,))),
+                rp.expect_equal("tuple(_probe.inspect(cap)['device'])", dev.device, "STR-01", "device of the export")])
             cap = x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION)
             events = dev.events()
             waits = [e for e in events if e[0] == "wait"]
@@ -163,7 +178,8 @@ def test_stream_minus_one_does_not_synchronise(target, check):
     dev, _, x = _on_stream_device(target)
     dev.events()
     check.repro(_sd_setup(target, dev) + ["cap = x.__dlpack__(stream=-1, max_version=(1, 3))",
-                                          dev.repro_events() + "  # must be []"])
+                                          rp.expect_equal(dev.repro_events(), [], "STR-03",
+                                                          "ordering events after stream=-1")])
     cap = x.__dlpack__(stream=-1, max_version=pycap.SUITE_VERSION)
     events = dev.events()
     check.equal(events, [], "STR-03", "ordering events after stream=-1")
@@ -176,7 +192,8 @@ def test_stream_minus_one_does_not_synchronise(target, check):
 def test_stream_zero_rejected_by_stream_producer(target, check):
     """stream=0 is ambiguous: consumers must not pass it and producers should reject it."""
     dev, _, x = _on_stream_device(target)
-    check.repro(_sd_setup(target, dev) + ["x.__dlpack__(stream=0)  # should raise"])
+    check.repro(_sd_setup(target, dev) + [rp.expect_raises("x.__dlpack__(stream=0, max_version=(1, 3))", "STR-08",
+                                                           "stream=0 (ambiguous: producers should reject it)")])
     try:
         cap = x.__dlpack__(stream=0, max_version=pycap.SUITE_VERSION)
     except Exception as e:  # noqa: BLE001 - any clean refusal is what the clause asks
@@ -193,8 +210,11 @@ def test_consumer_stream_stays_the_consumers(target, check):
     """The stream stays owned by the consumer: the producer never destroys it, neither in
     __dlpack__ nor when the capsule or the tensor dies."""
     dev, handle, x = _on_stream_device(target, new_stream=True)
-    check.repro(_sd_setup(target, dev) + ["h = _ref.vstream_new()", "cap = x.__dlpack__(stream=h)",
-                                          "del cap, x", "print(_ref.vstream_alive(h))  # must be True"])
+    check.repro(_sd_setup(target, dev) + [
+        "h = %s" % dev.repro_new_stream(), "cap = x.__dlpack__(stream=h, max_version=(1, 3))",
+        rp.expect(dev.repro_alive("h"), "STR-11", "the consumer's stream died in __dlpack__"),
+        "del cap, x; gc.collect()",
+        rp.expect(dev.repro_alive("h"), "STR-11", "the consumer's stream died with the capsule or the tensor")])
     cap = x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION)
     check.that(dev.alive(handle), "STR-11", "the consumer's stream died in __dlpack__ (log %r)" % dev.events())
     del cap, x
@@ -215,9 +235,18 @@ def test_dl_device_cpu_synchronises_and_copies(target, check):
     own = dev.producer_stream(x)
     dev.events()
     check.repro(_sd_setup(target, dev) + [
+        "own = %s" % dev.repro_producer_stream("x"),
         "cap = x.__dlpack__(max_version=(1, 3), dl_device=(1, 0))",
-        dev.repro_events() + "  # must start with ('sync', x.stream)",
-        "x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)  # must raise BufferError"])
+        "ev = %s" % dev.repro_events(), "i = _probe.inspect(cap)",
+        rp.expect_equal("tuple(i['device'])", (1, 0), "STR-12", "device of the dl_device=(1, 0) export"),
+        "syncs = [k for k, e in enumerate(ev) if e == ('sync', own)]",
+        "copies = [k for k, e in enumerate(ev) if e[0] == 'copy']",
+        rp.expect("syncs and (not copies or syncs[0] < copies[0])", "STR-12", rp.Code(
+            "'no synchronisation of the producer stream before the host copy (log %r)' % (ev,)")),
+        rp.expect_equal("_probe.read_elements(cap)", values, "STR-12", "values of the host copy"),
+        rp.expect("(i['flags'] or 0) & 2", "STR-12", "the host copy lacks IS_COPIED (FLG-04)"),
+        rp.expect_raises("x.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)", "CPY-05",
+                         "dl_device=(1, 0) with copy=False (a copy is needed)", "BufferError")])
     cap = x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0))
     events = dev.events()
     info = pycap.fields(cap)
@@ -247,9 +276,12 @@ def test_copy_runs_on_the_consumer_stream(target, check):
     """copy=True with a consumer stream: the copy runs on that stream."""
     dev, handle, x = _on_stream_device(target, new_stream=True)
     dev.events()
-    check.repro(_sd_setup(target, dev) + ["h = _ref.vstream_new()",
-                                          "cap = x.__dlpack__(stream=h, max_version=(1, 3), copy=True)",
-                                          dev.repro_events() + "  # must show ('copy', h)"])
+    check.repro(_sd_setup(target, dev) + [
+        "h = %s" % dev.repro_new_stream(), "cap = x.__dlpack__(stream=h, max_version=(1, 3), copy=True)",
+        "ev = %s" % dev.repro_events(), "copies = [e for e in ev if e[0] == 'copy']",
+        rp.expect("copies and all(e[1] == h for e in copies)", "CPY-04", rp.Code(
+            "'the copy did not run on the consumer stream (log %r)' % (ev,)")),
+        rp.expect("(_probe.inspect(cap)['flags'] or 0) & 2", "CPY-04", "the copy lacks IS_COPIED")])
     try:
         cap = x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION, copy=True)
         events = dev.events()
@@ -269,8 +301,10 @@ def test_consumer_passes_stream_none_to_cpu(target, check):
     p = RecordingProducer(forges(shape=(2, 3)), keep=True)
     check.repro(rp.setup(target, "from dlconform.producers import RecordingProducer, forges") + [
         "p = RecordingProducer(forges(shape=(2, 3)))",
-        "y = %s" % target.repro_from_dlpack(),
-        "print(p.calls)  # stream must be None or absent"])
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack(),
+        "for c in p.calls:",
+        "    " + rp.expect("c.get('stream') is None", "STR-10", rp.Code(
+            "'the consumer passed stream=%r to a CPU producer' % (c.get('stream'),)"))])
     att = tries.Attempt(target, p)
     att.drop_capsules()
     if not p.calls:
@@ -282,6 +316,24 @@ def test_consumer_passes_stream_none_to_cpu(target, check):
 
 
 _STREAM_DEVICES = ((2, "CUDA"), (10, "ROCm"), (14, "oneAPI"))
+
+
+def _stream_keyword_lines(dev_type, where):
+    """The body of the reproducer's loop over the calls (stream, dd) that a producer on
+    `dev_type` recorded: what test_consumer_stream_keywords_for_stream_devices requires."""
+    out = []
+    if dev_type == 2:
+        out.append(rp.expect("stream != 0", "STR-08", "%s: the consumer passed stream=0" % where))
+    if dev_type == 10:
+        out.append(rp.expect("stream not in (1, 2)", "STR-09", rp.Code(
+            "%r %% (stream,)" % ("%s: the consumer passed stream=%%r, which ROCm does not support" % where))))
+    out += ["if dd == (1, 0):", "    " + rp.expect("stream is None", "STR-12", rp.Code(
+        "%r %% (stream,)" % ("%s: dl_device=(1, 0) with stream=%%r; for kDLCPU the stream must be None" % where)))]
+    if dev_type in (2, 10):
+        out += ["else:", "    " + rp.expect("stream is not None", "STR-14", "%s: the consumer passed stream=None; STR-14 "
+                                            "(SHOULD) recommends %d for the legacy default stream"
+                                            % (where, 1 if dev_type == 2 else 0))]
+    return ["    " + line for line in out]
 
 
 @pytest.mark.clause("STR-08", "STR-09", "STR-12", "STR-14")
@@ -296,11 +348,14 @@ def test_consumer_stream_keywords_for_stream_devices(target, check):
     for dev_type, label in _STREAM_DEVICES:
         for kw in variants:
             p = StreamDeviceProducer((dev_type, 0))
+            where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % kv for kv in kw.items()))
             rp.keep_first(check, rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
                 "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
-                "try:", "    %s" % target.repro_from_dlpack("p" + "".join(", %s=%r" % kv for kv in kw.items())),
-                "except Exception as e:", "    print(type(e).__name__, e)",
-                "print(p.calls)"])
+                "y, e = attempt(lambda: %s)" % target.repro_from_dlpack(
+                    "p" + "".join(", %s=%r" % kv for kv in kw.items())),
+                "for c in p.calls:",
+                "    stream, dd = c.get('stream'), c.get('dl_device')",
+                "    dd = None if dd is None else tuple(int(v) for v in dd)"] + _stream_keyword_lines(dev_type, where))
             tries.Attempt(target, p, **kw)
             for stream, device_tuple in _stream_calls(p):
                 where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % kv for kv in kw.items()))

@@ -33,7 +33,13 @@ def test_producer_accepts_max_version_tuple(target, check):
     a producer that mishandles it breaks VER-04, not the form of the argument."""
     x, values, mk = tns.make(target)
     check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0)]:",
-                                "    print(mv, x.__dlpack__(max_version=mv))"))
+                                "    cap, e = attempt(lambda: x.__dlpack__(max_version=mv))",
+                                "    " + rp.expect("mv[0] != 1 or not isinstance(e, BufferError)", "VER-01", rp.Code(
+                                    "'max_version=%r: BufferError for the own major of the producer' % (mv,)")),
+                                "    if isinstance(e, BufferError):", "        continue",
+                                "    " + rp.expect_clean("e", "VER-01", rp.Code("'max_version=%r' % (mv,)")),
+                                "    " + rp.expect("type(cap).__name__ == 'PyCapsule'", "VER-01", rp.Code(
+                                    "'max_version=%r returned %s, not a PyCapsule' % (mv, type(cap).__name__)"))))
     for mv in ((1, 0), (1, 3), (1, 99), (2, 0)):
         try:
             cap = pycap.export_versioned(x, mv)
@@ -53,8 +59,15 @@ def test_no_max_version_gives_legacy(target, check):
     """Without max_version (or with None) the producer returns the legacy "dltensor" capsule.
     Reading: BufferError (allowed from March 2025) reports pass with a note."""
     x, values, mk = tns.make(target)
-    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__())['name'])  # expected 'dltensor'",
-                                "print(_probe.inspect(x.__dlpack__(max_version=None))['name'])"))
+    check.repro(_producer_lines(target, mk,
+                                "for label, kw in (('__dlpack__()', {}), ('__dlpack__(max_version=None)', "
+                                "{'max_version': None})):",
+                                "    cap, e = attempt(lambda: x.__dlpack__(**kw))",
+                                "    if isinstance(e, BufferError) or (kw and isinstance(e, TypeError)):",
+                                "        continue  # no legacy struct (allowed from March 2025), or no max_version",
+                                "    " + rp.expect_clean("e", "VER-02", rp.Code("label")),
+                                "    " + rp.expect_equal("_probe.inspect(cap)['name']", pycap.LEGACY, "VER-02",
+                                                        rp.Code("label + ': capsule name'"))))
     calls = [("__dlpack__()", lambda: x.__dlpack__())]
     if not pycap.producer_is_legacy_only(x):
         calls.append(("__dlpack__(max_version=None)", lambda: x.__dlpack__(max_version=None)))
@@ -83,8 +96,20 @@ def test_versioned_capsule_at_producer_version(target, check):
     """A consumer max of at least the producer's version, or the same major, gets a versioned
     capsule at the producer's own version (or at max_version itself, recommended)."""
     x, values, mk = tns.make(target)
-    check.repro(_producer_lines(target, mk, "for mv in [(1, 0), (1, 3), (1, 99), (2, 0), (99, 99)]:",
-                                "    i = _probe.inspect(x.__dlpack__(max_version=mv)); print(mv, i['name'], i['version'])"))
+    check.repro(_producer_lines(target, mk, "i = _probe.inspect(x.__dlpack__(max_version=(99, 99)))",
+                                rp.expect("i['name'] == %r and i['version'] is not None" % pycap.VERSIONED, "VER-03",
+                                          rp.Code("'max_version=(99, 99) gave a %r capsule with version %r' % "
+                                                  "(i['name'], i['version'])")),
+                                "own = tuple(i['version'])",
+                                "for mv in %r:" % (pycap.MAX_VERSIONS,),
+                                "    if not (mv >= own or mv[0] == own[0]):", "        continue",
+                                "    i = _probe.inspect(x.__dlpack__(max_version=mv))",
+                                "    " + rp.expect_equal("i['name']", pycap.VERSIONED, "VER-03", rp.Code(
+                                    "'max_version=%r: capsule name' % (mv,)")),
+                                "    v = tuple(i['version'])",
+                                "    " + rp.expect("v == own or (v == mv and v[0] == own[0])", "VER-03", rp.Code(
+                                    "'max_version=%r: capsule version %r; the own version of the producer is %r' % "
+                                    "(mv, v, own)"))))
     name, own = _own_version(x)
     if name != pycap.VERSIONED or own is None:
         check.that(False, "VER-03", "max_version=(99, 99) gave a %r capsule with version %r" % (name, own))
@@ -108,8 +133,14 @@ def test_older_major_gets_legacy_or_buffererror(target, check):
     """A consumer at major 0 gets the legacy DLManagedTensor capsule, or BufferError when the
     producer no longer has it."""
     x, values, mk = tns.make(target)
-    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(0, 8)))['name'])"
-                                "  # expected 'dltensor' (or BufferError)"))
+    check.repro(_producer_lines(target, mk, "for mv in ((0, 8), (0, 0)):",
+                                "    cap, e = attempt(lambda: x.__dlpack__(max_version=mv))",
+                                "    if isinstance(e, BufferError):", "        continue  # no legacy struct",
+                                "    " + rp.expect("e is None", "VER-04", rp.Code(
+                                    "'max_version=%r raised %s; expected a legacy capsule or BufferError' % "
+                                    "(mv, describe(e))")),
+                                "    " + rp.expect_equal("_probe.inspect(cap)['name']", pycap.LEGACY, "VER-04",
+                                                        rp.Code("'max_version=%r: capsule name' % (mv,)"))))
     for mv in ((0, 8), (0, 0)):
         try:
             cap = pycap.export_versioned(x, mv)
@@ -135,11 +166,12 @@ def test_version_field(target, check):
     the same for every tensor, dtype and view."""
     seen = []
     dtypes = dty.pick(target)[:3]
-    x0, _, mk = tns.make(target, dtypes[0])
-    check.repro(_producer_lines(target, mk, "print(_probe.inspect(x.__dlpack__(max_version=(1, 3)))['version'])"))
+    lines = []
     for dtype in dtypes:
-        x, values, _ = tns.make(target, dtype, (2, 3))
-        v = target.transpose(x, (1, 0))
+        x, values, mk = tns.make(target, dtype, (2, 3))
+        v, vlines, _ = tns.apply_views(target, x, [("transpose", (1, 0))])
+        lines += mk + vlines + ["vs += [%s]" % ", ".join(
+            "_probe.inspect(%s.__dlpack__(max_version=(1, 3)))['version']" % n for n in ["x"] + (["v0"] if vlines else []))]
         for label, t in (("x", x), ("x.T", v)):
             if t is None:
                 continue
@@ -152,6 +184,10 @@ def test_version_field(target, check):
             check.that(ver[0] >= 1, "VER-07", "%s %s: version %r in a DLManagedTensorVersioned (major 0 is the "
                        "legacy struct's era)" % (dtype, label, ver))
             del cap
+    check.repro(_producer_lines(target, ["vs = []"], *lines, *[
+        rp.expect("all(v[0] >= 1 for v in vs)", "VER-07", rp.Code(
+            "'a DLManagedTensorVersioned with version major 0 (the legacy era): %r' % (vs,)")),
+        rp.expect("len(set(map(tuple, vs))) == 1", "VER-07", rp.Code("'versions differ between exports: %r' % (vs,)"))]))
     check.that(len(set(seen)) == 1, "VER-07", "versions differ between exports: %r" % sorted(set(seen)))
     if seen and max(seen) > pycap.SUITE_VERSION:
         check.record("VER-07", "pass", "version %r is newer than the suite's dlpack.h %r"
@@ -164,9 +200,14 @@ def test_abi_prefix_deleter(target, check):
     """The fields up to flags (version, manager_ctx, deleter, flags) sit at their ABI offsets, so
     a consumer of any version can call the deleter: it is found and called through them."""
     x, values, mk = tns.make(target)
-    check.repro(_producer_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))",
-                                "print(_probe.check(cap))", "t = _probe.instrument(cap); h = _probe.consume(cap)",
-                                "h.release(); print(t.calls)  # expected 1"))
+    check.repro(_producer_lines(target, mk, "cap = x.__dlpack__(max_version=(1, 3))", "i = _probe.inspect(cap)",
+                                "import ctypes",
+                                rp.expect_equal("ctypes.c_void_p.from_address(i['pointer'] + %d).value or 0"
+                                                % pycap.deleter_offset("versioned"), rp.Code("i['deleter']"), "VER-10",
+                                                "the word at the deleter's ABI offset"),
+                                "t = _probe.instrument(cap); h = _probe.consume(cap)",
+                                rp.expect("h.release()", "VER-10", "no deleter found through the fixed-layout prefix"),
+                                rp.expect_equal("t.calls", 1, "VER-10", "deleter calls through the fixed-layout prefix")))
     cap = pycap.export_versioned(x)
     info = _probe.inspect(cap)
     if info["kind"] != "versioned":
@@ -187,7 +228,15 @@ def test_producer_offers_both_structs(target, check):
     """During the transition a producer should export both DLManagedTensor (legacy) and
     DLManagedTensorVersioned."""
     x, values, mk = tns.make(target)
-    check.repro(_producer_lines(target, mk, "print(x.__dlpack__(), x.__dlpack__(max_version=(1, 3)))"))
+    check.repro(_producer_lines(target, mk, "cap, e = attempt(lambda: x.__dlpack__())",
+                                rp.expect("e is None and _probe.inspect(cap)['name'] == %r" % pycap.LEGACY, "VER-11",
+                                          "the producer exports no legacy DLManagedTensor capsule"),
+                                "vcap, e = attempt(lambda: x.__dlpack__(max_version=(1, 3)))",
+                                rp.expect("e is None", "VER-11", rp.Code(
+                                    "'the producer exports no versioned capsule: __dlpack__(max_version=(1, 3)) "
+                                    "raised ' + describe(e)")),
+                                rp.expect_equal("_probe.inspect(vcap)['name']", pycap.VERSIONED, "VER-11",
+                                                "the versioned export's capsule name")))
     try:
         legacy = _probe.inspect(x.__dlpack__())["name"]
     except BufferError as e:
@@ -203,6 +252,25 @@ def test_producer_offers_both_structs(target, check):
 # ============================================================================ consumer
 def _consumer_lines(target, *body):
     return rp.setup(target, "from dlconform.producers import RecordingProducer, forges, legacy_producer") + list(body)
+
+
+def _import_lines(target, clause, fk, what):
+    """The reproducer of _expect_import() for the forge `fk`: the import works with the forge's
+    values and, wherever the consumer's plain import does, a correct ownership."""
+    return _consumer_lines(target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f, keep=True)", *[
+        "y = " + rp.expect_returns(target.repro_from_dlpack(), clause, what),
+        "d = %s" % target.repro_describe("y"),
+        rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), clause, "%s: element values" % what)]
+        + tries.lifetime_lines(tries.plain_lifetime(target), clause, "%s: " % what))
+
+
+def _refusal_lines(target, clause, fk, what, device=(1, 0)):
+    """The reproducer of a refusal the consumer owes (_expect_refusal): clean, and the deleter
+    called exactly once once everything is gone."""
+    return _consumer_lines(target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f, device=%r)" % (device,), *[
+        "e = " + rp.expect_raises(target.repro_from_dlpack(), clause, what),
+        "del e, p; gc.collect()",
+        rp.expect_equal("f.deleter_calls", 1, clause, "%s: deleter calls once the capsule is gone" % what)])
 
 
 def _expect_import(target, check, clause, p, forge, what):
@@ -243,7 +311,13 @@ def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
     seen, exc = tries.consumer_max_versions(target)
     check.repro(_consumer_lines(target, "p = RecordingProducer(forges(shape=(2,)))",
-                                "y = %s" % target.repro_from_dlpack(), "print(p.calls)"))
+                                "y, e = attempt(lambda: %s)" % target.repro_from_dlpack(),
+                                "for m in [c.get('max_version') for c in p.calls if c.get('max_version') is not None]:",
+                                "    " + rp.expect("type(m) is tuple and len(m) == 2 and all(type(v) is int for v in m)",
+                                                  "VER-01", rp.Code("'max_version=%r (%s): expected a tuple of two ints'"
+                                                                    " % (m, type(m).__name__)")),
+                                "    " + rp.expect("m >= (1, 0)", "VER-01", rp.Code(
+                                    "'max_version=%r is below (1, 0)' % (m,)"))))
     passed = [m for m in seen if m is not None]
     if not passed:
         raise Unsupported("the consumer does not pass max_version (calls: %r); consumers may delay using it" % (seen,))
@@ -268,8 +342,7 @@ def test_consumer_checks_name_and_version(target, check):
     ]
     for what, fk in cases:
         fk = dict(fk, shape=(2, 3))
-        rp.keep_first(check, _consumer_lines(
-            target, "p = RecordingProducer(%s)" % rp.forge_repr(fk), "y = %s" % target.repro_from_dlpack()))
+        rp.keep_first(check, _import_lines(target, "VER-05", fk, what))
         forge = _ref.Forge(**fk)
         att = _expect_import(target, check, "VER-05", RecordingProducer(forge, keep=True), forge, what)
         exc = att.exc
@@ -291,9 +364,7 @@ def test_consumer_checks_name_and_version(target, check):
         att.drop_capsules()
         tries.settle()
     fk = {"versioned": True, "shape": (2, 3), "capsule_name": "dltensor_v9"}
-    rp.keep_first(check, _consumer_lines(
-        target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
-        "y = %s  # expected: refused" % target.repro_from_dlpack()))
+    rp.keep_first(check, _refusal_lines(target, "VER-05", fk, "import of a capsule named 'dltensor_v9'"))
     forge = _ref.Forge(**fk)
     _expect_refusal(target, check, "VER-05", RecordingProducer(forge, keep=True), "capsule named 'dltensor_v9'")
     check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
@@ -306,7 +377,15 @@ def test_consumer_retries_without_new_keywords(target, check):
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
     fk = {"shape": (2, 3)}
     check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(2, 3)))",
-                                "y = %s" % target.repro_from_dlpack(), "print(p.calls)"))
+                                "y = " + rp.expect_returns(target.repro_from_dlpack(), "VER-06", "import from a "
+                                                           "legacy-only producer (__dlpack__(stream=None) only)"),
+                                "f = p.forges['legacy']",
+                                rp.expect_equal("elements(%s)" % target.repro_describe("y"),
+                                                rp.Code("f.expected_elements()"), "VER-06", "element values"),
+                                rp.expect("not (set(p.calls[-1]) - {'stream'})", "VER-06", rp.Code(
+                                    "'the last __dlpack__ call still passed new keywords: %r' % (p.calls,)")),
+                                "del y; gc.collect()",
+                                rp.expect_equal("f.deleter_calls", 1, "VER-06", "deleter calls after the result died")))
     p = RecordingProducer(forges(**fk), legacy_only=True, keep=True)
     att = tries.Attempt(target, p)
     att.drop_capsules()
@@ -346,10 +425,7 @@ def test_consumer_refuses_other_major(target, check):
     ]
     for what, extra in cases:
         fk = dict({"versioned": True, "shape": (2, 3)}, **extra)
-        rp.keep_first(check, _consumer_lines(
-            target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f)",
-            "y = %s  # expected: refused" % target.repro_from_dlpack(),
-            "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
+        rp.keep_first(check, _refusal_lines(target, "VER-08", fk, "import of a versioned capsule of %s" % what))
         forge = _ref.Forge(**fk)
         p = RecordingProducer(forge, keep=True)
         refused = _expect_refusal(target, check, "VER-08", p, what)
@@ -370,8 +446,7 @@ def test_consumer_newer_minor(target, check):
     carrying it unchanged (or keeping no dtype or device at all) is warn (catalogue reading)."""
     tries.require_versioned_consumer(target)
     fk = {"versioned": True, "version": (1, 99), "shape": (2, 3)}
-    rp.keep_first(check, _consumer_lines(target, "p = RecordingProducer(%s)" % rp.forge_repr(fk),
-                                                 "y = %s" % target.repro_from_dlpack()))
+    rp.keep_first(check, _import_lines(target, "VER-09", fk, "version (1, 99), known fields"))
     forge = _ref.Forge(**fk)
     att = _expect_import(target, check, "VER-09", RecordingProducer(forge, keep=True), forge,
                          "version (1, 99), known fields")
@@ -383,10 +458,7 @@ def test_consumer_newer_minor(target, check):
     for what, extra, device in (("unknown dtype code 99", {"dtype": (99, 32, 1)}, (1, 0)),
                                 ("unknown device type 99", {"device": (99, 0)}, (99, 0))):
         fk = dict({"versioned": True, "version": (1, 99), "shape": (2, 3)}, **extra)
-        rp.keep_first(check, _consumer_lines(
-            target, "f = %s" % rp.forge_repr(fk), "p = RecordingProducer(f, device=%r)" % (device,),
-            "y = %s  # expected: refused" % target.repro_from_dlpack(),
-            "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
+        rp.keep_first(check, _refusal_lines(target, "VER-09", fk, "import of version (1, 99), %s" % what, device))
         forge = _ref.Forge(**fk)
         p = RecordingProducer(forge, device=device, keep=True)
         att = tries.Attempt(target, p)
@@ -419,8 +491,14 @@ def test_consumer_newer_minor(target, check):
 def test_consumer_takes_both_structs(target, check):
     """During the transition a consumer should import both capsule kinds."""
     check.repro(_consumer_lines(target, "p = legacy_producer(forges(shape=(3,)))",
-                                "y = %s" % target.repro_from_dlpack(), "p2 = RecordingProducer(forges(shape=(3,)))",
-                                "y2 = %s" % target.repro_from_dlpack("p2"), "print(p2.last_kind)"))
+                                "y = " + rp.expect_returns(target.repro_from_dlpack(), "VER-11",
+                                                           "import of a legacy capsule"),
+                                rp.expect_equal("p.last_kind", "legacy", "VER-11", "the kind the legacy import took"),
+                                "p2 = RecordingProducer(forges(shape=(3,)))",
+                                "y2 = " + rp.expect_returns(target.repro_from_dlpack("p2"), "VER-11",
+                                                            "import from a producer that offers versioned capsules"),
+                                rp.expect_equal("p2.last_kind", "versioned", "VER-11",
+                                                "the kind the consumer asked a versioned producer for")))
     legacy = RecordingProducer(forges(shape=(3,)), legacy_only=True, keep=True)
     att = tries.Attempt(target, legacy)
     exc = att.exc

@@ -14,6 +14,7 @@ from . import SUITES_DIR, __version__
 from . import catalogue as _catalogue
 from . import environment as _environment
 from . import known as _known
+from . import repro as _repro
 from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
@@ -87,8 +88,10 @@ _PASSTHROUGH = {
               "re-renders)",
     "fuzz-ci": "fuzz a consumer or producer for a set time, triage, reproducers (make fuzz-ci; fuzz/README.md)",
     "fuzz-repro": "the Python reproducer script of one fuzz input",
+    "report": "one Markdown bug report per finding, with a reproducer that needs no dlconform",
 }
-_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro"}
+_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro",
+                        "report": ".bugreport.cli"}
 
 
 def _positive(text):
@@ -260,7 +263,7 @@ def cmd_run(args):
             if explicit or spec == "ref":
                 _say("target %r: %s" % (spec, reason))
                 rec = Record.session(spec, "<target>", "skip", reason,
-                                     repro="python3 -m dlconform run --target %s" % spec)
+                                     repro=_repro.run_command(spec, None))
                 results.append(rec)
                 sink(rec)
     clause = ",".join(args.clause) if args.clause else None

@@ -19,6 +19,7 @@ import pytest
 from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
+from . import snippet as _snippet
 from .records import SESSION, Record
 from .verdicts import FAILING, HARNESS_ERROR, CheckFailure, Unsupported, Warn, breach, check_verdict, worst
 
@@ -242,15 +243,7 @@ class Check:
         whose message is CPython's for a C function that failed without setting an exception
         or returned a result with one set."""
         exc = refusal if isinstance(refusal, BaseException) or refusal is None else refusal.exc
-        if exc is None:
-            return None
-        text = str(exc)
-        text = text.splitlines()[0][:300] if text else ""
-        if isinstance(exc, SystemError):
-            return "SystemError (%s)" % text
-        if "without setting an exception" in text or "with an exception set" in text:
-            return "%s: %s" % (type(exc).__name__, text)
-        return None
+        return _snippet.unclean(exc)  # the rule a reproducer asserts (expect_clean)
 
     def refusal(self, clause, refusal, what, verdict=None):
         """The clean-refusal rule (unclean()): records pass, or "WHAT raised WHY" as `verdict`

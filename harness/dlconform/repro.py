@@ -1,8 +1,20 @@
 """Self-contained Python reproducer snippets.
 
-A snippet is text runnable as `PYTHONPATH=harness python3 -c "$SNIPPET"` from the repository root.
+A snippet is a Python script whose first line (run_header()) names the interpreter and the
+PYTHONPATH it needs. It exits non-zero when the finding is there (dlconform.snippet).
 """
 import shlex
+import sys
+
+from . import HARNESS_DIR
+
+#: the first words of a snippet's run line
+RUN_PREFIX = "# run: "
+
+
+def run_header(python=None):
+    """`# run: PYTHONPATH=<harness> <python> repro.py`: how to run a snippet saved as repro.py."""
+    return "%sPYTHONPATH=%s %s repro.py" % (RUN_PREFIX, shlex.quote(HARNESS_DIR), shlex.quote(python or sys.executable))
 
 
 def _lines(x):
@@ -44,9 +56,12 @@ def bytes_literal(data):
     return "bytes.fromhex(%r)" % data.hex()
 
 
-def run_command(target, clause, nodeid=None):
-    """The generic reproducer: rerun the clause against the target."""
-    line = "python3 -m dlconform run --target %s --clause %s" % (shlex.quote(target), shlex.quote(clause))
+def run_command(target, clause, nodeid=None, python=None):
+    """The generic reproducer: rerun the clause against the target, into a fresh folder (never
+    over reports/out)."""
+    line = "PYTHONPATH=%s %s -m dlconform run --target %s%s --out \"$(mktemp -d)\"" % (
+        shlex.quote(HARNESS_DIR), shlex.quote(python or sys.executable), shlex.quote(target),
+        "" if clause is None else " --clause " + shlex.quote(clause))
     if nodeid:
         line += "\n# pytest node: %s" % nodeid
     return line

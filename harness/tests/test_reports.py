@@ -1,6 +1,7 @@
 """Renderers: results.json schema, Markdown, JUnit XML, atomic writes."""
 import json
 import os
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -106,5 +107,7 @@ def test_repro_snippet_runs_and_dedupes_imports():
     assert text.count("import json") == 1
     p = subprocess.run([sys.executable, "-c", text], stdout=subprocess.PIPE, env=child_env(), timeout=30, text=True)
     assert p.stdout.strip() == "\"pass\""
-    assert repro.run_command("ref", "CAP-01", "t.py::x") == \
-        "python3 -m dlconform run --target ref --clause CAP-01\n# pytest node: t.py::x"
+    line, node = repro.run_command("ref", "CAP-01", "t.py::x").split("\n")
+    assert line.endswith(" -m dlconform run --target ref --clause CAP-01 --out \"$(mktemp -d)\"")
+    assert line.startswith("PYTHONPATH=%s %s " % (repro.HARNESS_DIR, sys.executable))
+    assert node == "# pytest node: t.py::x"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dlconform import HARNESS_DIR, SUITES_DIR
+from dlconform import HARNESS_DIR, SUITES_DIR, repro
 from dlconform.pytest_plugin import Check
 
 if SUITES_DIR not in sys.path:
@@ -152,7 +152,11 @@ def test_must_refuse_records_the_refusal_and_the_count(ref_target):
     check = new_check()
     tries.must_refuse(check, ref_target, dict(shape=(-1,), buffer_size=64), "LAY-09", "shape (-1,)")
     assert check.records == [("LAY-09", "pass", ""), ("OWN-03", "pass", "")]
-    assert "y = _ref.from_dlpack(p)  # consumer under test" in check.repro_text
+    assert "e = expect_raises(lambda: _ref.from_dlpack(p), 'LAY-09', 'import of shape (-1,)')" in check.repro_text
+    assert rp.run_snippet(check.repro_text)[0] == 0
+    rc, out, _ = rp.run_snippet(check.repro_text.replace("import gc", "import gc; _ref.set_fault("
+                                                         "'consumer_accepts_negative_shape')"))
+    assert rc == 1 and out.splitlines()[-1].startswith("REPRODUCED LAY-09: import of shape (-1,) returned ")
 
 
 def _keeping(**forge_kwargs):
@@ -207,12 +211,27 @@ def test_setup_lines_and_attempt_lines_come_from_the_target():
 
     t = FakeTarget()
     t.spec = "dlconform.testing:FakeTarget"
-    assert rp.setup(t, "x = 1") == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
-                                    "import gc", "from dlconform import _probe, _ref", "x = 1"]
+    head = repro.run_header()
+    assert head == "# run: PYTHONPATH=%s %s repro.py" % (repro.HARNESS_DIR, sys.executable)
+    assert rp.setup(t, "x = 1") == [head, "from dlconform.targets.loader import load",
+                                    "T = load('dlconform.testing:FakeTarget')", "import gc",
+                                    "from dlconform import _probe, _ref", rp.SNIPPET_IMPORTS, "x = 1"]
     lines = tries.attempt_lines(t, {"shape": (2,)})
-    assert lines[:5] == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
-                         "import gc", "from dlconform import _ref, _probe", rp.FORGE_IMPORTS]
-    assert "y = T.from_dlpack(p)  # consumer under test" in lines
+    assert lines[:7] == [head, "from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
+                         "import gc", "from dlconform import _ref, _probe", rp.SNIPPET_IMPORTS, rp.FORGE_IMPORTS]
+    assert "y = expect_returns(lambda: T.from_dlpack(p), 'OWN-03', 'import of a valid capsule')" in lines
+    assert rp.with_env(lines[:1], "A=1") == ["# run: A=1 PYTHONPATH=%s %s repro.py" % (repro.HARNESS_DIR,
+                                                                                       sys.executable)]
+
+
+def test_expectation_lines():
+    assert rp.expect("a == 1", "CAP-01", "a is one") == "expect(a == 1, 'CAP-01', 'a is one')"
+    assert rp.expect_equal("a", b"\x01", rp.Code("c"), rp.Code("'w%d' % 2")) == "expect_equal(a, b'\\x01', c, 'w%d' % 2)"
+    assert rp.expect_raises("f()", "API-01", "f", "TypeError") == "expect_raises(lambda: f(), 'API-01', 'f', TypeError)"
+    assert rp.expect_raises("f()", "API-01", "f", ("ValueError", "BufferError")).endswith(
+        "'f', (ValueError, BufferError))")
+    assert rp.expect_returns("f()", "API-01", "f") == "expect_returns(lambda: f(), 'API-01', 'f')"
+    assert rp.expect_clean("e", "API-01", "f") == "expect_clean(e, 'API-01', 'f')"
 
 
 # ---------------------------------------------------------------------------- hypothesis glue

@@ -2,6 +2,8 @@
 and the native layout that exported metadata is compared with before any byte is read."""
 from dlconform.verdicts import Unsupported
 
+from . import repros as rp
+
 from .dtypes import row_major_strides, safe_values
 
 
@@ -80,3 +82,24 @@ def compare_layout(target, x, info, itemsize):
         out.append(("LAY-03", "data + byte_offset = %#x, but the first element is at %#x (%+d bytes)"
                     % (info["data"] + info["byte_offset"], first, info["data"] + info["byte_offset"] - first)))
     return out
+
+
+def layout_lines(target, x, info="i", var="x"):
+    """Reproducer lines that hold what compare_layout() holds for the inspect() dict `info` of
+    an export of the native tensor `var` (x): the shape, the strides of dims of extent > 1, and
+    data + byte_offset at the first element. None when the adapter does not know the layout."""
+    nat = native_layout(target, x)
+    if nat is None:
+        return []
+    shape, strides, _ = nat
+    out = [rp.expect_equal("tuple(%s['shape'] or ())" % info, tuple(shape), "LAY-09", "exported shape")]
+    if any(n == 0 for n in shape):
+        return out
+    dims = [d for d, n in enumerate(shape) if n > 1]
+    return out + [
+        "_st = %s['strides'] if %s['strides'] is not None else %r" % (info, info, row_major_strides(shape)),
+        rp.expect_equal("tuple(_st[d] for d in %r)" % (dims,), tuple(strides[d] for d in dims), "LAY-05",
+                        "exported strides of the dims of extent > 1 (the tensor's element strides)"),
+        rp.expect("%s['data'] is None or %s['data'] + %s['byte_offset'] == %s['ptr']"
+                  % (info, info, info, target.repro_describe(var)), "LAY-03",
+                  "data + byte_offset is not the tensor's first element")]

@@ -21,7 +21,8 @@ class Target:
     Optional hooks (None when the library has no such thing): native_layout(), dtype_kind(),
     unexportable(), sparse(), byteswapped(), stream_device().
     Reproducer lines: repro_setup(), repro_make(), repro_view(), repro_readonly(),
-    repro_from_dlpack(), repro_unexportable(), repro_sparse(), repro_byteswapped(). The defaults
+    repro_from_dlpack(), repro_describe(), repro_unexportable(), repro_sparse(),
+    repro_byteswapped(). The defaults
     go through the loader (`T = load(name)`), so every adapter's reproducers run; an adapter
     whose library has its own idioms overrides all of them together. `library` names the
     module under test.
@@ -148,6 +149,14 @@ class Target:
     def repro_from_dlpack(self, arg="p"):
         """An expression that imports `arg` with the library's from_dlpack."""
         return "T.from_dlpack(%s)" % arg
+
+    def repro_describe(self, var="y"):
+        """An expression for describe(var) of a consumer result, in the library's idiom: a dict
+        with at least "ptr", "shape", "strides" (elements), "itemsize" and "readonly"."""
+        if type(self).repro_setup is Target.repro_setup:
+            return "T.describe(%s)" % var
+        return "__import__('dlconform.targets.loader', fromlist=['load']).load(%r).describe(%s)" % (
+            self.spec or self.name, var)
 
     def repro_unexportable(self, var="u"):
         return ["%s = T.unexportable()[1]" % var]

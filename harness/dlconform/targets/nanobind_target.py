@@ -126,6 +126,11 @@ class NanobindTarget(Target):
     def repro_from_dlpack(self, arg="p"):
         return "_nanobind.take(%s)" % arg
 
+    def repro_describe(self, var="y"):
+        return ("{'ptr': %(v)s.data, 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.strides), "
+                "'itemsize': max(1, %(v)s.dtype[1] * %(v)s.dtype[2] // 8), 'readonly': False, 'dtype': tuple(%(v)s.dtype)}"
+                % {"v": var})
+
     def repro_make(self, dtype, shape, values, var="x"):
         from ..repro import bytes_literal
 

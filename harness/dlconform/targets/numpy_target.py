@@ -94,5 +94,10 @@ class NumpyTarget(LibraryTarget):
     def repro_from_dlpack(self, arg="p"):
         return "np.from_dlpack(%s)" % arg
 
+    def repro_describe(self, var="y"):
+        return ("{'ptr': %(v)s.__array_interface__['data'][0], 'shape': %(v)s.shape, 'strides': tuple(s // %(v)s.itemsize "
+                "for s in %(v)s.strides) if %(v)s.itemsize else (0,) * %(v)s.ndim, 'itemsize': %(v)s.itemsize, "
+                "'readonly': not %(v)s.flags.writeable}" % {"v": var})
+
     def repro_byteswapped(self, src="x", var="y"):
         return ["%s = %s.astype(%s.dtype.newbyteorder())" % (var, src, src)]

@@ -86,3 +86,7 @@ class PyrefTarget(Target):
 
     def repro_from_dlpack(self, arg="p"):
         return "pyref.from_dlpack(%s)" % arg
+
+    def repro_describe(self, var="y"):
+        return ("{'ptr': %(v)s.address, 'shape': %(v)s.shape, 'strides': %(v)s.strides, 'itemsize': %(v)s.itemsize, "
+                "'readonly': %(v)s.readonly, 'dtype': %(v)s.dl_dtype}" % {"v": var})

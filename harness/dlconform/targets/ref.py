@@ -121,6 +121,10 @@ class RefTarget(Target):
     def repro_from_dlpack(self, arg="p"):
         return "_ref.from_dlpack(%s)" % arg
 
+    def repro_describe(self, var="y"):
+        return ("{'ptr': %(v)s.data_ptr + %(v)s.byte_offset, 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.strides), "
+                "'itemsize': %(v)s.itemsize, 'readonly': bool(%(v)s.readonly)}" % {"v": var})
+
     def repro_unexportable(self, var="u"):
         return ["%s = _ref.Tensor('float32', (2, 3), exportable=False)" % var]
 
@@ -168,4 +172,17 @@ class RefStreamDevice:
                 "_ref.vstream_log(clear=True)"]
 
     def repro_events(self):
-        return "print(_ref.vstream_log(clear=True))"
+        """An expression for events() in a reproducer."""
+        return "[tuple(e) for e in _ref.vstream_log(clear=True)]"
+
+    def repro_producer_stream(self, var="x"):
+        """An expression for producer_stream(var) in a reproducer."""
+        return "%s.stream" % var
+
+    def repro_new_stream(self):
+        """An expression for new_stream() in a reproducer."""
+        return "_ref.vstream_new()"
+
+    def repro_alive(self, handle="h"):
+        """An expression for alive(handle) in a reproducer."""
+        return "_ref.vstream_alive(%s)" % handle

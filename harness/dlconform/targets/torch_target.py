@@ -121,5 +121,9 @@ class TorchTarget(LibraryTarget):
     def repro_from_dlpack(self, arg="p"):
         return "torch.utils.dlpack.from_dlpack(%s)" % arg
 
+    def repro_describe(self, var="y"):
+        return ("{'ptr': %(v)s.data_ptr(), 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.stride()), "
+                "'itemsize': %(v)s.element_size(), 'readonly': False}" % {"v": var})
+
     def repro_sparse(self, var="s"):
         return ["%s = torch.zeros(3, 3).to_sparse()" % var]

@@ -1,0 +1,447 @@
+"""The standalone kit: what a bug report's reproducer uses in place of dlconform.
+
+A pure-Python subset of dlconform's `_ref.Forge`, `_probe.inspect/extent/read_elements` and
+`_probe.consume/instrument/rename` and `dlconform.producers` (RecordingProducer,
+StreamDeviceProducer, forges, legacy_producer), built on ctypes with the structs of dlpack.h
+v1.3 (LP64 layout). A report inlines this file as it is, after dlconform/snippet.py (whose
+elements() it reads with), so a reproducer body runs on it unchanged and never imports
+dlconform; only when imported as a module does it take elements() from dlconform.snippet.
+"""
+import ctypes
+import types
+from collections.abc import Mapping
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32), ("dtype", _DType),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+#: void (*deleter)(DLManagedTensor[Versioned] *self)
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _Managed(ctypes.Structure):
+    _fields_ = [("dl_tensor", _Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class _ManagedVersioned(ctypes.Structure):
+    _fields_ = [("version", _Version), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("dl_tensor", _Tensor)]
+
+
+# Private function objects: the process under test keeps its own ctypes.pythonapi prototypes.
+_api = ctypes.pythonapi
+_Destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, _Destructor)(
+    ("PyCapsule_New", _api))
+_name_of = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", _api))
+_pointer_of = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
+#: where a PyCapsule keeps its pointer and its name, after PyObject_HEAD (CPython 3, LP64). A
+#: destructor reads them there: it may run with an exception pending, which a C-API call made
+#: through ctypes would raise as its own.
+_CAPSULE_POINTER, _CAPSULE_NAME = 2 * ctypes.sizeof(ctypes.c_void_p), 3 * ctypes.sizeof(ctypes.c_void_p)
+
+LEGACY, VERSIONED = b"dltensor", b"dltensor_versioned"
+
+_err_occurred = ctypes.PYFUNCTYPE(ctypes.c_void_p)(("PyErr_Occurred", _api))
+#: exceptions that were pending when a kit callback (deleter, destructor) began. CPython would
+#: turn one into an unraisable SystemError as the callback returns, and the consumer that set
+#: it would seem to fail without an exception: the callback takes it here instead, and the
+#: script's attempt() gives it back to the refusal it belongs to.
+LOST = []
+
+
+def _take_pending():
+    """Moves an exception pending at a callback's start into LOST (a Python-API call through
+    ctypes raises what is pending once it returns)."""
+    try:
+        _err_occurred()
+    except BaseException as e:  # noqa: BLE001 - whatever the consumer had set
+        LOST.append(e)
+
+
+def _itemsize(dtype):
+    return (dtype[1] * dtype[2] + 7) // 8
+
+
+def _row_major(shape):
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _extent(shape, strides, itemsize):
+    """{"status", "zero_size", "numel", "itemsize", "lo", "hi", "row_major"} of a layout, in
+    bytes from data + byte_offset (hi exclusive)."""
+    out = {"status": "ok", "zero_size": False, "numel": 0, "itemsize": itemsize, "lo": 0, "hi": 0, "row_major": True}
+    if shape is None:
+        return dict(out, status="null_shape")
+    if any(n < 0 for n in shape):
+        return dict(out, status="neg_shape")
+    if itemsize <= 0:
+        return dict(out, status="bad_itemsize")
+    strides = _row_major(shape) if strides is None else tuple(strides)
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        return dict(out, zero_size=True)
+    lo = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0) * itemsize
+    hi = (sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0) + 1) * itemsize
+    if not (-(1 << 63) <= lo and hi < (1 << 63)) or numel >= (1 << 63):
+        return dict(out, status="overflow")
+    row = all(s == r for n, s, r in zip(shape, strides, _row_major(shape)) if n > 1)
+    return dict(out, numel=numel, lo=lo, hi=hi, row_major=row)
+
+
+try:
+    elements  # a standalone script inlines dlconform/snippet.py before this file
+except NameError:  # imported as dlconform.bugreport.kit, next to dlconform.snippet
+    from ..snippet import elements
+
+
+def _gather(address, shape, strides, itemsize):
+    """The logical row-major element bytes at `address` (snippet.elements())."""
+    return elements({"ptr": address, "shape": shape, "itemsize": itemsize,
+                     "strides": _row_major(shape) if strides is None else strides})
+
+
+class Forge:
+    """Capsules with any metadata (dlconform's `_ref.Forge`, the subset reproducers use): a
+    fresh managed struct per capsule(), a deleter that counts its calls (`deleter_calls`), the
+    standard capsule destructor (it calls the deleter of an unconsumed capsule)."""
+
+    def __init__(self, *, dtype=(2, 32, 1), shape=(4,), strides=None, byte_offset=0, data="alloc", fill=None,
+                 buffer_size=None, versioned=True, version=(1, 3), flags=0, device=(1, 0), null_deleter=False,
+                 ndim=None, shape_null=False, capsule_name=None, manager_ctx=None):
+        self.dtype, self.shape, self.strides = tuple(dtype), tuple(shape), None if strides is None else tuple(strides)
+        self.byte_offset, self.versioned, self.version, self.flags = byte_offset, versioned, tuple(version), flags
+        self.device, self.null_deleter, self.ndim, self.shape_null = tuple(device), null_deleter, ndim, shape_null
+        self.capsule_name = capsule_name.encode() if isinstance(capsule_name, str) else capsule_name
+        self.manager_ctx = manager_ctx
+        self.deleter_calls = self.capsules_made = 0
+        self.log = []
+        self._live = {}  # struct address -> the ctypes objects it points into
+        size = buffer_size
+        if size is None:
+            ext = _extent(self.shape, self.strides, _itemsize(self.dtype))
+            size = (ext["hi"] if ext["status"] == "ok" else 0) + byte_offset
+        self.buffer_size = max(int(size), 1)
+        self._raw = ctypes.create_string_buffer(self.buffer_size + 256)
+        self.buffer_address = (ctypes.addressof(self._raw) + 255) & ~255
+        fill = bytes(i & 0xFF for i in range(self.buffer_size)) if fill is None else bytes(fill)
+        ctypes.memmove(self.buffer_address, fill, min(len(fill), self.buffer_size))
+        self.buffer = (ctypes.c_uint8 * self.buffer_size).from_address(self.buffer_address)
+        self.data = {"alloc": self.buffer_address, "null": None}.get(data, data)
+        self._deleter = _Deleter(self._on_delete)
+        self._destructor = _Destructor(self._on_destroy)
+
+    def _on_delete(self, address):
+        _take_pending()
+        self.deleter_calls += 1
+        self.log.append({"gil_held": True})
+        self._live.pop(address, None)
+
+    def _on_destroy(self, capsule):
+        _take_pending()
+        name = ctypes.c_char_p.from_address(capsule + _CAPSULE_NAME).value
+        if name in (LEGACY, VERSIONED):
+            address = ctypes.c_void_p.from_address(capsule + _CAPSULE_POINTER).value
+            if address:
+                m = (_ManagedVersioned if name == VERSIONED else _Managed).from_address(address)
+                if m.deleter:
+                    _Deleter(m.deleter)(address)
+
+    def capsule(self):
+        cls = _ManagedVersioned if self.versioned else _Managed
+        m = cls()
+        shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
+        strides = None if self.strides is None else (ctypes.c_int64 * max(len(self.strides), 1))(*self.strides)
+        t = m.dl_tensor
+        t.data, t.device = self.data, _Device(*self.device)
+        t.ndim = len(self.shape) if self.ndim is None else self.ndim
+        t.dtype = _DType(*self.dtype)
+        t.shape = None if self.shape_null else ctypes.addressof(shape)
+        t.strides = None if strides is None else ctypes.addressof(strides)
+        t.byte_offset = self.byte_offset
+        m.manager_ctx = self.manager_ctx
+        m.deleter = None if self.null_deleter else ctypes.cast(self._deleter, ctypes.c_void_p).value
+        if self.versioned:
+            m.version, m.flags = _Version(*self.version), self.flags
+        self._live[ctypes.addressof(m)] = (m, shape, strides)
+        self.capsules_made += 1
+        name = self.capsule_name or (VERSIONED if self.versioned else LEGACY)
+        self._names = getattr(self, "_names", []) + [ctypes.c_char_p(name)]  # names outlive their capsules
+        return _capsule_new(ctypes.addressof(m), self._names[-1], self._destructor)
+
+    def expected_elements(self):
+        ext = _extent(self.shape, self.strides, _itemsize(self.dtype))
+        if ext["status"] != "ok":
+            raise ValueError("no elements to compare: an invalid layout (%s)" % ext["status"])
+        if ext["zero_size"]:
+            return b""
+        if not self.data:
+            raise ValueError("NULL data")
+        return _gather(self.data + self.byte_offset, self.shape, self.strides, _itemsize(self.dtype))
+
+
+def _struct(capsule):
+    """(kind, the managed struct or None, name) of a capsule, read without consuming it."""
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError("not a capsule: %s" % type(capsule).__name__)
+    name = _name_of(capsule)
+    kind = {LEGACY: "legacy", VERSIONED: "versioned"}.get(name, "used" if name and name.startswith(b"used_")
+                                                         else "unknown")
+    if kind not in ("legacy", "versioned"):
+        return kind, None, name
+    m = (_ManagedVersioned if kind == "versioned" else _Managed).from_address(_pointer_of(capsule, name))
+    return kind, m, name
+
+
+def _ints(address, n):
+    return None if not address else tuple((ctypes.c_int64 * n).from_address(address))
+
+
+def inspect(capsule):
+    """dlconform's `_probe.inspect`: the capsule's fields, without consuming it."""
+    return _fields(*_struct(capsule))
+
+
+def _fields(kind, m, name):
+    out = {"name": name.decode() if name else None, "kind": kind}
+    if m is None:
+        return out
+    t = m.dl_tensor
+    n = t.ndim if 0 <= t.ndim <= 1024 else 0
+    out.update(pointer=ctypes.addressof(m), manager_ctx=m.manager_ctx or 0, deleter=m.deleter or 0,
+               version=(m.version.major, m.version.minor) if kind == "versioned" else None,
+               flags=m.flags if kind == "versioned" else None, readable=kind == "legacy" or m.version.major == 1,
+               data=t.data or 0, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
+               dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), byte_offset=t.byte_offset,
+               shape=_ints(t.shape, n) if 0 <= t.ndim <= 1024 else None,
+               strides=_ints(t.strides, n) if 0 <= t.ndim <= 1024 else None)
+    if not out["readable"]:  # another major: nothing past flags has a known layout (VER-10)
+        out.update(dict.fromkeys(("data", "device", "ndim", "dtype", "shape", "strides", "byte_offset")))
+    return out
+
+
+def extent(capsule):
+    i = inspect(capsule)
+    if not i.get("readable", True):
+        raise ValueError("versioned tensor has major version %d: the tensor fields must not be read (VER-08)"
+                         % i["version"][0])
+    if not (0 <= (i.get("ndim") if i.get("ndim") is not None else -1) <= 1024):
+        return {"status": "bad_ndim"}
+    return _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+
+
+def read_elements(capsule):
+    return _elements(inspect(capsule))
+
+
+def _elements(i):
+    if "ndim" not in i:
+        raise ValueError("a %s capsule is not read" % i["kind"])
+    if not i.get("readable", True):
+        raise ValueError("versioned tensor has major version %d: the tensor fields must not be read (VER-08)"
+                         % i["version"][0])
+    if not (0 <= i["ndim"] <= 1024):
+        raise ValueError("invalid extent: bad_ndim")
+    ext = _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+    if ext["status"] != "ok":
+        raise ValueError("invalid extent: %s" % ext["status"])
+    if ext["zero_size"]:
+        return b""
+    if not i["data"]:
+        raise ValueError("NULL data for a non-empty tensor")
+    return _gather(i["data"] + i["byte_offset"], i["shape"], i["strides"], _itemsize(i["dtype"]))
+
+
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
+#: the four names a capsule may be given; they live as long as the process (a capsule keeps the pointer)
+_NAMES = {n: ctypes.c_char_p(n) for n in (LEGACY, VERSIONED, b"used_" + LEGACY, b"used_" + VERSIONED)}
+#: the counting trampolines of instrument(): they outlive their Tracker
+_TRAMPOLINES = []
+
+
+def rename(capsule, name):
+    """Sets the capsule's name to one of the four static DLPack names."""
+    key = name.encode() if isinstance(name, str) else name
+    if key not in _NAMES:
+        raise ValueError("not a DLPack capsule name: %r" % (name,))
+    if _set_name(capsule, _NAMES[key]) != 0:
+        raise ValueError("PyCapsule_SetName failed")
+
+
+class Tracker:
+    """instrument(): the managed struct's deleter swapped for a trampoline that counts the
+    calls (`calls`), then calls the original (if non-NULL)."""
+
+    def __init__(self, capsule):
+        kind, m, _ = _struct(capsule)
+        if m is None:
+            raise ValueError("a %s capsule is not instrumented" % kind)
+        self.calls, self.log = 0, []
+        self.original = m.deleter or 0
+        self.original_null = not self.original
+        thunk = _Deleter(self._on_call)
+        _TRAMPOLINES.append(thunk)
+        m.deleter = ctypes.cast(thunk, ctypes.c_void_p).value
+
+    def _on_call(self, address):
+        _take_pending()
+        self.calls += 1
+        self.log.append({"gil_held": True})
+        if self.original:
+            _Deleter(self.original)(address)
+
+
+class Handle:
+    """consume(): the capsule renamed used_*, the tensor owned here; release() calls the
+    deleter once (if non-NULL; True when it did), and dealloc releases."""
+
+    def __init__(self, capsule):
+        kind, m, name = _struct(capsule)
+        if m is None:
+            raise ValueError("a %s capsule cannot be consumed" % kind)
+        self.kind, self.pointer, self._m, self._name = kind, ctypes.addressof(m), m, name
+        self.released = self.deleter_called = False
+        rename(capsule, b"used_" + name)
+
+    def inspect(self):
+        return _fields(self.kind, self._m, self._name)
+
+    def read_elements(self):
+        return _elements(self.inspect())
+
+    def release(self):
+        if self.released:
+            return False
+        self.released = True
+        deleter = self._m.deleter  # read now: a reproducer may have swapped it meanwhile
+        if not deleter:
+            return False
+        _Deleter(deleter)(self.pointer)
+        self.deleter_called = True
+        return True
+
+    def __del__(self):
+        self.release()
+
+
+#: the namespaces a reproducer body names
+_probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
+                               instrument=Tracker, consume=Handle)
+_ref = types.SimpleNamespace(Forge=Forge)
+
+
+def forges(**forge_kwargs):
+    made = {}
+
+    def factory(versioned=True):
+        if versioned not in made:
+            made[versioned] = Forge(versioned=versioned, **forge_kwargs)
+        return made[versioned]
+
+    factory.made = made
+    return factory
+
+
+class RecordingProducer:
+    """A DLPack 1.3 producer of forged capsules that records how the consumer calls it."""
+
+    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False, keep=False):
+        self._forge, self.legacy_only, self.versioned_only = forge, legacy_only, versioned_only
+        self.device, self.keep = tuple(device), keep
+        self.capsules, self.calls, self.events, self.forges, self.last_kind = [], [], [], {}, None
+
+    def _forge_for(self, versioned):
+        kind = "versioned" if versioned else "legacy"
+        f = self._forge
+        if kind not in self.forges:
+            self.forges[kind] = (f[kind] if isinstance(f, Mapping) else
+                                 f(versioned=versioned) if callable(f) and not hasattr(f, "capsule") else f)
+        self.last_kind = kind
+        return self.forges[kind]
+
+    def __dlpack_device__(self):
+        self.events.append("__dlpack_device__")
+        return self.device
+
+    def __dlpack__(self, *args, **kw):
+        self.events.append("__dlpack__")
+        self.calls.append(dict(kw, args=args) if args else dict(kw))
+        if args:
+            raise TypeError("__dlpack__() takes keyword arguments only")
+        unknown = [k for k in kw if k not in ("stream", "max_version", "dl_device", "copy")
+                   and not (self.legacy_only and k == "stream")]
+        if unknown or (self.legacy_only and any(k != "stream" for k in kw)):
+            raise TypeError("__dlpack__() got an unexpected keyword argument %r" % (unknown or list(kw))[0])
+        if kw.get("stream") is not None and self.device[0] == 1:
+            raise BufferError("stream must be None for a CPU tensor")
+        if kw.get("dl_device") is not None and tuple(kw["dl_device"]) != self.device:
+            raise BufferError("cannot export to device %r" % (kw["dl_device"],))
+        mv = kw.get("max_version")
+        versioned = mv is not None and mv[0] >= 1 and not self.legacy_only
+        if self.versioned_only and not versioned:
+            raise BufferError("this producer exports only versioned capsules")
+        cap = self._forge_for(versioned).capsule()
+        if self.keep:
+            self.capsules.append(cap)
+        return cap
+
+
+def legacy_producer(forge, **kw):
+    return RecordingProducer(forge, legacy_only=True, **kw)
+
+
+class StreamDeviceProducer(RecordingProducer):
+    """A producer that claims a device with streams but has no such memory: it records each
+    __dlpack__ call, then refuses with BufferError; with host_copies, dl_device=(1, 0) is served
+    with a host copy (IS_COPIED) unless copy=False."""
+
+    REFUSAL = "StreamDeviceProducer: no memory on device %r"
+
+    def __init__(self, device, *, host_copies=False, **forge_kwargs):
+        forge_kwargs.setdefault("shape", (2, 3))
+        super().__init__(forges(flags=2, **forge_kwargs), device=device)
+        self._legacy_forge, self._forge_kwargs, self.host_copies = None, forge_kwargs, host_copies
+
+    def __dlpack__(self, *args, **kw):
+        self.events.append("__dlpack__")
+        self.calls.append(dict(kw, args=args) if args else dict(kw))
+        if args:
+            raise TypeError("__dlpack__() takes keyword arguments only")
+        dl_device = kw.get("dl_device")
+        if dl_device is not None and tuple(dl_device) == (1, 0) and self.host_copies:
+            if kw.get("copy") is False:
+                raise BufferError("dl_device=(1, 0) needs a copy but copy=False")
+            mv = kw.get("max_version")
+            if mv is not None and mv[0] >= 1:
+                return self._forge_for(True).capsule()
+            if self._legacy_forge is None:
+                self._legacy_forge = Forge(versioned=False, **self._forge_kwargs)
+            return self._legacy_forge.capsule()
+        raise BufferError(self.REFUSAL % (self.device,))
+
+
+def _with_library(lib):
+    """The reference library's names, with the kit's Forge: forged capsules stay ctypes ones."""
+    names = {k: getattr(lib, k) for k in dir(lib) if not k.startswith("__")}
+    names["Forge"] = Forge
+    return types.SimpleNamespace(**names)

@@ -1,0 +1,117 @@
+"""The reproducers of the built-in faults (helper of test_repro_faults.py and test_bugreport.py).
+
+`findings(tmp)` runs every fault of ref and pyref on its own clause (one run per clause, two
+runs at a time) and returns the non-pass records with their fault; `run(text, ...)` runs a snippet as a
+script in a fresh interpreter; `fault_off(text, ...)` is the same snippet with the fault off.
+"""
+import concurrent.futures
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HARNESS = REPO / "harness"
+#: the verdicts a reproducer must reproduce
+FINDINGS = ("fail", "warn", "crash", "timeout")
+
+
+def faults():
+    """[(library, fault, clause)] of every built-in fault of ref and pyref."""
+    from dlconform import _ref, pyref
+    # data races and nothing else: no suite check records them (the TSan stress of ref's cache
+    # catches them), so they have no reproducer
+    from test_meta import TSAN_FAULTS
+
+    out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items()) if name not in TSAN_FAULTS]
+    return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())]
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DLCONFORM_")}
+    env["PYTHONPATH"] = str(HARNESS)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.update(extra)
+    return env
+
+
+def _run_clause(out, clause, specs):
+    """The non-pass records of one run of every fault that breaks `clause`, each target in its
+    own child (`specs`: {target spec: (library, fault)})."""
+    folder = Path(out) / clause
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--clause", clause, "--out", str(folder), "-j", "1",
+                    "-q", *("--target=" + spec for spec in specs)],
+                   cwd=REPO, env=_env(), capture_output=True, timeout=900)
+    path = folder / "results.json"
+    data = json.loads(path.read_text()) if path.exists() else {"results": []}
+    return [dict(r, library=specs[r["target"]][0], fault=specs[r["target"]][1]) for r in data["results"]
+            if r["verdict"] in FINDINGS and r["target"] in specs]
+
+
+def findings(out, jobs=2):
+    """The non-pass records of every fault run on its clause, each with `fault` and `library`:
+    one run per clause, `jobs` runs at a time."""
+    by_clause = {}
+    for library, fault, clause in faults():
+        by_clause.setdefault(clause, {})["%s:fault=%s" % (library, fault)] = (library, fault)
+    runs = run_many(lambda kv: _run_clause(out, *kv), sorted(by_clause.items()), jobs)
+    return [r for recs in runs for r in recs]
+
+
+def fault_off(text, library, fault):
+    """The snippet with the fault's set_fault line turned to set_fault(None)."""
+    line = "%s.set_fault(%r)" % ("_ref" if library == "ref" else "pyref", fault)
+    if line not in text:
+        raise ValueError("the snippet does not set the fault %r" % fault)
+    return text.replace(line, line.replace(repr(fault), "None"))
+
+
+RUN = "# run: "
+
+
+def header_env(text):
+    """The assignments (other than PYTHONPATH) that a snippet's run line puts before the
+    interpreter, e.g. PYTHONMALLOC=debug."""
+    first = text.splitlines()[0] if text else ""
+    env = {}
+    if first.startswith(RUN):
+        for word in shlex.split(first[len(RUN):]):
+            name, eq, value = word.partition("=")
+            if not eq or not name.isidentifier():
+                break
+            if name != "PYTHONPATH":
+                env[name] = value
+    return env
+
+
+def run(text, folder, name, env=None, python=None, args=(), timeout=120):
+    """(returncode, stdout + stderr) of the snippet saved as folder/name.py and run as a script,
+    with the assignments of its run line (None on a timeout); `env` replaces the environment
+    (default: harness on PYTHONPATH)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / (name + ".py")
+    path.write_text(text)
+    full = dict(env or _env(), **header_env(text))
+    try:
+        p = subprocess.run([python or sys.executable, *args, str(path)], cwd=folder, env=full,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %ss" % timeout
+    return p.returncode, p.stdout + p.stderr
+
+
+def run_many(fn, items, workers=2):
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))
+
+
+def tail(out, n=3):
+    return " | ".join(out.strip().splitlines()[-n:])[-500:]
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9]+", "_", text)[:80]

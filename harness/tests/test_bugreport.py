@@ -1,0 +1,156 @@
+"""`dlconform report`: bug reports whose reproducers need only the library, Python and ctypes
+(issue 13, item 5)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import fault_repros as fr
+from dlconform import _probe, _ref
+from dlconform.bugreport import kit, markdown, standalone
+
+# (fault, test function) -> why its standalone script cannot pass with the fault off; none today
+KIT_EXCEPTIONS = {}
+
+FORGES = [dict(shape=(2, 3)), dict(shape=(3, 2), strides=(1, 3), dtype=(1, 16, 1)),
+          dict(shape=(4,), byte_offset=8, versioned=False), dict(shape=(2, 2), strides=(-2, 1), byte_offset=8),
+          dict(shape=(0, 3), data="null"), dict(shape=(3,), version=(2, 0), flags=1, device=(2, 1)),
+          dict(shape=(-1,), buffer_size=16), dict(shape=(1 << 62, 4), buffer_size=64)]
+FIELDS = ("name", "kind", "version", "flags", "device", "ndim", "dtype", "shape", "strides", "byte_offset")
+
+
+@pytest.mark.parametrize("kw", FORGES)
+def test_kit_forges_what_ref_forges(kw):
+    mine, theirs = kit.Forge(**kw), _ref.Forge(**kw)
+    a, b = kit.inspect(mine.capsule()), _probe.inspect(theirs.capsule())
+    assert {k: a[k] for k in FIELDS} == {k: b.get(k) for k in FIELDS}
+    ca, cb = mine.capsule(), theirs.capsule()
+    if not b.get("readable", True):
+        for reader, cap in ((kit.extent, ca), (_probe.extent, cb), (kit.read_elements, ca)):
+            with pytest.raises(ValueError):
+                reader(cap)
+        return
+    assert kit.extent(ca)["status"] == _probe.extent(cb)["status"]
+    if kit.extent(ca)["status"] == "ok":
+        assert kit.read_elements(ca) == _probe.read_elements(cb)
+        assert mine.expected_elements() == theirs.expected_elements()
+
+
+def test_kit_capsules_give_the_tensor_back_once():
+    f = kit.Forge(shape=(2, 3))
+    y = _ref.from_dlpack(kit.RecordingProducer(f))
+    assert f.deleter_calls == 0 and bytes(y.tobytes()) == f.expected_elements()
+    del y
+    assert f.deleter_calls == 1
+    f.capsule()  # dropped unconsumed: the destructor calls the deleter
+    assert f.deleter_calls == 2
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_kit_instrument_consume_rename_as_probe(versioned):
+    for probe, forge in ((kit._probe, kit.Forge(versioned=versioned)), (_probe, _ref.Forge(versioned=versioned))):
+        cap = forge.capsule()
+        name = probe.inspect(cap)["name"]
+        t = probe.instrument(cap)
+        h = probe.consume(cap)
+        assert probe.inspect(cap)["name"] == "used_" + name and probe.inspect(cap)["kind"] == "used"
+        assert h.read_elements() == forge.expected_elements() and h.inspect()["shape"] == (4,)
+        del cap
+        assert (t.calls, forge.deleter_calls) == (0, 0)
+        assert h.release() and not h.release()
+        assert (t.calls, forge.deleter_calls, t.original_null) == (1, 1, False)
+        with pytest.raises(ValueError):
+            probe.rename(forge.capsule(), "other")
+
+
+def _results(records):
+    return {"environment": {"python": {"version": "3.11.2", "implementation": "CPython"}, "platform": "Linux-x",
+                            "machine": "x86_64", "dlpack_header": [1, 3]},
+            "targets": {}, "results": records}
+
+
+def _report(tmp_path, records, *args):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_results(records)))
+    out = tmp_path / "reports"
+    p = subprocess.run([sys.executable, "-m", "dlconform", "report", "--results", str(path), str(out), *args],
+                       env=fr._env(), capture_output=True, text=True, timeout=120)
+    return p, sorted(out.glob("*.md")) if out.exists() else []
+
+
+def test_report_writes_one_file_per_finding(fault_findings, tmp_path):
+    ref = [r for r in fault_findings if r["library"] == "ref"]
+    p, files = _report(tmp_path, ref, "--all-findings", "-q")
+    assert p.returncode == 0, p.stderr
+    assert len(files) == len({(r["target"], r["clause"], r["test"]) for r in ref})
+    text = files[0].read_text()
+    for heading in ("## Versions", "## The requirement", "Where it is written:", "## Expected behaviour",
+                    "## Actual behaviour", "## Reproducer", "| dlpack.h | 1.3 |"):
+        assert heading in text
+    one = ref[0]
+    p, files = _report(tmp_path / "one", ref, "--target", one["target"], "--clause", one["clause"])
+    assert p.returncode == 0 and files and all(one["clause"] in f.name for f in files)
+    p, _ = _report(tmp_path / "none", ref, "--clause", "LAY-*")
+    assert p.returncode == 2 and "--all-findings" in p.stderr
+
+
+@pytest.mark.parametrize("library", ["ref", "pyref"])
+def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
+    """Each fault's standalone script runs with no dlconform on the path (the library itself
+    beside it: ref's module, pyref's folder): non-zero under the fault, 0 with the fault off."""
+    from dlconform import pyref
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(_ref.__file__, lib)
+    shutil.copytree(os.path.dirname(pyref.__file__), lib / "pyref", ignore=shutil.ignore_patterns("__pycache__"))
+    scripts, none = {}, {}
+    for r in fault_findings:
+        if r["library"] != library:
+            continue
+        text, why = standalone.script(r["repro"], r["target"])
+        key = (r["fault"], r["test"].split("::")[-1].split("[")[0])
+        if text is None:
+            none.setdefault(why, set()).add(key)
+        elif key not in KIT_EXCEPTIONS:
+            scripts.setdefault(key, text)  # the records of one test share their reproducer
+
+    def one(item):
+        (fault, test), text = item
+        name = fr.slug("%s_%s" % (fault, test))
+        rc_on, out_on = fr.run(text, lib, name + "_on", env={}, args=("-E", "-s"))
+        rc_off, out_off = fr.run(fr.fault_off(text, library, fault), lib, name + "_off", env={}, args=("-E", "-s"))
+        if rc_on in (0, None) or rc_off != 0:
+            return "%s %s: under the fault exit %s (%s); fault off exit %s (%s)" % (
+                fault, test, rc_on, fr.tail(out_on, 1), rc_off, fr.tail(out_off, 1))
+        return None
+
+    bad = [b for b in fr.run_many(one, sorted(scripts.items())) if b]
+    seen = {(r["fault"], r["test"].split("::")[-1].split("[")[0]) for r in fault_findings}
+    bad += ["kit exception %r names no record any more" % (k,) for k in sorted(set(KIT_EXCEPTIONS) - seen)]
+    print("\n%s: %d standalone scripts; none for %d: %s" % (library, len(scripts), sum(map(len, none.values())),
+                                                           {w: len(k) for w, k in none.items()}))
+    assert len(scripts) >= {"ref": 80, "pyref": 10}[library]
+    assert not bad, "\n".join(bad)
+
+
+def test_standalone_reproducers_against_host_torch(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "torch", "--clause", "LAY-03,OWN-03,STR-10,CAP-07",
+                    "--out", str(out), "-q"], env=fr._env(), capture_output=True, timeout=300)
+    results = json.loads((out / "results.json").read_text())
+    paths = markdown.write(results, str(tmp_path / "reports"))
+    scripts = [s for s in (markdown.standalone_script(open(p).read()) for p in paths) if s]
+    if not scripts:
+        pytest.skip("this torch has no finding on these clauses")
+    for i, text in enumerate(scripts):
+        rc, output = fr.run(text, tmp_path / "scripts", "torch_%d" % i, env={}, args=("-I",))
+        assert rc not in (0, None) and (rc < 0 or "REPRODUCED " in output), (rc, fr.tail(output))
+    # where they ran, dlconform cannot be imported
+    p = subprocess.run([sys.executable, "-I", "-c", "import dlconform"], env={}, cwd=tmp_path, capture_output=True)
+    assert p.returncode != 0
