@@ -29,6 +29,7 @@ RIGHT_WITHOUT_PASS = (
      r"no C exchange API|no __dlpack_c_exchange_api__|does not use the C exchange API|offers no exchange API"),
     ("unsupported", r"DT-0[789]|FLG-06", r"has no sub-byte dtype"),
     ("skip", r"STR-\d+|CPY-0[45]", r"needs a GPU or another device with streams"),
+    ("unsupported", r"[A-Z]+-\d+", r"route the C exchange API not offered"),
 )
 
 

@@ -30,6 +30,10 @@ FAULTS = {
     "consumer_double_delete": Fault("OWN-03", C, "the deleter of an imported tensor is called twice when the "
                                     "result dies"),
     "consumer_reads_major2": Fault("VER-08", C, "from_dlpack imports a tensor whose version.major is not 1"),
+    "consumer_accepts_overflow": Fault("LAY-10", C, "from_dlpack imports a tensor whose byte span overflows "
+                                       "int64 or leaves the address space"),
+    "consumer_accepts_null_data": Fault("LAY-04", C, "from_dlpack imports NULL data for a tensor with elements "
+                                        "(an array at address 0)"),
 }
 
 ENV = "DLCONFORM_PYREF_FAULT"
