@@ -24,6 +24,10 @@ FAULTS = {
     "readonly_unflagged": Fault("FLG-02", P, "a read-only array is exported without READ_ONLY"),
     "byte_strides": Fault("LAY-05", P, "strides are exported in bytes instead of elements"),
     "stream_accepted": Fault("STR-10", P, "an int stream is accepted on the CPU instead of raising BufferError"),
+    "dl_device_unchecked_on_copy": Fault("DEV-05", P, "with copy=True, dl_device is not checked: a copy 'to' any "
+                                         "device is exported on the CPU"),
+    "copy_none_versioned_copies": Fault("CPY-03", P, "a versioned export with copy=None is a copy (IS_COPIED), "
+                                        "though the memory could be shared"),
     "consumer_no_rename": Fault("CAP-03", C, "from_dlpack does not rename the capsule it consumes"),
     "consumer_accepts_used": Fault("CAP-04", C, "from_dlpack imports a capsule already named used_*"),
     "consumer_no_delete": Fault("OWN-03", C, "the deleter of an imported tensor is never called"),
