@@ -26,21 +26,7 @@ P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
 
 
-def clause_of(name):
-    code = dty.DTYPES[name][0]
-    if name == "bool":
-        return "DT-03"
-    if code == 5:
-        return "DT-04"
-    if code == 4:
-        return "DT-05"
-    if 7 <= code <= 14:
-        return "DT-06"
-    if code in (15, 16):
-        return "DT-07"
-    if code == 17:
-        return "DT-08"
-    return "DT-13"
+clause_of = dty.clause_of
 
 
 def _values(name, n, seed=0):
