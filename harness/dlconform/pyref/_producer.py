@@ -170,6 +170,8 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     """array.__dlpack__(): a PyCapsule holding a DLManagedTensorVersioned (max_version >= (1, 0))
     or a DLManagedTensor."""
     _check_stream(stream)
+    if array.dtype == "bfloat16" and _faults.active("bfloat16_typeerror"):
+        raise TypeError("pyref: bfloat16 is not supported by DLPack")
     versioned = _wants_versioned(max_version)
     if not (copy is True and _faults.active("dl_device_unchecked_on_copy")):
         _check_dl_device(dl_device)

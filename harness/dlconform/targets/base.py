@@ -17,7 +17,8 @@ class Target:
 
     Members (see harness/README.md):
       name, roles, available(), versions(), dtypes(), make(), transpose(), slice(), flip(),
-      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup().
+      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup(),
+      discover_dtypes().
     Optional hooks (None when the library has no such thing): native_layout(), dtype_kind(),
     unexportable(), sparse(), byteswapped(), stream_device().
     Reproducer lines: repro_setup(), repro_make(), repro_view(), repro_readonly(),
@@ -56,6 +57,14 @@ class Target:
 
     def dtypes(self):
         return []
+
+    def discover_dtypes(self):
+        """Every dtype the library has, found in the library at run time (not a fixed list):
+        {the name make() takes: (the DLPack dtype name of targets/dtypes.py, or None when
+        DLPack has no type for it; item size in bytes)}. The default knows only dtypes()."""
+        from .dtypes import itemsize
+
+        return {d: (d, itemsize(d)) for d in self.dtypes()}
 
     # ---- producer side
     def make(self, dtype, shape, values):
