@@ -23,6 +23,8 @@ FAULTS = {
     "ignore_max_version": Fault("VER-02", P, "max_version=None still gives a versioned capsule"),
     "bfloat16_typeerror": Fault("ERR-01", P, "a bfloat16 array's export raises TypeError instead of exporting "
                                 "(or raising BufferError)"),
+    "reexport_drops_readonly": Fault("FLG-02", P, "an array imported from a READ_ONLY export is re-exported "
+                                     "without READ_ONLY"),
     "readonly_unflagged": Fault("FLG-02", P, "a read-only array is exported without READ_ONLY"),
     "byte_strides": Fault("LAY-05", P, "strides are exported in bytes instead of elements"),
     "stream_accepted": Fault("STR-10", P, "an int stream is accepted on the CPU instead of raising BufferError"),

@@ -186,7 +186,8 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
         if not versioned:
             raise BufferError("a read-only array needs the READ_ONLY flag of a versioned capsule: pass "
                               "max_version=(1, 0) or later, or copy=True")
-        if not _faults.active("readonly_unflagged"):
+        imported = type(array._owner).__name__ == "_Import"
+        if not (_faults.active("readonly_unflagged") or imported and _faults.active("reexport_drops_readonly")):
             flags |= FLAG_READ_ONLY
     address = _managed(array, versioned, flags)
     if versioned:

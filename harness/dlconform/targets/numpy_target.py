@@ -59,6 +59,20 @@ class NumpyTarget(LibraryTarget):
         v.setflags(write=False)
         return v
 
+    def readonly_ways(self, x, src="x"):
+        """A view with the write flag cleared, an array over an immutable bytes object, a
+        broadcast view and an as_strided view made unwritable."""
+        np = self.np
+        ways = [
+            ("a view with setflags(write=False)", self.readonly(x), [self.repro_readonly(src, "ro")]),
+            ("np.frombuffer over bytes", np.frombuffer(x.tobytes(), dtype=x.dtype).reshape(x.shape),
+             ["ro = np.frombuffer(%s.tobytes(), dtype=%s.dtype).reshape(%s.shape)" % (src, src, src)]),
+            ("np.broadcast_to", np.broadcast_to(x, x.shape), ["ro = np.broadcast_to(%s, %s.shape)" % (src, src)]),
+            ("as_strided(writeable=False)", np.lib.stride_tricks.as_strided(x, writeable=False),
+             ["ro = np.lib.stride_tricks.as_strided(%s, writeable=False)" % src]),
+        ]
+        return [w for w in ways if not w[1].flags.writeable]
+
     def expected(self, x):
         return x.tobytes(order="C")
 

@@ -78,6 +78,22 @@ class TorchTarget(LibraryTarget):
     def readonly(self, x):
         return None  # torch tensors have no read-only flag
 
+    def readonly_ways(self, x, src="x"):
+        """torch has no read-only tensors, but torch.frombuffer over an immutable bytes object
+        holds read-only memory (torch warns that writing to it is undefined)."""
+        import warnings
+
+        torch = self.torch
+        raw = self.expected(x)
+        if not raw:
+            return []
+        with warnings.catch_warnings():  # "The given buffer is not writable": that is the point
+            warnings.simplefilter("ignore")
+            ro = torch.frombuffer(raw, dtype=torch.uint8).view(x.dtype).reshape(x.shape)
+        return [("torch.frombuffer over bytes", ro,
+                 ["ro = torch.frombuffer(bytes(%s.contiguous().view(torch.uint8).numpy().tobytes()), "
+                  "dtype=torch.uint8).view(%s.dtype).reshape(%s.shape)" % (src, src, src)])]
+
     def expected(self, x):
         c = x.contiguous().reshape(-1)
         if c.numel() == 0:
