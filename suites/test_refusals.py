@@ -298,9 +298,20 @@ INVALID_DTYPES = ((18, 8, 1), (99, 32, 1), (255, 8, 1), (15, 8, 1), (16, 4, 1), 
 DEVICE_TYPES = (2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 
 
+def _unread(check, target, att, what):
+    """An invalid dtype imported: misread fails, carried unread is warn (VER-09; DT-10 for an
+    item size of 0, which no element can have)."""
+    dtype = tuple(att.forge_kwargs["dtype"])
+    misread, how = rd.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
+    clause = "DT-10" if dty.itemsize(dtype) == 0 else "VER-09"
+    check.record(clause, "fail" if misread else "warn", "%s: %s%s" % (
+        what, how, "" if misread else "; not misread, but no DLPack 1.3 producer sends it"))
+
+
 def _each(target, check, route, cases, clause=None, feeds="valid"):
     """Imports each (what, forge kwargs, producer device) through route: deleter accounting
-    (OWN-03), and the refusal rule under `clause` when one is given."""
+    (OWN-03), the refusal rule under `clause` when one is given, and for invalid dtypes the
+    reading of an import (_unread)."""
     rt.require(target, route)
     for what, kw, device in cases:
         what = "%s through %s" % (what, rt.WHAT[route])
@@ -308,6 +319,8 @@ def _each(target, check, route, cases, clause=None, feeds="valid"):
         att = rt.attempt(target, route, kw, device)
         if att.refused and clause:
             _refusal(check, clause, att, what)
+        elif not att.refused and feeds == "invalid":
+            _unread(check, target, att, what)
         _accounting(check, target, att, what, feeds)
     if clause:
         check.record(clause, "pass", "")
@@ -328,7 +341,8 @@ def test_consumer_dtype_refusals_and_deleter(target, check, route):
 @pytest.mark.feeds("invalid")
 @C
 def test_consumer_invalid_dtype_refusals_and_deleter(target, check, route):
-    """dtypes no DLPack 1.3 producer sends: whatever the consumer does, the deleter once."""
+    """dtypes no DLPack 1.3 producer sends: whatever the consumer does, the deleter once; an
+    import must not read them as another dtype (VER-09, DT-10: warn when carried unread)."""
     cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0)) for t in INVALID_DTYPES]
     _each(target, check, route, cases, feeds="invalid")
 

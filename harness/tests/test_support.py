@@ -358,3 +358,17 @@ def test_routes_offered_says_why_not():
 
     ok, why = rt.offered(NoCapsules(), "capsule")
     assert not ok and "TypeError: not a producer" in why
+
+
+# ---- seeds: the fuzzer's shared inputs, by the suite's rules ------------------------------
+@needs_ref
+def test_seeds_judge_ref_clean_and_a_fault(ref_target, fault):
+    """ref breaks no rule on any shared seed; consumer_no_rename breaks CAP-03 on a plain one."""
+    from support import seeds as sd
+
+    found = {name: sd.judge(ref_target, data) for name, data in sd.seeds()
+             if not sd.offers_table_checks(sd.R.apply_offer(sd.R.decode(data)))}
+    assert len(found) >= 15 and not any(found.values()), found
+    fault("consumer_no_rename")
+    plain = dict(sd.seeds())["legacy-float32-2x3"]
+    assert [c for c, v, _ in sd.judge(ref_target, plain) if v != "pass"] == ["CAP-03"]
