@@ -265,6 +265,19 @@ def test_consumer_passes_stream_none_to_cpu(target, check):
 _STREAM_DEVICES = ((2, "CUDA"), (10, "ROCm"), (14, "oneAPI"))
 
 
+def _ask_stream_device(target, check, dev_type, label, kw):
+    """The StreamDeviceProducer of device type dev_type after target.from_dlpack(p, **kw): it
+    recorded the calls, then refused."""
+    p = StreamDeviceProducer((dev_type, 0))
+    rp.keep_first(check, rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
+        "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
+        "try:", "    %s" % target.repro_from_dlpack("p" + "".join(", %s=%r" % kv for kv in kw.items())),
+        "except Exception as e:", "    print(type(e).__name__, e)",
+        "print(p.calls)"])
+    tries.Attempt(target, p, **kw)
+    return p
+
+
 @pytest.mark.clause("STR-08", "STR-09", "STR-12", "STR-14")
 @pytest.mark.role("consumer")
 def test_consumer_stream_keywords_for_stream_devices(target, check):
@@ -276,13 +289,7 @@ def test_consumer_stream_keywords_for_stream_devices(target, check):
         variants.append({"device": "cpu"})
     for dev_type, label in _STREAM_DEVICES:
         for kw in variants:
-            p = StreamDeviceProducer((dev_type, 0))
-            rp.keep_first(check, rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
-                "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
-                "try:", "    %s" % target.repro_from_dlpack("p" + "".join(", %s=%r" % kv for kv in kw.items())),
-                "except Exception as e:", "    print(type(e).__name__, e)",
-                "print(p.calls)"])
-            tries.Attempt(target, p, **kw)
+            p = _ask_stream_device(target, check, dev_type, label, kw)
             for stream, device_tuple in _stream_calls(p):
                 where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % kv for kv in kw.items()))
                 if dev_type == 2:
@@ -327,13 +334,7 @@ def test_consumer_stream_for_other_stream_devices(target, check):
     passed = []
     for dev_type, label in OTHER_STREAM_DEVICES:
         for kw in variants:
-            p = StreamDeviceProducer((dev_type, 0))
-            rp.keep_first(check, rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
-                "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
-                "try:", "    %s" % target.repro_from_dlpack("p" + "".join(", %s=%r" % kv for kv in kw.items())),
-                "except Exception as e:", "    print(type(e).__name__, e)",
-                "print(p.calls)"])
-            tries.Attempt(target, p, **kw)
+            p = _ask_stream_device(target, check, dev_type, label, kw)
             where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % i for i in kw.items()))
             for stream, device_tuple in _stream_calls(p):
                 passed.append("%s: stream=%r%s" % (where, stream, "" if device_tuple is None

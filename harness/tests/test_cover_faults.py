@@ -14,60 +14,67 @@ import tempfile
 
 from dlconform import HARNESS_DIR, REPO_DIR
 
-R, F, K, D, S, FL, ST, V = ("test_refusals.py", "test_fields.py", "test_keywords.py", "test_dtype.py",
-                            "test_fuzz_seeds.py", "test_flags.py", "test_stream.py", "test_versioning.py")
+#: "fault spec | suite file | test function | clause it must make non-pass", one a line
+TABLE = """
+ref:fault=consumer_reads_major2 | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
+ref:fault=consumer_reads_major2 | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | VER-08
+ref:fault=consumer_xapi_trusts_handout | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
+ref:fault=consumer_accepts_unknown_dtype | test_refusals.py | test_consumer_refusal_and_deleter | VER-09
+pyref:fault=consumer_accepts_overflow | test_refusals.py | test_consumer_refusal_and_deleter | LAY-10
+ref:fault=consumer_accepts_negative_shape | test_refusals.py | test_consumer_refusal_and_deleter | LAY-09
+ref:fault=consumer_accepts_negative_shape | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | LAY-09
+pyref:fault=consumer_accepts_null_data | test_refusals.py | test_consumer_refusal_and_deleter | LAY-04
+ref:fault=consumer_ignores_strides | test_refusals.py | test_consumer_refusal_and_deleter | LAY-11
+ref:fault=consumer_ignores_strides | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | LAY-11
+ref:fault=consumer_foreign_device_typeerror | test_refusals.py | test_consumer_refusal_and_deleter | DEV-07
+ref:fault=consumer_foreign_device_typeerror | test_refusals.py | test_consumer_device_refusals_and_deleter | DEV-07
+ref:fault=consumer_foreign_device_typeerror | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | DEV-07
+ref:fault=consumer_renames_late | test_refusals.py | test_consumer_refusal_and_deleter | OWN-03
+ref:fault=consumer_renames_late | test_refusals.py | test_consumer_dtype_refusals_and_deleter | OWN-03
+ref:fault=consumer_renames_late | test_refusals.py | test_consumer_invalid_dtype_refusals_and_deleter | OWN-03
+ref:fault=consumer_renames_late | test_refusals.py | test_consumer_device_refusals_and_deleter | OWN-03
+ref:fault=consumer_accepts_used | test_refusals.py | test_consumer_refuses_used_capsule_on_every_route | CAP-04
+ref:fault=consumer_accepts_used | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | CAP-04
+ref:fault=consumer_no_rename | test_refusals.py | test_consumer_plain_import_on_every_route | CAP-03
+ref:fault=consumer_double_delete | test_refusals.py | test_consumer_plain_import_on_every_route | OWN-03
+ref:fault=consumer_copies_always | test_refusals.py | test_consumer_plain_import_on_every_route | SEM-01
+ref:fault=stream_versioned_accepted | test_keywords.py | test_producer_refuses_bad_keywords_in_every_combination | STR-10
+pyref:fault=dl_device_unchecked_on_copy | test_keywords.py | test_producer_refuses_bad_keywords_in_every_combination | DEV-05
+ref:fault=ignore_max_version | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-02
+ref:fault=version_wrong | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-03
+ref:fault=old_major_versioned | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-04
+ref:fault=device_mismatch | test_keywords.py | test_producer_honours_every_valid_keyword_combination | DEV-04
+ref:fault=dl_device_cpu_refused | test_keywords.py | test_producer_honours_every_valid_keyword_combination | DEV-06
+ref:fault=copy_ignored | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-01
+ref:fault=copy_false_copies | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-02
+pyref:fault=copy_none_versioned_copies | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-03
+ref:fault=copy_unflagged | test_keywords.py | test_producer_honours_every_valid_keyword_combination | FLG-04
+ref:fault=legacy_capsule_name | test_fields.py | test_producer_fields_on_every_path | CAP-01
+ref:fault=versioned_capsule_name | test_fields.py | test_producer_fields_on_every_path | CAP-02
+ref:fault=xapi_handout_version | test_fields.py | test_producer_fields_on_every_path | VER-07
+ref:fault=undefined_flag | test_fields.py | test_producer_fields_on_every_path | FLG-01
+ref:fault=device_mismatch | test_fields.py | test_producer_fields_on_every_path | DEV-03
+ref:fault=byte_strides | test_fields.py | test_producer_fields_on_every_path | LAY-05
+ref:fault=null_strides | test_fields.py | test_producer_fields_on_every_path | LAY-06
+ref:fault=version_wrong | test_fields.py | test_exchange_table_header_version | VER-07
+pyref:fault=bfloat16_typeerror | test_dtype.py | test_producer_every_discovered_dtype | ERR-01
+pyref:fault=reexport_drops_readonly | test_flags.py | test_readonly_every_way_exported_flagged | FLG-02
+ref:fault=consumer_foreign_stream | test_stream.py | test_consumer_stream_for_other_stream_devices | STR-15
+ref:fault=consumer_cpu_request_stream | test_stream.py | test_consumer_stream_for_other_stream_devices | STR-12
+ref:fault=consumer_no_retry | test_versioning.py | test_consumer_retries_for_every_keyword | VER-06
+"""
 
-#: fault spec -> [(file, test function, clause)] it must make non-pass
-CAUGHT = {
-    "ref:fault=consumer_reads_major2": [(R, "test_consumer_refusal_and_deleter", "VER-08"),
-                                        (S, "test_consumer_shared_fuzz_seed", "VER-08")],
-    "ref:fault=consumer_xapi_trusts_handout": [(R, "test_consumer_refusal_and_deleter", "VER-08")],
-    "ref:fault=consumer_accepts_unknown_dtype": [(R, "test_consumer_refusal_and_deleter", "VER-09")],
-    "pyref:fault=consumer_accepts_overflow": [(R, "test_consumer_refusal_and_deleter", "LAY-10")],
-    "ref:fault=consumer_accepts_negative_shape": [(R, "test_consumer_refusal_and_deleter", "LAY-09"),
-                                                  (S, "test_consumer_shared_fuzz_seed", "LAY-09")],
-    "pyref:fault=consumer_accepts_null_data": [(R, "test_consumer_refusal_and_deleter", "LAY-04")],
-    "ref:fault=consumer_ignores_strides": [(R, "test_consumer_refusal_and_deleter", "LAY-11"),
-                                           (S, "test_consumer_shared_fuzz_seed", "LAY-11")],
-    "ref:fault=consumer_foreign_device_typeerror": [(R, "test_consumer_refusal_and_deleter", "DEV-07"),
-                                                    (R, "test_consumer_device_refusals_and_deleter", "DEV-07"),
-                                                    (S, "test_consumer_shared_fuzz_seed", "DEV-07")],
-    "ref:fault=consumer_renames_late": [(R, "test_consumer_refusal_and_deleter", "OWN-03"),
-                                        (R, "test_consumer_dtype_refusals_and_deleter", "OWN-03"),
-                                        (R, "test_consumer_invalid_dtype_refusals_and_deleter", "OWN-03"),
-                                        (R, "test_consumer_device_refusals_and_deleter", "OWN-03")],
-    "ref:fault=consumer_accepts_used": [(R, "test_consumer_refuses_used_capsule_on_every_route", "CAP-04"),
-                                        (S, "test_consumer_shared_fuzz_seed", "CAP-04")],
-    "ref:fault=consumer_no_rename": [(R, "test_consumer_plain_import_on_every_route", "CAP-03")],
-    "ref:fault=consumer_double_delete": [(R, "test_consumer_plain_import_on_every_route", "OWN-03")],
-    "ref:fault=consumer_copies_always": [(R, "test_consumer_plain_import_on_every_route", "SEM-01")],
-    "ref:fault=stream_versioned_accepted": [(K, "test_producer_refuses_bad_keywords_in_every_combination", "STR-10")],
-    "pyref:fault=dl_device_unchecked_on_copy": [(K, "test_producer_refuses_bad_keywords_in_every_combination",
-                                                 "DEV-05")],
-    "ref:fault=ignore_max_version": [(K, "test_producer_honours_every_valid_keyword_combination", "VER-02")],
-    "ref:fault=version_wrong": [(K, "test_producer_honours_every_valid_keyword_combination", "VER-03"),
-                                (F, "test_exchange_table_header_version", "VER-07")],
-    "ref:fault=old_major_versioned": [(K, "test_producer_honours_every_valid_keyword_combination", "VER-04")],
-    "ref:fault=device_mismatch": [(K, "test_producer_honours_every_valid_keyword_combination", "DEV-04"),
-                                  (F, "test_producer_fields_on_every_path", "DEV-03")],
-    "ref:fault=dl_device_cpu_refused": [(K, "test_producer_honours_every_valid_keyword_combination", "DEV-06")],
-    "ref:fault=copy_ignored": [(K, "test_producer_honours_every_valid_keyword_combination", "CPY-01")],
-    "ref:fault=copy_false_copies": [(K, "test_producer_honours_every_valid_keyword_combination", "CPY-02")],
-    "pyref:fault=copy_none_versioned_copies": [(K, "test_producer_honours_every_valid_keyword_combination",
-                                                "CPY-03")],
-    "ref:fault=copy_unflagged": [(K, "test_producer_honours_every_valid_keyword_combination", "FLG-04")],
-    "ref:fault=legacy_capsule_name": [(F, "test_producer_fields_on_every_path", "CAP-01")],
-    "ref:fault=versioned_capsule_name": [(F, "test_producer_fields_on_every_path", "CAP-02")],
-    "ref:fault=xapi_handout_version": [(F, "test_producer_fields_on_every_path", "VER-07")],
-    "ref:fault=undefined_flag": [(F, "test_producer_fields_on_every_path", "FLG-01")],
-    "ref:fault=byte_strides": [(F, "test_producer_fields_on_every_path", "LAY-05")],
-    "ref:fault=null_strides": [(F, "test_producer_fields_on_every_path", "LAY-06")],
-    "pyref:fault=bfloat16_typeerror": [(D, "test_producer_every_discovered_dtype", "ERR-01")],
-    "pyref:fault=reexport_drops_readonly": [(FL, "test_readonly_every_way_exported_flagged", "FLG-02")],
-    "ref:fault=consumer_foreign_stream": [(ST, "test_consumer_stream_for_other_stream_devices", "STR-15")],
-    "ref:fault=consumer_cpu_request_stream": [(ST, "test_consumer_stream_for_other_stream_devices", "STR-12")],
-    "ref:fault=consumer_no_retry": [(V, "test_consumer_retries_for_every_keyword", "VER-06")],
-}
+
+def _caught():
+    """fault spec -> [(file, test function, clause)] it must make non-pass (TABLE)."""
+    out = {}
+    for line in TABLE.strip().splitlines():
+        spec, *pair = (cell.strip() for cell in line.split("|"))
+        out.setdefault(spec, []).append(tuple(pair))
+    return out
+
+
+CAUGHT = _caught()
 
 
 def _non_pass(spec, files):
