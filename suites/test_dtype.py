@@ -197,6 +197,7 @@ def _discovered_export(x, versioned):
 
 
 @pytest.mark.clause("ERR-01")
+@pytest.mark.feeds("valid")
 @P
 def test_producer_every_discovered_dtype(target, check):
     """Every dtype the library has, found in it at run time (Target.discover_dtypes(): float8

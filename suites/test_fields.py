@@ -100,6 +100,7 @@ def _table(target, x):
 
 
 @pytest.mark.clause(*CLAUSES)
+@pytest.mark.feeds("valid")
 @P
 def test_producer_fields_on_every_path(target, check):
     """Generated tensors (dtype x views) described on every path: each field obeys its clause."""
@@ -143,6 +144,7 @@ def test_producer_fields_on_every_path(target, check):
 
 
 @pytest.mark.clause("VER-07")
+@pytest.mark.feeds("valid")
 @P
 def test_exchange_table_header_version(target, check):
     """The table's header.version is the producer's version, the one its versioned capsules

@@ -107,6 +107,7 @@ def _imported_readonly(target):
 
 
 @pytest.mark.clause("FLG-02")
+@pytest.mark.feeds("valid")
 @pytest.mark.role("producer")
 def test_readonly_every_way_exported_flagged(target, check):
     """Every way the library holds read-only data (Target.readonly_ways(), and data it imported

@@ -230,6 +230,7 @@ VALID_CLAUSES = ("VER-02", "VER-03", "VER-04", "DEV-04", "DEV-06", "CPY-01", "CP
 
 
 @pytest.mark.clause(*VALID_CLAUSES)
+@pytest.mark.feeds("valid")
 @P
 def test_producer_honours_every_valid_keyword_combination(target, check):
     """Every combination of valid values exports what it asks for: the capsule kind of

@@ -324,6 +324,7 @@ OTHER_STREAM_DEVICES = ((3, "CUDAHost"), (4, "OpenCL"), (7, "Vulkan"), (8, "Meta
 
 
 @pytest.mark.clause("STR-15", "STR-12")
+@pytest.mark.feeds("valid")
 @pytest.mark.role("consumer")
 def test_consumer_stream_for_other_stream_devices(target, check):
     """A producer on each device beyond CUDA and ROCm records what the consumer passes, then

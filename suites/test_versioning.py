@@ -327,6 +327,7 @@ def test_consumer_retries_without_new_keywords(target, check):
 
 
 @pytest.mark.clause("VER-06")
+@pytest.mark.feeds("valid")
 @pytest.mark.role("consumer")
 def test_consumer_retries_for_every_keyword(target, check):
     """The VER-06 retry whatever from_dlpack was asked: an old producer's TypeError for the new
