@@ -16,7 +16,7 @@ def _params():
         rec = R.apply_offer(R.decode(data))
         if sd.offers_table_checks(rec):
             continue
-        feeds = "invalid" if any(m != "refuse" for _, m, _ in sd.Input(data).reasons) else "valid"
+        feeds = "invalid" if any(m == "invalid" for _, m, _ in sd.Input(data).reasons) else "valid"
         yield pytest.param(name, id=name, marks=[pytest.mark.clause(sd.Input(data).clause()),
                                                  pytest.mark.feeds(feeds)])
 

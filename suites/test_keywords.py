@@ -7,11 +7,12 @@ a keyword ignored next to another).
 
 - Valid values: stream None; max_version None, (0, 9), (1, 0), (1, 3), (1, 99), (2, 0);
   dl_device None or the tensor's own device; copy None, False, True.
-- Values to refuse: an int or str stream on the CPU (STR-10); a dl_device of another type
-  (DEV-05: BufferError when it is a device type of dlpack.h, any clean class for a negative
-  id or an unknown type, which are bad arguments, ERR-01).
-- Ambiguous (accepting is warn, refusing passes): stream=-1 (no synchronisation, which a CPU
-  producer never does anyway) and a CPU dl_device with an id other than 0 (DEV-02).
+- Invalid arguments (suites/README.md, Grading: refusing cleanly passes, accepting is warn):
+  an int or str stream on the CPU (STR-10); a dl_device that names no device, a negative id or
+  a type dlpack.h does not define (DEV-05, any clean class); stream=-1 (no synchronisation,
+  which a CPU producer never does anyway) and a CPU dl_device with an id other than 0 (DEV-02).
+- Valid values to refuse: a dl_device of another dlpack.h device type (DEV-05: BufferError,
+  or an export on that device), in a combination of otherwise valid values.
 """
 import itertools
 
@@ -78,12 +79,17 @@ class _Table:
         self.found = {}
 
     def add(self, clause, verdict, message, kw):
+        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds)."""
         msgs = self.found.setdefault(clause, [])
         if not msgs:
             rp.keep_first(self.check, self.lines + ["cap = %s" % _call_text("x", kw),
                                                     "print(_probe.inspect(cap))"])
-        msgs.append(verdict)
-        if len(msgs) <= MAX_MESSAGES:
+        msgs.append("warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
+        if len(msgs) > MAX_MESSAGES:
+            return
+        if verdict == "accepted":
+            self.check.accepted(clause, message)
+        else:
             self.check.record(clause, verdict, message)
 
     def close(self, clauses):
@@ -126,44 +132,76 @@ def _kwargs(stream, mv, dev, copy, legacy_only):
     return {"stream": stream, "max_version": mv, "dl_device": dev, "copy": copy}
 
 
-@pytest.mark.clause("STR-10", "DEV-05")
-@pytest.mark.feeds("argument")
-@P
-def test_producer_refuses_bad_keywords_in_every_combination(target, check):
-    """Every combination with a value the producer must refuse (a stream on the CPU, a device it
-    cannot serve) is refused cleanly, BufferError for a device type of dlpack.h; ambiguous values
-    may be refused or accepted (warn)."""
+def _bad_combinations(target, check, keep):
+    """(table, cases): exports x with each combination whose problems `keep(problems)` selects,
+    a case (problems, must, call, kw, capsule info or None, exception or None); skips the
+    combinations an old producer cannot be asked and refusals for a keyword it predates."""
     x, own, lines = _setup(target)
     legacy_only = pycap.producer_is_legacy_only(x)
-    table = _Table(check, target, lines)
+    table, cases = _Table(check, target, lines), []
     for stream, mv, dev, copy in _combos(own):
         problems = _problems(stream, dev, own)
         kw = _kwargs(stream, mv, dev, copy, legacy_only)
-        if not problems or kw is None:
+        if not problems or not keep(problems) or kw is None:
             continue
         cap, exc = _export(x, kw)
         if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
             continue  # a keyword the producer predates: its own checks say so
-        must = [p for p in problems if p[1] != "ambiguous"]
-        call = _call_text("x", kw)
+        info = None
+        if exc is None:
+            info = _probe.inspect(cap) if pycap.is_capsule(cap) else {}
+        del cap
+        cases.append((problems, [p for p in problems if p[1] != "ambiguous"], _call_text("x", kw), kw, info, exc))
+    return table, cases
+
+
+def _bad_argument(problems):
+    return any(kind != "class" for _, kind, _ in problems)
+
+
+@pytest.mark.clause("STR-10", "DEV-05")
+@pytest.mark.feeds("argument")
+@P
+def test_producer_refuses_bad_keywords_in_every_combination(target, check):
+    """Every combination with an invalid argument (a stream on the CPU, a dl_device that names
+    no device) is refused cleanly; accepting it is warn (an invalid argument: suites/README.md,
+    Grading), ambiguous values alone included."""
+    table, cases = _bad_combinations(target, check, _bad_argument)
+    for problems, must, call, kw, info, exc in cases:
         if exc is not None:
             why = check.unclean(exc)
             if why:
                 table.add(must[0][0] if must else problems[0][0], "fail", "%s raised %s" % (call, why), kw)
-            elif len(must) == 1 and must[0][1] == "class" and not isinstance(exc, BufferError):
+            continue
+        for clause, kind, why in problems:
+            if kind != "ambiguous" or len(problems) == 1:
+                table.add(clause, "accepted", "%s was accepted: %s%s" % (
+                    call, why, " (the capsule is on device %r)" % (info.get("device"),) if kind == "class" else ""),
+                    kw)
+    table.close(("STR-10", "DEV-05"))
+
+
+@pytest.mark.clause("DEV-05")
+@pytest.mark.feeds("valid")
+@P
+def test_producer_refuses_devices_it_cannot_serve_in_every_combination(target, check):
+    """Every combination of valid values but a dl_device of another dlpack.h device type the
+    CPU tensor cannot be exported to: refused with BufferError (DEV-05), or exported on that
+    device."""
+    table, cases = _bad_combinations(target, check, lambda problems: not _bad_argument(problems))
+    for problems, must, call, kw, info, exc in cases:
+        dev = kw["dl_device"]
+        if exc is not None:
+            why = check.unclean(exc)
+            if why:
+                table.add("DEV-05", "fail", "%s raised %s" % (call, why), kw)
+            elif not isinstance(exc, BufferError):
                 table.add("DEV-05", "fail", "%s raised %s: %s; DEV-05 names BufferError"
                           % (call, tries.describe_exc(exc, 160), must[0][2]), kw)
-            continue
-        info = _probe.inspect(cap) if pycap.is_capsule(cap) else {}
-        del cap
-        for clause, kind, why in problems:
-            if kind == "class" and tuple(info.get("device") or ()) != tuple(dev):
-                table.add(clause, "fail", "%s was accepted: %s, and the capsule is on device %r"
-                          % (call, why, info.get("device")), kw)
-            elif kind != "ambiguous" or len(problems) == 1:
-                table.add(clause, "warn", "%s was accepted: %s (an invalid argument accepted: issue 12 grading)"
-                          % (call, why) if kind != "ambiguous" else "%s was accepted: %s" % (call, why), kw)
-    table.close(("STR-10", "DEV-05"))
+        elif tuple(info.get("device") or ()) != tuple(dev):
+            table.add("DEV-05", "fail", "%s was accepted: %s, and the capsule is on device %r"
+                      % (call, must[0][2], info.get("device")), kw)
+    table.close(("DEV-05",))
 
 
 # ---------------------------------------------------------------------------- valid combinations
