@@ -328,13 +328,17 @@ def _each(target, check, route, cases, feeds="valid", imported=None):
     rt.require(target, route)
     for what, kw, device, clause in cases:
         what = "%s through %s" % (what, rt.WHAT[route])
-        rp.keep_first(check, rt.lines(target, route, kw, device))
+        lines = rt.lines(target, route, kw, device)
+        rp.keep_first(check, lines)
+        before = [v for _, v, _ in check.records]
         att = rt.attempt(target, route, kw, device)
         if att.refused and clause:
             _refusal(check, clause, att, what)
         elif not att.refused and imported:
             imported(check, target, att, what, clause)
         _accounting(check, target, att, what, feeds)
+        if "fail" not in before and any(v == "fail" for _, v, _ in check.records[len(before):]):
+            check.repro(lines)  # the first failing case, over an earlier warn's snippet
     for clause in sorted({c for *_, c in cases if c}):
         check.record(clause, "pass", "")
 

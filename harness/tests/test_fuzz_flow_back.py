@@ -114,7 +114,8 @@ FLOW_BACK = {
     "DEV-06": ["test_device.py::test_consumer_device_cpu"],
     "DEV-07": ["test_device.py::test_consumer_refuses_foreign_device_with_buffererror",
                "test_refusals.py::test_consumer_device_refusals_and_deleter"],
-    "DT-10": ["test_refusals.py::test_consumer_invalid_dtype_refusals_and_deleter"],
+    # the fuzz target labels an accepted item size 0 DT-10; the suite's rule for a 0-bit dtype is DT-13
+    "DT-10": ["test_refusals.py::test_consumer_malformed_dtype_refusals_and_deleter"],
     "FLG-04": ["test_flags.py::test_copy_sets_is_copied",
                "test_keywords.py::test_producer_honours_every_valid_keyword_combination"],
     # the fuzz target labels accepted NULL data for elements LAY-01; the suite's rule is LAY-04
@@ -124,11 +125,12 @@ FLOW_BACK = {
                "test_refusals.py::test_consumer_refusal_and_deleter"],
     "LAY-10": ["test_layout.py::test_consumer_huge_shape", "test_refusals.py::test_consumer_refusal_and_deleter"],
     "OWN-03": ["test_refusals.py::test_consumer_refusal_and_deleter", "test_layout.py::test_consumer_zero_size_null_data"],
-    "STR-10": ["test_stream.py::test_cpu_producer_accepts_only_stream_none",
+    "STR-10": ["test_stream.py::test_cpu_producer_refuses_int_streams",
                "test_keywords.py::test_producer_refuses_bad_keywords_in_every_combination"],
     "VER-06": ["test_versioning.py::test_consumer_retries_for_every_keyword"],
     "VER-08": ["test_versioning.py::test_consumer_refuses_other_major", "test_refusals.py::test_consumer_refusal_and_deleter"],
-    "VER-09": ["test_dtype.py::test_consumer_refuses_unknown_dtype_codes", "test_versioning.py::test_consumer_newer_minor"],
+    "VER-09": ["test_dtype.py::test_consumer_refuses_unknown_dtype_codes", "test_versioning.py::test_consumer_newer_minor",
+               "test_refusals.py::test_consumer_ruled_dtype_refusals_and_deleter"],
     "XAPI-04": ["test_exchange_api.py::test_consumer_looks_on_the_type"],
     "XAPI-06": ["test_exchange_api.py::test_consumer_checks_the_major"],
 }
