@@ -532,8 +532,12 @@ def _check_import(target, check, versioned):
         return
     got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), "API-03", "%s import: element values" % kind)
-    check.equal(d["ptr"], forge.buffer_address, "SEM-01", "%s import: result address (zero-copy: the forge buffer)"
-                % kind)
+    if d["ptr"] == forge.buffer_address:
+        check.record("SEM-01", "pass")
+    else:
+        verdict, reading = tries.copy_breach(target)
+        check.record("SEM-01", verdict, "%s import: the result is at 0x%x, not in the producer's buffer at 0x%x: "
+                     "the consumer copied%s" % (kind, d["ptr"], forge.buffer_address, reading))
     dev = tries.result_device(att.result)
     check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
     life = att.lifetime()  # the result dies in there
@@ -549,7 +553,8 @@ def _check_import(target, check, versioned):
             "the result keeps the capsule, so the producer's destructor runs the deleter when the result dies"
             if held else "the result does not keep the capsule: its destructor runs the deleter as soon as the "
             "capsule dies, whatever the consumer does"))
-    check.equal(life["alive"], 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
+    if not life["copied"]:  # a consumer that copied may give the tensor back at once (Attempt.copied)
+        check.equal(life["alive"], 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
     check.equal(life["after"], 1, "OWN-03", "%s: deleter calls after the result died" % kind)
     tries.settle()
     check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the capsule died too" % kind)

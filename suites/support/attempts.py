@@ -56,6 +56,7 @@ class Attempt:
     """
 
     def __init__(self, target, producer, **kw):
+        self.target = target
         self.producer = producer
         self.forge_kwargs = None
         self.result, self.exc = None, None
@@ -80,6 +81,28 @@ class Attempt:
     def calls(self):
         return sum(f.deleter_calls for f in self.producer.forges.values())
 
+    def copied(self):
+        """Whether the result holds a copy instead of a view of the producer's memory: True when
+        its first element lies outside every buffer the forges expose, or when it is zero-size
+        (there is nothing to view); False when it views a forge's buffer; None when unknown (no
+        result, no buffer to compare with, an adapter that cannot describe the result).
+        OWN-03 asks for the deleter "when it is done with the data", and a consumer that copied
+        is done at once: a deleter call while such a result lives is no breach."""
+        if self.result is None:
+            return None
+        try:
+            d = self.target.describe(self.result)
+            ptr, shape = int(d["ptr"]), [int(n) for n in d["shape"]]
+        except Exception:  # noqa: BLE001 - an adapter that cannot describe the result: unknown
+            return None
+        if 0 in shape:
+            return True
+        spans = [(f.buffer_address, f.buffer_size) for f in self.producer.forges.values()
+                 if getattr(f, "buffer_size", 0) and getattr(f, "buffer_address", None)]
+        if not spans:
+            return None
+        return not any(a <= ptr < a + n for a, n in spans)
+
     def refusal(self):
         return describe_exc(self.exc, 300) if self.exc is not None else ""
 
@@ -100,8 +123,9 @@ class Attempt:
         """The ownership of a successful import: lets go of the kept capsules while the result
         lives, then counts the deleter calls of the forges while it lives and after it died
         (the attempt's result is dropped here). Returns {"names", "held", "renamed", "alive",
-        "after"}."""
+        "after", "copied"} (copied(): deleter calls while a copy lives are no breach)."""
         fs = list(self.producer.forges.values())
+        copied = self.copied()
         kept = drop_capsules(self.producer, imported=True)
         settle()
         alive = sum(f.deleter_calls for f in fs)
@@ -110,7 +134,8 @@ class Attempt:
         after = sum(f.deleter_calls for f in fs)
         names = [n for n, _ in kept]
         return {"names": names, "held": [h for _, h in kept],
-                "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "alive": alive, "after": after}
+                "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "alive": alive, "after": after,
+                "copied": bool(copied)}
 
 
 # ---------------------------------------------------------------------------- forged capsules
@@ -210,6 +235,27 @@ def plain_lifetime(target):
     return _PLAIN_LIFETIME[key]
 
 
+def copy_breach(target):
+    """(verdict, reading) for a consumer result that copied where the producer's memory could be
+    viewed (SEM-01; CPY-06 with copy=None): fail when the consumer's plain import views the
+    memory (it can view, so the copy is its choice), warn when even that import copies. SEM-01
+    asks for a view "whenever it can" and the array API for reuse "if possible": a library whose
+    arrays own their memory cannot view, and from outside that is not told apart from one that
+    chose to copy."""
+    plain = plain_lifetime(target)
+    if plain is not None and plain.get("copied"):
+        return "warn", (" (ambiguous: this consumer copies every import, even a plain contiguous one; SEM-01 asks "
+                        "for a view whenever the library can hold one, and a library whose arrays own their "
+                        "memory cannot: read as a library that cannot)")
+    return "fail", ""
+
+
+def copies_always(target):
+    """Whether the consumer's plain import copies (copy_breach's warn case)."""
+    plain = plain_lifetime(target)
+    return bool(plain is not None and plain.get("copied"))
+
+
 def departures(obs, plain, what=""):
     """Messages for each way the observed lifetime `obs` departs from a correct import (renamed
     used_*, no deleter call while the result lives, exactly one after) that the consumer's plain
@@ -221,6 +267,8 @@ def departures(obs, plain, what=""):
     for k in ("renamed", "alive", "after"):
         if obs[k] == want[k] or (plain is not None and plain[k] == obs[k]):
             continue
+        if k == "alive" and obs.get("copied"):
+            continue  # a copy: the consumer is done with the producer's memory at once
         got = obs["names"] if k == "renamed" else obs[k]
         out.append("%s%s: got %r, expected %r%s" % (what, text[k], got, want[k] if k != "renamed" else "used_*",
                                                      "" if plain is None else " (a plain import: %r)"
@@ -230,12 +278,14 @@ def departures(obs, plain, what=""):
 
 def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
     """Records `clause`: 0 deleter calls while the result lived (alive_calls, counted by the
-    caller), exactly 1 once the capsules and the result are gone (att.settle())."""
+    caller) unless the result is a copy (Attempt.copied), exactly 1 once the capsules and the
+    result are gone (att.settle())."""
     imported = not att.refused
+    copied = att.copied()
     after = att.settle()
     if imported:
-        check.that(alive_calls == 0, clause, "%sthe deleter ran %d time(s) while the imported result was alive"
-                   % (what, alive_calls))
+        check.that(alive_calls == 0 or copied, clause, "%sthe deleter ran %d time(s) while the imported result "
+                   "was alive and viewed the producer's memory" % (what, alive_calls))
     check.that(after == 1, clause, "%sthe deleter ran %d time(s) in all after the result died (expected exactly 1)"
                % (what, after))
     return after

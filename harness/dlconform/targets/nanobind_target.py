@@ -17,7 +17,8 @@ Which behaviour is whose:
   compile-time choice (`view_ro`: `nb::ndarray<nb::array_api, nb::ro>`). Memory is the glue's
   `Buffer` (CPU only: the glue has no device memory, so device checks skip).
 """
-from .base import ITEMSIZE, STANDARD_DTYPES, Target, TargetError, row_major_strides
+from .base import Target, TargetError
+from .dtypes import STANDARD_DTYPES, itemsize, row_major_strides
 
 GLUE = "dlconform._nanobind"
 
@@ -51,7 +52,7 @@ class NanobindTarget(Target):
         if dtype not in self._codes:
             from .. import _probe, _ref
 
-            t = _ref.Tensor(dtype, (1,), data=bytes(ITEMSIZE[dtype]))
+            t = _ref.Tensor(dtype, (1,), data=bytes(itemsize(dtype)))
             self._codes[dtype] = tuple(_probe.inspect(t.__dlpack__(max_version=(1, 3)))["dtype"])
         return self._codes[dtype]
 
@@ -71,8 +72,8 @@ class NanobindTarget(Target):
     def _view(self, x, geometry, readonly=False):
         info, _, _ = self._geometry(x)
         shape, strides, offset = geometry
-        itemsize = max(1, info["dtype"][1] * info["dtype"][2] // 8)
-        address = (info["data"] or 0) + info["byte_offset"] + offset * itemsize
+        item = max(1, info["dtype"][1] * info["dtype"][2] // 8)
+        address = (info["data"] or 0) + info["byte_offset"] + offset * item
         make = self.nb.view_ro if readonly else self.nb.view
         return make(x, address, list(shape), list(strides), *info["dtype"])
 

@@ -13,7 +13,8 @@ the values in (update_inplace), so the memory under test is onnxruntime's, not n
 OrtValue is always dense and row-major: there are no views (transpose, slice, flip and
 read-only are unsupported).
 """
-from .base import Target, TargetError, row_major_strides
+from .base import Target, TargetError
+from .dtypes import row_major_strides
 
 #: numpy dtype names onnxruntime makes tensors of (numpy's complex types have no MLDataType)
 ORT_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
