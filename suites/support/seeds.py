@@ -21,7 +21,7 @@ from dlconform.xapi_forge import handout_producer
 
 from . import capsules as pycap
 from . import readings as rd
-from .attempts import Attempt, describe_exc, drop_capsules
+from .attempts import Attempt, copy_breach, describe_exc, drop_capsules
 
 SEEDS_DIR = os.path.join(REPO_DIR, "fuzz", "corpus", "seeds")
 #: offer kinds (record byte 67) a plain producer with a table on its type makes: none, a 1.3
@@ -242,8 +242,9 @@ def _result_rules(target, inp, att, d, what):
     copy = inp.kwargs.get("copy")
     flags = rec["flags"] if R.versioned(rec) else 0
     if _plain_view(inp) and copy is not True and d["ptr"] != first and not any(int(n) == 0 for n in d["shape"]):
-        out.append(("SEM-01", "fail", "%s was copied: the result starts at %#x, the export at %#x"
-                    % (what, d["ptr"], first)))
+        verdict, reading = copy_breach(target)
+        out.append(("SEM-01", verdict, "%s was copied: the result starts at %#x, the export at %#x%s"
+                    % (what, d["ptr"], first, reading)))
     if copy is True and inside and not flags & pycap.FLAG_IS_COPIED:
         out.append(("CPY-06", "fail", "%s: copy=True returned a view of the producer's memory" % what))
     if flags & pycap.FLAG_READ_ONLY and inside and not d.get("readonly") and _has_readonly(target):
