@@ -42,7 +42,15 @@ class RaisingProducer:
         self.events.append("__dlpack__")
         if self.where == "__dlpack__":
             raise self.exc
-        return self._factory()
+        return self._factory(**kw)
+
+
+def _capsule_asked_for(max_version=None, **_):
+    """A (2,) float32 capsule of the kind the call asks for: versioned only with a max_version of
+    major 1 or more, legacy otherwise (VER-02), so the consumer meets no other fault than the
+    exception under test."""
+    versioned = isinstance(max_version, tuple) and len(max_version) == 2 and max_version[0] >= 1
+    return _ref.Forge(shape=(2,), versioned=versioned).capsule()
 
 
 def _unexportable(target):
@@ -131,7 +139,8 @@ def _consumer_lines(target, where, base):
         "    def __dlpack_device__(self):",
         "        %s" % ("raise Boom('from __dlpack_device__')" if where == "__dlpack_device__" else "return (1, 0)"),
         "    def __dlpack__(self, **kw):",
-        "        %s" % ("raise Boom('from __dlpack__')" if where == "__dlpack__" else "return _ref.Forge().capsule()"),
+        "        %s" % ("raise Boom('from __dlpack__')" if where == "__dlpack__" else
+                    "return _ref.Forge(versioned=(kw.get('max_version') or (0,))[0] >= 1).capsule()"),
         "%s  # expected: Boom" % target.repro_from_dlpack("P()"),
     ]
 
@@ -147,7 +156,7 @@ def test_producer_exception_propagates(target, check, where):
         base = "Exception" if cls is ProducerError else "BufferError"
         rp.keep_first(check, _consumer_lines(target, where, base))
         raised = cls("raised by the producer's %s" % where)
-        p = RaisingProducer(raised, where, capsule_factory=lambda: _ref.Forge(shape=(2,)).capsule())
+        p = RaisingProducer(raised, where, capsule_factory=_capsule_asked_for)
         att = tries.Attempt(target, p)
         exc = att.exc
         if where not in p.events:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CLAUSES = ["SEM-01", "OWN-03", "CPY-06", "CPY-07", "CAP-03", "LAY-04"]
+CLAUSES = ["SEM-01", "OWN-03", "CPY-06", "CPY-07", "CAP-03", "LAY-04", "FLG-03"]
 
 
 def _run(tmp_path, bug=""):
@@ -36,6 +36,8 @@ def _bad(results):
 def test_a_copying_consumer_gets_no_false_fail(tmp_path):
     rc, results = _run(tmp_path)
     assert not _bad(results) and rc == 0, _bad(results)
+    flg = [r["verdict"] for r in results if r["clause"] == "FLG-03"]
+    assert flg == ["pass"], flg  # a writable copy of read-only memory writes nothing back
     # routes the consumer does not offer (a bare capsule, the exchange table) are unsupported
     own = [r for r in results if r["clause"] == "OWN-03" and r["verdict"] != "unsupported"]
     assert own and all(r["verdict"] == "pass" for r in own), own

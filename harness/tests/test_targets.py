@@ -335,3 +335,67 @@ def test_every_builtin_adapter_module_imports():
             importlib.import_module("dlconform.targets." + name)
         except ModuleNotFoundError as e:
             assert e.name and e.name.split(".")[0] in libraries and e.name != "dlconform", (name, e)
+
+
+def test_adapter_hooks_keep_the_base_signatures():
+    """A hook an adapter overrides takes what Target's takes, with the same defaults: the
+    suites call hooks with the base's arguments only, and a drifted signature turns every
+    check that calls it into a harness error in the tier where that library lives."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dlconform.targets as pkg
+    from dlconform.targets.base import Target
+
+    checked = 0
+    for m in pkgutil.iter_modules(pkg.__path__):
+        if not m.name.endswith("_target") and m.name != "ref":
+            continue
+        try:
+            module = importlib.import_module("dlconform.targets." + m.name)
+        except ModuleNotFoundError:
+            continue  # the library is not here; test_every_builtin_adapter_module_imports judges it
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and issubclass(cls, Target) and cls is not Target):
+                continue
+            for name, fn in vars(cls).items():
+                base = getattr(Target, name, None)
+                if not callable(fn) or base is None or name.startswith("__"):
+                    continue
+                want = [(p.name, p.default) for p in inspect.signature(base).parameters.values()]
+                got = [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]
+                assert got[:len(want)] == want, (cls.__name__, name, got, want)
+                assert all(p.default is not inspect.Parameter.empty for p in
+                           list(inspect.signature(fn).parameters.values())[len(want):]), (cls.__name__, name)
+                checked += 1
+    assert checked > 20, checked
+
+
+def test_reproducers_define_what_the_base_hooks_use():
+    """The base repro_* hooks write lines that go through `T`, the loaded adapter: an adapter
+    that keeps one of them keeps the base's repro_setup too (itself or through super()), or its
+    reproducers stop at a NameError."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dlconform.targets as pkg
+    from dlconform.targets.base import Target
+
+    hooks = [n for n in vars(Target) if n.startswith("repro_") and n != "repro_setup"]
+    missing = []
+    for m in pkgutil.iter_modules(pkg.__path__):
+        try:
+            module = importlib.import_module("dlconform.targets." + m.name)
+        except ModuleNotFoundError:
+            continue
+        for cls in vars(module).values():
+            if not (isinstance(cls, type) and issubclass(cls, Target)) or cls.repro_setup is Target.repro_setup:
+                continue
+            if "super().repro_setup()" in inspect.getsource(cls.repro_setup):
+                continue
+            kept = [h for h in hooks if getattr(cls, h) is getattr(Target, h)]
+            if kept:
+                missing.append((cls.__name__, kept))
+    assert not missing, missing

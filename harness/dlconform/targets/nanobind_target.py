@@ -18,7 +18,7 @@ Which behaviour is whose:
   `Buffer` (CPU only: the glue has no device memory, so device checks skip).
 """
 from .base import Target, TargetError
-from .dtypes import STANDARD_DTYPES, itemsize, row_major_strides
+from .dtypes import STANDARD_DTYPES, SUBBYTE, itemsize, row_major_strides
 
 GLUE = "dlconform._nanobind"
 
@@ -58,6 +58,10 @@ class NanobindTarget(Target):
 
     # ---- producer
     def make(self, dtype, shape, values):
+        if dtype in SUBBYTE:
+            # nanobind has no sub-byte element type of its own: the glue would only pass bytes
+            # laid out by us, and DT-09 would judge the glue, not nanobind
+            raise TargetError("nanobind makes no %s tensors of its own" % dtype)
         buf = self.nb.Buffer(bytes(values))
         return self.nb.view(buf, buf.address, list(shape), list(row_major_strides(shape)), *self._code(dtype))
 
@@ -116,9 +120,10 @@ class NanobindTarget(Target):
                 "itemsize": max(1, bits * lanes // 8), "readonly": False, "dtype": (code, bits, lanes)}
 
     def repro_setup(self):
-        return ["from dlconform import _nanobind"]
+        # T: the base hooks (repro_readonly, repro_view, ...) go through the loaded adapter
+        return super().repro_setup() + ["from dlconform import _nanobind"]
 
-    def repro_from_dlpack(self, arg):
+    def repro_from_dlpack(self, arg="p"):
         return "_nanobind.take(%s)" % arg
 
     def repro_make(self, dtype, shape, values, var="x"):

@@ -76,10 +76,11 @@ class OnnxruntimeTarget(Target):
                 "readonly": False, "dtype": tuple(info["dtype"])}
 
     def repro_setup(self):
-        return ["import numpy as np", "from onnxruntime.capi import _pybind_state as C",
+        # T: the base hooks (repro_readonly, repro_view, ...) go through the loaded adapter
+        return super().repro_setup() + ["import numpy as np", "from onnxruntime.capi import _pybind_state as C",
                 "cpu = C.OrtDevice(C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)"]
 
-    def repro_from_dlpack(self, arg):
+    def repro_from_dlpack(self, arg="p"):
         return "C.OrtValue.from_dlpack(%s if type(%s).__name__ == 'PyCapsule' else %s.__dlpack__(), False)" % (arg, arg, arg)
 
     def repro_make(self, dtype, shape, values, var="x"):
