@@ -288,10 +288,10 @@ def _accounting(inp, att, ptr, what):
     gc.collect()
     after = inp.forge.deleter_calls
     expected = 1 if inp.forge.capsules_made and inp.has_deleter and not inp.rec["kind"] & R.KIND["used"] else 0
+    verdict = "warn" if any(m == "invalid" for _, m, _ in inp.reasons) else "fail"  # invalid input: unspecified
     if zero_copy and alive:
-        out.append(("OWN-03", "fail", "%s: the deleter ran while the result viewed the memory" % what))
+        out.append(("OWN-03", verdict, "%s: the deleter ran while the result viewed the memory" % what))
     if after != expected:
-        verdict = "warn" if any(m == "invalid" for _, m, _ in inp.reasons) else "fail"
         out.append(("OWN-03", verdict, "%s: the deleter ran %d time(s) in all, expected %d" % (what, after, expected)))
     names = [n for n, _ in kept]
     table_used = inp.table is not None and inp.table.calls["managed_tensor_from_py_object_no_sync"] > 0
