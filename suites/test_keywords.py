@@ -77,6 +77,7 @@ class _Table:
     def __init__(self, check, target, lines):
         self.check, self.target, self.lines = check, target, lines
         self.found = {}
+        self.reached = set()
 
     def add(self, clause, verdict, message, kw):
         """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds)."""
@@ -92,12 +93,21 @@ class _Table:
         else:
             self.check.record(clause, verdict, message)
 
+    def reach(self, *clauses):
+        """Notes that an export judged under `clauses` ran."""
+        self.reached.update(clauses)
+
     def close(self, clauses):
+        """pass for each clause some combination reached, unsupported for the rest."""
         for clause in clauses:
             n = len(self.found.get(clause, ()))
             if n > MAX_MESSAGES:
                 self.check.record(clause, self.found[clause][-1], "... and %d more combinations" % (n - MAX_MESSAGES))
-            self.check.record(clause, "pass", "")
+            if clause in self.reached or n:
+                self.check.record(clause, "pass", "")
+            else:
+                self.check.record(clause, "unsupported", "no combination reached it: the producer takes none of the "
+                                  "keywords it needs (a legacy-only producer is asked with stream alone)")
 
 
 def _export(x, kw):
@@ -147,6 +157,7 @@ def _bad_combinations(target, check, keep):
         cap, exc = _export(x, kw)
         if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
             continue  # a keyword the producer predates: its own checks say so
+        table.reach(*(clause for clause, _, _ in problems))
         info = None
         if exc is None:
             info = _probe.inspect(cap) if pycap.is_capsule(cap) else {}
@@ -291,9 +302,11 @@ def test_producer_honours_every_valid_keyword_combination(target, check):
         if _problems(stream, dev, own) or kw is None:
             continue
         cap, exc = _export(x, kw)
+        if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
+            continue  # a keyword the producer predates: its own checks say so
+        table.reach(_expect_kind(mv)[1], "DEV-04", _copy_clause(copy), *(["DEV-06"] if dev == own else []),
+                    *(["FLG-04"] if mv is not None and mv[0] >= 1 else []))
         if exc is not None:
-            if _lacks_keyword(exc) not in (None, "stream"):
-                continue  # a keyword the producer predates: its own checks say so
             call = "%s raised %s" % (_call_text("x", kw), tries.describe_exc(exc, 160))
             if isinstance(exc, BufferError) and mv is not None and mv[0] != 1:
                 continue  # another major may be refused (VER-04, VER-01)
