@@ -26,21 +26,7 @@ P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
 
 
-def clause_of(name):
-    code = dty.DTYPES[name][0]
-    if name == "bool":
-        return "DT-03"
-    if code == 5:
-        return "DT-04"
-    if code == 4:
-        return "DT-05"
-    if 7 <= code <= 14:
-        return "DT-06"
-    if code in (15, 16):
-        return "DT-07"
-    if code == 17:
-        return "DT-08"
-    return "DT-13"
+clause_of = dty.clause_of
 
 
 def _values(name, n, seed=0):
@@ -212,6 +198,77 @@ def test_producer_subbyte_dtypes(target, check):
     for cl in ("DT-07", "DT-08", "DT-09"):
         if cl not in done:
             check.record(cl, "unsupported", "%s has no dtype of this kind" % target.name)
+
+
+def _discovered_export(x, versioned):
+    """(inspect() dict, read_elements() or None) of x's export, or (None, exception)."""
+    try:
+        cap = pycap.export_kind(x, versioned)
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - the caller judges the class
+        return None, e
+    info = _probe.inspect(cap)
+    try:
+        return info, _probe.read_elements(cap)
+    except ValueError:
+        return info, None
+
+
+@pytest.mark.clause("ERR-01")
+@pytest.mark.feeds("valid")
+@P
+def test_producer_every_discovered_dtype(target, check):
+    """Every dtype the library has, found in it at run time (Target.discover_dtypes(): float8
+    families, bool, bfloat16, complex32, and dtypes DLPack has no type for) and exported in
+    each capsule kind: a DLPack type exports its header's (code, bits, lanes) and the tensor's
+    bytes, or is refused with BufferError (ERR-01: warn for another class; DT-12 judges the
+    array-API dtypes); a dtype DLPack has no type for is refused with BufferError (ERR-01), and
+    exported under a DLPack code it is warn (the consumer reads it as that type) unless the
+    code is no DLDataTypeCode (DT-01)."""
+    found = target.discover_dtypes()
+    if not found:
+        raise Unsupported("%s lists no dtypes" % target.name)
+    x0 = target.make(*next(((n, (3,), bytes(3 * size)) for n, (_, size) in found.items())))
+    kinds = [False] + ([True] if pycap.versioned_supported(x0) else [])
+    for name, (dlpack, size) in found.items():
+        if dlpack in dty.SUBBYTE:
+            continue  # test_producer_subbyte_dtypes: packed or padded storage
+        vals = _values(dlpack, 3) if dlpack else bytes((i * 7 + 1) & 0x3F for i in range(3 * size))
+        try:
+            x = target.make(name, (3,), vals)
+        except Exception as e:  # noqa: BLE001 - a dtype the adapter cannot fill
+            check.record("ERR-01", "pass", "%s: the adapter cannot make one (%s)" % (name, tries.describe_exc(e)))
+            continue
+        for versioned in kinds:
+            kind = "versioned" if versioned else "legacy"
+            rp.keep_first(check, rp.setup(target) + target.repro_make(name, (3,), vals) + [
+                "cap = x.__dlpack__(%s)" % ("max_version=(1, 3)" if versioned else ""),
+                "print(_probe.inspect(cap)['dtype'])  # expected %s" % (
+                    repr(dty.DTYPES[dlpack]) if dlpack else "BufferError: DLPack has no such type",)])
+            info, got = _discovered_export(x, versioned)
+            what = "%s (%s) %s export" % (name, dlpack or "no DLPack type", kind)
+            if info is None:
+                exc = got
+                if check.unclean(exc):
+                    check.record("ERR-01", "fail", "%s raised %s" % (what, check.unclean(exc)))
+                elif not isinstance(exc, BufferError) and not (dlpack in dty.ARRAY_API_DTYPES):
+                    check.warn("ERR-01", "%s refused with %s; data that cannot be exported should raise BufferError"
+                               % (what, tries.describe_exc(exc, 200)))
+                continue
+            code = tuple(info["dtype"] or ())
+            if dlpack is None:
+                if code and code[0] not in range(18):
+                    check.record("DT-01", "fail", "%s: code %d is no DLDataTypeCode" % (what, code[0]))
+                else:
+                    check.warn("ERR-01", "%s was exported as (code, bits, lanes) %r: DLPack has no type for it, "
+                               "so a consumer reads it as that type; it should be refused with BufferError"
+                               % (what, code))
+                continue
+            if check.equal(code, dty.DTYPES[dlpack], dty.clause_of(dlpack), "%s (code, bits, lanes)" % what) \
+                    and got is not None and not tns.compare_layout(target, x, info, dty.itemsize(dlpack)):
+                check.equal(got, target.expected(x), dty.clause_of(dlpack), "%s element bytes" % what)
+    check.record("ERR-01", "pass", "")
 
 
 # ============================================================================ consumer

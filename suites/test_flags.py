@@ -103,6 +103,73 @@ def test_readonly_export_flagged(target, check):
     del cap
 
 
+def _imported_readonly(target):
+    """(what, a tensor the target imported from a READ_ONLY versioned capsule, its lines, whether
+    the import kept it read-only) or None when the target cannot import one."""
+    if not target.has_role("consumer") or not tries.consumer_takes_versioned(target):
+        return None
+    fk = {"versioned": True, "shape": (2, 3), "strides": (3, 1), "flags": pycap.FLAG_READ_ONLY,
+          "fill": dty.safe_values("float32", (2, 3))}
+    p = RecordingProducer(_ref.Forge(**fk))
+    try:
+        y = target.from_dlpack(p)
+    except Exception:  # noqa: BLE001 - refusing READ_ONLY is FLG-03's to judge
+        return None
+    lines = ["from dlconform.producers import RecordingProducer",
+             "p = RecordingProducer(%s)" % rp.forge_repr(fk), "ro = %s" % target.repro_from_dlpack("p")]
+    return "imported from a READ_ONLY capsule", y, lines, bool(target.describe(y).get("readonly"))
+
+
+@pytest.mark.clause("FLG-02")
+@pytest.mark.feeds("valid")
+@pytest.mark.role("producer")
+def test_readonly_every_way_exported_flagged(target, check):
+    """Every way the library holds read-only data (Target.readonly_ways(), and data it imported
+    from a READ_ONLY capsule) is exported versioned with READ_ONLY, or as a copy (IS_COPIED);
+    a legacy capsule cannot say it: refusing passes, exporting is warn. An import the library
+    made writable (FLG-03 lets a library ignore the flag) re-exported without READ_ONLY is warn:
+    the memory its producer marked read-only travels on as writable."""
+    x, values, mk = tns.make(target)
+    ways = [(what, ro, lines, True) for what, ro, lines in target.readonly_ways(x)]
+    imported = _imported_readonly(target)
+    if imported:
+        ways.append(imported)
+    if not ways:
+        raise Unsupported("target %s holds no read-only data the suite knows how to make" % target.name)
+    for what, ro, lines, kept in ways:
+        rp.keep_first(check, _lines(target, mk, *lines) + [
+            "cap = ro.__dlpack__(max_version=(1, 3))", "print(_probe.inspect(cap)['flags'] & 1)  # expected 1"])
+        try:
+            lcap = ro.__dlpack__()
+        except Exception as e:  # noqa: BLE001
+            check.refusal("FLG-02", e, "%s: legacy export" % what)
+        else:
+            if pycap.is_capsule(lcap) and _probe.inspect(lcap)["name"] == pycap.LEGACY:
+                check.warn("FLG-02", "%s: exported in a legacy capsule, which cannot carry READ_ONLY: a consumer "
+                           "may write to it" % what)
+            del lcap
+        if pycap.producer_is_legacy_only(ro):
+            continue
+        try:
+            cap, info = pycap.versioned_with_flags(ro)
+        except Unsupported:
+            continue
+        except Exception as e:  # noqa: BLE001
+            check.refusal("FLG-02", e, "%s: versioned export" % what)
+            continue
+        flags = info["flags"] or 0
+        if not flags & (pycap.FLAG_READ_ONLY | pycap.FLAG_IS_COPIED):
+            message = "%s: exported versioned with flags %#x, without READ_ONLY" % (what, flags)
+            if kept:
+                check.record("FLG-02", "fail", message)
+            else:
+                check.warn("FLG-02", message + " (the import made it writable, which FLG-03 allows; the memory "
+                           "is still read-only)")
+        else:
+            check.record("FLG-02", "pass", "")
+        del cap
+
+
 @pytest.mark.clause("FLG-04")
 @pytest.mark.role("producer")
 def test_copy_sets_is_copied(target, check):

@@ -336,6 +336,24 @@ def _stream_keyword_lines(dev_type, where):
     return ["    " + line for line in out]
 
 
+def _ask_stream_device(target, check, dev_type, label, kw):
+    """The StreamDeviceProducer of device type dev_type after target.from_dlpack(p, **kw): it
+    recorded the calls, then refused."""
+    p = StreamDeviceProducer((dev_type, 0))
+    rp.keep_first(check, rp.setup(target, "from dlconform.producers import StreamDeviceProducer") + [
+        "p = StreamDeviceProducer((%d, 0))  # claims %s memory, records, then refuses" % (dev_type, label),
+        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("p" + "".join(", %s=%r" % kv for kv in kw.items())),
+        "for c in p.calls:",
+        "    stream, dd = c.get('stream'), c.get('dl_device')",
+        "    if dd is not None and tuple(int(v) for v in dd) == (1, 0):",
+        "        " + rp.expect("stream is None", "STR-12", "dl_device=(1, 0) with a stream; for kDLCPU it must be None"),
+        "    else:",
+        "        " + rp.expect("stream is None", "STR-15", "the consumer passed a stream to a %s producer, whose type "
+                               "the spec leaves to agreement between the libraries" % label)])
+    tries.Attempt(target, p, **kw)
+    return p
+
+
 @pytest.mark.clause("STR-08", "STR-09", "STR-12", "STR-14")
 @pytest.mark.role("consumer")
 def test_consumer_stream_keywords_for_stream_devices(target, check):
@@ -380,3 +398,39 @@ def test_consumer_stream_keywords_for_stream_devices(target, check):
             # the consumer never asked such a producer for this case: nothing it passed breaks
             # the clause (a consumer may refuse foreign devices after __dlpack_device__)
             check.record(clause, "pass")
+
+
+#: device types with streams or queues beyond CUDA and ROCm, and host memory of stream APIs:
+#: CUDAHost, OpenCL, Vulkan, Metal, VPI, ROCMHost, ExtDev, CUDAManaged, oneAPI, WebGPU,
+#: Hexagon, MAIA, Trn
+OTHER_STREAM_DEVICES = ((3, "CUDAHost"), (4, "OpenCL"), (7, "Vulkan"), (8, "Metal"), (9, "VPI"), (11, "ROCMHost"),
+                        (12, "ExtDev"), (13, "CUDAManaged"), (14, "oneAPI"), (15, "WebGPU"), (16, "Hexagon"),
+                        (17, "MAIA"), (18, "Trn"))
+
+
+@pytest.mark.clause("STR-15", "STR-12")
+@pytest.mark.feeds("valid")
+@pytest.mark.role("consumer")
+def test_consumer_stream_for_other_stream_devices(target, check):
+    """A producer on each device beyond CUDA and ROCm records what the consumer passes, then
+    refuses. With dl_device=(1, 0) the stream must be None (STR-12); otherwise any value but
+    None has a type the spec leaves to agreement between the libraries (STR-15: warn, naming
+    it). Every stream the consumer passes is reported in the STR-15 record."""
+    variants = [{}] + ([{"device": "cpu"}] if "device" in target.consumer_keywords() else [])
+    passed = []
+    for dev_type, label in OTHER_STREAM_DEVICES:
+        for kw in variants:
+            p = _ask_stream_device(target, check, dev_type, label, kw)
+            where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % i for i in kw.items()))
+            for stream, device_tuple in _stream_calls(p):
+                passed.append("%s: stream=%r%s" % (where, stream, "" if device_tuple is None
+                                                   else " with dl_device=%r" % (device_tuple,)))
+                if device_tuple == (1, 0):
+                    check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU the "
+                               "stream must be None" % (where, stream))
+                elif stream is not None:
+                    check.warn("STR-15", "%s: the consumer passed stream=%r; the spec leaves the type of the stream "
+                               "argument for %s to agreement between the libraries" % (where, stream, label))
+    check.record("STR-15", "pass", "streams passed: %s" % ("; ".join(passed) if passed else
+                                                            "none (the consumer asked no such producer)"))
+    check.record("STR-12", "pass", "")

@@ -411,6 +411,43 @@ def test_consumer_retries_without_new_keywords(target, check):
     check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
 
 
+@pytest.mark.clause("VER-06")
+@pytest.mark.feeds("valid")
+@pytest.mark.role("consumer")
+def test_consumer_retries_for_every_keyword(target, check):
+    """The VER-06 retry whatever from_dlpack was asked: an old producer's TypeError for the new
+    keywords is retried without them also under copy=True, copy=False and device='cpu' (the
+    consumer then meets the request itself). A refusal for another reason is left to the
+    checks of that reason."""
+    kws = target.consumer_keywords()
+    variants = ([{"copy": c} for c in (True, False) if "copy" in kws]
+                + ([{"device": "cpu"}] if "device" in kws else []))
+    if not variants:
+        raise Unsupported("from_dlpack takes neither copy nor device (test_consumer_retries_without_new_keywords "
+                          "covers the call without them)")
+    for kw in variants:
+        args = "".join(", %s=%r" % i for i in kw.items())
+        rp.keep_first(check, _consumer_lines(target, "p = legacy_producer(forges(shape=(2, 3)))",
+                                             "y = %s" % target.repro_from_dlpack("p" + args), "print(p.calls)"))
+        p = RecordingProducer(forges(shape=(2, 3)), legacy_only=True, keep=True)
+        att = tries.Attempt(target, p, **kw)
+        calls = list(p.calls)
+        if att.exc is not None:
+            new_first = bool(calls) and bool(set(calls[0]) - {"stream", "args"})
+            retried = any(not (set(c) - {"stream"}) for c in calls[1:])
+            if isinstance(att.exc, TypeError) and new_first and not retried:
+                check.warn("VER-06", "from_dlpack(p%s): an old producer's TypeError for the new keywords (calls %r) "
+                           "was not retried without them: %s" % (args, calls, tries.describe_exc(att.exc)))
+            else:
+                check.refusal("VER-06", att, "from_dlpack(p%s)" % args)
+            att.drop_capsules()
+            tries.settle()
+            continue
+        got, _ = tries.result_elements(target, att.result)
+        check.equal(got, p.forges["legacy"].expected_elements(), "VER-06", "from_dlpack(p%s): element values" % args)
+        att.settle()
+
+
 @pytest.mark.clause("VER-08", "VER-10")
 @pytest.mark.role("consumer")
 def test_consumer_refuses_other_major(target, check):

@@ -7,7 +7,13 @@ on the class (type_table) and/or on the instance only (instance_table). The forg
 trampolines unwrap the object through its `_dlconform_tensor` attribute, so a consumer that
 uses the table gets the reference's own behaviour, and `forge.calls` says which functions it
 called.
+
+`handout_producer(forge, table)` is a `RecordingProducer(forge, keep=True)` whose class
+offers `table`: its `managed_tensor_from_py_object_no_sync` hands out the tensors of the
+producer's versioned capsules as they are (renamed used_*), so a consumer's exchange-API
+path meets any forged metadata, and `__dlpack__` hands out the same tensors.
 """
+from .producers import RecordingProducer
 
 ATTR = "__dlpack_c_exchange_api__"
 
@@ -37,3 +43,15 @@ def _dlpack(self, **kw):
 def used_table(forge):
     """True when a consumer called any function of forge's slot."""
     return any(forge.calls.values())
+
+
+def handout_producer(forge, table, **kw):
+    """A RecordingProducer(forge, keep=True, **kw) whose type offers `table` (an
+    `_ref.ApiForge`) handing out the tensor of a new versioned capsule per call."""
+    cls = type("HandoutProducer", (RecordingProducer,), {ATTR: table.capsule(), "_dlconform_handout": _handout})
+    return cls(forge, keep=True, **kw)
+
+
+def _handout(self):
+    """The versioned capsule managed_tensor_from_py_object_no_sync takes its tensor from."""
+    return self._hand_out(self._forge_for(True).capsule())

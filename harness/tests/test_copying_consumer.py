@@ -38,7 +38,8 @@ def test_a_copying_consumer_gets_no_false_fail(tmp_path):
     assert not _bad(results) and rc == 0, _bad(results)
     flg = [r["verdict"] for r in results if r["clause"] == "FLG-03"]
     assert flg == ["pass"], flg  # a writable copy of read-only memory writes nothing back
-    own = [r for r in results if r["clause"] == "OWN-03"]
+    # routes the consumer does not offer (a bare capsule, the exchange table) are unsupported
+    own = [r for r in results if r["clause"] == "OWN-03" and r["verdict"] != "unsupported"]
     assert own and all(r["verdict"] == "pass" for r in own), own
     sem = [r for r in results if r["clause"] == "SEM-01" and r["verdict"] == "warn"]
     assert sem and all("copied" in r["message"] for r in sem), sem

@@ -322,3 +322,72 @@ def test_static_name_verdict_reads_lifetime():
     assert verdict == "pass" and "one shared name string" in message
     per_capsule = [ctypes.cast(ctypes.create_string_buffer(b"dltensor"), ctypes.c_void_p).value for _ in range(2)]
     assert rd.static_name_verdict(per_capsule)[0] == "fail"
+
+
+# ---- routes: every way a forged tensor reaches a consumer ---------------------------------
+@needs_ref
+@pytest.mark.parametrize("route", ["dlpack", "unasked", "capsule", "xapi"])
+def test_routes_import_once_through_ref(ref_target, route):
+    """Each route imports a plain tensor into ref, and the deleter runs once after."""
+    from support import routes as rt
+
+    att = rt.attempt(ref_target, route, {"shape": (2, 3)})
+    assert att.exc is None, att.refusal()
+    assert rt.offered(ref_target, route) == (True, "")
+    assert (route == "xapi") == rt.table_used(att)
+    life = att.lifetime()
+    assert life["names"] == ["used_dltensor" if route == "unasked" else "used_dltensor_versioned"]
+    assert life["after"] == 1
+
+
+@needs_ref
+def test_routes_capsule_route_hands_in_the_capsule_itself(ref_target):
+    from support import routes as rt
+
+    att = rt.attempt(ref_target, "capsule", {"shape": (3,)}, versioned=False)
+    assert att.producer.calls == [{}]
+    assert att.lifetime()["names"] == ["used_dltensor"]
+
+
+@needs_ref
+def test_routes_lines_reproduce_the_accounting(ref_target):
+    """The reproducer of a route runs and asserts one deleter call; a refusal's too."""
+    from support import routes as rt
+
+    for route, kw in (("capsule", {"shape": (2,)}), ("xapi", {"shape": (2,), "version": (2, 0)})):
+        rc, out, err = rp.run_snippet(rt.lines(ref_target, route, kw))
+        assert rc == 0, err
+        assert "after 1" in out
+
+
+@needs_ref
+def test_routes_offered_says_why_not():
+    from support import routes as rt
+
+    class NoCapsules:
+        name = "no-capsules"
+
+        def from_dlpack(self, obj, **kw):
+            if not hasattr(obj, "__dlpack__"):
+                raise TypeError("not a producer")
+            return obj.__dlpack__()
+
+        def describe(self, y):
+            return {}
+
+    ok, why = rt.offered(NoCapsules(), "capsule")
+    assert not ok and "TypeError: not a producer" in why
+
+
+# ---- seeds: the fuzzer's shared inputs, by the suite's rules ------------------------------
+@needs_ref
+def test_seeds_judge_ref_clean_and_a_fault(ref_target, fault):
+    """ref breaks no rule on any shared seed; consumer_no_rename breaks CAP-03 on a plain one."""
+    from support import seeds as sd
+
+    found = {name: sd.judge(ref_target, data) for name, data in sd.seeds()
+             if not sd.offers_table_checks(sd.R.apply_offer(sd.R.decode(data)))}
+    assert len(found) >= 15 and not any(found.values()), found
+    fault("consumer_no_rename")
+    plain = dict(sd.seeds())["legacy-float32-2x3"]
+    assert [c for c, v, _ in sd.judge(ref_target, plain) if v != "pass"] == ["CAP-03"]

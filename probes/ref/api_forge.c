@@ -4,7 +4,9 @@
  * header says (major, minor) and whose functions are counting trampolines of slot 0 or 1
  * (two slots, so a check can tell which of two tables a consumer used: XAPI-04). A
  * trampoline counts the call, unwraps the object (a Tensor, or any object whose
- * `_dlconform_tensor` attribute is one) and calls the reference's own function. `null`
+ * `_dlconform_tensor` attribute is one) and calls the reference's own function; an object
+ * with `_dlconform_handout()` has managed_tensor_from_py_object_no_sync hand out the
+ * tensor of the versioned capsule that method returns (forged metadata included). `null`
  * names functions to leave NULL (XAPI-11); prev_api="ref" chains to the clean table's
  * header (XAPI-07).
  *
@@ -38,13 +40,40 @@ static PyObject *unwrap(void *py_object) {
   return NULL;
 }
 
+/* A forged hand-out: obj._dlconform_handout() returns a "dltensor_versioned" capsule whose
+ * tensor is handed out as it is, whatever its metadata; the capsule is renamed
+ * used_dltensor_versioned, so the caller alone owns the tensor. 1 when obj offers one (rc
+ * in *rc: 0, or -1 with an exception), 0 when it does not (no exception). */
+static int handout(PyObject *obj, DLManagedTensorVersioned **o, int *rc) {
+  PyObject *fn = obj ? PyObject_GetAttrString(obj, "_dlconform_handout") : NULL;
+  if (!fn) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyObject *cap = PyObject_CallNoArgs(fn);
+  Py_DECREF(fn);
+  *rc = -1;
+  if (cap) {
+    void *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+    if (m && PyCapsule_SetName(cap, "used_dltensor_versioned") == 0) {
+      *o = m;
+      *rc = 0;
+    }
+    Py_DECREF(cap);
+  }
+  return 1;
+}
+
 /* The functions of a slot: each counts its call and calls the reference's own, on the
- * Tensor behind the object for the two that take one (XAPI-14: TypeError otherwise). */
+ * Tensor behind the object for the two that take one (XAPI-14: TypeError otherwise);
+ * managed_tensor_from_py_object_no_sync hands out a forged tensor where the object has one. */
 static int from_slot(int slot, void *obj, DLManagedTensorVersioned **o) {
   atomic_fetch_add(&counts[slot][FN_FROM], 1);
   *o = NULL;
+  int rc;
+  if (handout(obj, o, &rc)) return rc;
   PyObject *t = unwrap(obj);
-  int rc = t ? ref_exchange_api_table()->managed_tensor_from_py_object_no_sync(t, o) : -1;
+  rc = t ? ref_exchange_api_table()->managed_tensor_from_py_object_no_sync(t, o) : -1;
   Py_XDECREF(t);
   return rc;
 }

@@ -145,6 +145,7 @@ static int import_exchange(PyObject *x, int copy, const ref_request *r, PyObject
                                          "tensor and no exception (XAPI-14)");
     return 1;
   }
+  if (!(m = ref_twist_handout(m))) return 1; /* VER-08: the hand-out's own version counts */
   *res = ref_import_managed(NULL, m, copy && !ref_import_is_copy(m)); /* FLG-05 */
   return 1;
 }

@@ -111,6 +111,7 @@ static int ref_managed_from_py(void *py_object, DLManagedTensorVersioned **out) 
     PyErr_NoMemory();
     return -1;
   }
+  ref_twist_xapi_handout(*out);
   return 0;
 }
 

@@ -27,10 +27,12 @@ DLManagedTensorVersioned *ref_export_versioned_nocopy(RefTensor *t) {
 
 /* ---- reading the request ------------------------------------------------------------ */
 
-static int check_stream(PyObject *stream) {
+/* STR-10 whatever max_version asks for (with_max_version: it was given). */
+static int check_stream(PyObject *stream, int with_max_version) {
   if (stream == Py_None) return 0;
   if (PyLong_Check(stream) && !PyBool_Check(stream))
-    return ref_refuse(REF_REFUSE_CPU_STREAM, "stream must be None for a CPU tensor"); /* STR-10 */
+    return ref_refuse(with_max_version ? REF_REFUSE_CPU_STREAM_VERSIONED : REF_REFUSE_CPU_STREAM,
+                      "stream must be None for a CPU tensor"); /* STR-10 */
   PyErr_Format(PyExc_TypeError, "stream must be None or an int, not %.100s", /* STR-02 */
                Py_TYPE(stream)->tp_name);
   return -1;
@@ -55,7 +57,7 @@ static int read_request(PyObject *args, PyObject *kwargs, ref_dlpack_request *r)
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, ref_twist_dlpack_format("|$OOOO:__dlpack__"),
                                    kwlist, &stream, &max_version, &dl_device, &copy))
     return -1;
-  if (check_stream(stream) < 0) return -1;
+  if (check_stream(stream, max_version != Py_None) < 0) return -1;
   r->versioned = ref_parse_max_version(max_version);
   if (r->versioned < 0 || check_dl_device(dl_device) < 0 || ref_check_copy(copy) < 0) return -1;
   r->max_version_none = max_version == Py_None;

@@ -47,6 +47,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_STREAM_SYSTEMERROR] = {"stream_systemerror", "STR-10", P, 0,
         "an int stream on CPU is refused with SystemError (a broken C API call) instead of "
         "BufferError"},
+    [FAULT_STREAM_VERSIONED_ACCEPTED] = {"stream_versioned_accepted", "STR-10", P, 0,
+        "an int stream on CPU is refused only when max_version is None: versioned exports "
+        "accept it"},
     [FAULT_DL_DEVICE_VALUEERROR] = {"dl_device_valueerror", "DEV-05", P, 0,
         "an unsupported dl_device raises ValueError instead of BufferError"},
     [FAULT_DEVICE_MISMATCH] = {"device_mismatch", "DEV-03", P, 1,
@@ -97,12 +100,18 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "managed_tensor_to_py_object_no_sync copies and never calls the tensor's deleter"},
     [FAULT_XAPI_ABORT_BAD_DEVICE] = {"xapi_abort_bad_device", "XAPI-18", P, 0,
         "the allocator aborts (as an escaped C++ exception would) on a device it lacks"},
+    [FAULT_XAPI_HANDOUT_VERSION] = {"xapi_handout_version", "VER-07", P, 1,
+        "managed_tensor_from_py_object_no_sync hands out tensors stamped (1, 0) while the "
+        "capsules say (1, 3)"},
     [FAULT_CONSUMER_XAPI_ON_INSTANCE] = {"consumer_xapi_on_instance", "XAPI-04", C, 0,
         "from_dlpack looks the exchange API up on the instance, not the type"},
     [FAULT_CONSUMER_XAPI_IGNORES_MAJOR] = {"consumer_xapi_ignores_major", "XAPI-06", C, 0,
         "from_dlpack uses an exchange table whatever its header major"},
     [FAULT_CONSUMER_XAPI_NULL_DLTENSOR] = {"consumer_xapi_null_dltensor", "XAPI-11", C, 0,
         "from_dlpack(copy=True) calls dltensor_from_py_object_no_sync without a NULL check"},
+    [FAULT_CONSUMER_XAPI_TRUSTS_HANDOUT] = {"consumer_xapi_trusts_handout", "VER-08", C, 0,
+        "from_dlpack imports a tensor an exchange table of major 1 hands out without checking "
+        "the tensor's own version.major"},
     [FAULT_DL_DEVICE_CPU_REFUSED] = {"dl_device_cpu_refused", "DEV-06", P, 0,
         "dl_device=(kDLCPU, 0) raises BufferError on a CPU tensor"},
     [FAULT_COPY_FALSE_COPIES] = {"copy_false_copies", "CPY-02", P, 0,
@@ -139,6 +148,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "from_dlpack passes stream=-1 together with dl_device=(kDLCPU, 0)"},
     [FAULT_CONSUMER_CUDA_STREAM_NONE] = {"consumer_cuda_stream_none", "STR-14", C, 0,
         "from_dlpack asks a CUDA producer for an export with stream=None"},
+    [FAULT_CONSUMER_FOREIGN_STREAM] = {"consumer_foreign_stream", "STR-15", C, 0,
+        "from_dlpack asks producers on devices other than CPU, CUDA and ROCm for an export "
+        "with stream=0 before refusing them"},
     [FAULT_CONSUMER_FOREIGN_DEVICE_TYPEERROR] = {"consumer_foreign_device_typeerror", "DEV-07", C, 0,
         "from_dlpack raises TypeError, not BufferError, for memory on a device it lacks"},
     [FAULT_CONSUMER_REFUSES_CPU_COPY] = {"consumer_refuses_cpu_copy", "DEV-06", C, 0,
@@ -163,6 +175,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "GIL on a thread that lacks it (a data race for TSan; counts can be lost)"},
     [FAULT_CONSUMER_NO_RENAME] = {"consumer_no_rename", "CAP-03", C, 0,
         "from_dlpack does not rename the capsule it consumes"},
+    [FAULT_CONSUMER_RENAMES_LATE] = {"consumer_renames_late", "OWN-03", C, 0,
+        "from_dlpack renames a capsule only after a successful import, but a refusal still "
+        "calls the deleter: the capsule's destructor calls it again"},
     [FAULT_CONSUMER_ACCEPTS_USED] = {"consumer_accepts_used", "CAP-04", C, 0,
         "from_dlpack imports a capsule already named used_*"},
     [FAULT_CONSUMER_DOUBLE_DELETE] = {"consumer_double_delete", "OWN-03", C, 0,
@@ -218,6 +233,9 @@ static const struct {
 } refusal_twists[] = {
     {REF_REFUSE_CPU_STREAM, FAULT_STREAM_ACCEPTED, NULL},
     {REF_REFUSE_CPU_STREAM, FAULT_STREAM_SYSTEMERROR, &PyExc_SystemError},
+    {REF_REFUSE_CPU_STREAM_VERSIONED, FAULT_STREAM_ACCEPTED, NULL},
+    {REF_REFUSE_CPU_STREAM_VERSIONED, FAULT_STREAM_SYSTEMERROR, &PyExc_SystemError},
+    {REF_REFUSE_CPU_STREAM_VERSIONED, FAULT_STREAM_VERSIONED_ACCEPTED, NULL},
     {REF_REFUSE_DL_DEVICE, FAULT_DL_DEVICE_VALUEERROR, &PyExc_ValueError},
     {REF_REFUSE_UNEXPORTABLE, FAULT_UNEXPORTABLE_TYPEERROR, &PyExc_TypeError},
     {REF_REFUSE_XAPI_UNEXPORTABLE, FAULT_XAPI_FROM_PY_RUNTIMEERROR, &PyExc_RuntimeError},

@@ -42,6 +42,7 @@ typedef enum {
   FAULT_BOOL_BITS,
   FAULT_STREAM_ACCEPTED,
   FAULT_STREAM_SYSTEMERROR,
+  FAULT_STREAM_VERSIONED_ACCEPTED,
   FAULT_DL_DEVICE_VALUEERROR,
   FAULT_DEVICE_MISMATCH,
   FAULT_CPU_DEVICE_ID,
@@ -66,10 +67,12 @@ typedef enum {
   FAULT_XAPI_STREAM_CPU_NONNULL,
   FAULT_XAPI_TO_PY_NO_STEAL,
   FAULT_XAPI_ABORT_BAD_DEVICE,
+  FAULT_XAPI_HANDOUT_VERSION,
   /* exchange API (XAPI), consumer side */
   FAULT_CONSUMER_XAPI_ON_INSTANCE,
   FAULT_CONSUMER_XAPI_IGNORES_MAJOR,
   FAULT_CONSUMER_XAPI_NULL_DLTENSOR,
+  FAULT_CONSUMER_XAPI_TRUSTS_HANDOUT,
   FAULT_CACHE_HANDOUT_UNRETAINED, /* threads (issue 3) */
   FAULT_CACHE_DELETER_NO_GIL,     /* the GIL-counted deleter skips the GIL */
   /* producer, device and copy */
@@ -93,6 +96,7 @@ typedef enum {
   FAULT_CONSUMER_ROCM_STREAM_ONE,
   FAULT_CONSUMER_CPU_REQUEST_STREAM,
   FAULT_CONSUMER_CUDA_STREAM_NONE,
+  FAULT_CONSUMER_FOREIGN_STREAM,
   FAULT_CONSUMER_FOREIGN_DEVICE_TYPEERROR,
   FAULT_CONSUMER_REFUSES_CPU_COPY,
   FAULT_CONSUMER_COPY_IGNORED,
@@ -103,6 +107,7 @@ typedef enum {
   FAULT_CONSUMER_IGNORES_STRIDES,
   /* consumer (from_dlpack) */
   FAULT_CONSUMER_NO_RENAME,
+  FAULT_CONSUMER_RENAMES_LATE,
   FAULT_CONSUMER_ACCEPTS_USED,
   FAULT_CONSUMER_DOUBLE_DELETE,
   FAULT_CONSUMER_DELETE_EARLY,
@@ -150,6 +155,7 @@ int ref_fault_set_name(const char *name);
  * accepts instead. */
 typedef enum {
   REF_REFUSE_CPU_STREAM,        /* __dlpack__: an int stream for CPU memory (STR-10) */
+  REF_REFUSE_CPU_STREAM_VERSIONED, /* the same with max_version given */
   REF_REFUSE_DL_DEVICE,         /* __dlpack__: a dl_device it cannot export to (DEV-05) */
   REF_REFUSE_UNEXPORTABLE,      /* __dlpack__: a tensor that cannot be exported (ERR-01) */
   REF_REFUSE_XAPI_UNEXPORTABLE, /* managed_tensor_from_py_object_no_sync: the same (XAPI-14) */
@@ -198,8 +204,10 @@ DLDevice ref_twist_tensor_device(DLDevice clean, int imported);
 /* ---- import: what from_dlpack does with what it receives ------------------------------ */
 /* How a capsule is consumed. */
 typedef struct {
-  int copy;    /* return a private copy (CPY-06, SEM-01) */
-  int rename;  /* rename it used_* (CAP-03) */
+  int copy;         /* return a private copy (CPY-06, SEM-01) */
+  int rename;       /* rename it used_* (CAP-03) */
+  int rename_late;  /* rename only once the import succeeded; a refusal still gives the
+                       tensor back (OWN-03: the capsule's destructor then calls it again) */
 } ref_consume_rules;
 void ref_twist_consume(ref_consume_rules *c);
 
@@ -219,6 +227,10 @@ void ref_twist_import_layout(ref_import *im);
 /* The deleter accounting of an import's buffer, set up clean by ref_buf_foreign: the last
  * release calls a non-NULL deleter once (OWN-01, OWN-03). */
 void ref_twist_import_owner(ref_buf *b);
+/* The tensor from_dlpack imports from an exchange table's managed_tensor_from_py_object_no_sync:
+ * m itself, whose version is checked like a capsule's (VER-08), or NULL with MemoryError
+ * set. m is not NULL. */
+DLManagedTensorVersioned *ref_twist_handout(DLManagedTensorVersioned *m);
 /* The tensor managed_tensor_to_py_object_no_sync adopts: m itself (stolen, XAPI-17), or
  * NULL with MemoryError set. m is not NULL. */
 DLManagedTensorVersioned *ref_twist_adopted(DLManagedTensorVersioned *m);
@@ -253,6 +265,9 @@ int ref_twist_error_reports(int clean);
 /* The DLTensor dltensor_from_py_object_no_sync fills, borrowing memory [lo, hi) (XAPI-15):
  * 0, or -1 with MemoryError. */
 int ref_twist_borrowed(DLTensor *out, uintptr_t lo, uintptr_t hi);
+/* A fresh struct that managed_tensor_from_py_object_no_sync hands out, as it goes out: its
+ * version is the producer's, as in its capsules (VER-07). */
+void ref_twist_xapi_handout(DLManagedTensorVersioned *m);
 /* The stream current_work_stream writes for kDLCPU (XAPI-16). */
 void *ref_twist_cpu_work_stream(void *clean);
 

@@ -16,8 +16,8 @@ void ref_twist_request(ref_request *r) {
   ref_fault_id f = ref_fault_current();
   int other_device = r->dev_type != kDLCPU;
   int xapi_fault = f == FAULT_CONSUMER_XAPI_ON_INSTANCE || f == FAULT_CONSUMER_XAPI_IGNORES_MAJOR ||
-                   f == FAULT_CONSUMER_XAPI_NULL_DLTENSOR;
-  /* consumer faults of clauses other than XAPI-04, 06, 11 act on the __dlpack__ path */
+                   f == FAULT_CONSUMER_XAPI_NULL_DLTENSOR || f == FAULT_CONSUMER_XAPI_TRUSTS_HANDOUT;
+  /* consumer faults other than those of the exchange API path act on the __dlpack__ path */
   if (consumer_fault(f) && !xapi_fault) r->xapi = 0;
   switch (f) {
     case FAULT_CONSUMER_XAPI_ON_INSTANCE: r->xapi_on_instance = 1; break;
@@ -37,6 +37,10 @@ void ref_twist_request(ref_request *r) {
       break;
     case FAULT_CONSUMER_CUDA_STREAM_NONE: /* STR-14: asks a CUDA producer with stream=None */
       if (r->dev_type == kDLCUDA && !r->want_device) r->refusal = NULL;
+      break;
+    case FAULT_CONSUMER_FOREIGN_STREAM: /* STR-15: a stream type the spec leaves open */
+      if (other_device && r->dev_type != kDLCUDA && r->dev_type != kDLROCM && !r->want_device)
+        r->refusal = NULL, r->stream_given = 1, r->stream = 0;
       break;
     case FAULT_CONSUMER_FOREIGN_DEVICE_TYPEERROR: /* DEV-07 */
       if (other_device && !r->want_device)
@@ -69,6 +73,7 @@ void ref_twist_consume(ref_consume_rules *c) {
     case FAULT_CONSUMER_COPY_IGNORED: c->copy = 0; break;   /* CPY-06 */
     case FAULT_CONSUMER_COPIES_ALWAYS: c->copy = 1; break;  /* SEM-01 */
     case FAULT_CONSUMER_NO_RENAME: c->rename = 0; break;    /* CAP-03 */
+    case FAULT_CONSUMER_RENAMES_LATE: c->rename_late = 1; break; /* OWN-03 */
     default: break;
   }
 }
@@ -112,6 +117,36 @@ void ref_twist_import_owner(ref_buf *b) {
       break;
     default: break;
   }
+}
+
+/* consumer_xapi_trusts_handout (VER-08): a hand-out of another major is read through a
+ * shim stamped with our major; the shim's deleter gives the original back once. */
+typedef struct {
+  DLManagedTensorVersioned head;
+  DLManagedTensorVersioned *original;
+} handout_shim;
+
+static void free_handout_shim(DLManagedTensorVersioned *m) {
+  DLManagedTensorVersioned *original = ((handout_shim *)m)->original;
+  if (original->deleter) original->deleter(original);
+  free(m);
+}
+
+DLManagedTensorVersioned *ref_twist_handout(DLManagedTensorVersioned *m) {
+  if (!ref_fault_is(FAULT_CONSUMER_XAPI_TRUSTS_HANDOUT) || m->version.major == REF_SPEC_MAJOR)
+    return m;
+  handout_shim *shim = malloc(sizeof *shim);
+  if (!shim) {
+    if (m->deleter) m->deleter(m);
+    PyErr_NoMemory();
+    return NULL;
+  }
+  shim->head = *m;
+  shim->head.version.major = REF_SPEC_MAJOR;
+  shim->head.manager_ctx = NULL;
+  shim->head.deleter = free_handout_shim;
+  shim->original = m;
+  return &shim->head;
 }
 
 static void free_shim(DLManagedTensorVersioned *m) { free(m); }

@@ -120,6 +120,11 @@ int ref_twist_borrowed(DLTensor *out, uintptr_t lo, uintptr_t hi) {
   return 0;
 }
 
+void ref_twist_xapi_handout(DLManagedTensorVersioned *m) {
+  /* xapi_handout_version (VER-07): the fault bypasses the cached export, so m is fresh */
+  if (ref_fault_is(FAULT_XAPI_HANDOUT_VERSION)) m->version = (DLPackVersion){1, 0};
+}
+
 void *ref_twist_cpu_work_stream(void *clean) {
   /* xapi_stream_cpu_nonnull (XAPI-16): a made-up stream */
   return ref_fault_is(FAULT_XAPI_STREAM_CPU_NONNULL) ? (void *)(uintptr_t)0x5157 : clean;

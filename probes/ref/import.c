@@ -149,7 +149,7 @@ int ref_import_is_copy(const DLManagedTensorVersioned *m) {
 }
 
 PyObject *ref_import_capsule(PyObject *cap, int copy) {
-  ref_consume_rules rules = {copy, 1};
+  ref_consume_rules rules = {copy, 1, 0};
   ref_twist_consume(&rules);
   const char *name = PyCapsule_GetName(cap);
   if (!name) {
@@ -169,10 +169,12 @@ PyObject *ref_import_capsule(PyObject *cap, int copy) {
     return NULL;
   void *p = PyCapsule_GetPointer(cap, name);
   if (!p) return NULL;
-  if (rules.rename &&
-      PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0)
-    return NULL;
+  const char *used_name = versioned ? "used_dltensor_versioned" : "used_dltensor";
+  if (rules.rename && !rules.rename_late && PyCapsule_SetName(cap, used_name) < 0) return NULL;
   /* a producer's IS_COPIED copy is already private (FLG-05): no second copy */
-  return versioned ? ref_import_managed(NULL, p, rules.copy && !ref_import_is_copy(p))
-                   : ref_import_managed(p, NULL, rules.copy);
+  PyObject *res = versioned ? ref_import_managed(NULL, p, rules.copy && !ref_import_is_copy(p))
+                            : ref_import_managed(p, NULL, rules.copy);
+  if (res && rules.rename && rules.rename_late && PyCapsule_SetName(cap, used_name) < 0)
+    Py_CLEAR(res);
+  return res;
 }

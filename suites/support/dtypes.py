@@ -13,7 +13,8 @@ from dlconform.targets.dtypes import (
 from dlconform.verdicts import Unsupported
 
 __all__ = ["ARRAY_API_DTYPES", "DTYPES", "EXTENDED_FLOATS", "FLOAT8", "KINDS", "STANDARD_DTYPES", "SUBBYTE",
-           "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values", "distinct_values", "pick"]
+           "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values", "distinct_values", "pick",
+           "clause_of"]
 
 #: the dtypes a check tries first, in this order (pick())
 COMMON = ("float32", "int64", "uint8", "complex64", "float16", "int8")
@@ -40,3 +41,12 @@ def pick(target, wanted=COMMON):
     if not out:
         raise Unsupported("target %s offers none of the dtypes %s" % (target.name, ", ".join(wanted)))
     return out
+
+
+def clause_of(name):
+    """The DT clause that fixes the (code, bits, lanes) of dtype `name`."""
+    code = DTYPES[name][0]
+    if name == "bool":
+        return "DT-03"
+    return {5: "DT-04", 4: "DT-05", 15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(
+        code, "DT-06" if 7 <= code <= 14 else "DT-13")

@@ -93,13 +93,14 @@ def _check_span(tensor, dtype, shape, strides):
     address space or span more than an int64 counts."""
     if numel(shape) == 0:
         return
-    if not tensor.data:
+    if not tensor.data and not _faults.active("consumer_accepts_null_data"):
         _refuse("LAY-04", "NULL data for a tensor of shape %r" % (shape,))
     size = numel(shape) * dtype.itemsize
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * dtype.itemsize
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * dtype.itemsize + dtype.itemsize
-    first = tensor.data + tensor.byte_offset
-    if size > INT64_MAX or high - low > INT64_MAX or first + low < 0 or first + high > ADDRESS_LIMIT:
+    first = (tensor.data or 0) + tensor.byte_offset
+    if ((size > INT64_MAX or high - low > INT64_MAX or first + low < 0 or first + high > ADDRESS_LIMIT)
+            and not _faults.active("consumer_accepts_overflow")):
         _refuse("LAY-09", "shape %r, strides %r and byte_offset %d reach outside the address space"
                 % (shape, strides, tensor.byte_offset))
 

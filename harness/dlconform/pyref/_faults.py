@@ -21,15 +21,21 @@ FAULTS = {
     "deleter_frees_nothing": Fault("OWN-02", P, "the deleter returns without releasing the struct or the array "
                                    "it holds"),
     "ignore_max_version": Fault("VER-02", P, "max_version=None still gives a versioned capsule"),
+    "bfloat16_typeerror": Fault("ERR-01", P, "bfloat16 arrays refuse to export with TypeError, not BufferError"),
+    "reexport_drops_readonly": Fault("FLG-02", P, "an array imported read-only is re-exported without READ_ONLY"),
     "readonly_unflagged": Fault("FLG-02", P, "a read-only array is exported without READ_ONLY"),
     "byte_strides": Fault("LAY-05", P, "strides are exported in bytes instead of elements"),
     "stream_accepted": Fault("STR-10", P, "an int stream is accepted on the CPU instead of raising BufferError"),
+    "dl_device_unchecked_on_copy": Fault("DEV-05", P, "with copy=True any dl_device is exported on the CPU"),
+    "copy_none_versioned_copies": Fault("CPY-03", P, "versioned exports with copy=None are copies (IS_COPIED)"),
     "consumer_no_rename": Fault("CAP-03", C, "from_dlpack does not rename the capsule it consumes"),
     "consumer_accepts_used": Fault("CAP-04", C, "from_dlpack imports a capsule already named used_*"),
     "consumer_no_delete": Fault("OWN-03", C, "the deleter of an imported tensor is never called"),
     "consumer_double_delete": Fault("OWN-03", C, "the deleter of an imported tensor is called twice when the "
                                     "result dies"),
     "consumer_reads_major2": Fault("VER-08", C, "from_dlpack imports a tensor whose version.major is not 1"),
+    "consumer_accepts_overflow": Fault("LAY-10", C, "from_dlpack imports byte spans past int64 or the address space"),
+    "consumer_accepts_null_data": Fault("LAY-04", C, "from_dlpack imports NULL data for a tensor with elements"),
 }
 
 ENV = "DLCONFORM_PYREF_FAULT"

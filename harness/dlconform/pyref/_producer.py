@@ -170,19 +170,24 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     """array.__dlpack__(): a PyCapsule holding a DLManagedTensorVersioned (max_version >= (1, 0))
     or a DLManagedTensor."""
     _check_stream(stream)
+    if array.dtype == "bfloat16" and _faults.active("bfloat16_typeerror"):
+        raise TypeError("pyref: bfloat16 is not supported by DLPack")
     versioned = _wants_versioned(max_version)
-    _check_dl_device(dl_device)
+    if not (copy is True and _faults.active("dl_device_unchecked_on_copy")):
+        _check_dl_device(dl_device)
     if copy is not None and not isinstance(copy, bool):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
     flags = 0
-    if copy:  # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
+    if copy or (copy is None and versioned and _faults.active("copy_none_versioned_copies")):
+        # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
         array = array.copy()
         flags |= FLAG_IS_COPIED
     elif array.readonly:  # CPY-02/03: in place, and read-only memory says so (FLG-02)
         if not versioned:
             raise BufferError("a read-only array needs the READ_ONLY flag of a versioned capsule: pass "
                               "max_version=(1, 0) or later, or copy=True")
-        if not _faults.active("readonly_unflagged"):
+        imported = type(array._owner).__name__ == "_Import"
+        if not (_faults.active("readonly_unflagged") or imported and _faults.active("reexport_drops_readonly")):
             flags |= FLAG_READ_ONLY
     address = _managed(array, versioned, flags)
     if versioned:

@@ -17,8 +17,9 @@ class Target:
 
     Members (see harness/README.md):
       name, roles, available(), versions(), dtypes(), make(), transpose(), slice(), flip(),
-      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup().
-    Optional hooks (None when the library has no such thing): native_layout(), dtype_kind(),
+      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup(),
+      discover_dtypes().
+    Optional hooks (None when the library has no such thing): readonly_ways(), native_layout(), dtype_kind(),
     unexportable(), sparse(), byteswapped(), stream_device().
     Reproducer lines: repro_setup(), repro_make(), repro_view(), repro_readonly(),
     repro_from_dlpack(), repro_describe(), repro_unexportable(), repro_sparse(),
@@ -58,6 +59,14 @@ class Target:
     def dtypes(self):
         return []
 
+    def discover_dtypes(self):
+        """Every dtype the library has, found in the library at run time (not a fixed list):
+        {the name make() takes: (the DLPack dtype name of targets/dtypes.py, or None when
+        DLPack has no type for it; item size in bytes)}. The default knows only dtypes()."""
+        from .dtypes import itemsize
+
+        return {d: (d, itemsize(d)) for d in self.dtypes()}
+
     # ---- producer side
     def make(self, dtype, shape, values):
         raise NotImplementedError("%s cannot make tensors" % self.name)
@@ -73,6 +82,13 @@ class Target:
 
     def readonly(self, x):
         return None
+
+    def readonly_ways(self, x, src="x"):
+        """Every way the library holds read-only data like x: [(what, tensor, reproducer lines
+        that make it from `src`)]. The default is readonly(x), when the library has it; an
+        import of a READ_ONLY capsule is the suites' own way (test_flags.py)."""
+        ro = self.readonly(x)
+        return [] if ro is None else [("a read-only view", ro, [self.repro_readonly(src, "ro")])]
 
     def expected(self, x):
         raise NotImplementedError("%s has no value oracle" % self.name)

@@ -42,6 +42,17 @@ KINDS = {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}
 VECTOR_DTYPES = ((2, 32, 4), (2, 16, 2), (0, 8, 4))
 
 
+def by_dlpack_order(name, found):
+    """Sort key of discover_dtypes() items (name, (DLPack name or None, size)): DLPack types
+    in the order of STANDARD_DTYPES then DTYPES, then the library's other types by name."""
+    dlpack = found[0]
+    if dlpack is None:
+        return (2, 0, name)
+    if dlpack in STANDARD_DTYPES:
+        return (0, STANDARD_DTYPES.index(dlpack), name)
+    return (1, list(DTYPES).index(dlpack), name)
+
+
 def itemsize(dtype):
     """Bytes per element of a name or a (code, bits, lanes) tuple: ceil(bits * lanes / 8)
     (LAY-10). KeyError for a name not in DTYPES."""

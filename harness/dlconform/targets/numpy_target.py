@@ -1,9 +1,10 @@
 """numpy: producer (ndarray.__dlpack__) and consumer (numpy.from_dlpack)."""
 from ._util import index, index_text, keywords_of, version_tuple
 from .base import LibraryTarget
-from .dtypes import STANDARD_DTYPES, row_major_strides
+from .dtypes import DTYPES, by_dlpack_order, row_major_strides
 
-NUMPY_DTYPES = tuple(d for d in STANDARD_DTYPES if d not in ("bfloat16", "complex32"))
+#: a sized stand-in for each flexible or generic kind numpy has (its scalar types have none)
+_SIZED = {"S": "S4", "U": "U1", "V": "V4", "M": "datetime64[s]", "m": "timedelta64[s]"}
 
 
 class NumpyTarget(LibraryTarget):
@@ -13,14 +14,34 @@ class NumpyTarget(LibraryTarget):
     def offers(self, np):
         return hasattr(np.ndarray, "__dlpack__"), hasattr(np, "from_dlpack")
 
+    _found = None  # discover_dtypes(), once asked
+
+    def discover_dtypes(self):
+        """numpy's scalar types (np.sctypeDict): booleans, integers, IEEE floats and complex
+        map to DLPack; longdouble, clongdouble, datetime, timedelta, bytes, str, void and
+        object have no DLPack type."""
+        if self._found is None:
+            np = self.np
+            found = {}
+            for scalar in set(np.sctypeDict.values()):
+                dt = np.dtype(scalar)
+                dt = np.dtype(_SIZED[dt.kind]) if dt.kind in _SIZED else dt
+                name = "bool" if dt.kind == "b" else dt.name
+                dlpack = name if name in DTYPES and dt.kind in "biufc" and dt.isnative else None
+                found[str(dt) if dt.kind in _SIZED else name] = (dlpack, dt.itemsize)
+            self._found = dict(sorted(found.items(), key=lambda kv: by_dlpack_order(*kv)))
+        return dict(self._found)
+
     def dtypes(self):
-        return [d for d in NUMPY_DTYPES if hasattr(self.np, d if d != "bool" else "bool_")]
+        return [d for d, (dlpack, _) in self.discover_dtypes().items() if dlpack]
 
     def _dtype(self, name):
         return self.np.dtype("bool" if name == "bool" else name)
 
     def make(self, dtype, shape, values):
         np = self.np
+        if self._dtype(dtype).kind == "O":
+            return np.full(tuple(shape), None, dtype=object)  # objects are not bytes
         arr = np.frombuffer(bytes(values), dtype=self._dtype(dtype))
         return arr.reshape(tuple(shape)).copy()
 
@@ -37,6 +58,20 @@ class NumpyTarget(LibraryTarget):
         v = x.view()
         v.setflags(write=False)
         return v
+
+    def readonly_ways(self, x, src="x"):
+        """A view with the write flag cleared, an array over an immutable bytes object, a
+        broadcast view and an as_strided view made unwritable."""
+        np = self.np
+        ways = [
+            ("a view with setflags(write=False)", self.readonly(x), [self.repro_readonly(src, "ro")]),
+            ("np.frombuffer over bytes", np.frombuffer(x.tobytes(), dtype=x.dtype).reshape(x.shape),
+             ["ro = np.frombuffer(%s.tobytes(), dtype=%s.dtype).reshape(%s.shape)" % (src, src, src)]),
+            ("np.broadcast_to", np.broadcast_to(x, x.shape), ["ro = np.broadcast_to(%s, %s.shape)" % (src, src)]),
+            ("as_strided(writeable=False)", np.lib.stride_tricks.as_strided(x, writeable=False),
+             ["ro = np.lib.stride_tricks.as_strided(%s, writeable=False)" % src]),
+        ]
+        return [w for w in ways if not w[1].flags.writeable]
 
     def expected(self, x):
         return x.tobytes(order="C")

@@ -27,6 +27,10 @@ class PyrefTarget(Target):
     def dtypes(self):
         return list(self.pyref.DTYPES)
 
+    def discover_dtypes(self):
+        """pyref's element types, as pyref lists them; all are DLPack types."""
+        return {name: (name, self.pyref.zeros((1,), name).itemsize) for name in self.pyref.DTYPES}
+
     def make(self, dtype, shape, values):
         return self.pyref.frombuffer(values, dtype, tuple(shape))
 

@@ -1,7 +1,7 @@
 """The reference target: dlconform._ref, optionally with a built-in fault active."""
 from . import _views
 from .base import Target, TargetError
-from .dtypes import EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
+from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
 
 
 def ref_dtypes(_ref):
@@ -50,6 +50,16 @@ class RefTarget(Target):
         if self._dtypes is None:
             self._dtypes = ref_dtypes(self._ref)
         return list(self._dtypes)
+
+    def discover_dtypes(self):
+        """Every dtype name of dlpack.h v1.3 that _ref.Tensor takes (int4 and uint4 too)."""
+        found = {}
+        for name in DTYPES:
+            try:
+                found[name] = (name, self._ref.Tensor(name, (1,)).itemsize)
+            except Exception:  # noqa: BLE001 - a name _ref does not have
+                continue
+        return found
 
     def make(self, dtype, shape, values):
         return self._ref.Tensor(dtype, tuple(shape), data=bytes(values))

@@ -1,7 +1,7 @@
 """torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack)."""
 from ._util import index, index_text, keywords_of
 from .base import LibraryTarget, import_library
-from .dtypes import STANDARD_DTYPES
+from .dtypes import DTYPES, by_dlpack_order
 
 
 class TorchTarget(LibraryTarget):
@@ -16,13 +16,27 @@ class TorchTarget(LibraryTarget):
     def _dt(self, name):
         return getattr(self.torch, name)
 
+    def discover_dtypes(self):
+        """Every torch.dtype the torch module has (float8 families, bfloat16, complex32, the
+        unsigned types of torch >= 2.3 included, each as torch names it, which is _ref's name);
+        quantized, bit and sub-byte integer dtypes have no DLPack type."""
+        torch = self.torch
+        found = {}
+        for dt in {v for v in vars(torch).values() if isinstance(v, torch.dtype)}:
+            name = str(dt).split(".")[-1]
+            size = getattr(dt, "itemsize", None)
+            if size is None:  # torch < 2.1
+                size = torch._utils._element_size(dt)
+            found[name] = (name if name in DTYPES else None, size)
+        return dict(sorted(found.items(), key=lambda kv: by_dlpack_order(*kv)))
+
     def dtypes(self):
         if self._dtypes is None:
             torch = self.torch
             out = []
-            for name in STANDARD_DTYPES:  # torch names its dtypes as _ref does
+            for name, (dlpack, _) in self.discover_dtypes().items():
                 dt = getattr(torch, name, None)
-                if not isinstance(dt, torch.dtype):
+                if dlpack is None or not isinstance(dt, torch.dtype):
                     continue
                 if name == "complex32":
                     # experimental: listed only when it can be exported
@@ -43,6 +57,8 @@ class TorchTarget(LibraryTarget):
         dt = self._dt(dtype)
         shape = tuple(shape)
         raw = bytes(values)
+        if dtype.startswith(("qint", "quint")):  # no view of bytes: a quantized tensor of zeros
+            return torch.quantize_per_tensor(torch.zeros(shape), 1.0, 0, dt)
         if not raw:
             return torch.empty(shape, dtype=dt)
         u8 = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
@@ -61,6 +77,22 @@ class TorchTarget(LibraryTarget):
 
     def readonly(self, x):
         return None  # torch tensors have no read-only flag
+
+    def readonly_ways(self, x, src="x"):
+        """torch has no read-only tensors, but torch.frombuffer over an immutable bytes object
+        holds read-only memory (torch warns that writing to it is undefined)."""
+        import warnings
+
+        torch = self.torch
+        raw = self.expected(x)
+        if not raw:
+            return []
+        with warnings.catch_warnings():  # "The given buffer is not writable": that is the point
+            warnings.simplefilter("ignore")
+            ro = torch.frombuffer(raw, dtype=torch.uint8).view(x.dtype).reshape(x.shape)
+        return [("torch.frombuffer over bytes", ro,
+                 ["ro = torch.frombuffer(bytes(%s.contiguous().view(torch.uint8).numpy().tobytes()), "
+                  "dtype=torch.uint8).view(%s.dtype).reshape(%s.shape)" % (src, src, src)])]
 
     def expected(self, x):
         c = x.contiguous().reshape(-1)

@@ -1,0 +1,178 @@
+"""Every field a producer fills, checked against its clause, on every path it fills them:
+the legacy capsule, the versioned capsule, and where the producer has a C exchange API the
+tensors managed_tensor_from_py_object_no_sync hands out and the DLTensor
+dltensor_from_py_object_no_sync fills; and the exchange table's own header (version,
+prev_api). The tensors are generated (dtypes the library has x views of them).
+
+| field | clause | rule |
+| --- | --- | --- |
+| capsule name | CAP-01, CAP-02 | "dltensor" / "dltensor_versioned" |
+| version | VER-07 | the producer's one version: a hand-out says what its capsules say |
+| flags | FLG-01 | no undefined bit |
+| device | DEV-03 | what __dlpack_device__ says |
+| ndim, shape, strides, data + byte_offset | LAY-09, LAY-05, LAY-03 | the tensor's own layout |
+| strides of a versioned tensor | LAY-06 | non-NULL for ndim > 0 |
+| dtype | DT-01 .. DT-13 | the header's (code, bits, lanes) of the tensor's dtype |
+| header.version | VER-07 | the version the capsules carry (prev_api: test_exchange_api.py) |
+"""
+import pytest
+from hypothesis import given, note, seed
+from hypothesis import strategies as st
+
+from dlconform import _probe
+from dlconform.verdicts import Unsupported
+from support import capsules as pycap
+from support import dtypes as dty
+from support import exchange as xa
+from support import repros as rp
+from support import strategies as hh
+from support import tensors as tns
+
+P = pytest.mark.role("producer")
+CLAUSES = ("CAP-01", "CAP-02", "VER-07", "FLG-01", "DEV-03", "LAY-05", "LAY-06")
+
+
+def _byte_dtypes(target):
+    return [d for d in target.dtypes() if d in dty.DTYPES and d not in dty.SUBBYTE]
+
+
+def _fields(target, v, info, path, dtype, own_version):
+    """(clause, message) for each field of one export (an inspect() dict) that breaks its rule."""
+    out = []
+    name = info.get("name")
+    if path == "legacy" and name != pycap.LEGACY:
+        out.append(("CAP-01", "the legacy capsule is named %r" % (name,)))
+    if path == "versioned" and name != pycap.VERSIONED:
+        out.append(("CAP-02", "the versioned capsule is named %r" % (name,)))
+    if info.get("kind") == "unknown":
+        return out  # a capsule of another name is not read
+    if path in ("versioned", "xapi managed"):
+        version = tuple(info.get("version") or ())
+        if own_version and version != own_version:
+            out.append(("VER-07", "%s: version %r, while the producer's versioned capsules say %r"
+                        % (path, version, own_version)))
+        if not info.get("readable", True):
+            return out
+        flags = info.get("flags") or 0
+        if flags & ~pycap.DEFINED_FLAGS:
+            out.append(("FLG-01", "%s: flags %#x set undefined bits" % (path, flags)))
+        if info.get("ndim", 0) > 0 and info.get("strides") is None:
+            out.append(("LAY-06", "%s: NULL strides for ndim %d" % (path, info["ndim"])))
+    device = tuple(int(d) for d in v.__dlpack_device__())
+    if tuple(info.get("device") or ()) != device:
+        out.append(("DEV-03", "%s: device %r, __dlpack_device__ says %r" % (path, info.get("device"), device)))
+    if tuple(info.get("dtype") or ()) != dty.DTYPES[dtype]:
+        out.append((dty.clause_of(dtype), "%s: %s exported as (code, bits, lanes) %r, the header's is %r"
+                    % (path, dtype, info.get("dtype"), dty.DTYPES[dtype])))
+    for clause, message in tns.compare_layout(target, v, info, dty.itemsize(dtype)):
+        out.append((clause, "%s: %s" % (path, message)))
+    return out
+
+
+def _exports(target, v, table):
+    """(path, inspect()-like dict, release) of each way the producer describes v; a path that
+    refuses v is left out (refusing is the keyword and dtype checks' business)."""
+    out = []
+    for path, kw in (("legacy", {}), ("versioned", {"max_version": pycap.SUITE_VERSION})):
+        try:
+            cap = v.__dlpack__(**kw)
+        except Exception:  # noqa: BLE001
+            continue
+        out.append((path, _probe.inspect(cap), cap))
+    if table is not None:
+        fns = table.info["functions"]
+        if fns["managed_tensor_from_py_object_no_sync"]:
+            rc, h, exc = _probe.xapi_managed_from(table.ptr, v)
+            if rc == 0 and h is not None:
+                out.append(("xapi managed", h.inspect(), h))
+        if fns["dltensor_from_py_object_no_sync"]:
+            rc, d = _probe.xapi_dltensor_from(table.ptr, v)
+            if rc == 0:
+                out.append(("xapi dltensor", d, None))
+    return out
+
+
+def _table(target, x):
+    try:
+        return xa.table(target, x)[1]
+    except Unsupported:
+        return None
+
+
+@pytest.mark.clause(*CLAUSES)
+@pytest.mark.feeds("valid")
+@P
+def test_producer_fields_on_every_path(target, check):
+    """Generated tensors (dtype x views) described on every path: each field obeys its clause."""
+    names = _byte_dtypes(target)
+    if not names:
+        raise Unsupported("%s has no byte-sized dtype" % target.name)
+    x0 = target.make(names[0], (2,), dty.distinct_values(names[0], (2,)))
+    table = _table(target, x0)
+    own_version = None
+    try:
+        own_version = tuple(_probe.inspect(pycap.export_versioned(x0)).get("version") or ()) or None
+    except Exception:  # noqa: BLE001 - a legacy-only producer has no version to keep
+        pass
+
+    @hh.settings_bounded(15)
+    @seed(0x5ad2b1f0e7c4493d8e0a6b1c2d3f4a5b)
+    @given(st.data())
+    def body(data):
+        dtype = data.draw(st.sampled_from(names), "dtype")
+        shape = data.draw(hh.shapes(0, 3, 4, max_numel=60), "shape")
+        ops = data.draw(hh.view_ops(len(shape)), "ops")
+        vals = dty.distinct_values(dtype, shape)
+        x = target.make(dtype, shape, vals)
+        v, oplines, bad = tns.apply_views(target, x, ops)
+        if v is None:
+            return
+        lines = (rp.setup(target) + target.repro_make(dtype, shape, vals) + oplines +
+                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"),
+                  "print(_probe.inspect(v.__dlpack__()))", "print(_probe.inspect(v.__dlpack__(max_version=(1, 3))))"]
+                 + (xa.table_lines() + ["print(_probe.xapi_managed_from(api, v)[1].inspect())",
+                                        "print(_probe.xapi_dltensor_from(api, v))"] if table is not None else []))
+        note("\n".join(lines))
+        recs = []
+        for path, info, keep in _exports(target, v, table):
+            recs += [(c, "fail", m) for c, m in _fields(target, v, info, path, dtype, own_version)]
+            if path == "xapi managed":
+                keep.release()
+        hh.report_case(check, recs, lines)
+
+    idle = _unchecked(own_version, table)
+    hh.run_cases(check, [c for c in CLAUSES if c not in idle], body)
+    for clause, why in idle.items():
+        check.record(clause, "unsupported", why)
+
+
+def _unchecked(own_version, table):
+    """{clause: why} of the clauses no path of this producer reaches: the versioned capsule's
+    name and version need a versioned capsule; its flags and strides a versioned capsule or
+    an owning exchange-table hand-out."""
+    out = {}
+    if own_version is None:
+        why = "the producer makes no versioned capsule (max_version=%r answered without one)" % (pycap.SUITE_VERSION,)
+        out.update({"CAP-02": why, "VER-07": why})
+        if table is None:
+            out.update({"FLG-01": why + " and has no C exchange API", "LAY-06": why + " and has no C exchange API"})
+    return out
+
+
+@pytest.mark.clause("VER-07")
+@pytest.mark.feeds("valid")
+@P
+def test_exchange_table_header_version(target, check):
+    """The table's header.version is the producer's version, the one its versioned capsules
+    carry (prev_api is test_exchange_api.py's XAPI-07)."""
+    x, values, mk = xa.sample(target)
+    x, table = xa.table(target, x)
+    info = _probe.inspect(pycap.export_versioned(x))
+    if info["kind"] != "versioned":
+        raise Unsupported("the producer answers max_version=(1, 3) with a %r capsule" % (info["name"],))
+    own = tuple(info["version"])
+    check.repro(rp.setup(target) + mk + [
+        "print(_probe.exchange_api(type(x))['version'])",
+        "print(_probe.inspect(x.__dlpack__(max_version=(1, 3)))['version'])  # the same version"])
+    check.equal(tuple(table.info["version"]), own, "VER-07",
+                "the exchange table's header.version against the versioned capsule's version")

@@ -1,0 +1,323 @@
+"""Producer keyword combinations: every stream x max_version x dl_device x copy of a table,
+on the legacy path (max_version None or (0, x)) as well as the versioned one, against a CPU
+tensor. A combination of valid values must export as the keywords ask; one with a value the
+producer must refuse must be refused cleanly. Checks of one keyword alone live with their
+clause group; this file finds what only a combination reaches (a check skipped on one path,
+a keyword ignored next to another).
+
+- Valid values: stream None; max_version None, (0, 9), (1, 0), (1, 3), (1, 99), (2, 0);
+  dl_device None or the tensor's own device; copy None, False, True.
+- Invalid arguments (suites/README.md, Grading: refusing cleanly passes, accepting is warn):
+  an int or str stream on the CPU (STR-10); a dl_device that names no device, a negative id or
+  a type dlpack.h does not define (DEV-05, any clean class); stream=-1 (no synchronisation,
+  which a CPU producer never does anyway) and a CPU dl_device with an id other than 0 (DEV-02).
+- Valid values to refuse: a dl_device of another dlpack.h device type (DEV-05: BufferError,
+  or an export on that device), in a combination of otherwise valid values.
+"""
+import itertools
+
+import pytest
+
+from dlconform import _probe
+from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import repros as rp
+from support import tensors as tns
+
+P = pytest.mark.role("producer")
+
+STREAMS = (None, -1, 1, 2, "1")
+MAX_VERSIONS = (None, (0, 9), (1, 0), (1, 3), (1, 99), (2, 0))
+OWN = "own"
+DL_DEVICES = (None, OWN, (1, 1), (2, 0), (10, 0), (14, 0), (16, 0), (1, -1), (2, -1), (99, 0))
+COPIES = (None, False, True)
+#: device types of dlpack.h v1.3
+KNOWN_DEVICE_TYPES = frozenset({1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18})
+#: messages kept per clause: a table of combinations repeats one fault many times
+MAX_MESSAGES = 3
+
+
+def _problems(stream, dl_device, own):
+    """[(clause, kind, why)] of one combination: kind "refuse" (the export must fail), "class"
+    (must fail with BufferError), "ambiguous" (either)."""
+    out = []
+    if stream is not None:
+        if stream == -1:
+            out.append(("STR-10", "ambiguous", "stream=-1 asks for no synchronisation, which a CPU producer never "
+                        "does anyway"))
+        else:
+            out.append(("STR-10", "refuse", "stream=%r on the CPU, where only None is valid" % (stream,)))
+    if dl_device is not None and tuple(dl_device) != own:
+        t, i = dl_device
+        if t == own[0] and i > 0:
+            out.append(("DEV-05", "ambiguous", "dl_device=%r: a CPU device id other than 0 names no device (DEV-02)"
+                        % (dl_device,)))
+        elif i < 0 or t not in KNOWN_DEVICE_TYPES:
+            out.append(("DEV-05", "refuse", "dl_device=%r is no device (a bad argument)" % (dl_device,)))
+        else:
+            out.append(("DEV-05", "class", "dl_device=%r, a device the CPU tensor cannot be exported to"
+                        % (dl_device,)))
+    return out
+
+
+def _combos(own):
+    for stream, mv, dev, copy in itertools.product(STREAMS, MAX_VERSIONS, DL_DEVICES, COPIES):
+        yield stream, mv, own if dev == OWN else dev, copy
+
+
+def _call_text(var, kw):
+    return "%s.__dlpack__(%s)" % (var, ", ".join("%s=%r" % kv for kv in kw.items()))
+
+
+class _Table:
+    """The combinations' findings per clause, the first few messages of each, the reproducer
+    of the first finding."""
+
+    def __init__(self, check, target, lines):
+        self.check, self.target, self.lines = check, target, lines
+        self.found = {}
+        self.reached = set()
+
+    def add(self, clause, verdict, message, kw):
+        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds)."""
+        msgs = self.found.setdefault(clause, [])
+        if not msgs:
+            rp.keep_first(self.check, self.lines + ["cap = %s" % _call_text("x", kw),
+                                                    "print(_probe.inspect(cap))"])
+        msgs.append("warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
+        if len(msgs) > MAX_MESSAGES:
+            return
+        if verdict == "accepted":
+            self.check.accepted(clause, message)
+        else:
+            self.check.record(clause, verdict, message)
+
+    def reach(self, *clauses):
+        """Notes that an export judged under `clauses` ran."""
+        self.reached.update(clauses)
+
+    def close(self, clauses):
+        """pass for each clause some combination reached, unsupported for the rest."""
+        for clause in clauses:
+            n = len(self.found.get(clause, ()))
+            if n > MAX_MESSAGES:
+                self.check.record(clause, self.found[clause][-1], "... and %d more combinations" % (n - MAX_MESSAGES))
+            if clause in self.reached or n:
+                self.check.record(clause, "pass", "")
+            else:
+                self.check.record(clause, "unsupported", "no combination reached it: the producer takes none of the "
+                                  "keywords it needs (a legacy-only producer is asked with stream alone)")
+
+
+def _export(x, kw):
+    """(capsule, None) or (None, exception); Unsupported-worthy TypeErrors are returned too."""
+    try:
+        return x.__dlpack__(**kw), None
+    except Exception as e:  # noqa: BLE001 - the caller judges the class
+        return None, e
+
+
+def _lacks_keyword(exc):
+    """The keyword a TypeError says __dlpack__ does not take, or None."""
+    if not isinstance(exc, TypeError):
+        return None
+    return next((k for k in ("max_version", "dl_device", "copy", "stream") if pycap.keyword_rejected(exc, k)
+                 and k in str(exc)), None)
+
+
+def _setup(target):
+    x, values, mk = tns.make(target, "float32", (2, 3))  # 4-byte items (compare_layout below)
+    own = tuple(int(v) for v in x.__dlpack_device__())
+    if own != (1, 0):
+        raise Unsupported("the target's tensors are not on the CPU (device %r)" % (own,))
+    return x, own, rp.setup(target) + mk
+
+
+def _kwargs(stream, mv, dev, copy, legacy_only):
+    """All four keywords (None passed explicitly: API-01 gives each a None default); an old
+    producer (stream only) gets the stream alone, and None for the rest of the combination."""
+    if legacy_only:
+        return None if (mv, dev, copy) != (None, None, None) else {"stream": stream}
+    return {"stream": stream, "max_version": mv, "dl_device": dev, "copy": copy}
+
+
+def _bad_combinations(target, check, keep):
+    """(table, cases): exports x with each combination whose problems `keep(problems)` selects,
+    a case (problems, must, call, kw, capsule info or None, exception or None); skips the
+    combinations an old producer cannot be asked and refusals for a keyword it predates."""
+    x, own, lines = _setup(target)
+    legacy_only = pycap.producer_is_legacy_only(x)
+    table, cases = _Table(check, target, lines), []
+    for stream, mv, dev, copy in _combos(own):
+        problems = _problems(stream, dev, own)
+        kw = _kwargs(stream, mv, dev, copy, legacy_only)
+        if not problems or not keep(problems) or kw is None:
+            continue
+        cap, exc = _export(x, kw)
+        if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
+            continue  # a keyword the producer predates: its own checks say so
+        table.reach(*(clause for clause, _, _ in problems))
+        info = None
+        if exc is None:
+            info = _probe.inspect(cap) if pycap.is_capsule(cap) else {}
+        del cap
+        cases.append((problems, [p for p in problems if p[1] != "ambiguous"], _call_text("x", kw), kw, info, exc))
+    return table, cases
+
+
+def _bad_argument(problems):
+    return any(kind != "class" for _, kind, _ in problems)
+
+
+@pytest.mark.clause("STR-10", "DEV-05")
+@pytest.mark.feeds("argument")
+@P
+def test_producer_refuses_bad_keywords_in_every_combination(target, check):
+    """Every combination with an invalid argument (a stream on the CPU, a dl_device that names
+    no device) is refused cleanly; accepting it is warn (an invalid argument: suites/README.md,
+    Grading), ambiguous values alone included."""
+    table, cases = _bad_combinations(target, check, _bad_argument)
+    for problems, must, call, kw, info, exc in cases:
+        if exc is not None:
+            why = check.unclean(exc)
+            if why:
+                table.add(must[0][0] if must else problems[0][0], "fail", "%s raised %s" % (call, why), kw)
+            continue
+        for clause, kind, why in problems:
+            if kind != "ambiguous" or len(problems) == 1:
+                table.add(clause, "accepted", "%s was accepted: %s%s" % (
+                    call, why, " (the capsule is on device %r)" % (info.get("device"),) if kind == "class" else ""),
+                    kw)
+    table.close(("STR-10", "DEV-05"))
+
+
+@pytest.mark.clause("DEV-05")
+@pytest.mark.feeds("valid")
+@P
+def test_producer_refuses_devices_it_cannot_serve_in_every_combination(target, check):
+    """Every combination of valid values but a dl_device of another dlpack.h device type the
+    CPU tensor cannot be exported to: refused with BufferError (DEV-05), or exported on that
+    device."""
+    table, cases = _bad_combinations(target, check, lambda problems: not _bad_argument(problems))
+    for problems, must, call, kw, info, exc in cases:
+        dev = kw["dl_device"]
+        if exc is not None:
+            why = check.unclean(exc)
+            if why:
+                table.add("DEV-05", "fail", "%s raised %s" % (call, why), kw)
+            elif not isinstance(exc, BufferError):
+                table.add("DEV-05", "fail", "%s raised %s: %s; DEV-05 names BufferError"
+                          % (call, tries.describe_exc(exc, 160), must[0][2]), kw)
+        elif tuple(info.get("device") or ()) != tuple(dev):
+            table.add("DEV-05", "fail", "%s was accepted: %s, and the capsule is on device %r"
+                      % (call, must[0][2], info.get("device")), kw)
+    table.close(("DEV-05",))
+
+
+# ---------------------------------------------------------------------------- valid combinations
+def _expect_kind(mv):
+    """The capsule kind max_version asks for, and its clause: None -> legacy (VER-02); an
+    older major -> legacy or BufferError (VER-04); major 1 and newer -> versioned (VER-03)."""
+    if mv is None:
+        return pycap.LEGACY, "VER-02"
+    if mv[0] < 1:
+        return pycap.LEGACY, "VER-04"
+    return pycap.VERSIONED, "VER-03"
+
+
+def _copy_clause(copy):
+    return {True: "CPY-01", False: "CPY-02", None: "CPY-03"}[copy]
+
+
+def _judge_export(table, x, kw, info, cap, native, expected, baseline):
+    """One accepted valid combination: kind and version, flags, device, memory, values."""
+    mv, copy, call = kw.get("max_version"), kw.get("copy"), _call_text("x", kw)
+    name, clause = _expect_kind(mv)
+    if info.get("name") != name:
+        table.add(clause, "fail", "%s gave a %r capsule, expected %r" % (call, info.get("name"), name), kw)
+        return
+    flags = info.get("flags") or 0
+    if name == pycap.VERSIONED and not info.get("readable", True):
+        table.add("VER-03", "fail", "%s answered with a versioned capsule of version %r, whose fields a consumer "
+                  "of major 1 cannot read" % (call, info.get("version")), kw)
+        return
+    if name == pycap.VERSIONED:
+        v = tuple(info.get("version") or ())
+        if v not in (baseline, tuple(mv)):
+            table.add("VER-03", "fail", "%s stamped version %r: neither the producer's own %r nor max_version"
+                      % (call, v, baseline), kw)
+    if tuple(info.get("device") or ()) != tuple(x.__dlpack_device__()):
+        table.add("DEV-04", "fail", "%s exported on device %r, the tensor's is %r"
+                  % (call, info.get("device"), tuple(x.__dlpack_device__())), kw)
+        return
+    first = None if info.get("data") is None else info["data"] + info["byte_offset"]
+    if native is not None and first is not None:
+        moved = first != native
+        if copy is True and not moved:
+            table.add("CPY-01", "fail", "%s exported the tensor's own memory" % call, kw)
+        elif copy is not True and moved:
+            table.add(_copy_clause(copy), "fail", "%s exported other memory (%#x, the tensor's is at %#x)"
+                      % (call, first, native), kw)
+        if name == pycap.VERSIONED and moved and not flags & pycap.FLAG_IS_COPIED:
+            table.add("FLG-04", "fail", "%s copied (flags %#x) without IS_COPIED" % (call, flags), kw)
+    if copy is True and name == pycap.VERSIONED and not flags & pycap.FLAG_IS_COPIED:
+        table.add("FLG-04", "fail", "%s: flags %#x lack IS_COPIED" % (call, flags), kw)
+    if tns.compare_layout(table.target, x, info, 4):
+        return  # a layout that does not describe the tensor is the layout checks' (LAY-05)
+    try:
+        got = _probe.read_elements(cap)
+    except ValueError as e:
+        table.add(_copy_clause(copy), "fail", "%s: the export cannot be read (%s)" % (call, e), kw)
+        return
+    if got != expected:
+        table.add(_copy_clause(copy), "fail", "%s: values %s, the tensor's %s" % (call, got[:8].hex(),
+                                                                                 expected[:8].hex()), kw)
+
+
+VALID_CLAUSES = ("VER-02", "VER-03", "VER-04", "DEV-04", "DEV-06", "CPY-01", "CPY-02", "CPY-03", "FLG-04")
+
+
+@pytest.mark.clause(*VALID_CLAUSES)
+@pytest.mark.feeds("valid")
+@P
+def test_producer_honours_every_valid_keyword_combination(target, check):
+    """Every combination of valid values exports what it asks for: the capsule kind of
+    max_version, a version of the producer's or max_version's, the tensor's device, its own
+    memory unless copy=True, a copy with IS_COPIED when copy=True, and the tensor's values.
+    Refusals: BufferError for an older or newer major (VER-04, VER-01); refusing its own device
+    is warn (DEV-06); any other refusal fails the clause of the keyword it concerns."""
+    x, own, lines = _setup(target)
+    legacy_only = pycap.producer_is_legacy_only(x)
+    baseline = None
+    if not legacy_only:
+        try:
+            baseline = tuple(_probe.inspect(x.__dlpack__(max_version=pycap.SUITE_VERSION)).get("version") or ())
+        except Exception as e:  # noqa: BLE001
+            raise Unsupported("the plain versioned export raises %s" % tries.describe_exc(e))
+    native, expected = tns.native_ptr(target, x), target.expected(x)
+    table = _Table(check, target, lines)
+    for stream, mv, dev, copy in _combos(own):
+        kw = _kwargs(stream, mv, dev, copy, legacy_only)
+        if _problems(stream, dev, own) or kw is None:
+            continue
+        cap, exc = _export(x, kw)
+        if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
+            continue  # a keyword the producer predates: its own checks say so
+        table.reach(_expect_kind(mv)[1], "DEV-04", _copy_clause(copy), *(["DEV-06"] if dev == own else []),
+                    *(["FLG-04"] if mv is not None and mv[0] >= 1 else []))
+        if exc is not None:
+            call = "%s raised %s" % (_call_text("x", kw), tries.describe_exc(exc, 160))
+            if isinstance(exc, BufferError) and mv is not None and mv[0] != 1:
+                continue  # another major may be refused (VER-04, VER-01)
+            if dev == own and not check.unclean(exc):
+                table.add("DEV-06", "warn", "%s: a library should export to its own device this way" % call, kw)
+            elif copy is not None:
+                table.add(_copy_clause(copy), "fail", call, kw)
+            else:
+                table.add(_expect_kind(mv)[1], "fail", call, kw)
+            continue
+        info = _probe.inspect(cap) if pycap.is_capsule(cap) else {"name": type(cap).__name__}
+        _judge_export(table, x, kw, info, cap, native, expected, baseline)
+        del cap
+    table.close(VALID_CLAUSES)

@@ -1,0 +1,393 @@
+"""Every reason a consumer can refuse, through every route it takes tensors by, with exact
+deleter accounting: the deleter runs exactly once, never while a view of the memory lives,
+never twice. A refusal after the consumer took ownership (renamed the capsule, or took a
+tensor from an exchange table) is where deleters run twice: the consumer gives the tensor
+back and the capsule's destructor, seeing its name unchanged, gives it back again.
+
+The routes are support/routes.py's: __dlpack__ (the kind asked for, or the other kind), the
+capsule itself, the C exchange API. The reasons are generated from tables: dtypes (every
+DLPack dtype, and invalid ones), every non-CPU device type, shape and numel overflow,
+strides, version, used names. Each reason's own clause gets the refusal rule: a refusal must
+be clean (check.refusal). Grading by what the check feeds (suites/README.md, Grading):
+accepting what a rule says to refuse (VER-08, CAP-04, DT-07, DT-08) fails; an unknown
+enumeration value imported is read by VER-09 (misread fails, carried unread is warn);
+accepting malformed metadata (feeds "invalid") is warn (check.accepted); accepting valid input
+passes. OWN-03 is recorded explicitly, so that a consumer that dies on an input has the crash
+on the input's clause.
+"""
+import collections
+import gc
+
+import pytest
+
+from dlconform import _probe, _ref
+from dlconform.producers import CapsuleProducer
+from dlconform.verdicts import Unsupported
+from support import attempts as tries
+from support import capsules as pycap
+from support import dtypes as dty
+from support import readings as rd
+from support import repros as rp
+from support import routes as rt
+
+C = pytest.mark.role("consumer")
+
+#: must: "refuse" (a MUST clause says so), "read" (refusing or carrying it unread passes,
+#: misreading fails: VER-09), "invalid" (accepting is warn), "any" (a valid input)
+Reason = collections.namedtuple("Reason", "id clause feeds must kind kw device")
+
+
+def _r(id_, clause, feeds, must, kind, device=(1, 0), **kw):
+    """A reason; `device` is the forged memory's and the producer's."""
+    if tuple(device) != (1, 0):
+        kw["device"] = device
+    return Reason(id_, clause, feeds, must, kind, kw, device)
+
+
+REASONS = (
+    _r("version-2.0", "VER-08", "valid", "refuse", "versioned", version=(2, 0), shape=(2, 3)),
+    _r("version-0.9", "VER-08", "valid", "refuse", "versioned", version=(0, 9), shape=(2, 3)),
+    _r("version-2.0-hostile", "VER-08", "valid", "refuse", "versioned", version=(2, 0), data="null",
+       shape_null=True, ndim=3, shape=(2, 3)),
+    _r("version-1.99-dtype-99", "VER-09", "valid", "read", "versioned", version=(1, 99), dtype=(99, 32, 1),
+       shape=(2, 3)),
+    _r("version-1.99-device-99", "VER-09", "valid", "read", "versioned", device=(99, 0), version=(1, 99),
+       shape=(2, 3)),
+    _r("shape-bytes-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 62, 4), buffer_size=64),
+    _r("shape-numel-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 31, 1 << 31, 1 << 31),
+       buffer_size=64),
+    _r("shape-negative", "LAY-09", "invalid", "invalid", "both", shape=(2, -3), buffer_size=64),
+    _r("ndim-negative", "LAY-09", "invalid", "invalid", "both", shape=(), ndim=-1, buffer_size=64),
+    _r("shape-null", "LAY-09", "invalid", "invalid", "both", shape=(2, 3), shape_null=True, buffer_size=64),
+    _r("ndim-40", "LAY-09", "valid", "any", "both", shape=(1,) * 40),
+    _r("data-null", "LAY-04", "invalid", "invalid", "both", shape=(4,), data="null"),
+    _r("strides-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(1 << 62,), buffer_size=64),
+    _r("strides-negative-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(-(1 << 62),),
+       buffer_size=64),
+    _r("strides-negative", "LAY-11", "valid", "any", "both", shape=(3,), strides=(-1,), byte_offset=8),
+    _r("strides-zero", "LAY-11", "valid", "any", "both", shape=(3,), strides=(0,)),
+    _r("device-99", "VER-09", "valid", "read", "both", device=(99, 0), shape=(2, 3)),
+)
+
+
+def _params():
+    """Each reason through each route that can carry it: a versioned-only reason does not go
+    the unasked route, which hands a versioned consumer legacy capsules (the plain unasked
+    check covers a legacy consumer's versioned capsules)."""
+    for reason in REASONS:
+        for route in rt.ROUTES:
+            if reason.kind == "versioned" and route == "unasked":
+                continue
+            yield pytest.param(reason, route, id="%s-%s" % (reason.id, route),
+                               marks=[pytest.mark.clause(reason.clause), pytest.mark.feeds(reason.feeds)])
+
+
+def _versioned_for(target, reason, route):
+    """The kind the route hands out for this reason; Unsupported where it cannot carry it."""
+    if route in ("xapi",):
+        return True
+    if route == "capsule":
+        return True if reason.kind == "versioned" else tries.consumer_takes_versioned(target)
+    if route == "unasked":
+        return rt.unasked_kind(target) == "versioned"
+    if reason.kind == "versioned":
+        tries.require_versioned_consumer(target)
+    return tries.consumer_takes_versioned(target)
+
+
+def _accounting(check, target, att, what, feeds="valid"):
+    """OWN-03: no deleter call while the result lives, exactly one once everything is gone
+    (none when no capsule was made). An import is judged against the consumer's plain import
+    (a departure it shares is OWN-03's plain check's to report). A breach on invalid input is
+    warn: what a consumer does with it is unspecified (issue 12 grading). One collection per
+    phase: these run hundreds of times."""
+    def breach(message):
+        if feeds == "valid":
+            check.record("OWN-03", "fail", message)
+        else:
+            check.warn("OWN-03", message + "; on invalid input, whose handling dlpack.h leaves unspecified "
+                       "(suites/README.md, Grading)")
+
+    made = sum(f.capsules_made for f in att.producer.forges.values())
+    if att.refused:
+        tries.drop_capsules(att.producer, imported=False)
+        gc.collect()
+        after = att.calls()
+        if after != (1 if made else 0):
+            breach("%s: the deleter ran %d time(s) after the refusal (%s), expected %d"
+                   % (what, after, att.refusal(), 1 if made else 0))
+        check.record("OWN-03", "pass", "")
+        return
+    copied = att.copied()  # deleter calls while a copy lives are no breach (Attempt.copied)
+    kept = tries.drop_capsules(att.producer, imported=True)
+    gc.collect()
+    alive = att.calls()
+    att.result = None
+    gc.collect()
+    names = [n for n, _ in kept]
+    life = {"names": names, "held": [h for _, h in kept], "alive": alive, "after": att.calls(),
+            "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "copied": bool(copied)}
+    for message in tries.departures(life, tries.plain_lifetime(target), "%s: " % what):
+        breach(message)
+    check.record("OWN-03", "pass", "")
+
+
+def _refusal(check, clause, att, what):
+    """The clean-refusal rule; for DEV-07 also its class: BufferError (SHOULD)."""
+    if check.refusal(clause, att, what) and clause == "DEV-07" and not isinstance(att.exc, BufferError):
+        check.warn("DEV-07", "%s refused with %s; DEV-07 recommends BufferError" % (what, att.refusal()))
+
+
+def _judge(check, target, reason, att, what):
+    if att.refused:
+        _refusal(check, reason.clause, att, what)
+        return
+    if reason.must == "refuse":
+        check.record(reason.clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+    elif reason.must == "read":
+        if "dtype" in reason.kw:
+            misread, how = rd.unknown_dtype_reading(target, att.result, reason.kw["dtype"],
+                                                    att.forge.expected_elements())
+        else:
+            misread, how = rd.unknown_device_reading(att.result, reason.device)
+        check.record(reason.clause, "fail" if misread else "warn", "%s: %s%s" % (
+            what, how, "" if misread else "; not misread, but the header calls a tensor usable only when "
+            "the consumer can interpret every field"))
+    elif reason.must == "invalid":
+        check.accepted(reason.clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
+    else:
+        try:
+            got, _ = tries.result_elements(target, att.result)
+        except Exception as e:  # noqa: BLE001
+            check.record(reason.clause, "fail", "%s: the result cannot be read (%s)" % (what, tries.describe_exc(e)))
+            return
+        check.equal(got, att.forge.expected_elements(), reason.clause, "%s: element values" % what)
+
+
+@pytest.mark.parametrize("reason, route", list(_params()))
+@C
+def test_consumer_refusal_and_deleter(target, check, reason, route):
+    """One reason to refuse through one route: a clean refusal or a sound import, and the
+    deleter once, never while the result lives."""
+    rt.require(target, route)
+    versioned = _versioned_for(target, reason, route)
+    what = "%s through %s (%s capsule)" % (reason.id, rt.WHAT[route], "versioned" if versioned else "legacy")
+    kw = dict(reason.kw)
+    check.repro(rt.lines(target, route, kw, reason.device, versioned=versioned))
+    att = rt.attempt(target, route, kw, reason.device, versioned=versioned)
+    if route == "xapi" and not rt.table_used(att) and att.producer.last_kind != "versioned":
+        what += " (the consumer called __dlpack__ for a legacy capsule instead)"
+    _judge(check, target, reason, att, what)
+    _accounting(check, target, att, what, reason.feeds)
+
+
+# ---------------------------------------------------------------------------- used names
+@pytest.mark.parametrize("route", ["dlpack", "capsule"])
+@pytest.mark.clause("CAP-04")
+@pytest.mark.feeds("valid")
+@C
+def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
+    """A capsule named used_* (another consumer owns it) is refused through every route that
+    takes capsules, and the refusing consumer never calls its deleter; the owner's release is
+    the one call."""
+    rt.require(target, route)
+    kinds = [False] + ([True] if route == "capsule" or tries.consumer_takes_versioned(target) else [])
+    for versioned in kinds:
+        kind = "versioned" if versioned else "legacy"
+        fk = {"versioned": versioned, "shape": (2, 3), "strides": (3, 1)}
+        rp.keep_first(check, rp.setup(target) + [
+            "f = %s" % rp.forge_repr(fk), "cap = f.capsule(); h = _probe.consume(cap)  # named used_*, owned by h",
+            "class P:", "    def __dlpack_device__(self): return (1, 0)",
+            "    def __dlpack__(self, **kw): return cap",
+            "try: %s; print('imported: CAP-04 broken')" % target.repro_from_dlpack("cap" if route == "capsule"
+                                                                                   else "P()"),
+            "except Exception as e: print('refused', type(e).__name__, e)",
+            "assert f.deleter_calls == 0, 'the refusing consumer called the deleter'"])
+        forge = _ref.Forge(**fk)
+        cap = forge.capsule()
+        handle = _probe.consume(cap)
+        if route == "capsule":
+            att = rt.CapsuleAttempt(target, CapsuleProducer(cap))
+        else:
+            att = tries.Attempt(target, CapsuleProducer(cap))
+        what = "%s used_* capsule through %s" % (kind, rt.WHAT[route])
+        if att.exc is None:
+            check.record("CAP-04", "fail", "%s was imported" % what)
+            pycap.pin_forever(handle)  # the consumer now gives the tensor back; the handle must not
+            att.result = None
+            tries.settle()
+            continue
+        check.refusal("CAP-04", att, what)
+        check.that(forge.deleter_calls == 0, "OWN-03", "%s: the refusing consumer called the deleter %d time(s)"
+                   % (what, forge.deleter_calls))
+        handle.release()
+        del att, cap
+        tries.settle()
+        check.that(forge.deleter_calls == 1, "OWN-03", "%s: deleter calls after the owner released it: %d"
+                   % (what, forge.deleter_calls))
+
+
+# ---------------------------------------------------------------------------- plain imports
+@pytest.mark.parametrize("route", ["unasked", "capsule", "xapi"])
+@pytest.mark.clause("CAP-03", "OWN-03", "SEM-01")
+@pytest.mark.feeds("valid")
+@C
+def test_consumer_plain_import_on_every_route(target, check, route):
+    """A plain tensor through a route other than the one the consumer asks for: where the
+    consumer takes it, the values are the producer's, the memory is shared (SEM-01), the
+    capsule is renamed used_* (CAP-03) and the deleter runs once after the result died; where
+    it refuses, the deleter still runs exactly once (OWN-03)."""
+    fk = {"shape": (2, 3)}
+    check.repro(rt.lines(target, route, fk))
+    att = rt.attempt(target, route, fk)
+    what = "plain float32 (2, 3) through %s" % rt.WHAT[route]
+    if att.refused or (route == "xapi" and not rt.table_used(att)):
+        why = check.unclean(att)
+        if why:
+            check.record("OWN-03", "fail", "%s refused uncleanly: %s" % (what, why))
+        imported = not att.refused
+        after = att.settle()
+        check.that(after == (1 if att.producer.forges else 0), "OWN-03", "%s: deleter calls %d after %s"
+                   % (what, after, "the import" if imported else "the refusal (%s)" % att.refusal()))
+        for clause in ("CAP-03", "SEM-01"):
+            check.record(clause, "pass" if imported else "unsupported", "" if imported else
+                         "route not offered: %s" % (att.refusal() or "the table was not used"))
+        if route == "unasked" and not tries.consumer_takes_versioned(target):
+            _unasked_major(target, check)
+        return
+    got, d = tries.result_elements(target, att.result)
+    check.equal(got, att.forge.expected_elements(), "CAP-03", "%s: element values" % what)
+    if d["ptr"] == att.forge.buffer_address:
+        check.record("SEM-01", "pass", "")
+    else:
+        verdict, reading = tries.copy_breach(target)
+        check.record("SEM-01", verdict, "%s: the result starts at %#x, the producer's memory at %#x (an import that "
+                     "could view it copied)%s" % (what, d["ptr"], att.forge.buffer_address, reading))
+    life = att.lifetime()
+    if route != "xapi":  # a table hand-out renames the capsule itself
+        check.that(life["renamed"], "CAP-03", "%s: capsule names after the import %r, expected used_*"
+                   % (what, life["names"]))
+    if d["ptr"] == att.forge.buffer_address:  # a copy may give the producer's tensor back at once
+        check.that(life["alive"] == 0, "OWN-03", "%s: the deleter ran %d time(s) while the result viewed the "
+                   "producer's memory" % (what, life["alive"]))
+    tries.settle()
+    after = sum(f.deleter_calls for f in att.producer.forges.values())
+    check.that(after == 1, "OWN-03", "%s: deleter calls %d after the result and the capsule died" % (what, after))
+    if route == "unasked" and not tries.consumer_takes_versioned(target):
+        _unasked_major(target, check)
+
+
+def _unasked_major(target, check):
+    """A consumer that asks for legacy capsules and takes a versioned one it did not ask for
+    must still refuse a major other than 1 (VER-08) and give it back once."""
+    fk = {"shape": (2, 3), "version": (2, 0)}
+    rp.keep_first(check, rt.lines(target, "unasked", fk))
+    att = rt.attempt(target, "unasked", fk)
+    what = "a version (2, 0) capsule handed out unasked"
+    if att.refused:
+        check.refusal("VER-08", att, what)
+    else:
+        check.record("VER-08", "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+    after = att.settle()
+    check.that(after == 1, "VER-08", "%s: deleter calls %d, expected 1" % (what, after))
+
+
+# ---------------------------------------------------------------------------- dtypes and devices
+#: dtypes whose reading a rule of the spec states, so valid input (suites/README.md, Grading):
+#: codes no DLPack version defines (VER-09: never misread) and fp6/fp4 with other bits (DT-07,
+#: DT-08: the consumer stops the import)
+RULED_DTYPES = ((18, 8, 1), (99, 32, 1), (255, 8, 1), (15, 8, 1), (16, 4, 1), (17, 8, 1))
+#: malformed dtypes no rule reads for a consumer: zero bits, a bool of 1 or 16 bits (DT-03 says
+#: 8), a 24-bit IEEE float (DT-13): invalid input
+MALFORMED_DTYPES = ((2, 0, 1), (0, 0, 1), (6, 1, 1), (6, 16, 1), (2, 24, 1))
+#: every device type of dlpack.h v1.3 but kDLCPU
+DEVICE_TYPES = (2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+
+
+def _ruled_clause(dtype):
+    return {15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(dtype[0], "VER-09")
+
+
+def _ruled_import(check, target, att, what, clause):
+    """A RULED_DTYPES dtype imported: fp6/fp4 with other bits fails (DT-07, DT-08); an unknown
+    code misread fails, carried unread is warn (the VER-09 reading)."""
+    dtype = tuple(att.forge_kwargs["dtype"])
+    if clause != "VER-09":
+        check.record(clause, "fail", "%s was imported (result %r); dlpack.h: a consumer that sees other bits "
+                     "stops the import" % (what, target.describe(att.result)))
+        return
+    misread, how = rd.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
+    check.record(clause, "fail" if misread else "warn", "%s: %s%s" % (
+        what, how, "" if misread else "; not misread, but the header calls a tensor usable only when the "
+        "consumer can interpret every field"))
+
+
+def _malformed_import(check, target, att, what, clause):
+    check.accepted(clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
+
+
+def _each(target, check, route, cases, feeds="valid", imported=None):
+    """Imports each (what, forge kwargs, producer device, clause) through route: deleter
+    accounting (OWN-03), the refusal rule under the case's clause when it has one, and
+    `imported(check, target, attempt, what, clause)` for an import when given."""
+    rt.require(target, route)
+    for what, kw, device, clause in cases:
+        what = "%s through %s" % (what, rt.WHAT[route])
+        lines = rt.lines(target, route, kw, device)
+        rp.keep_first(check, lines)
+        before = [v for _, v, _ in check.records]
+        att = rt.attempt(target, route, kw, device)
+        if att.refused and clause:
+            _refusal(check, clause, att, what)
+        elif not att.refused and imported:
+            imported(check, target, att, what, clause)
+        _accounting(check, target, att, what, feeds)
+        if "fail" not in before and any(v == "fail" for _, v, _ in check.records[len(before):]):
+            check.repro(lines)  # the first failing case, over an earlier warn's snippet
+    for clause in sorted({c for *_, c in cases if c}):
+        check.record(clause, "pass", "")
+
+
+@pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
+@pytest.mark.clause("OWN-03")
+@pytest.mark.feeds("valid")
+@C
+def test_consumer_dtype_refusals_and_deleter(target, check, route):
+    """Every dtype of dlpack.h v1.3: imported or refused cleanly, the deleter once."""
+    cases = [("dtype %s %r" % (n, t), {"dtype": t, "shape": (4,)}, (1, 0), None) for n, t in dty.DTYPES.items()]
+    _each(target, check, route, cases)
+
+
+@pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
+@pytest.mark.clause("VER-09", "DT-07", "DT-08", "OWN-03")
+@pytest.mark.feeds("valid")
+@C
+def test_consumer_ruled_dtype_refusals_and_deleter(target, check, route):
+    """dtypes whose reading the spec states: unknown codes never misread (VER-09), fp6/fp4
+    with other bits never imported (DT-07, DT-08); a clean refusal passes, the deleter once."""
+    cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0), _ruled_clause(t))
+             for t in RULED_DTYPES]
+    _each(target, check, route, cases, imported=_ruled_import)
+
+
+@pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
+@pytest.mark.clause("DT-03", "DT-13")
+@pytest.mark.feeds("invalid")
+@C
+def test_consumer_malformed_dtype_refusals_and_deleter(target, check, route):
+    """Malformed dtypes (zero bits, a bool of 1 or 16 bits, a 24-bit float): a clean refusal passes,
+    an import is warn (invalid input), and the deleter runs once (OWN-03, warn on a breach)."""
+    cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0),
+              "DT-03" if t[0] == 6 else "DT-13") for t in MALFORMED_DTYPES]
+    _each(target, check, route, cases, feeds="invalid", imported=_malformed_import)
+
+
+@pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
+@pytest.mark.clause("DEV-07", "OWN-03")
+@pytest.mark.feeds("valid")
+@C
+def test_consumer_device_refusals_and_deleter(target, check, route):
+    """Memory on each non-CPU device type: refused cleanly (DEV-07) or imported, and the
+    deleter once in all."""
+    cases = [("device (%d, 0)" % t, {"device": (t, 0), "shape": (2, 3)}, (t, 0), "DEV-07") for t in DEVICE_TYPES]
+    _each(target, check, route, cases)
