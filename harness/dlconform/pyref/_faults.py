@@ -24,12 +24,40 @@ FAULTS = {
     "readonly_unflagged": Fault("FLG-02", P, "a read-only array is exported without READ_ONLY"),
     "byte_strides": Fault("LAY-05", P, "strides are exported in bytes instead of elements"),
     "stream_accepted": Fault("STR-10", P, "an int stream is accepted on the CPU instead of raising BufferError"),
+    "capsule_name_per_export": Fault("CAP-09", P, "each capsule gets a name string of its own, made for it and "
+                                     "never freed, instead of one static name"),
+    "device_list": Fault("API-02", P, "__dlpack_device__ answers a list [1, 0] instead of a tuple"),
+    "no_dlpack_device": Fault("API-06", P, "arrays have __dlpack__ but no __dlpack_device__"),
+    "bad_max_version_buffererror": Fault("ERR-01", P, "a max_version that is not a (major, minor) tuple of ints "
+                                         "raises BufferError instead of TypeError"),
+    "stream_type_unchecked": Fault("STR-02", P, "a stream that is not an int (a str, a float) is accepted"),
+    "newer_minor_refused": Fault("VER-01", P, "max_version of major 1 with a minor above 3 raises BufferError "
+                                 "instead of getting a (1, 3) capsule"),
+    "bool_unexportable": Fault("DT-12", P, "bool arrays cannot be exported (BufferError)"),
+    "versioned_flags_before_deleter": Fault("VER-10", P, "versioned structs hold flags where the ABI puts the "
+                                            "deleter, and the deleter after it (consumers call the flags value: "
+                                            "NULL, or a crash)"),
     "consumer_no_rename": Fault("CAP-03", C, "from_dlpack does not rename the capsule it consumes"),
     "consumer_accepts_used": Fault("CAP-04", C, "from_dlpack imports a capsule already named used_*"),
     "consumer_no_delete": Fault("OWN-03", C, "the deleter of an imported tensor is never called"),
     "consumer_double_delete": Fault("OWN-03", C, "the deleter of an imported tensor is called twice when the "
                                     "result dies"),
     "consumer_reads_major2": Fault("VER-08", C, "from_dlpack imports a tensor whose version.major is not 1"),
+    "consumer_skips_device": Fault("API-04", C, "from_dlpack never asks __dlpack_device__ and takes every "
+                                   "producer for a CPU one"),
+    "consumer_no_methods_typeerror": Fault("ERR-03", C, "from_dlpack raises TypeError, not AttributeError, for "
+                                           "an object without __dlpack__ (API-06 repeats the rule)"),
+    "consumer_used_name_per_capsule": Fault("CAP-09", C, "the used_* name set on a consumed capsule is a string "
+                                            "made for that capsule (and never freed)"),
+    "consumer_wraps_producer_errors": Fault("ERR-02", C, "an exception (but TypeError) from __dlpack__ or "
+                                            "__dlpack_device__ reaches the caller wrapped in a BufferError"),
+    "consumer_max_version_list": Fault("VER-01", C, "from_dlpack passes max_version as a list [1, 3]"),
+    "consumer_accepts_huge_shape": Fault("LAY-10", C, "from_dlpack imports tensors whose byte size overflows "
+                                         "int64"),
+    "consumer_ignores_lanes": Fault("DT-10", C, "from_dlpack reads a vector dtype as its scalar (lanes taken "
+                                    "for 1)"),
+    "consumer_strides_as_bytes": Fault("LAY-05", C, "from_dlpack reads strides as byte counts (each is divided "
+                                       "by the itemsize, rounding toward 0)"),
 }
 
 ENV = "DLCONFORM_PYREF_FAULT"

@@ -98,6 +98,8 @@ def _check_stream(stream):
     if stream is None:
         return
     if not isinstance(stream, int) or isinstance(stream, bool):
+        if _faults.active("stream_type_unchecked"):
+            return
         raise TypeError("stream must be None or an int, not %s" % type(stream).__name__)
     if not _faults.active("stream_accepted"):
         raise BufferError("stream=%d: pyref arrays live on the CPU, which has no streams; pass stream=None" % stream)
@@ -110,7 +112,12 @@ def _wants_versioned(max_version):
         return _faults.active("ignore_max_version")
     if (not isinstance(max_version, tuple) or len(max_version) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
-        raise TypeError("max_version must be None or a (major, minor) tuple of ints, not %r" % (max_version,))
+        error = BufferError if _faults.active("bad_max_version_buffererror") else TypeError
+        raise error("max_version must be None or a (major, minor) tuple of ints, not %r" % (max_version,))
+    if (_faults.active("newer_minor_refused") and max_version[0] == DLPACK_MAJOR_VERSION
+            and max_version[1] > DLPACK_MINOR_VERSION):
+        raise BufferError("max_version=%r: pyref exports DLPack %d.%d" % (max_version, DLPACK_MAJOR_VERSION,
+                                                                         DLPACK_MINOR_VERSION))
     return max_version[0] >= DLPACK_MAJOR_VERSION
 
 
@@ -162,6 +169,9 @@ def _managed(array, versioned, flags):
         struct.version.major = DLPACK_MAJOR_VERSION  # VER-07
         struct.version.minor = DLPACK_MINOR_VERSION
         struct.flags = flags
+        if _faults.active("versioned_flags_before_deleter"):  # the ABI prefix broken (VER-10)
+            words = (ctypes.c_uint64 * 2).from_address(address + DLManagedTensorVersioned.deleter.offset)
+            words[0], words[1] = words[1], words[0]
     _LIVE[address] = (struct, dims, array)
     return address
 
@@ -174,6 +184,8 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     _check_dl_device(dl_device)
     if copy is not None and not isinstance(copy, bool):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
+    if array.dtype == "bool" and _faults.active("bool_unexportable"):
+        raise BufferError("pyref cannot export bool arrays")
     flags = 0
     if copy:  # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
         array = array.copy()
@@ -189,8 +201,11 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
         name = VERSIONED_NAME
     else:
         name = FAULTY_LEGACY_NAME if _faults.active("legacy_capsule_name") else LEGACY_NAME
+    destructor = _DESTRUCTORS[name]
+    if _faults.active("capsule_name_per_export"):
+        name = _capi.keep_forever(ctypes.create_string_buffer(name))
     try:
-        return _capi.capsule_new(address, name, _DESTRUCTORS[name])
+        return _capi.capsule_new(address, name, destructor)
     except BaseException:
         _release(address)
         raise
