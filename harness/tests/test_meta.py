@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 SPINE_GROUPS = ("CAP", "OWN", "VER", "LAY", "DT", "FLG", "ERR")
 
 
-def run_dlconform(out, *args):
+def run_dlconform(out, *args, timeout=600):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--out", str(out), *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     results_file = Path(out) / "results.json"
     data = json.loads(results_file.read_text()) if results_file.exists() else None
     return proc, data
