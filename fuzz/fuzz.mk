@@ -15,8 +15,9 @@
 #                             to the file name's prefix before the first '-')
 #   make fuzz-parallel TARGET=... JOBS=N FUZZ_SECONDS=S   AFL++ -M/-S on N cores
 #   make fuzz-test            C unit test of the record codec and mutator, Python-side tests
-#                             (with the targets: the XAPI-15 oracle must fire, and the
-#                             Python reproducers agree with the targets' oracles)
+#                             (with the targets: the XAPI-15 oracle must fire, the Python
+#                             reproducers agree with the targets' oracles, and fuzz-ci fuzzes
+#                             what the user's PYTHONPATH and virtualenv find)
 #   make fuzz-seeds           rewrite fuzz/corpus/seeds/ from fuzz/tests/write_seeds.c
 #   make sanitize             fuzz/sanitize.mk
 #   build/fuzz/dump_record FILE...   print an input as its decoded record (triage)
@@ -24,7 +25,9 @@
 # throughput), <t>.afl (afl-clang-fast -fsanitize=fuzzer), dlc_mutator.so (AFL++ custom
 # mutator), for t in validator, consumer, producer, pyempty and pybase (the baselines).
 
-PYTHON ?= /usr/bin/python3
+# The interpreter whose libraries are fuzzed: as in the top Makefile, the active virtualenv's
+# python3 when there is one, else Debian's.
+PYTHON ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python3,$(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3))
 BUILD ?= build
 INC ?= $(BUILD)/include
 OUT ?= reports/out
@@ -37,8 +40,6 @@ FUZZ_AFL_ENV = AFL_LLVM_DENYLIST=$(CURDIR)/fuzz/coverage.ignore AFL_QUIET=1
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_OUT := $(OUT)/fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_RSS_MB ?= 2048
-FUZZ_MAX_LEN ?= 2200
 TARGET ?= validator
 
 FUZZ_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fno-omit-frame-pointer \
@@ -139,6 +140,7 @@ fuzz-test: $(FUZZ_DIR)/test_record $(FUZZ_DIR)/test_record.pool $(FUZZ_DIR)/dump
 	$(FUZZ_DIR)/test_record
 	$(FUZZ_DIR)/test_record.pool
 	$(PYTHON) fuzz/tests/test_fuzz_py.py
+	$(PYTHON) fuzz/tests/test_fuzz_ci_env.py
 	$(PYTHON) fuzz/tests/test_oracle_agreement.py
 
 $(FUZZ_DIR)/write_seeds: fuzz/tests/write_seeds.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
@@ -153,13 +155,11 @@ fuzz-seeds: $(FUZZ_DIR)/write_seeds
 # TARGET is a consumer name for consumer.asan.
 fuzz_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,$(if $(filter producer-%,$(1)),producer,consumer)).asan
 fuzz_producer = $(if $(filter producer-%,$(1)),--producer $(patsubst producer-%,%,$(1)))
-fuzz_env = ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
-  UBSAN_OPTIONS=print_stacktrace=1 DLCONFORM_FUZZ_CONSUMER=$(1)
-FUZZ_FLAGS = -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -timeout=20 -dict=fuzz/dlpack.dict
 
 # CI mode (harness/dlconform/fuzz/ci.py): bounded rounds, triage, minimisation, Python
 # reproducers, dedup against FUZZ_KNOWN (default fuzz/known/TARGET.txt; empty: none), summary
-# in $(FUZZ_OUT)/TARGET-summary.*, `crash` records merged into $(OUT)/results.json. fuzz-ci's
+# in $(FUZZ_OUT)/TARGET-summary.*, `crash` records merged into $(OUT)/results.json. The user's
+# PYTHONPATH and virtualenv count (a library's PR build is found as python3 finds it). fuzz-ci's
 # exit status (1 only for a new finding) goes to $(FUZZ_OUT)/TARGET.exit-status (make's own is 2). FUZZ_TOOLS is the rule that provides the engine: a tier's fuzz-ci
 # sets it empty (tier.sh installs the toolchain layer itself; nothing is installed by make).
 # With TIER set, fuzz-ci runs inside that Debian tier, as conformance does (harness/tiers).
@@ -170,7 +170,8 @@ ifeq ($(TIER),)
 fuzz-ci: $(FUZZ_TOOLS) $(INC)/dlpack/dlpack.h
 	@$(FUZZ_SUBMAKE) $(call fuzz_bin,$(TARGET))
 	@echo "fuzz-ci: $(TARGET) for $(FUZZ_SECONDS) s; log $(FUZZ_OUT)/$(TARGET).log"
-	@mkdir -p $(FUZZ_OUT); rc=0; PYTHONPATH=$(CURDIR)/harness $(PYTHON) -m dlconform fuzz-ci --target $(TARGET) \
+	@mkdir -p $(FUZZ_OUT); rc=0; PYTHONPATH=$(CURDIR)/harness$${PYTHONPATH:+:$$PYTHONPATH} \
+	  $(PYTHON) -m dlconform fuzz-ci --target $(TARGET) \
 	  --seconds $(FUZZ_SECONDS) --bin $(call fuzz_bin,$(TARGET)) --out $(OUT) --known '$(FUZZ_KNOWN)' \
 	  --minimize-seconds $(FUZZ_MIN_SECONDS) $(call fuzz_producer,$(TARGET)) $(FUZZ_CI_ARGS) || rc=$$?; \
 	  echo $$rc > $(FUZZ_OUT)/$(TARGET).exit-status; exit $$rc
@@ -187,6 +188,7 @@ fuzz-replay:
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$$t DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
+	  DLCONFORM_FUZZ_PYTHON='$(PYTHON)' \
 	  $$b -artifact_prefix=$(FUZZ_DIR)/replay- $(FILE); rc=$$?; \
 	if [ "$$t" != validator ]; then echo "fuzz-replay: Python reproducer: PYTHONPATH=harness $(PYTHON) -m dlconform fuzz-repro --target $$t $(FILE)"; fi; exit $$rc
 include fuzz/sanitize.mk

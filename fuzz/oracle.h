@@ -28,6 +28,11 @@
  * same case (harness/dlconform/fuzz/ci.py, finding_level). */
 #define DLC_AMBIGUOUS "(ambiguous: "
 
+/* Opens the tail of a message about an invalid argument that was accepted: "(invalid
+ * argument: why)". The array API leaves the behaviour unspecified, so fuzz-ci reports it at
+ * SHOULD, as the suites' grading does (suites/README.md, Grading). */
+#define DLC_INVALID_ARGUMENT "(invalid argument: "
+
 /* 1 when clause is ignored as a whole (a bare clause in either list). */
 int dlc_oracle_ignored(const char *clause);
 

@@ -11,6 +11,11 @@
 #define DLC_HARNESS_DIR "harness"
 #endif
 
+/* "3.11": the standard library's folder name, for the bundled runtime */
+#define DLC_STR_(x) #x
+#define DLC_STR(x) DLC_STR_(x)
+#define DLC_PY_XY DLC_STR(PY_MAJOR_VERSION) "." DLC_STR(PY_MINOR_VERSION)
+
 #define MAX_ALLOWED 16
 
 dlc_pyhost dlc_py;
@@ -82,20 +87,76 @@ static PyObject *resolve(const char *name) {
   return fn;
 }
 
+/* The path `name` next to the executable, or NULL (no /proc, or a name too long). */
+static const char *beside_exe(const char *name) {
+  static char buf[3][4096];
+  static int next;
+  char *p = buf[next++ % 3];
+  ssize_t n = readlink("/proc/self/exe", p, sizeof buf[0] - 1);
+  if (n <= 0) return NULL;
+  p[n] = '\0';
+  char *slash = strrchr(p, '/');
+  if (slash == NULL || (size_t)(slash + 1 - p) + strlen(name) >= sizeof buf[0]) return NULL;
+  strcpy(slash + 1, name);
+  return p;
+}
+
 /* harness/ for sys.path: DLCONFORM_HARNESS_DIR, else the build-time path when it exists,
  * else "harness" next to the executable (how fuzz/oss-fuzz/build.sh ships it in $OUT). */
 static const char *harness_dir(void) {
-  static char exe_dir[4096];
   const char *env = getenv("DLCONFORM_HARNESS_DIR");
   if (env != NULL && *env) return env;
   if (access(DLC_HARNESS_DIR, R_OK) == 0) return DLC_HARNESS_DIR;
-  ssize_t n = readlink("/proc/self/exe", exe_dir, sizeof exe_dir - 16);
-  if (n <= 0) return DLC_HARNESS_DIR;
-  exe_dir[n] = '\0';
-  char *slash = strrchr(exe_dir, '/');
-  if (slash == NULL) return DLC_HARNESS_DIR;
-  strcpy(slash + 1, "harness");
-  return exe_dir;
+  const char *beside = beside_exe("harness");
+  return beside ? beside : DLC_HARNESS_DIR;
+}
+
+/* The Python runtime fuzz/oss-fuzz/build.sh bundles next to the executable: python/ is
+ * the home (python/lib/pythonX.Y: the standard library), python/site holds the library
+ * under test and its dependencies. NULL when there is none. */
+static const char *bundled_home(void) {
+  const char *home = beside_exe("python");
+  const char *stdlib = beside_exe("python/lib/python" DLC_PY_XY "/os.py");
+  return home && stdlib && access(stdlib, R_OK) == 0 ? home : NULL;
+}
+
+/* The interpreter the target embeds is the one the user runs:
+ *   - DLCONFORM_FUZZ_PYTHON (fuzz-ci sets it in a virtualenv: that python3) is the program
+ *     name, so the venv's pyvenv.cfg and site-packages count, as in `python3 -c ...`;
+ *   - else a runtime bundled next to the executable is the home (OSS-Fuzz and
+ *     ClusterFuzzLite run targets where the builder's Python is absent);
+ *   - else CPython's defaults (the build's prefix), with PYTHONPATH and the like as usual.
+ * Signal handlers are left to the engine (Py_InitializeEx(0)). Returns 1 when the bundled
+ * runtime is the home. */
+static int start_interpreter(void) {
+  PyConfig config;
+  PyConfig_InitPythonConfig(&config);
+  config.install_signal_handlers = 0;
+  config.parse_argv = 0;
+  const char *python = getenv("DLCONFORM_FUZZ_PYTHON");
+  if (python != NULL && *python == '\0') python = NULL;
+  const char *home = python ? NULL : bundled_home();
+  PyStatus st = PyStatus_Ok();
+  if (python != NULL)
+    st = PyConfig_SetBytesString(&config, &config.program_name, python);
+  else if (home != NULL)
+    st = PyConfig_SetBytesString(&config, &config.home, home);
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+  PyConfig_Clear(&config);
+  if (PyStatus_Exception(st)) {
+    fprintf(stderr, "dlconform-fuzz: cannot start Python (%s%s)%s%s\n", st.func ? st.func : "",
+            st.func ? ": " : "", st.err_msg ? st.err_msg : "", python ? "; DLCONFORM_FUZZ_PYTHON set" : "");
+    exit(2);
+  }
+  return home != NULL;
+}
+
+/* Puts dir at sys.path[pos]. */
+static void path_insert(Py_ssize_t pos, const char *dir) {
+  PyObject *path = PySys_GetObject("path"); /* borrowed */
+  PyObject *d = PyUnicode_FromString(dir);
+  if (path == NULL || d == NULL || PyList_Insert(path, pos, d) != 0) die("cannot set sys.path");
+  Py_DECREF(d);
 }
 
 void dlc_pyhost_init(void) {
@@ -105,11 +166,9 @@ void dlc_pyhost_init(void) {
   setenv("MKL_NUM_THREADS", "1", 1);
   dlc_py.consumer = getenv("DLCONFORM_FUZZ_CONSUMER");
   if (dlc_py.consumer == NULL || *dlc_py.consumer == '\0') dlc_py.consumer = "numpy";
-  Py_InitializeEx(0);
-  PyObject *path = PySys_GetObject("path"); /* borrowed */
-  PyObject *dir = PyUnicode_FromString(harness_dir());
-  if (path == NULL || dir == NULL || PyList_Insert(path, 0, dir) != 0) die("cannot set sys.path");
-  Py_DECREF(dir);
+  int bundled = start_interpreter();
+  path_insert(0, harness_dir());
+  if (bundled) path_insert(1, beside_exe("python/site"));
   init_allowed();
   dlc_py.from_dlpack = resolve(dlc_py.consumer);
   dlc_py.kw_copy = PyUnicode_InternFromString("copy");

@@ -3,7 +3,11 @@
  * server and libFuzzer before the first input:
  *   - OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 are set before
  *     Py_Initialize (thread pools do not survive fork; TOOLCHAIN.md, Fuzzing);
- *   - harness/ goes on sys.path (DLCONFORM_HARNESS_DIR, else the build-time path);
+ *   - the interpreter is the user's: DLCONFORM_FUZZ_PYTHON names it (a virtualenv's
+ *     python3: its site-packages count), else a runtime bundled next to the executable
+ *     (python/, fuzz/oss-fuzz/build.sh), else CPython's defaults; PYTHONPATH counts;
+ *   - harness/ goes on sys.path (DLCONFORM_HARNESS_DIR, else the build-time path), and
+ *     the bundle's python/site after it;
  *   - the consumer named by DLCONFORM_FUZZ_CONSUMER (default numpy) is imported and its
  *     from_dlpack resolved: numpy -> numpy.from_dlpack, torch ->
  *     torch.utils.dlpack.from_dlpack, ref -> dlconform._ref.from_dlpack, any other name ->

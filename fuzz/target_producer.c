@@ -257,10 +257,11 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
   int odd_stream = (r->kw & DLC_KW_STREAM) && r->kw_stream_kind % 3 != DLC_STREAM_NONE;
   if (cap == NULL && !odd_stream && foreign_device(r)) return check_device_refusal(r);
   if (cap == NULL) return check_exception("__dlpack__", odd_stream);
-  /* A message with DLC_AMBIGUOUS is reported at SHOULD (a warn), as the suites judge it:
-   * stream=-1 asks for no synchronisation, which a CPU producer never does anyway
-   * (suites/test_stream.py); a CPU id other than 0 names no device (DEV-02) and the export
-   * may stay on (1, 0). */
+  /* Messages with DLC_AMBIGUOUS or DLC_INVALID_ARGUMENT are reported at SHOULD (a warn), as
+   * the suites grade them:
+   *   - a stream other than None for a CPU tensor is an invalid argument (STR-10, STR-02):
+   *     accepting it warns; stream=-1 is moreover harmless, as it asks for no synchronisation;
+   *   - a CPU id other than 0 names no device (DEV-02) and the export may stay on (1, 0). */
   if (odd_stream)
     dlc_oracle_fail(r->kw_stream_kind % 3 == DLC_STREAM_INT ? "STR-10" : "STR-02",
                     "__dlpack__ accepted stream=%s for a CPU tensor%s",
@@ -268,7 +269,8 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
                     : r->kw_stream == -1                     ? "-1"
                                                              : "<int>",
                     r->kw_stream_kind % 3 == DLC_STREAM_INT && r->kw_stream == -1
-                        ? " " DLC_AMBIGUOUS "it asks for no synchronisation)" : "");
+                        ? " " DLC_AMBIGUOUS "it asks for no synchronisation)"
+                        : " " DLC_INVALID_ARGUMENT "the behaviour is unspecified)");
   if (r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
     dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s",
                     r->kw_dev_type, r->kw_dev_id,

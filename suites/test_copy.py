@@ -12,7 +12,7 @@ from support import tensors as tns
 
 def _exported(target, x, **kw):
     cap = pycap.export_versioned(x, **kw)
-    info = _probe.inspect(cap)
+    info = pycap.fields(cap)
     return cap, info
 
 
@@ -52,7 +52,7 @@ def test_copy_true_exports_separate_memory(target, check):
         if not pycap.keyword_rejected(e, "copy") and not isinstance(e, BufferError):
             check.record("CPY-01", "fail", "x.__dlpack__(copy=True) raised %s" % tries.describe_exc(e))
         return
-    linfo = _probe.inspect(legacy)
+    linfo = pycap.fields(legacy)
     if linfo["kind"] == "legacy":
         check.that(_address(linfo) != ptr, "CPY-01", "x.__dlpack__(copy=True) (legacy capsule) exported the "
                    "tensor's own memory (0x%x)" % ptr)

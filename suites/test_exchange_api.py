@@ -295,7 +295,7 @@ def test_managed_from_owning_versioned(target, check):
         check.equal(h.read_elements(), expected, "XAPI-14", "%s: values through the C path" % label)
         try:
             cap = x.__dlpack__(max_version=(1, 3))
-            ref_info = _probe.inspect(cap)
+            ref_info = pycap.fields(cap)
         except Exception as e:  # noqa: BLE001
             ref_info = None
             check.record("XAPI-14", "pass", "%s: __dlpack__ raised %s; no agreement check" % (label, type(e).__name__))
@@ -390,6 +390,9 @@ def test_dltensor_from_matches_managed_path(target, check):
         if rc != 0 or h is None:
             continue
         m = h.inspect()
+        if not m.get("readable", True):  # another major version: VER-07/VER-08 judge it; no fields
+            h.release()
+            continue
         for field in ("dtype", "shape", "device"):
             check.equal(tuple(d[field] or ()), tuple(m[field] or ()), "XAPI-15",
                         "%s: %s vs managed_tensor_from_py_object_no_sync" % (label, field))

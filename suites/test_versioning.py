@@ -199,7 +199,10 @@ def test_producer_offers_both_structs(target, check):
         legacy = _probe.inspect(x.__dlpack__())["name"]
     except BufferError as e:
         legacy = "BufferError: %s" % e
-    versioned = _probe.inspect(pycap.export_versioned(x))["name"]
+    try:
+        versioned = _probe.inspect(pycap.export_versioned(x))["name"]
+    except Unsupported as e:  # a legacy-only producer: the very gap VER-11 names
+        versioned = "none (%s)" % e
     check.that(legacy == pycap.LEGACY and versioned == pycap.VERSIONED, "VER-11",
                "legacy export: %s; versioned export: %s" % (legacy, versioned))
 
@@ -226,8 +229,10 @@ def _expect_import(target, check, clause, p, forge, what):
 
 
 def _expect_refusal(target, check, clause, p, what):
-    """Imports p, which must be refused (cleanly); then lets everything go."""
+    """Imports p, which must be refused (cleanly); then lets everything go. True when the
+    consumer refused it."""
     att = tries.Attempt(target, p)
+    refused = att.exc is not None
     if att.exc is None:
         check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(att.result).__name__))
         att.drop_capsules()  # while the result lives: it may be what keeps the capsule
@@ -236,6 +241,7 @@ def _expect_refusal(target, check, clause, p, what):
         check.refusal(clause, att, what)
         att.drop_capsules()
     tries.settle()
+    return refused
 
 
 @pytest.mark.clause("VER-01")
@@ -353,9 +359,14 @@ def test_consumer_refuses_other_major(target, check):
             "del p; gc.collect(); print(f.deleter_calls)  # expected 1"))
         forge = _ref.Forge(**fk)
         p = RecordingProducer(forge, keep=True)
-        _expect_refusal(target, check, "VER-08", p, what)
+        refused = _expect_refusal(target, check, "VER-08", p, what)
         check.equal(forge.deleter_calls, 1, "VER-08", "%s: deleter calls once the capsule is gone" % what)
-        check.that(forge.deleter_calls >= 1, "VER-10", "%s: the deleter was never called" % what)
+        # VER-10: only the prefix up to flags keeps its layout across majors, so a consumer
+        # may call the deleter through it and nothing else
+        check.that(refused, "VER-10", "%s: imported, so fields past the ABI-stable prefix (version, "
+                   "manager_ctx, deleter, flags) were used" % what)
+        check.that(forge.deleter_calls == 1, "VER-10", "%s: the deleter, reachable through the ABI-stable "
+                   "prefix, ran %d time(s) (expected 1)" % (what, forge.deleter_calls))
 
 
 @pytest.mark.clause("VER-09")
@@ -424,8 +435,11 @@ def test_consumer_takes_both_structs(target, check):
     att.drop_capsules()
     att.result = None
     if not tries.consumer_takes_versioned(target):
-        if legacy_ok:
-            raise Unsupported("the consumer imports legacy capsules only (it never asks for versioned ones)")
+        if legacy_ok:  # the very gap VER-11 names: a SHOULD, so a warn
+            check.that(False, "VER-11", "the consumer imports legacy capsules only: it never asks for versioned "
+                       "ones (no max_version >= (1, 0)), and VER-11 asks a library to handle both during the "
+                       "transition")
+            return
         check.that(False, "VER-11", "the consumer imports neither kind: %s" % (tries.describe_exc(exc) if exc else ""))
         return
     p = RecordingProducer(forges(shape=(3,)), keep=True)

@@ -18,7 +18,8 @@ def group_of(clause_id):
     return clause_id.split("-", 1)[0] if clause_id else ""
 
 
-FIELDS = ("id", "group", "level", "binds", "since", "source", "needs", "partial", "text", "reading", "no_check")
+FIELDS = ("id", "group", "level", "binds", "since", "source", "needs", "partial", "text", "reading", "input",
+          "no_check")
 
 
 class Clause:

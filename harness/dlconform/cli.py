@@ -4,11 +4,14 @@ import argparse
 import datetime
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
 
 from . import SUITES_DIR, __version__
+from . import catalogue as _catalogue
 from . import environment as _environment
 from . import known as _known
 from . import report as _report
@@ -17,7 +20,7 @@ from .runner import Runner, child_env
 from .targets.loader import BUILTIN, probe
 from .verdicts import FAILING, HARNESS_ERROR, VERDICTS
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
 
 
@@ -72,7 +75,20 @@ def build_parser():
                    help="results.json, a run-failure record or a matrix.json; TIER=FILE or TIER@MACHINE=FILE labels it")
     m.add_argument("--out", required=True, metavar="DIR", help="output folder")
     m.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    # commands whose own parsers read the rest of the line (`dlconform COMMAND --help`)
+    for name, helptext in _PASSTHROUGH.items():
+        sub.add_parser(name, help=helptext, prog="dlconform " + name, add_help=False)
     return p
+
+
+#: command -> (module, its help line): each parses its own arguments
+_PASSTHROUGH = {
+    "matrix": "every Debian tier and the host run and merged into reports/matrix/ (make matrix; --publish "
+              "re-renders)",
+    "fuzz-ci": "fuzz a consumer or producer for a set time, triage, reproducers (make fuzz-ci; fuzz/README.md)",
+    "fuzz-repro": "the Python reproducer script of one fuzz input",
+}
+_PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro"}
 
 
 def _positive(text):
@@ -154,6 +170,10 @@ class _Progress:
             self.stream.flush()
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def _jobs(text):
     try:
         n = int(text)
@@ -162,6 +182,29 @@ def _jobs(text):
     if n < 1:
         raise argparse.ArgumentTypeError("--jobs must be at least 1, got %d" % n)
     return n
+
+
+def _unmatched_clauses(suites, globs):
+    """The --clause globs that match no clause id of the suites' catalogue (none when the
+    catalogue is absent: nothing to check against)."""
+    cat = _catalogue.Catalogue.load(os.path.join(suites, "clauses.json"))
+    if not len(cat):
+        return []
+    return [g for g in globs if not cat.matching(g)]
+
+
+def _extensions_missing(python, env):
+    """Why `python` cannot import dlconform._probe and _ref (the C extensions every target
+    needs), or "" when it can."""
+    code = "import dlconform._probe, dlconform._ref"
+    try:
+        p = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    if p.returncode == 0:
+        return ""
+    lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "exit status %d" % p.returncode
 
 
 def cmd_run(args):
@@ -188,6 +231,17 @@ def cmd_run(args):
         return EXIT_USAGE
     env = child_env()
     started = time.time()
+    globs = [g.strip() for arg in (args.clause or ()) for g in arg.split(",") if g.strip()]
+    unmatched = _unmatched_clauses(suites, globs)
+    if unmatched:
+        _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
+             "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
+        return EXIT_USAGE
+    why = _extensions_missing(python, env)
+    if why:
+        _say("error: dlconform's C extensions do not import with %s (%s): run `make build` in the "
+             "repository (or `pip install .`)" % (python, why))
+        return EXIT_USAGE
 
     explicit = bool(args.target)
     specs = list(dict.fromkeys(args.target)) if explicit else list(BUILTIN)
@@ -238,6 +292,10 @@ def cmd_run(args):
     if not runnable:
         _say("error: no target can be run")
         return finish(EXIT_USAGE)
+    unloadable = [spec for spec in specs if explicit and targets[spec]["status"] == "skipped"]
+    if unloadable:  # a CI job that names a library expects it tested: never a quiet skip
+        _say("error: %s cannot be loaded (said above); nothing was run" % ", ".join(map(repr, unloadable)))
+        return finish(EXIT_USAGE)
 
     progress = None if args.quiet else _Progress()
     jobs = min(args.jobs or min(os.cpu_count() or 1, 4), len(runnable))
@@ -248,9 +306,17 @@ def cmd_run(args):
     runs = {}
     lock = threading.Lock()
 
-    def worker(runner):
+    done = [threading.Event() for _ in runners]  # set when a worker has returned
+
+    def worker(runner, finished):
         # One Runner per thread: a Runner drives one child at a time. Each target still has
         # its own process; the threads only wait on them.
+        try:
+            work(runner)
+        finally:
+            finished.set()
+
+    def work(runner):
         while True:
             with lock:
                 if not queue:
@@ -268,7 +334,10 @@ def cmd_run(args):
                 progress.done(spec, "dlconform: %s: %s" % (
                     spec, ", ".join("%d %s" % (counts[v], v) for v in VERDICTS if counts.get(v)) or "no results"))
 
-    threads = [threading.Thread(target=worker, args=(r,), daemon=True) for r in runners]
+    threads = [threading.Thread(target=worker, args=(r, d), daemon=True) for r, d in zip(runners, done)]
+    # a CI runner cancels a job with SIGTERM: stop as for Ctrl-C (this is the harness's own
+    # process; the libraries under test run in the children)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         for t in threads:
             t.start()
@@ -280,14 +349,22 @@ def cmd_run(args):
             queue.clear()
         for r in runners:
             r.kill()
+        for d in done:  # not Thread.join: a join that Ctrl-C interrupted may report the thread ended
+            d.wait(10)
+        partial = {r.current.spec: r.current for r in runners if r.current is not None}
         for spec in runnable:
-            if spec in runs:
-                results.extend(runs[spec].records)
-            elif targets[spec]["status"] == "pending":
-                targets[spec].update(status="skipped", reason="interrupted")
-        finish(EXIT_FAIL)
-        _say("interrupted")
-        return 130
+            run = runs.get(spec) or partial.get(spec)
+            if run is not None:
+                results.extend(run.records)
+                targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts)
+            else:
+                targets[spec].update(status="not run", reason="interrupted before it started")
+        run_info["incomplete"] = "interrupted: the results are those of the tests that finished"
+        code = finish(EXIT_INTERRUPTED)
+        _say("interrupted; the report holds what finished (%d results)" % len(results))
+        return code
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     for spec in runnable:  # report order is the command line's, whatever finished first
         results.extend(runs[spec].records)
     errors = [r for r in results if r["verdict"] == HARNESS_ERROR]
@@ -299,14 +376,10 @@ def cmd_run(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "fuzz-ci":  # fuzz/README.md, CI mode
-        from .fuzz import ci
+    if argv and argv[0] in _PASSTHROUGH_MODULES:
+        import importlib
 
-        return ci.main(argv[1:])
-    if argv and argv[0] == "fuzz-repro":
-        from .fuzz import repro
-
-        return repro.main(argv[1:])
+        return importlib.import_module(_PASSTHROUGH_MODULES[argv[0]], __package__).main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -6,13 +6,17 @@ It writes the results protocol of harness/README.md to --dlc-results: a `begin` 
 each test, one `result` line per clause after it, `end` when the session finishes; each line
 is flushed as it is written so that nothing is lost when the process dies.
 """
+import dis
 import fnmatch
 import json
 import os
+import re
+import sys
 import time
 
 import pytest
 
+from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
 from .records import SESSION, Record
@@ -82,6 +86,8 @@ entry = _EntryPoint()
 def pytest_configure(config):
     config.addinivalue_line("markers", "clause(*ids): the catalogue clauses a test checks")
     config.addinivalue_line("markers", "role(name): producer, consumer or both: what the target must be")
+    config.addinivalue_line("markers", "feeds(kind): what the check feeds the library: valid (the default), "
+                                       "invalid (malformed metadata) or argument (an invalid argument)")
     state = _State(config)
     config._dlc_state = state
     config.pluginmanager.register(state, "dlconform-state")
@@ -143,6 +149,24 @@ def item_clauses(item):
     return ids
 
 
+#: what a check may feed the library (suites/README.md, "Grading"), and the reading that makes
+#: accepting invalid input or an invalid argument a warn rather than a breach
+FEEDS = ("valid", "invalid", "argument")
+_UNSPECIFIED = ("the array API leaves behaviour on %s unspecified and dlpack.h obliges no consumer to "
+                "validate it: accepting it is a warn, a clean refusal passes, dying is a robustness crash "
+                "(suites/README.md, Grading)")
+_WHAT = {"invalid": "invalid input (malformed metadata)", "argument": "an invalid argument"}
+
+
+def item_feeds(item):
+    """What the test feeds the library: the `feeds` marker's kind, valid without one."""
+    mark = item.get_closest_marker("feeds")
+    kind = str(mark.args[0]) if mark is not None and mark.args else "valid"
+    if kind not in FEEDS:
+        raise pytest.UsageError("dlconform: %s: feeds(%r) is none of %s" % (item.nodeid, kind, ", ".join(FEEDS)))
+    return kind
+
+
 def item_role(item):
     mark = item.get_closest_marker("role")
     if mark is None or not mark.args:
@@ -159,6 +183,7 @@ class Check:
         self.records = []  # (clause, verdict, message)
         self.repro_text = None
         self.peer = None  # the other library of an interop check (reports/README.md: `peer`)
+        self.feeds = "valid"  # what the test feeds the library (its `feeds` marker)
 
     def set_peer(self, name):
         """Names the other library of this test (the producer when the target consumes):
@@ -196,6 +221,16 @@ class Check:
             i = _first_difference(actual, expected)
             detail += " (first difference at byte %s; lengths %d and %d)" % (i, len(actual), len(expected))
         return self.that(False, clause, "%s: %s" % (message, detail) if message else detail)
+
+    def accepted(self, clause, message):
+        """The library accepted what the check fed it, where it should have refused: a breach
+        of the clause on valid input (fail for MUST, warn otherwise); on invalid input or an
+        invalid argument a warn that cites the reading (the behaviour is unspecified)."""
+        if self.feeds == "valid":
+            self.record(clause, breach(self._level_of(clause)), message)
+        else:
+            self.record(clause, "warn", "%s; it is %s: %s" % (message, _WHAT[self.feeds],
+                                                              _UNSPECIFIED % _WHAT[self.feeds]))
 
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)
@@ -254,6 +289,61 @@ def _location(excinfo):
         return "%s:%d" % (os.path.basename(str(entry.path)), entry.lineno + 1)
     except Exception:
         return "?"
+
+
+_CALLS = ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW")
+_RAISES = ("RAISE_VARARGS", "RERAISE")
+_BINDING = re.compile(r"^([\w.]+)\(\) (missing \d+ required|got an unexpected keyword|takes \d+ positional|takes no "
+                      r"|got multiple values)")
+
+
+def _ours(path, roots):
+    """True for a file under one of `roots` (the suites being run, the dlconform package),
+    except pyref's (a library under test that lives in the package)."""
+    path = os.path.abspath(str(path))
+    if path.startswith(os.path.join(PACKAGE_DIR, "pyref") + os.sep):
+        return False
+    return any(path.startswith(root + os.sep) for root in roots)
+
+
+def _ours_by_name(qualname, roots):
+    """True when a function of that qualified name is defined in one of our modules."""
+    for mod in list(sys.modules.values()):
+        if not _ours(getattr(mod, "__file__", None) or "/", roots):
+            continue
+        obj = mod
+        for part in qualname.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        code = getattr(obj, "__code__", None)
+        if code is not None and _ours(code.co_filename, roots):
+            return True
+    return False
+
+
+def harness_error(excinfo, roots):
+    """True when an exception the test did not expect is the suite's own fault rather than the
+    library's: an operation of the suites' or the harness's code raised it (a lookup, an index,
+    arithmetic: not a call into the library, not a `raise`), or one of our functions was called
+    with the wrong arguments. Exceptions a library raises inside a call pass through a call
+    instruction and stay the library's."""
+    tb = excinfo.tb
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not _ours(tb.tb_frame.f_code.co_filename, roots):
+        return False
+    e = excinfo.value
+    try:
+        op = next((i.opname for i in dis.get_instructions(tb.tb_frame.f_code) if i.offset == tb.tb_lasti), "")
+    except Exception:  # noqa: BLE001 - an unreadable frame is not evidence
+        return False
+    if op in _RAISES:
+        return False
+    if op in _CALLS:
+        m = _BINDING.match(str(e)) if isinstance(e, TypeError) else None
+        return bool(m) and _ours_by_name(m.group(1), roots)
+    return True
 
 
 def _exc_message(e):
@@ -325,6 +415,9 @@ def isolate_items(session, state):
 class _State:
     def __init__(self, config):
         self.config = config
+        #: the code that is ours (the package, the suites, the folders of the collected test
+        #: files): an exception it raises itself is a harness error
+        self.roots = (SUITES_DIR, PACKAGE_DIR)
         given = requested_target(config)
         self.spec = given or "ref"
         self.explicit_target = given is not None
@@ -397,6 +490,7 @@ class _State:
                     self.write({"event": "repro", "test": nodeid, "repro": text})
 
             st = _ItemState(Check(self.level, on_repro), item_clauses(item) or [UNMARKED], item_role(item))
+            st.check.feeds = item_feeds(item)
             item._dlc = st
         return st
 
@@ -417,6 +511,7 @@ class _State:
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+        self.roots = tuple(dict.fromkeys(self.roots + tuple(str(item.path.parent) for item in keep)))
 
     def pytest_collection_finish(self, session):
         self.write({"event": "collected", "count": len(session.items)})
@@ -433,6 +528,7 @@ class _State:
         st = self.item_state(item)
         st.start = time.perf_counter()
         self.write({"event": "begin", "test": item.nodeid, "clauses": st.clauses, "role": st.role or "any",
+                    "input": st.check.feeds,
                     "time": time.time()})
         yield
         try:
@@ -480,6 +576,17 @@ class _State:
         isolate_items(session, self)
         return True
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        """pytest names the running test in os.environ (PYTEST_CURRENT_TEST): the library under
+        test must not see that, so the check's own call runs without it."""
+        current = os.environ.pop("PYTEST_CURRENT_TEST", None)
+        try:
+            yield
+        finally:
+            if current is not None:
+                os.environ["PYTEST_CURRENT_TEST"] = current
+
     def pytest_sessionfinish(self, session, exitstatus):
         self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),
                     "time": time.time()})
@@ -510,6 +617,10 @@ class _State:
             if isinstance(e, AssertionError):
                 text = str(e).strip() or "assertion failed"
                 return "assert", _truncate("%s (at %s%s)" % (text, _location(excinfo), where)), None
+            if harness_error(excinfo, self.roots):
+                return HARNESS_ERROR, _truncate("harness error: the suite's own code raised %s%s: %s (at %s); "
+                                                "this says nothing about the library" % (
+                                                    type(e).__name__, where, _exc_message(e), _location(excinfo))), None
             return "unexpected", _truncate("unexpected %s%s: %s (at %s)" % (
                 type(e).__name__, where, _exc_message(e), _location(excinfo))), None
         return "pass", "", None
@@ -536,8 +647,8 @@ class _State:
                 # An exception after explicit records is a verdict too: earlier passes never hide it.
                 if kind == "assert":
                     recs.append((breach(self.level(clause)), message))
-                elif kind == "unexpected":
-                    recs.append(("fail", message))
+                elif kind in ("unexpected", HARNESS_ERROR):
+                    recs.append(("fail" if kind == "unexpected" else kind, message))
                 verdict = worst(v for v, _ in recs)
                 msgs = [m for v, m in recs if v == verdict and m] or [m for v, m in recs if v != "pass" and m]
                 msg = "; ".join(dict.fromkeys(msgs))
@@ -545,6 +656,8 @@ class _State:
                 verdict, msg = breach(self.level(clause)), message
             elif kind == "unexpected":
                 verdict, msg = "fail", message
+            elif kind == HARNESS_ERROR:
+                verdict, msg = kind, message
             elif kind == "warn":
                 verdict = "warn"
                 msg = message if warn_clause in (None, clause) else "%s (raised for %s)" % (message, warn_clause)
@@ -557,5 +670,7 @@ class _State:
             rec = self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration)
             if st.check.peer is not None:
                 rec["peer"] = st.check.peer
+            if st.check.feeds != "valid":
+                rec["input"] = st.check.feeds
             out.append(rec)
         return out

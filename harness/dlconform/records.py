@@ -17,8 +17,10 @@ from . import catalogue as _catalogue
 
 FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test", "duration")
 #: kept only when set: the evidence of a crash (stack, oracle line); the other library of an
-#: interop check; True for a finding a known-failures file lists (known.py)
-OPTIONAL = ("evidence", "peer", "known")
+#: interop check; True for a finding a known-failures file lists (known.py); what the check
+#: fed the library when that was not valid input ("invalid" or "argument": a crash there is a
+#: robustness crash, suites/README.md, Grading)
+OPTIONAL = ("evidence", "peer", "known", "input")
 #: the clause of a record about a whole run rather than one clause
 SESSION = "*"
 

@@ -29,7 +29,6 @@ def child_env(base=None):
     env = dict(os.environ if base is None else base)
     parts = [HARNESS_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != HARNESS_DIR]
     env["PYTHONPATH"] = os.pathsep.join(parts)
-    env.setdefault("PYTHONFAULTHANDLER", "1")
     return env
 
 
@@ -114,6 +113,7 @@ class _Test:
     clauses: list
     role: str
     t0: float  # when it began; once finished, when its last result came
+    input: str = "valid"  # what the test feeds the library (its `feeds` marker)
     done: set = field(default_factory=set)  # clauses with a result
     finished: bool = False  # every clause has its result
     repro: str = ""  # the snippet it streamed, for a crash
@@ -217,6 +217,8 @@ class Runner:
         #: limit for startup + collection (no `begin` yet)
         self.collect_timeout = float(collect_timeout) if collect_timeout else max(300.0, 10 * self.timeout)
         self._proc = None
+        self.interrupted = False  # kill() was called: no verdict for what the kill cut short
+        self.current = None  # the TargetRun in progress
 
     # ---- records
     def _emit(self, run, fields):
@@ -250,6 +252,7 @@ class Runner:
                 "clause": clause, "role": current.role, "verdict": verdict, "message": message,
                 "test": current.test, "duration": elapsed, "evidence": evidence,
                 "repro": self._lost_repro(run, clause, current),
+                "input": current.input if current.input != "valid" else None,
             })
 
     def _record_stop(self, run, att, reason, evidence):
@@ -273,7 +276,13 @@ class Runner:
 
     # ---- child
     def command(self, spec, results_path, exclude_path, paths=None):
+        # The library under test must see its process as any Python process: pytest's warnings,
+        # unraisable- and thread-exception plugins and its output capture would change the
+        # warnings filters, sys.unraisablehook, threading.excepthook and sys.stdout around
+        # every test (test_meta.py: test_the_suite_leaves_the_process_alone). Its faulthandler
+        # stays: crash evidence needs it, and it chains to any handler a library installs.
         cmd = [self.python, "-m", "pytest", *(paths or [self.suites]), "-p", "dlconform.pytest_plugin", "-q",
+               "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception", "--capture=no",
                "-p", "no:cacheprovider", "--continue-on-collection-errors", "--rootdir", self.suites,
                "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9)),
                "--dlc-target", spec, "--dlc-results", results_path]
@@ -291,6 +300,7 @@ class Runner:
         killed is replaced by one that skips every test already begun. `paths`: test files or
         node ids to run instead of the whole suites folder; `skip`: node ids not to run."""
         run = TargetRun(spec)
+        self.current = run
         run.roles = list(roles)
         run.versions = dict(versions or {})
         work = os.path.join(self.out_dir, "work", safe_name(spec))
@@ -302,7 +312,7 @@ class Runner:
         start = time.monotonic()
         deadline = start + self.target_timeout
         tested = 0
-        while True:
+        while not self.interrupted:
             run.attempts += 1
             n = run.attempts
             results_path = os.path.join(work, "attempt-%d.jsonl" % n)
@@ -332,6 +342,8 @@ class Runner:
                 self._proc = None
             att.rc = proc.returncode
             tested += att.begun
+            if self.interrupted:  # the child died of our kill, not of the library: no verdict
+                break
             evidence = _evidence(err_path, out_path)
             restart = False
             for reason in stop_reasons(att):
@@ -345,6 +357,9 @@ class Runner:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
                 break
         run.duration = time.monotonic() - start
+        if self.interrupted:
+            run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
+            return run
         session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
         if tested == 0 and session_bad:
             run.status = "crashed"
@@ -420,7 +435,8 @@ class Runner:
             test = str(ev.get("test", ""))
             att.begun += 1
             begun.setdefault(test, None)
-            att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic())
+            att.current = _Test(test, list(ev.get("clauses") or []), ev.get("role"), time.monotonic(),
+                                input=str(ev.get("input") or "valid"))
             run.begun += 1
             if self.progress:
                 self.progress(run.spec, run.begun, run.total)
@@ -445,9 +461,12 @@ class Runner:
             att.ended_t = time.monotonic()
 
     def kill(self):
-        """Kills the running child's process group (for KeyboardInterrupt)."""
-        if self._proc is not None and self._proc.poll() is None:
-            kill_group(self._proc)
+        """Stops the run (Ctrl-C, SIGTERM): kills the running child's process group and records
+        nothing for the test it cut short; run_target returns what finished."""
+        self.interrupted = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            kill_group(proc)
 
 
 def _last_lines(text, n=3):

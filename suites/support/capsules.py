@@ -101,6 +101,21 @@ def versioned_supported(x):
         return True
 
 
+def fields(cap):
+    """_probe.inspect(cap) of a producer's export whose fields a check reads. An export that is
+    not a DLPack capsule (another name: CAP-01, CAP-02 judge it) or whose fields may not be
+    read (another major version: VER-07, VER-08) leaves the check nothing to judge: Unsupported,
+    naming why, rather than a lookup of fields the capsule does not have."""
+    info = _probe.inspect(cap)
+    if info["kind"] not in ("legacy", "versioned"):
+        raise Unsupported("the export is not a DLPack capsule (name %r): its fields cannot be read; CAP-01 "
+                          "and CAP-02 judge the name" % (info["name"],))
+    if not info.get("readable", True):
+        raise Unsupported("the export carries version %r: its fields are not read (VER-07, VER-08)"
+                          % (info.get("version"),))
+    return info
+
+
 def versioned_with_flags(x, **kw):
     """A versioned capsule of x with its inspect() dict; Unsupported for legacy-only producers
     and when the producer returned a legacy capsule anyway."""

@@ -46,8 +46,6 @@ def run_snippet(snippet, timeout=60, env=None, unset=()):
     text = snippet if isinstance(snippet, str) else "\n".join(snippet)
     full = dict(os.environ)
     full["PYTHONPATH"] = os.pathsep.join(filter(None, [HARNESS_DIR, full.get("PYTHONPATH")]))
-    full.setdefault("OMP_NUM_THREADS", "1")
-    full.setdefault("OPENBLAS_NUM_THREADS", "1")
     full.update(env or {})
     for name in unset:
         full.pop(name, None)

@@ -21,6 +21,7 @@ tests and the target adapters. Strides are in elements, byte offsets in bytes.
 A failing example must be reproducible: tests call `hypothesis.note()` with the drawn case
 and put a self-contained snippet into `check.repro(...)`.
 """
+import sys
 from collections import namedtuple
 
 from hypothesis import HealthCheck, settings
@@ -137,9 +138,24 @@ class Finding(Exception):
         self.lines = lines
 
 
+def _at_recursion_limit(fn, limit):
+    def inner(*args, **kwargs):
+        raised = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.setrecursionlimit(raised)
+
+    return inner
+
+
 def run_cases(check, clauses, given_fn):
     """Runs a @given-decorated zero-argument function whose body raises Finding for fails;
-    records the shrunk finding, or pass for every clause."""
+    records the shrunk finding, or pass for every clause. The body runs at the recursion limit
+    of the process: hypothesis raises it while it draws, and the library under test must see
+    the process as it is (the inner test is hypothesis's documented hook for wrapping)."""
+    given_fn.hypothesis.inner_test = _at_recursion_limit(given_fn.hypothesis.inner_test, sys.getrecursionlimit())
     try:
         given_fn()
     except Finding as f:

@@ -22,7 +22,9 @@ LEVELS = ("MUST", "SHOULD", "MAY", "INFO")
 BINDS = ("producer", "consumer", "both")
 NEEDS = ("cpu", "gpu", "info")
 #: bullet label -> the JSON field it fills
-NOTES = {"Reading": "reading", "No check": "no_check"}
+NOTES = {"Reading": "reading", "Input": "input", "No check": "no_check"}
+#: what the checks of a clause with an Input note feed the library (suites/README.md, Grading)
+INPUT_KINDS = ("invalid", "argument")
 
 GROUP_HEADING = re.compile(r"## ([A-Z]+): \S")
 CLAUSE_ID = re.compile(r"([A-Z]+)-\d\d")
@@ -98,6 +100,8 @@ def add_note(line, group, clauses, where):
     if field in entry:
         raise SourceError("%s: a second %s note for %s" % (where, label, cid))
     entry[field] = text.strip()
+    if field == "input" and entry[field].split(":", 1)[0] not in INPUT_KINDS:
+        raise SourceError("%s: an Input note reads '- Input ID: invalid|argument: what the checks feed'" % where)
     return entry, field
 
 
@@ -128,7 +132,7 @@ def parse(lines, name="clauses.md"):
 def order_fields(entry):
     """Schema order: the table's fields, then reading, then no_check (stable rebuild diffs)."""
     return {k: entry[k] for k in ("id", "group", "level", "binds", "since", "source", "needs",
-                                  "partial", "text", "reading", "no_check") if k in entry}
+                                  "partial", "text", "reading", "input", "no_check") if k in entry}
 
 
 def render(clauses):

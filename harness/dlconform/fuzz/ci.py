@@ -60,6 +60,7 @@ def run_group(cmd, timeout, **kw):
 # An EXC finding that is more than the class of a refusal: CPython's C API contract broken.
 EXC_BROKEN = re.compile(r"SystemError|without setting an exception")
 AMBIGUOUS = "(ambiguous: "  # fuzz/oracle.h DLC_AMBIGUOUS
+INVALID_ARGUMENT = "(invalid argument: "  # fuzz/oracle.h DLC_INVALID_ARGUMENT
 
 
 def finding_level(clause, message, catalogue_level):
@@ -71,10 +72,11 @@ def finding_level(clause, message, catalogue_level):
         # an ordinary class is a SHOULD-level finding; SystemError or NULL without an
         # exception breaks the C API: MUST.
         return "SHOULD"
-    if AMBIGUOUS in message:
-        # the target marks a breach the spec leaves ambiguous (fuzz/oracle.h, DLC_AMBIGUOUS):
-        # a CPU export for stream=-1, a CPU dl_device with an id other than 0; the suites
-        # warn for such cases too
+    if AMBIGUOUS in message or INVALID_ARGUMENT in message:
+        # the target marks a breach the spec leaves ambiguous (fuzz/oracle.h, DLC_AMBIGUOUS:
+        # a CPU export for stream=-1, a CPU dl_device with an id other than 0) or an invalid
+        # argument accepted (DLC_INVALID_ARGUMENT: another stream for a CPU tensor); the
+        # suites warn for such cases too (suites/README.md, Grading)
         return "SHOULD"
     return catalogue_level or "MUST"
 
@@ -102,6 +104,8 @@ class Fuzz:
                  UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=self.a.consumer or self.a.target)
         if self.a.producer:
             e["DLCONFORM_FUZZ_PRODUCER"] = self.a.producer
+        if sys.prefix != sys.base_prefix:  # a virtualenv: the target embeds its python3 (fuzz/pyhost.h)
+            e.setdefault("DLCONFORM_FUZZ_PYTHON", sys.executable)
         e["DLCONFORM_FUZZ_IGNORE_FILE"] = ignore_file or self.ignore
         if triage:
             e["DLCONFORM_FUZZ_TRIAGE"] = "1"
@@ -151,14 +155,18 @@ class Fuzz:
             except subprocess.TimeoutExpired:
                 rc = 124
         self.fuzz_seconds += time.time() - t0
-        with open(self.log, encoding="utf-8", errors="replace") as f:
-            tail = f.read()[-200000:]
-        tail = tail[tail.rfind("### round:"):]
+        tail = self.round_log()
         m = re.findall(r"stat::number_of_executed_units:\s*(\d+)", tail) or re.findall(r"^#(\d+)\s", tail, re.M)
         if m:
             self.execs += int(m[-1])
         self.written = re.findall(r"Test unit written to (\S+)", tail)
         return rc
+
+    def round_log(self):
+        """The log of the last round (its end, when long)."""
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            tail = f.read()[-200000:]
+        return tail[tail.rfind("### round:"):]
 
     @staticmethod
     def must_refuse(context):
@@ -196,6 +204,8 @@ class Fuzz:
             if not new:  # the target did not start (import error, ...): not a finding
                 print("fuzz-ci: %s: the fuzz target exited %d without a crash input; see %s"
                       % (self.a.target, rc, self.log), file=sys.stderr)
+                for line in start_failure(self.round_log()):
+                    print("fuzz-ci: %s: %s" % (self.a.target, line), file=sys.stderr)
                 return 2
             stop = False
             for path in new:
@@ -319,6 +329,21 @@ class Fuzz:
             self.a.target, self.execs, self.fuzz_seconds, summary["exec_per_s"], self.rounds,
             len(self.findings), len(new), os.path.join(self.dir, self.a.target + "-summary.md")))
         return 1 if new else 0
+
+
+# the last line of a Python exception as PyErr_Print writes it: "ModuleNotFoundError: No module named 'x'"
+EXC_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$")
+
+
+def start_failure(log):
+    """Why a target did not start, from its log: the exception Python printed last before
+    pyhost's own lines (the import error of the library under test, ...), then those lines
+    ("dlconform-fuzz: cannot import the consumer module (consumer 'x')"). Empty when neither."""
+    lines = log.splitlines()
+    said = [i for i, l in enumerate(lines) if l.startswith("dlconform-fuzz: ")]
+    before = lines[:said[0]] if said else lines
+    exc = [l for l in before if EXC_LINE.match(l)]
+    return exc[-1:] + [lines[i] for i in said]
 
 
 def render_md(s):

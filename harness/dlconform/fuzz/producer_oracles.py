@@ -176,7 +176,8 @@ def export_dunder(b, rec, view, expected, base, nbytes, say):
         int_stream = rec["stream_kind"] % 3 == 1
         b.fail("STR-10" if int_stream else "STR-02", "__dlpack__ accepted stream=%s for a CPU tensor%s" % (
             "'stream'" if not int_stream else "-1" if rec["stream"] == -1 else "<int>",
-            " (ambiguous: it asks for no synchronisation)" if int_stream and rec["stream"] == -1 else ""))
+            " (ambiguous: it asks for no synchronisation)" if int_stream and rec["stream"] == -1
+            else " (invalid argument: the behaviour is unspecified)"))
     if rec["kw"] & R.KW["dl_device"] and rec["kw_device"] != (R.CPU, 0):
         b.fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s" % (
             rec["kw_device"] + (" (ambiguous: a CPU device id that is not zero)" if rec["kw_device"][0] == R.CPU

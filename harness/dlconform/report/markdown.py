@@ -7,8 +7,16 @@ _ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**", "error": "**ERROR (harness)**"}
 
 
+#: a crash on what the check fed the library: robustness on invalid input or an invalid
+#: argument, apart from conformance crashes on valid input (suites/README.md, Grading)
+_FED = {"invalid": "robustness: invalid input", "argument": "robustness: invalid argument"}
+
+
 def _verdict(r):
-    return _ICON.get(r["verdict"], r["verdict"]) + (" (known)" if r.get("known") else "")
+    text = _ICON.get(r["verdict"], r["verdict"])
+    if r["verdict"] in ("crash", "timeout", "warn") and r.get("input") in _FED:
+        text += " (%s)" % _FED[r["input"]]
+    return text + (" (known)" if r.get("known") else "")
 
 
 def _cell(text, limit=300):
@@ -37,6 +45,9 @@ def render(doc):
         ".".join(str(x) for x in env.get("dlpack_header") or []) or "?",
         (env.get("dlconform") or {}).get("git") or (env.get("dlconform") or {}).get("version", "?")))
     lines.append("")
+    incomplete = (doc.get("run") or {}).get("incomplete")
+    if incomplete:
+        lines += ["**Incomplete run** (%s)." % incomplete, ""]
 
     # ---- targets
     lines += ["## Targets", "", "| target | status | versions | " + " | ".join(VERDICTS) + " |",
@@ -55,7 +66,7 @@ def render(doc):
     bad = [r for r in results if r.get("verdict") != "pass"]
     lines += ["## Findings (everything that did not pass)", ""]
     if not bad:
-        lines += ["Every check passed.", ""]
+        lines += ["Every check that ran passed." if incomplete else "Every check passed.", ""]
     else:
         order = {v: i for i, v in enumerate(VERDICTS)}
         bad.sort(key=lambda r: (-order.get(r["verdict"], 99), r["target"], r["clause"], r["test"]))

@@ -1,0 +1,127 @@
+"""The CI recipes for a library's repository (.ci/library, fuzz/ci/github-fuzz.yml,
+.ci/matrix.example.yml) and the tools that try them (.ci/library/check). What runs them for
+real, in a Debian tier and a runner without Python: .ci/library/check/workflow.sh and
+cflite.sh (minutes each; see .ci/library/README.md). Here, what holds without running them."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECK = os.path.join(ROOT, ".ci", "library", "check")
+sys.path.insert(0, CHECK)
+sys.path.insert(0, os.path.join(ROOT, "fuzz", "oss-fuzz"))
+
+import bundle  # noqa: E402
+import gha  # noqa: E402
+
+WORKFLOWS = [".ci/library/dlpack.yml", "fuzz/ci/github-fuzz.yml", ".ci/matrix.example.yml"]
+STEPS = os.path.join(ROOT, ".ci", "library", "steps.sh")
+
+
+def _jobs(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return gha.jobs(f.read())
+
+
+@pytest.mark.parametrize("path", WORKFLOWS)
+def test_container_jobs_install_git_before_checkout(path):
+    """actions/checkout clones only where git exists; otherwise it downloads a tarball, and the
+    reports' provenance has no revision."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    jobs = _jobs(path)
+    assert jobs, path
+    for name, (_, steps) in jobs.items():
+        block = text[text.index("\n  %s:" % name):]
+        if "container:" not in block.split("steps:")[0]:
+            continue  # a runner image with git
+        checkouts = [i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/checkout@")]
+        gits = [i for i, s in enumerate(steps) if "install" in s.get("run", "") and " git" in s.get("run", "")]
+        assert checkouts and gits and gits[0] < checkouts[0], (path, name, steps)
+
+
+@pytest.mark.parametrize("path", WORKFLOWS[:2])
+def test_library_workflows_run_known_steps(path):
+    """Every steps.sh call of a library workflow names a step steps.sh has, in the order
+    tools, build, install, then the rest."""
+    (env, steps), = _jobs(path).values()
+    called = [s["run"].split()[-1] for s in steps if "steps.sh" in s.get("run", "")]
+    cases = subprocess.run(["sed", "-n", r"s/^  \([a-z]*\))$/\1/p", STEPS], stdout=subprocess.PIPE,
+                           check=True).stdout.decode().split()
+    assert called[:3] == ["tools", "build", "install"] and set(called) <= set(cases), (called, cases)
+    assert env["LIB"] and env["FUZZ_SECONDS"].isdigit(), env
+    uploads = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert uploads and uploads[-1]["with"]["path"] == "reports/" and "!cancelled()" in uploads[-1]["if"]
+
+
+def test_steps_sh_refuses_unknown_steps():
+    p = subprocess.run(["sh", STEPS, "nonsense"], env=dict(os.environ, LIB="x"), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    assert p.returncode == 2 and b"usage:" in p.stdout, p.stdout
+    p = subprocess.run(["sh", STEPS, "fuzz"], env={k: v for k, v in os.environ.items() if k != "LIB"},
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode != 0 and b"LIB" in p.stdout, p.stdout
+
+
+def test_gha_conditions():
+    assert gha.condition("${{ !cancelled() }}", {}) is True
+    ok = "${{ !cancelled() && steps.install.outcome == 'success' }}"
+    assert gha.condition(ok, {"install": "success"}) is True
+    assert gha.condition(ok, {"install": "failure"}) is False
+    with pytest.raises(ValueError):
+        gha.condition("${{ always() }}", {})
+
+
+def test_gha_reads_blocks_and_flow_mappings():
+    text = ("on: [push]\njobs:\n  one:\n    env:\n      A: \"1\"   # note\n      B: ''\n    steps:\n"
+            "      - uses: x/y@v1\n        with: {path: lib, repository: o/n}\n"
+            "      - name: two lines\n        run: |\n          echo a\n            echo b\n"
+            "      - run: echo c\n")
+    (env, steps), = gha.jobs(text).values()
+    assert env == {"A": "1", "B": ""}
+    assert steps == [{"uses": "x/y@v1", "with": {"path": "lib", "repository": "o/n"}},
+                     {"name": "two lines", "run": "echo a\n  echo b\n"}, {"run": "echo c"}]
+
+
+def test_bundle_carries_the_runtime_and_what_a_module_imports():
+    """A module found on PYTHONPATH that imports numpy: the bundle has the module, numpy with
+    its shared libraries, libpython and the standard library, and no stdlib test suite."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "src")
+        os.makedirs(os.path.join(src, "cirecipe_lib"))
+        with open(os.path.join(src, "cirecipe_lib", "__init__.py"), "w") as f:
+            f.write("import numpy\n")
+        out = os.path.join(tmp, "out")
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "fuzz", "oss-fuzz", "bundle.py"), out,
+                            os.path.join(ROOT, "harness"), "cirecipe_lib"],
+                           env=dict(os.environ, PYTHONPATH=src), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert p.returncode == 0, p.stdout
+        home = os.path.join(out, "python")
+        xy = "python%d.%d" % sys.version_info[:2]
+        site = sorted(os.listdir(os.path.join(home, "site")))
+        assert "cirecipe_lib" in site and "numpy" in site and "dlconform" not in site, site
+        assert os.path.isfile(os.path.join(home, "lib", xy, "os.py"))
+        assert os.path.isdir(os.path.join(home, "lib", xy, "lib-dynload"))
+        assert not os.path.exists(os.path.join(home, "lib", xy, "test"))
+        libs = os.listdir(os.path.join(home, "lib"))
+        assert any(n.startswith("libpython") for n in libs), libs
+        assert any(n.startswith("libffi.so") for n in libs), libs  # _ctypes's, from lib-dynload
+        assert not any(n.startswith(("libc.so", "ld-linux")) for n in libs), libs
+
+
+def test_bundle_names_a_module_that_does_not_import():
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "fuzz", "oss-fuzz", "bundle.py"), tmp,
+                            os.path.join(ROOT, "harness"), "cirecipe_missing"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT)
+        assert p.returncode == 1 and b"No module named 'cirecipe_missing'" in p.stdout, p.stdout
+
+
+def test_bundle_top_levels_leave_out_stdlib_and_harness():
+    import sysconfig
+    stdlib = sysconfig.get_paths()["stdlib"]
+    files = [os.path.join(stdlib, "os.py"), "/h/dlconform/__init__.py", "/s/pkg/sub/m.py", "/s/mod.py"]
+    tops = bundle.top_levels(files, [os.path.realpath(stdlib), "/h", "/s"], "/h")
+    assert tops == {"/s": {"pkg", "mod.py"}}, tops
