@@ -908,6 +908,8 @@ OBSERVE.update({
     "no_copy_keyword": lambda: _raises(lambda: _t().__dlpack__(copy=None)),
     "destructor_calls_null_deleter": lambda: _in_child(_NULL_DELETER_DIES),
     "subbyte_unflagged": lambda: fields(_ref.Tensor("float4_e2m1fn", (4,)).__dlpack__(max_version=(1, 3)))["flags"],
+    "fp6_bits_8": lambda: fields(_ref.Tensor("float6_e2m3fn", (4,)).__dlpack__(max_version=(1, 3)))["dtype"],
+    "fp4_bits_8": lambda: fields(_ref.Tensor("float4_e2m1fn", (4,)).__dlpack__(max_version=(1, 3)))["dtype"],
     "consumer_opaque_systemerror": lambda: _import_raises(dtype=(3, 64, 1)),
     "consumer_packed_systemerror": lambda: _import_raises(dtype=(17, 4, 1), shape=(4,)),
     "consumer_accepts_negative_ndim": lambda: _import_raises(shape=(), ndim=-1, buffer_size=64),

@@ -67,6 +67,10 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "the capsule destructor calls the deleter without checking it for NULL (crashes)"},
     [FAULT_SUBBYTE_UNFLAGGED] = {"subbyte_unflagged", "FLG-06", P, 1,
         "padded sub-byte exports do not set IS_SUBBYTE_TYPE_PADDED"},
+    [FAULT_FP6_BITS_8] = {"fp6_bits_8", "DT-07", P, 1,
+        "fp6 is exported with bits 8 (its padded storage) instead of 6"},
+    [FAULT_FP4_BITS_8] = {"fp4_bits_8", "DT-08", P, 1,
+        "fp4 is exported with bits 8 (its padded storage) instead of 4"},
     /* exchange API (XAPI): table and discovery faults re-install the type's attribute
      * when they are set (module.c). */
     [FAULT_XAPI_ON_INSTANCE] = {"xapi_on_instance", "XAPI-01", P, 0,

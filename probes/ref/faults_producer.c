@@ -45,6 +45,12 @@ void ref_twist_export_tensor(DLTensor *dl, int versioned, int64_t *scratch) {
     case FAULT_BOOL_BITS: /* DT-03 */
       if (dl->dtype.code == kDLBool) dl->dtype.bits = 1;
       break;
+    case FAULT_FP6_BITS_8: /* DT-07 */
+      if (dl->dtype.code == kDLFloat6_e2m3fn || dl->dtype.code == kDLFloat6_e3m2fn) dl->dtype.bits = 8;
+      break;
+    case FAULT_FP4_BITS_8: /* DT-08 */
+      if (dl->dtype.code == kDLFloat4_e2m1fn) dl->dtype.bits = 8;
+      break;
     case FAULT_DEVICE_MISMATCH: dl->device.device_type = kDLCUDAHost; break; /* DEV-03 */
     case FAULT_CPU_DEVICE_ID: dl->device.device_id = 1; break;               /* DEV-02 */
     default: break;
