@@ -37,6 +37,26 @@ bool_unexportable               DT-12   producer bool arrays cannot be exported 
 versioned_flags_before_deleter  VER-10  producer versioned structs hold flags where the ABI puts the deleter, and
                                                  the deleter after it (consumers call the flags value: NULL, or a
                                                  crash)
+max_version_unchecked           VER-01  producer a max_version that is not a (major, minor) tuple of ints is taken
+                                                 for None (a legacy capsule)
+copy_none_copies                CPY-03  producer copy=None exports a copy (IS_COPIED) instead of the array's own
+                                                 memory
+dtype_code_past_enum            DT-01   producer float8_e8m0fnu is exported with code 18, past the header's last
+                                                 DLDataTypeCode
+complex_part_bits               DT-04   producer complex dtypes export the bits of one part (32 for complex64)
+bfloat16_as_float16             DT-05   producer bfloat16 is exported with code kDLFloat
+fp8_as_uint8                    DT-06   producer the fp8 formats are exported with code kDLUInt
+int_two_lanes                   DT-10   producer int16 to int64 export two lanes of half the bits
+unsigned_as_signed              DT-13   producer unsigned ints are exported with code kDLInt
+byteswap_in_place               DT-02   producer an export turns the array's multi-byte elements big-endian, in
+                                                 place
+data_at_first_element           LAY-01  producer data points at the first element (byte_offset 0), so views export
+                                                 unaligned data
+byte_offset_dropped             LAY-03  producer views export byte_offset 0: data + byte_offset is the start of the
+                                                 buffer, not the first element
+leading_unit_dim                LAY-09  producer exports carry an extra leading dimension of extent 1 (0-d arrays
+                                                 export ndim 1)
+strided_views_refused           LAY-11  producer arrays that are not row-major are refused (BufferError)
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called
