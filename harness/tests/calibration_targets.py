@@ -16,11 +16,6 @@ BASES = {
 }
 
 
-def spec(path, base, fault):
-    """The target spec of `base` (ref or pyref) with `fault` on, for the adapter file `path`."""
-    return "%s:%s__%s" % (path, base, fault)
-
-
 def __getattr__(attr):
     base, _, fault = attr.partition("__")
     if base not in BASES or not fault:
