@@ -45,7 +45,7 @@ _DELETER = _capi.keep_forever(Deleter(_release))
 @atexit.register
 def _orphan_live_structs(live=_LIVE):
     _capi.keep_forever(live)
-    for struct, _dims, _array in live.values():
+    for struct, *_ in live.values():
         struct.deleter = Deleter()
 
 
