@@ -216,6 +216,13 @@ def test_abi_prefix_deleter(target, check):
     check.equal(word, info["deleter"], "VER-10", "the word at the deleter's ABI offset")
     issues = [(c, m) for c, m in _probe.check(cap) if c == "VER-10"]
     check.that(not issues, "VER-10", "; ".join(m for _, m in issues))
+    if not info["deleter"]:
+        # the tracker below would put its own deleter in the NULL slot and always pass
+        check.warn("VER-10", "the deleter at its ABI offset (%d) is NULL: allowed when the producer has "
+                   "nothing to release (OWN-01), but then no consumer can give the tensor back, and a "
+                   "producer that lays out the prefix otherwise shows the same NULL here"
+                   % pycap.deleter_offset("versioned"))
+        return
     tracker = _probe.instrument(cap)
     handle = _probe.consume(cap)
     check.that(handle.release(), "VER-10", "no deleter found through the fixed-layout prefix")

@@ -663,13 +663,17 @@ def _accepts_used():
     return _raises(lambda: _ref.from_dlpack(cap))
 
 
-def _null_deleter_crash():
-    code = ("from dlconform import _ref;"
-            "r = _ref.from_dlpack(_ref.Forge(null_deleter=True).capsule()); del r; print('alive')")
+def _in_child(code):
+    """(died by a signal, printed 'alive') of code run in a child with the active fault."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
            "DLCONFORM_REF_FAULT": _ref.fault() or ""}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     return p.returncode < 0, "alive" in p.stdout
+
+
+def _null_deleter_crash():
+    return _in_child("from dlconform import _ref;"
+                     "r = _ref.from_dlpack(_ref.Forge(null_deleter=True).capsule()); del r; print('alive')")
 
 
 # name -> observation; the observation must differ between clean and faulty runs
@@ -882,6 +886,40 @@ OBSERVE.update({
     "consumer_xapi_ignores_major": lambda: _forged_used(major=2),
     "consumer_xapi_null_dltensor": None,
     "cache_handout_unretained": _cached_after_release,
+})
+
+
+_NULL_DELETER_DIES = """
+import ctypes
+from dlconform import _probe, _ref
+cap = _ref.Tensor("float32", (2,)).__dlpack__()
+ctypes.c_void_p.from_address(_probe.inspect(cap)["pointer"] + 56).value = None  # deleter NULL: it leaks
+del cap
+print("alive")
+"""
+
+
+def _import_raises(**kw):
+    return _raises(lambda: _ref.from_dlpack(_ref.Forge(**kw).capsule()))
+
+
+# faults of issue 12 item 6: each (test, clause) pair of the suite fails under some fault
+OBSERVE.update({
+    "no_copy_keyword": lambda: _raises(lambda: _t().__dlpack__(copy=None)),
+    "destructor_calls_null_deleter": lambda: _in_child(_NULL_DELETER_DIES),
+    "subbyte_unflagged": lambda: fields(_ref.Tensor("float4_e2m1fn", (4,)).__dlpack__(max_version=(1, 3)))["flags"],
+    "fp6_bits_8": lambda: fields(_ref.Tensor("float6_e2m3fn", (4,)).__dlpack__(max_version=(1, 3)))["dtype"],
+    "fp4_bits_8": lambda: fields(_ref.Tensor("float4_e2m1fn", (4,)).__dlpack__(max_version=(1, 3)))["dtype"],
+    "consumer_opaque_systemerror": lambda: _import_raises(dtype=(3, 64, 1)),
+    "consumer_packed_systemerror": lambda: _import_raises(dtype=(17, 4, 1), shape=(4,)),
+    "consumer_accepts_negative_ndim": lambda: _import_raises(shape=(), ndim=-1, buffer_size=64),
+    "consumer_reads_null_shape": lambda: _in_child(
+        "from dlconform import _ref\n"
+        "try:\n    _ref.from_dlpack(_ref.Forge(shape=(2, 3), shape_null=True, buffer_size=64).capsule())\n"
+        "except BufferError:\n    print('alive')"),
+    "consumer_touches_span": lambda: _in_child(
+        "from dlconform import _ref\n"
+        "r = _ref.from_dlpack(_ref.Forge(shape=(1 << 40,), buffer_size=64).capsule()); print('alive')"),
 })
 
 

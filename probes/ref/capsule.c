@@ -9,13 +9,14 @@
 static const char kind_legacy_marker = 'L';
 static const char kind_versioned_marker = 'V';
 
-static void call_deleter(void *managed, int kind_versioned) {
+/* Calls the deleter, skipping a NULL one (CAP-07) unless null_too. */
+static void call_deleter(void *managed, int kind_versioned, int null_too) {
   if (kind_versioned) {
     DLManagedTensorVersioned *m = managed;
-    if (m->deleter) m->deleter(m); /* CAP-07 */
+    if (m->deleter || null_too) m->deleter(m);
   } else {
     DLManagedTensor *m = managed;
-    if (m->deleter) m->deleter(m);
+    if (m->deleter || null_too) m->deleter(m);
   }
 }
 
@@ -40,7 +41,8 @@ static void capsule_release(PyObject *cap, int tensor) {
     goto done;
   }
   if (ctx == &kind_versioned_marker || ctx == &kind_legacy_marker)
-    call_deleter(p, ctx == &kind_versioned_marker);
+    call_deleter(p, ctx == &kind_versioned_marker,
+                 tensor && ref_fault_is(FAULT_DESTRUCTOR_CALLS_NULL_DELETER));
 done:
   PyErr_Restore(et, ev, tb);
 }
@@ -55,6 +57,6 @@ PyObject *ref_capsule_new(void *managed, const char *name, int kind_versioned, i
                                                                : &kind_legacy_marker)) == 0)
     return cap;
   Py_XDECREF(cap); /* context not yet set: the destructor does nothing */
-  call_deleter(managed, kind_versioned);
+  call_deleter(managed, kind_versioned, 0);
   return NULL;
 }

@@ -53,9 +53,12 @@ static int check_dl_device(PyObject *dev) {
 /* The keywords in order: stream, max_version, dl_device, copy. API-01: keyword-only. */
 static int read_request(PyObject *args, PyObject *kwargs, ref_dlpack_request *r) {
   static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+  static char *kwlist3[] = {"stream", "max_version", "dl_device", NULL};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, ref_twist_dlpack_format("|$OOOO:__dlpack__"),
-                                   kwlist, &stream, &max_version, &dl_device, &copy))
+  int keywords = 4;
+  const char *format = ref_twist_dlpack_format("|$OOOO:__dlpack__", &keywords);
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords == 3 ? kwlist3 : kwlist,
+                                   &stream, &max_version, &dl_device, &copy))
     return -1;
   if (check_stream(stream, max_version != Py_None) < 0) return -1;
   r->versioned = ref_parse_max_version(max_version);

@@ -63,6 +63,17 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CACHE_NO_CAS] = {"cache_no_cas", "OWN-05", P, 0,
         "the cached export is stored with a plain racy store instead of a compare-and-swap "
         "(a data race for TSan; racing exports lose the tensor's reference)"},
+    [FAULT_NO_COPY_KEYWORD] = {"no_copy_keyword", "API-01", P, 0,
+        "__dlpack__ takes stream, max_version and dl_device but not copy (a partial 2023.12 "
+        "signature)"},
+    [FAULT_DESTRUCTOR_CALLS_NULL_DELETER] = {"destructor_calls_null_deleter", "CAP-07", P, 0,
+        "the capsule destructor calls the deleter without checking it for NULL (crashes)"},
+    [FAULT_SUBBYTE_UNFLAGGED] = {"subbyte_unflagged", "FLG-06", P, 1,
+        "padded sub-byte exports do not set IS_SUBBYTE_TYPE_PADDED"},
+    [FAULT_FP6_BITS_8] = {"fp6_bits_8", "DT-07", P, 1,
+        "fp6 is exported with bits 8 (its padded storage) instead of 6"},
+    [FAULT_FP4_BITS_8] = {"fp4_bits_8", "DT-08", P, 1,
+        "fp4 is exported with bits 8 (its padded storage) instead of 4"},
     /* exchange API (XAPI): table and discovery faults re-install the type's attribute
      * when they are set (module.c). */
     [FAULT_XAPI_ON_INSTANCE] = {"xapi_on_instance", "XAPI-01", P, 0,
@@ -204,6 +215,18 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "the result of a READ_ONLY import is writable"},
     [FAULT_CONSUMER_NO_RETRY] = {"consumer_no_retry", "VER-06", C, 0,
         "from_dlpack does not retry without the new keywords on TypeError"},
+    [FAULT_CONSUMER_OPAQUE_SYSTEMERROR] = {"consumer_opaque_systemerror", "DT-11", C, 0,
+        "from_dlpack refuses kDLOpaqueHandle tensors with SystemError (a broken C API call)"},
+    [FAULT_CONSUMER_PACKED_SYSTEMERROR] = {"consumer_packed_systemerror", "FLG-06", C, 0,
+        "from_dlpack refuses packed sub-byte data with SystemError (a broken C API call) instead "
+        "of BufferError"},
+    [FAULT_CONSUMER_ACCEPTS_NEGATIVE_NDIM] = {"consumer_accepts_negative_ndim", "LAY-09", C, 0,
+        "from_dlpack imports a tensor of negative ndim as 0-d"},
+    [FAULT_CONSUMER_READS_NULL_SHAPE] = {"consumer_reads_null_shape", "LAY-09", C, 0,
+        "from_dlpack reads the shape of ndim > 0 without a NULL check (crashes)"},
+    [FAULT_CONSUMER_TOUCHES_SPAN] = {"consumer_touches_span", "LAY-09", C, 0,
+        "from_dlpack reads the last byte an import spans, trusting the shape (crashes on a shape "
+        "beyond the producer's memory)"},
 };
 
 atomic_int ref_active_fault = FAULT_NONE;
@@ -243,6 +266,7 @@ static const struct {
     {REF_REFUSE_OTHER_MAJOR, FAULT_CONSUMER_READS_MAJOR2, NULL},
     {REF_REFUSE_VSTREAM_ZERO, FAULT_VSTREAM_ACCEPTS_ZERO, NULL},
     {REF_REFUSE_VSTREAM_NO_COPY, FAULT_VSTREAM_COPY_FALSE_COPIES, NULL},
+    {REF_REFUSE_PACKED_SUBBYTE, FAULT_CONSUMER_PACKED_SYSTEMERROR, &PyExc_SystemError},
 };
 
 PyObject *ref_refusal_type(ref_refusal where) {

@@ -49,6 +49,11 @@ typedef enum {
   FAULT_POSITIONAL_ARGS,
   FAULT_UNEXPORTABLE_TYPEERROR,
   FAULT_CACHE_NO_CAS,
+  FAULT_NO_COPY_KEYWORD,
+  FAULT_DESTRUCTOR_CALLS_NULL_DELETER,
+  FAULT_SUBBYTE_UNFLAGGED,
+  FAULT_FP6_BITS_8,
+  FAULT_FP4_BITS_8,
   /* exchange API (XAPI), producer side */
   FAULT_XAPI_ON_INSTANCE,
   FAULT_XAPI_CAPSULE_NAME,
@@ -121,6 +126,11 @@ typedef enum {
   FAULT_CONSUMER_ACCEPTS_UNKNOWN_DTYPE,
   FAULT_CONSUMER_IGNORES_READONLY,
   FAULT_CONSUMER_NO_RETRY,
+  FAULT_CONSUMER_OPAQUE_SYSTEMERROR,
+  FAULT_CONSUMER_PACKED_SYSTEMERROR,
+  FAULT_CONSUMER_ACCEPTS_NEGATIVE_NDIM,
+  FAULT_CONSUMER_READS_NULL_SHAPE,
+  FAULT_CONSUMER_TOUCHES_SPAN,
   FAULT_COUNT
 } ref_fault_id;
 
@@ -163,6 +173,7 @@ typedef enum {
   REF_REFUSE_OTHER_MAJOR,       /* from_dlpack: a version.major other than 1 (VER-08) */
   REF_REFUSE_VSTREAM_ZERO,      /* DeviceTensor.__dlpack__: stream=0 (STR-08) */
   REF_REFUSE_VSTREAM_NO_COPY,   /* DeviceTensor.__dlpack__: copy=False to the host (CPY-05) */
+  REF_REFUSE_PACKED_SUBBYTE,    /* from_dlpack: packed sub-byte data (FLG-06) */
 } ref_refusal;
 /* The exception class raised at where (borrowed): BufferError when clean, NULL where the
  * active fault accepts instead. */
@@ -171,8 +182,9 @@ PyObject *ref_refusal_type(ref_refusal where);
 int ref_refuse(ref_refusal where, const char *message);
 
 /* ---- request: what Tensor.__dlpack__ reads -------------------------------------------- */
-/* The PyArg format __dlpack__ parses its four keywords with (API-01: keyword-only). */
-const char *ref_twist_dlpack_format(const char *clean);
+/* The PyArg format __dlpack__ parses its keywords with (API-01: keyword-only), and how many
+ * of the four keywords (stream, max_version, dl_device, copy) it takes, in that order. */
+const char *ref_twist_dlpack_format(const char *clean, int *keywords);
 
 /* The export __dlpack__ was asked for, as the clean code reads the keywords. */
 typedef struct {
@@ -219,7 +231,7 @@ typedef struct {
   int64_t shape[REF_MAX_NDIM];
   int64_t strides[REF_MAX_NDIM];
 } ref_import;
-/* Its flags and dtype, before the rest of it is checked (FLG-03, VER-09). */
+/* Its flags, dtype and ndim, before the rest of it is checked (FLG-03, LAY-09, VER-09). */
 void ref_twist_import_header(ref_import *im);
 /* Its layout, once ndim is in range and shape and strides are the import's own copies
  * (LAY-03, LAY-09, LAY-11). */

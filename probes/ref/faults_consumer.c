@@ -86,6 +86,9 @@ void ref_twist_import_header(ref_import *im) {
     case FAULT_CONSUMER_ACCEPTS_UNKNOWN_DTYPE: /* VER-09: any dtype with a size */
       im->dtype.valid |= dlc_dtype_itemsize(im->dl.dtype) > 0;
       break;
+    case FAULT_CONSUMER_ACCEPTS_NEGATIVE_NDIM: /* LAY-09: read as 0-d */
+      if (im->dl.ndim < 0) im->dl.ndim = 0;
+      break;
     default: break;
   }
 }

@@ -7,9 +7,12 @@
 
 /* ---- request ---------------------------------------------------------------------------- */
 
-const char *ref_twist_dlpack_format(const char *clean) {
-  /* positional_args (API-01): the same four arguments, positional too */
-  return ref_fault_is(FAULT_POSITIONAL_ARGS) ? "|OOOO:__dlpack__" : clean;
+const char *ref_twist_dlpack_format(const char *clean, int *keywords) {
+  switch (ref_fault_current()) {
+    case FAULT_POSITIONAL_ARGS: return "|OOOO:__dlpack__"; /* API-01: positional too */
+    case FAULT_NO_COPY_KEYWORD: *keywords = 3; return "|$OOO:__dlpack__"; /* API-01 */
+    default: return clean;
+  }
 }
 
 void ref_twist_dlpack_request(ref_dlpack_request *r) {
@@ -42,6 +45,12 @@ void ref_twist_export_tensor(DLTensor *dl, int versioned, int64_t *scratch) {
     case FAULT_BOOL_BITS: /* DT-03 */
       if (dl->dtype.code == kDLBool) dl->dtype.bits = 1;
       break;
+    case FAULT_FP6_BITS_8: /* DT-07 */
+      if (dl->dtype.code == kDLFloat6_e2m3fn || dl->dtype.code == kDLFloat6_e3m2fn) dl->dtype.bits = 8;
+      break;
+    case FAULT_FP4_BITS_8: /* DT-08 */
+      if (dl->dtype.code == kDLFloat4_e2m1fn) dl->dtype.bits = 8;
+      break;
     case FAULT_DEVICE_MISMATCH: dl->device.device_type = kDLCUDAHost; break; /* DEV-03 */
     case FAULT_CPU_DEVICE_ID: dl->device.device_id = 1; break;               /* DEV-02 */
     default: break;
@@ -53,6 +62,8 @@ uint64_t ref_twist_export_flags(uint64_t flags) {
     case FAULT_READONLY_UNFLAGGED: return flags & ~(uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY;
     case FAULT_UNDEFINED_FLAG: return flags | (uint64_t)1 << 7; /* FLG-01 */
     case FAULT_COPY_UNFLAGGED: return flags & ~(uint64_t)DLPACK_FLAG_BITMASK_IS_COPIED;
+    case FAULT_SUBBYTE_UNFLAGGED: /* FLG-06 */
+      return flags & ~(uint64_t)DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED;
     default: return flags;
   }
 }

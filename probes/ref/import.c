@@ -24,32 +24,39 @@ static void give_back(DLManagedTensor *legacy, DLManagedTensorVersioned *version
   if (legacy && legacy->deleter) legacy->deleter(legacy);
 }
 
-/* Refuses the import: gives the tensor back and raises BufferError. */
-static PyObject *refuse(DLManagedTensor *legacy, DLManagedTensorVersioned *versioned,
-                        const char *clause, const char *msg) {
-  give_back(legacy, versioned);
-  PyErr_Format(PyExc_BufferError, "from_dlpack: %s (%s)", msg, clause);
-  return NULL;
-}
-
-/* Why an import is refused: a clause and a message; why is NULL when it is not. */
+/* Why an import is refused: a clause and a message; why is NULL when it is not. type: the
+ * class raised, BufferError when NULL. */
 typedef struct {
   const char *clause, *why;
+  PyObject *type;
 } refusal;
 
-static const refusal ACCEPTED = {NULL, NULL};
+static const refusal ACCEPTED = {NULL, NULL, NULL};
+
+/* Refuses the import: gives the tensor back and raises the refusal. */
+static PyObject *refuse(DLManagedTensor *legacy, DLManagedTensorVersioned *versioned,
+                        refusal no) {
+  give_back(legacy, versioned);
+  PyErr_Format(no.type ? no.type : PyExc_BufferError, "from_dlpack: %s (%s)", no.why, no.clause);
+  return NULL;
+}
 
 /* The header: device, flags, dtype (DEV-07, VER-09, FLG-06), ndim and shape (LAY-09). */
 static refusal header_refusal(const ref_import *im) {
   const DLTensor *dl = &im->dl;
   if (dl->device.device_type != kDLCPU)
-    return (refusal){"DEV-07", "only kDLCPU memory can be imported"};
-  if (im->flags & ~(uint64_t)KNOWN_FLAGS) return (refusal){"VER-09", "unknown flag bits"};
-  if (!im->dtype.valid) return (refusal){"VER-09", "unknown or invalid dtype"};
+    return (refusal){"DEV-07", "only kDLCPU memory can be imported", NULL};
+  if (im->flags & ~(uint64_t)KNOWN_FLAGS) return (refusal){"VER-09", "unknown flag bits", NULL};
+  if (!im->dtype.valid) return (refusal){"VER-09", "unknown or invalid dtype", NULL};
+  if (im->dtype.cls == DLC_DT_OPAQUE && ref_fault_is(FAULT_CONSUMER_OPAQUE_SYSTEMERROR))
+    return (refusal){"DT-11", "opaque handles are not supported", PyExc_SystemError};
   if (im->dtype.subbyte && !(im->flags & DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED))
-    return (refusal){"FLG-06", "packed sub-byte data is not supported"};
-  if (dl->ndim < 0 || dl->ndim > REF_MAX_NDIM) return (refusal){"LAY-09", "ndim out of range"};
-  if (dl->ndim > 0 && !dl->shape) return (refusal){"LAY-09", "NULL shape"};
+    return (refusal){"FLG-06", "packed sub-byte data is not supported",
+                     ref_refusal_type(REF_REFUSE_PACKED_SUBBYTE)};
+  if (dl->ndim < 0 || dl->ndim > REF_MAX_NDIM)
+    return (refusal){"LAY-09", "ndim out of range", NULL};
+  if (dl->ndim > 0 && !dl->shape && !ref_fault_is(FAULT_CONSUMER_READS_NULL_SHAPE))
+    return (refusal){"LAY-09", "NULL shape", NULL};
   return ACCEPTED;
 }
 
@@ -70,29 +77,30 @@ static void own_layout(ref_import *im) {
 static refusal layout_refusal(ref_import *im, uintptr_t *lo, uintptr_t *hi) {
   DLTensor *dl = &im->dl;
   for (int32_t i = 0; i < dl->ndim; i++)
-    if (im->shape[i] < 0) return (refusal){"LAY-09", "negative extent"};
+    if (im->shape[i] < 0) return (refusal){"LAY-09", "negative extent", NULL};
   if (!dl->strides && dl->ndim > 0) {
     /* LAY-07: NULL strides are compact row-major (legacy and pre-1.2); a 1.2+ producer
      * breaks LAY-06 with them, which is the producer's fault: accepted the same way. */
-    if (ref_fault_is(FAULT_CONSUMER_REJECTS_NULL_STRIDES)) return (refusal){"LAY-07", "NULL strides"};
+    if (ref_fault_is(FAULT_CONSUMER_REJECTS_NULL_STRIDES))
+      return (refusal){"LAY-07", "NULL strides", NULL};
     if (dlc_row_major_strides(dl->ndim, im->shape, im->strides) != 0)
-      return (refusal){"LAY-09", "shape overflows"};
+      return (refusal){"LAY-09", "shape overflows", NULL};
     dl->strides = im->strides;
   }
   dlc_extent e = dlc_extent_of(dl);
-  if (e.status != DLC_EXTENT_OK) return (refusal){"LAY-09", "invalid extent"};
+  if (e.status != DLC_EXTENT_OK) return (refusal){"LAY-09", "invalid extent", NULL};
   *lo = *hi = 0;
   if (e.zero_size) {
     if (dl->data == NULL && ref_fault_is(FAULT_CONSUMER_REJECTS_ZERO_SIZE_NULL))
-      return (refusal){"LAY-04", "NULL data"};
+      return (refusal){"LAY-04", "NULL data", NULL};
     return ACCEPTED;
   }
-  if (dl->data == NULL) return (refusal){"LAY-04", "NULL data for a non-empty tensor"};
+  if (dl->data == NULL) return (refusal){"LAY-04", "NULL data for a non-empty tensor", NULL};
   uintptr_t first;
   if (dl->byte_offset > (uint64_t)INT64_MAX ||
       __builtin_add_overflow((uintptr_t)dl->data, (uintptr_t)dl->byte_offset, &first) ||
       (uint64_t)(-e.lo) > first || __builtin_add_overflow(first, (uintptr_t)e.hi, hi))
-    return (refusal){"LAY-03", "extent wraps the address space"};
+    return (refusal){"LAY-03", "extent wraps the address space", NULL};
   *lo = first - (uintptr_t)(-e.lo);
   return ACCEPTED;
 }
@@ -101,19 +109,21 @@ PyObject *ref_import_managed(DLManagedTensor *legacy, DLManagedTensorVersioned *
                              int copy) {
   if (versioned && versioned->version.major != REF_SPEC_MAJOR &&
       ref_refusal_type(REF_REFUSE_OTHER_MAJOR))
-    return refuse(NULL, versioned, "VER-08", "unsupported DLPack major version");
+    return refuse(NULL, versioned,
+                  (refusal){"VER-08", "unsupported DLPack major version", NULL});
   ref_import im;
   im.flags = versioned ? versioned->flags : 0;
   im.dl = versioned ? versioned->dl_tensor : legacy->dl_tensor;
   im.dtype = dlc_dtype_classify(im.dl.dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR);
   ref_twist_import_header(&im);
   refusal no = header_refusal(&im);
-  if (no.why) return refuse(legacy, versioned, no.clause, no.why);
+  if (no.why) return refuse(legacy, versioned, no);
   own_layout(&im);
   ref_twist_import_layout(&im);
   uintptr_t lo, hi;
   no = layout_refusal(&im, &lo, &hi);
-  if (no.why) return refuse(legacy, versioned, no.clause, no.why);
+  if (no.why) return refuse(legacy, versioned, no);
+  if (hi > lo && ref_fault_is(FAULT_CONSUMER_TOUCHES_SPAN)) (void)*(volatile const char *)(hi - 1);
 
   ref_buf *buf = ref_buf_foreign(legacy, versioned, lo, hi);
   if (!buf) {

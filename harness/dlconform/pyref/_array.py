@@ -13,7 +13,7 @@ import itertools
 import math
 import operator
 
-from . import _dtypes
+from . import _dtypes, _faults
 from ._dlpack import DLDeviceType
 from ._producer import export
 
@@ -181,8 +181,16 @@ class Array:
         return self._view(shape, strides, first)
 
     # ---- DLPack
+    @property
     def __dlpack_device__(self):
-        return (DLDeviceType.kDLCPU, 0)
+        """The bound method that answers (kDLCPU, 0); absent under the no_dlpack_device fault."""
+        if _faults.active("no_dlpack_device"):
+            raise AttributeError("'Array' object has no attribute '__dlpack_device__'")
+        return self._dlpack_device
+
+    def _dlpack_device(self):
+        device = (DLDeviceType.kDLCPU, 0)
+        return list(device) if _faults.active("device_list") else device
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)

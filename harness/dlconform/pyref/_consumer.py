@@ -72,7 +72,8 @@ def _layout(tensor):
     if tensor.device.device_type != DLDeviceType.kDLCPU:
         _refuse("DEV-07", "memory on device %r; pyref imports CPU memory only"
                 % ((tensor.device.device_type, tensor.device.device_id),))
-    fields = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+    lanes = 1 if _faults.active("consumer_ignores_lanes") else tensor.dtype.lanes
+    fields = (tensor.dtype.code, tensor.dtype.bits, lanes)
     dtype = _dtypes.BY_FIELDS.get(fields)
     if dtype is None:
         _refuse("VER-09", "dtype (code, bits, lanes) = %r is not one pyref knows" % (fields,))
@@ -85,6 +86,8 @@ def _layout(tensor):
     if any(n < 0 for n in shape):
         _refuse("LAY-09", "negative extent in shape %r" % (shape,))
     strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else row_major_strides(shape)
+    if tensor.strides and _faults.active("consumer_strides_as_bytes"):
+        strides = tuple(-(-s // dtype.itemsize) if s < 0 else s // dtype.itemsize for s in strides)
     return dtype, shape, strides
 
 
@@ -95,6 +98,8 @@ def _check_span(tensor, dtype, shape, strides):
         return
     if not tensor.data and not _faults.active("consumer_accepts_null_data"):
         _refuse("LAY-04", "NULL data for a tensor of shape %r" % (shape,))
+    if _faults.active("consumer_accepts_huge_shape"):
+        return
     size = numel(shape) * dtype.itemsize
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0) * dtype.itemsize
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) * dtype.itemsize + dtype.itemsize
@@ -137,6 +142,8 @@ def _import_capsule(capsule, copy):
         raise BufferError("pyref.from_dlpack: %r is not a DLPack capsule name" % (name,))
     struct, used = _KINDS[name]
     address = _capi.capsule_get_pointer(id(capsule), current)
+    if _faults.active("consumer_used_name_per_capsule"):
+        used = _capi.keep_forever(ctypes.create_string_buffer(used))
     if not _faults.active("consumer_no_rename"):
         _capi.capsule_set_name(id(capsule), used)  # CAP-03: the tensor is ours now
     owner = _Import(address, struct)
@@ -157,13 +164,26 @@ def _wants_cpu(device):
     raise BufferError("pyref.from_dlpack: device=%r; pyref arrays live on the CPU only (device='cpu')" % (device,))
 
 
+def _ask(method, **kwargs):
+    """method(**kwargs), a method of the producer: what it raises reaches our caller as it is
+    (ERR-02)."""
+    if not _faults.active("consumer_wraps_producer_errors"):
+        return method(**kwargs)
+    try:
+        return method(**kwargs)
+    except TypeError:
+        raise  # the old producer's answer to the new keywords (VER-06)
+    except Exception as e:
+        raise BufferError("pyref.from_dlpack: the producer failed: %s" % e) from e
+
+
 def _export(x, kwargs):
     """x.__dlpack__(**kwargs); VER-06: a producer older than array API 2023.12 raises TypeError
     for the new keywords, and is asked again with stream only."""
     try:
-        return x.__dlpack__(**kwargs)
+        return _ask(x.__dlpack__, **kwargs)
     except TypeError:
-        return x.__dlpack__(stream=None)
+        return _ask(x.__dlpack__, stream=None)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -175,8 +195,14 @@ def from_dlpack(x, /, *, device=None, copy=None):
     to_cpu = _wants_cpu(device)
     if _capi.is_capsule(x):
         return _import_capsule(x, copy)
-    device_type, device_id = x.__dlpack_device__()
-    kwargs = {"stream": None, "max_version": MAX_VERSION}
+    if _faults.active("consumer_no_methods_typeerror") and not hasattr(x, "__dlpack__"):
+        raise TypeError("pyref.from_dlpack: %s is not a DLPack producer" % type(x).__name__)
+    if _faults.active("consumer_skips_device"):
+        device_type, device_id = DLDeviceType.kDLCPU, 0
+    else:
+        device_type, device_id = _ask(x.__dlpack_device__)
+    kwargs = {"stream": None, "max_version": list(MAX_VERSION) if _faults.active("consumer_max_version_list")
+              else MAX_VERSION}
     if copy is not None:
         kwargs["copy"] = copy
     if device_type != DLDeviceType.kDLCPU:

@@ -3,7 +3,7 @@
 A test suite proves its checks can fail by running them against pyref with one fault on.
 The active fault is process-wide: DLCONFORM_PYREF_FAULT=NAME in the environment at import,
 or set_fault(NAME). Each fault has one site in the code, a single `active(NAME)` test; with
-no fault on, every site behaves as the clean code. Adding a fault is one FAULTS entry and
+no fault on, every site behaves as the clean code. Adding a fault is one line of _TABLE and
 one site.
 """
 import collections
@@ -11,32 +11,92 @@ import os
 
 Fault = collections.namedtuple("Fault", "clause side description")
 
-P, C = "producer", "consumer"
+#: one fault a line: NAME CLAUSE SIDE DESCRIPTION; an indented line goes on with the description
+_TABLE = """
+legacy_capsule_name             CAP-01  producer legacy capsules are named "DLTensor" instead of "dltensor"
+destructor_leaks                CAP-05  producer the capsule destructor never calls the deleter of an unconsumed
+                                                 capsule
+destructor_ignores_used         CAP-06  producer the capsule destructor calls the deleter even when the capsule was
+                                                 renamed used_*
+deleter_frees_nothing           OWN-02  producer the deleter returns without releasing the struct or the array it
+                                                 holds
+ignore_max_version              VER-02  producer max_version=None still gives a versioned capsule
+readonly_unflagged              FLG-02  producer a read-only array is exported without READ_ONLY
+byte_strides                    LAY-05  producer strides are exported in bytes instead of elements
+stream_accepted                 STR-10  producer an int stream is accepted on the CPU instead of raising BufferError
+capsule_name_per_export         CAP-09  producer each capsule gets a name string of its own, made for it and never
+                                                 freed, instead of one static name
+device_list                     API-02  producer __dlpack_device__ answers a list [1, 0] instead of a tuple
+no_dlpack_device                API-06  producer arrays have __dlpack__ but no __dlpack_device__
+bad_max_version_buffererror     ERR-01  producer a max_version that is not a (major, minor) tuple of ints raises
+                                                 BufferError instead of TypeError
+stream_type_unchecked           STR-02  producer a stream that is not an int (a str, a float) is accepted
+newer_minor_refused             VER-01  producer max_version of major 1 with a minor above 3 raises BufferError
+                                                 instead of getting a (1, 3) capsule
+bool_unexportable               DT-12   producer bool arrays cannot be exported (BufferError)
+versioned_flags_before_deleter  VER-10  producer versioned structs hold flags where the ABI puts the deleter, and
+                                                 the deleter after it (consumers call the flags value: NULL, or a
+                                                 crash)
+max_version_unchecked           VER-01  producer a max_version that is not a (major, minor) tuple of ints is taken
+                                                 for None (a legacy capsule)
+copy_none_copies                CPY-03  producer copy=None exports a copy (IS_COPIED) instead of the array's own
+                                                 memory
+dtype_code_past_enum            DT-01   producer float8_e8m0fnu is exported with code 18, past the header's last
+                                                 DLDataTypeCode
+complex_part_bits               DT-04   producer complex dtypes export the bits of one part (32 for complex64)
+bfloat16_as_float16             DT-05   producer bfloat16 is exported with code kDLFloat
+fp8_as_uint8                    DT-06   producer the fp8 formats are exported with code kDLUInt
+int_two_lanes                   DT-10   producer int16 to int64 export two lanes of half the bits
+unsigned_as_signed              DT-13   producer unsigned ints are exported with code kDLInt
+byteswap_in_place               DT-02   producer an export turns the array's multi-byte elements big-endian, in
+                                                 place
+data_at_first_element           LAY-01  producer data points at the first element (byte_offset 0), so views export
+                                                 unaligned data
+byte_offset_dropped             LAY-03  producer views export byte_offset 0: data + byte_offset is the start of the
+                                                 buffer, not the first element
+leading_unit_dim                LAY-09  producer exports carry an extra leading dimension of extent 1 (0-d arrays
+                                                 export ndim 1)
+strided_views_refused           LAY-11  producer arrays that are not row-major are refused (BufferError)
+bfloat16_typeerror              ERR-01  producer bfloat16 arrays refuse to export with TypeError, not BufferError
+reexport_drops_readonly         FLG-02  producer an array imported read-only is re-exported without READ_ONLY
+dl_device_unchecked_on_copy     DEV-05  producer with copy=True any dl_device is exported on the CPU
+copy_none_versioned_copies      CPY-03  producer versioned exports with copy=None are copies (IS_COPIED)
+consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
+consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
+consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called
+consumer_double_delete          OWN-03  consumer the deleter of an imported tensor is called twice when the result
+                                                 dies
+consumer_reads_major2           VER-08  consumer from_dlpack imports a tensor whose version.major is not 1
+consumer_skips_device           API-04  consumer from_dlpack never asks __dlpack_device__ and takes every producer
+                                                 for a CPU one
+consumer_no_methods_typeerror   ERR-03  consumer from_dlpack raises TypeError, not AttributeError, for an object
+                                                 without __dlpack__ (API-06 repeats the rule)
+consumer_used_name_per_capsule  CAP-09  consumer the used_* name set on a consumed capsule is a string made for that
+                                                 capsule (and never freed)
+consumer_wraps_producer_errors  ERR-02  consumer an exception (but TypeError) from __dlpack__ or __dlpack_device__
+                                                 reaches the caller wrapped in a BufferError
+consumer_max_version_list       VER-01  consumer from_dlpack passes max_version as a list [1, 3]
+consumer_accepts_huge_shape     LAY-10  consumer from_dlpack imports tensors whose byte size overflows int64
+consumer_ignores_lanes          DT-10   consumer from_dlpack reads a vector dtype as its scalar (lanes taken for 1)
+consumer_strides_as_bytes       LAY-05  consumer from_dlpack reads strides as byte counts (each is divided by the
+                                                 itemsize, rounding toward 0)
+consumer_accepts_overflow       LAY-10  consumer from_dlpack imports byte spans past int64 or the address space
+consumer_accepts_null_data      LAY-04  consumer from_dlpack imports NULL data for a tensor with elements
+"""
 
-FAULTS = {
-    "legacy_capsule_name": Fault("CAP-01", P, 'legacy capsules are named "DLTensor" instead of "dltensor"'),
-    "destructor_leaks": Fault("CAP-05", P, "the capsule destructor never calls the deleter of an unconsumed capsule"),
-    "destructor_ignores_used": Fault("CAP-06", P, "the capsule destructor calls the deleter even when the capsule "
-                                     "was renamed used_*"),
-    "deleter_frees_nothing": Fault("OWN-02", P, "the deleter returns without releasing the struct or the array "
-                                   "it holds"),
-    "ignore_max_version": Fault("VER-02", P, "max_version=None still gives a versioned capsule"),
-    "bfloat16_typeerror": Fault("ERR-01", P, "bfloat16 arrays refuse to export with TypeError, not BufferError"),
-    "reexport_drops_readonly": Fault("FLG-02", P, "an array imported read-only is re-exported without READ_ONLY"),
-    "readonly_unflagged": Fault("FLG-02", P, "a read-only array is exported without READ_ONLY"),
-    "byte_strides": Fault("LAY-05", P, "strides are exported in bytes instead of elements"),
-    "stream_accepted": Fault("STR-10", P, "an int stream is accepted on the CPU instead of raising BufferError"),
-    "dl_device_unchecked_on_copy": Fault("DEV-05", P, "with copy=True any dl_device is exported on the CPU"),
-    "copy_none_versioned_copies": Fault("CPY-03", P, "versioned exports with copy=None are copies (IS_COPIED)"),
-    "consumer_no_rename": Fault("CAP-03", C, "from_dlpack does not rename the capsule it consumes"),
-    "consumer_accepts_used": Fault("CAP-04", C, "from_dlpack imports a capsule already named used_*"),
-    "consumer_no_delete": Fault("OWN-03", C, "the deleter of an imported tensor is never called"),
-    "consumer_double_delete": Fault("OWN-03", C, "the deleter of an imported tensor is called twice when the "
-                                    "result dies"),
-    "consumer_reads_major2": Fault("VER-08", C, "from_dlpack imports a tensor whose version.major is not 1"),
-    "consumer_accepts_overflow": Fault("LAY-10", C, "from_dlpack imports byte spans past int64 or the address space"),
-    "consumer_accepts_null_data": Fault("LAY-04", C, "from_dlpack imports NULL data for a tensor with elements"),
-}
+
+def _read(table):
+    faults, last = {}, None
+    for line in table.strip("\n").splitlines():
+        if line.startswith(" "):
+            faults[last] = faults[last]._replace(description=faults[last].description + " " + line.strip())
+        else:
+            last, clause, side, description = line.split(None, 3)
+            faults[last] = Fault(clause, side, description)
+    return faults
+
+
+FAULTS = _read(_TABLE)
 
 ENV = "DLCONFORM_PYREF_FAULT"
 

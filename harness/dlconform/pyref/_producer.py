@@ -17,11 +17,12 @@ Invariants:
 """
 import atexit
 import ctypes
+import itertools
 
-from . import _capi, _faults
+from . import _array, _capi, _faults  # _array: partly loaded here; read at call time
 from ._dlpack import (
     DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, CapsuleDestructor, Deleter,
-    DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
+    DLDataTypeCode, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
 
 LEGACY_NAME = _capi.keep_forever(b"dltensor")  # CAP-01
 VERSIONED_NAME = _capi.keep_forever(b"dltensor_versioned")  # CAP-02
@@ -44,7 +45,7 @@ _DELETER = _capi.keep_forever(Deleter(_release))
 @atexit.register
 def _orphan_live_structs(live=_LIVE):
     _capi.keep_forever(live)
-    for struct, _dims, _array in live.values():
+    for struct, *_ in live.values():
         struct.deleter = Deleter()
 
 
@@ -98,6 +99,8 @@ def _check_stream(stream):
     if stream is None:
         return
     if not isinstance(stream, int) or isinstance(stream, bool):
+        if _faults.active("stream_type_unchecked"):
+            return
         raise TypeError("stream must be None or an int, not %s" % type(stream).__name__)
     if not _faults.active("stream_accepted"):
         raise BufferError("stream=%d: pyref arrays live on the CPU, which has no streams; pass stream=None" % stream)
@@ -110,7 +113,14 @@ def _wants_versioned(max_version):
         return _faults.active("ignore_max_version")
     if (not isinstance(max_version, tuple) or len(max_version) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in max_version)):
-        raise TypeError("max_version must be None or a (major, minor) tuple of ints, not %r" % (max_version,))
+        if _faults.active("max_version_unchecked"):
+            return False
+        error = BufferError if _faults.active("bad_max_version_buffererror") else TypeError
+        raise error("max_version must be None or a (major, minor) tuple of ints, not %r" % (max_version,))
+    if (_faults.active("newer_minor_refused") and max_version[0] == DLPACK_MAJOR_VERSION
+            and max_version[1] > DLPACK_MINOR_VERSION):
+        raise BufferError("max_version=%r: pyref exports DLPack %d.%d" % (max_version, DLPACK_MAJOR_VERSION,
+                                                                         DLPACK_MINOR_VERSION))
     return max_version[0] >= DLPACK_MAJOR_VERSION
 
 
@@ -128,33 +138,72 @@ def _check_dl_device(dl_device):
 
 
 # ---- export
-def _fill(tensor, array, dims):
-    """Fills a DLTensor for `array`; `dims` holds its shape, then its strides."""
-    ndim = array.ndim
-    data, byte_offset = array.dl_data
-    tensor.data = data or None
+def _fill(tensor, array, dims, ndim):
+    """Fills a DLTensor for `array`; `dims` holds its `ndim` extents, then its strides."""
+    tensor.data, tensor.byte_offset = _data(array)
     tensor.device.device_type = DLDeviceType.kDLCPU
     tensor.device.device_id = 0
     tensor.ndim = ndim
-    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = array.dl_dtype
-    tensor.byte_offset = byte_offset
+    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = _dl_dtype(array)
     if ndim:
         base = ctypes.addressof(dims)
         tensor.shape = ctypes.cast(base, ctypes.POINTER(ctypes.c_int64))
         tensor.strides = ctypes.cast(base + 8 * ndim, ctypes.POINTER(ctypes.c_int64))
 
 
-def _strides(array):
+def _data(array):
+    """(data, byte_offset) of the export: data as the array holds it, byte_offset to the first
+    element (LAY-01, LAY-03); data None for a zero-size export (LAY-04)."""
+    data, byte_offset = array.dl_data
+    if _faults.active("data_at_first_element"):
+        data, byte_offset = data + byte_offset, 0
+    if _faults.active("byte_offset_dropped"):
+        byte_offset = 0
+    return data or None, byte_offset
+
+
+def _dl_dtype(array):
+    """(code, bits, lanes) of the export: the array's element type (DT-01 to DT-13)."""
+    code, bits, lanes = array.dl_dtype
+    if _faults.active("dtype_code_past_enum") and code == DLDataTypeCode.kDLFloat8_e8m0fnu:
+        code = max(DLDataTypeCode) + 1
+    if _faults.active("complex_part_bits") and code == DLDataTypeCode.kDLComplex:
+        bits //= 2
+    if _faults.active("bfloat16_as_float16") and code == DLDataTypeCode.kDLBfloat:
+        code = DLDataTypeCode.kDLFloat
+    if _faults.active("fp8_as_uint8") and DLDataTypeCode.kDLFloat8_e3m4 <= code <= DLDataTypeCode.kDLFloat8_e8m0fnu:
+        code = DLDataTypeCode.kDLUInt
+    if _faults.active("int_two_lanes") and code == DLDataTypeCode.kDLInt and bits > 8:
+        bits, lanes = bits // 2, 2
+    if _faults.active("unsigned_as_signed") and code == DLDataTypeCode.kDLUInt:
+        code = DLDataTypeCode.kDLInt
+    return code, bits, lanes
+
+
+def _dims(array):
+    """(shape, strides) of the export: the array's, strides in elements (LAY-05, LAY-09)."""
+    shape, strides = array.shape, array.strides
     if _faults.active("byte_strides"):
-        return tuple(s * array.itemsize for s in array.strides)
-    return array.strides
+        strides = tuple(s * array.itemsize for s in strides)
+    if _faults.active("leading_unit_dim"):
+        shape, strides = (1,) + shape, (max(array.size, 1),) + strides
+    return shape, strides
+
+
+def _swap_bytes(array):
+    """Reverses the bytes of every element of `array` in place (the byteswap_in_place fault)."""
+    n = array.itemsize
+    for index in itertools.product(*map(range, array.shape)):
+        cell = (ctypes.c_char * n).from_address(array.address + n * sum(map(int.__mul__, index, array.strides)))
+        cell[:] = cell[::-1]
 
 
 def _managed(array, versioned, flags):
     """A new managed struct describing `array`, registered in _LIVE; its address."""
     struct = DLManagedTensorVersioned() if versioned else DLManagedTensor()
-    dims = (ctypes.c_int64 * (2 * array.ndim))(*array.shape, *_strides(array))
-    _fill(struct.dl_tensor, array, dims)
+    shape, strides = _dims(array)
+    dims = (ctypes.c_int64 * (2 * len(shape)))(*shape, *strides)
+    _fill(struct.dl_tensor, array, dims, len(shape))
     address = ctypes.addressof(struct)
     struct.manager_ctx = address
     struct.deleter = _DELETER
@@ -162,6 +211,9 @@ def _managed(array, versioned, flags):
         struct.version.major = DLPACK_MAJOR_VERSION  # VER-07
         struct.version.minor = DLPACK_MINOR_VERSION
         struct.flags = flags
+        if _faults.active("versioned_flags_before_deleter"):  # the ABI prefix broken (VER-10)
+            words = (ctypes.c_uint64 * 2).from_address(address + DLManagedTensorVersioned.deleter.offset)
+            words[0], words[1] = words[1], words[0]
     _LIVE[address] = (struct, dims, array)
     return address
 
@@ -177,8 +229,13 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
         _check_dl_device(dl_device)
     if copy is not None and not isinstance(copy, bool):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
+    if array.dtype == "bool" and _faults.active("bool_unexportable"):
+        raise BufferError("pyref cannot export bool arrays")
+    if _faults.active("strided_views_refused") and array.strides != _array.row_major_strides(array.shape):
+        raise BufferError("pyref exports row-major arrays only")
     flags = 0
-    if copy or (copy is None and versioned and _faults.active("copy_none_versioned_copies")):
+    if copy or (copy is None and (_faults.active("copy_none_copies") or
+                                  versioned and _faults.active("copy_none_versioned_copies"))):
         # CPY-01: new memory; the copy is the consumer's to write (FLG-04, FLG-05)
         array = array.copy()
         flags |= FLAG_IS_COPIED
@@ -189,13 +246,18 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
         imported = type(array._owner).__name__ == "_Import"
         if not (_faults.active("readonly_unflagged") or imported and _faults.active("reexport_drops_readonly")):
             flags |= FLAG_READ_ONLY
+    if _faults.active("byteswap_in_place") and array.itemsize > 1 and not array.readonly:
+        _swap_bytes(array)
     address = _managed(array, versioned, flags)
     if versioned:
         name = VERSIONED_NAME
     else:
         name = FAULTY_LEGACY_NAME if _faults.active("legacy_capsule_name") else LEGACY_NAME
+    destructor = _DESTRUCTORS[name]
+    if _faults.active("capsule_name_per_export"):
+        name = _capi.keep_forever(ctypes.create_string_buffer(name))
     try:
-        return _capi.capsule_new(address, name, _DESTRUCTORS[name])
+        return _capi.capsule_new(address, name, destructor)
     except BaseException:
         _release(address)
         raise
