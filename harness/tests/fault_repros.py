@@ -24,7 +24,7 @@ def faults():
     from dlconform import _ref, pyref
     # data races and nothing else: no suite check records them (the TSan stress of ref's cache
     # catches them), so they have no reproducer
-    from test_meta import TSAN_FAULTS
+    from test_calibration import TSAN_FAULTS
 
     out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items()) if name not in TSAN_FAULTS]
     return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())]
