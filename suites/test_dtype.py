@@ -208,7 +208,7 @@ def _discovered_export(x, versioned):
         raise
     except Exception as e:  # noqa: BLE001 - the caller judges the class
         return None, e
-    info = _probe.inspect(cap)
+    info = pycap.fields(cap)  # Unsupported for a capsule whose fields cannot be read
     try:
         return info, _probe.read_elements(cap)
     except ValueError:

@@ -77,12 +77,21 @@ def _verdicts(spec, side, names):
     return out
 
 
+#: configs whose faults the fuzz oracle cannot see, with the reason; the suite alone judges them
+FUZZ_BLIND = {
+    "pyref:fault=consumer_strides_as_bytes": "the fuzz oracle reads a result's layout through the buffer "
+    "protocol (check_view), which a pure-Python Array of Python 3.11 cannot offer; the suite reads it through "
+    "the adapter's describe()",
+}
+
+
 def _configs():
     out = ["ref", "pyref"]
     out += ["ref:fault=%s" % n for n, side in sorted(_ref.FAULT_SIDES.items()) if side == "consumer"]
     out += ["pyref:fault=%s" % n for n, f in sorted(pyref.FAULTS.items()) if f.side == "consumer"]
     out += [lib for lib in ("numpy", "torch") if importlib.util.find_spec(lib) is not None]
-    return out
+    assert set(FUZZ_BLIND) <= set(out), set(FUZZ_BLIND) - set(out)  # a stale entry goes
+    return [c for c in out if c not in FUZZ_BLIND]
 
 
 def _compare(spec, names):

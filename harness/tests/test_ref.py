@@ -965,3 +965,24 @@ def test_fault_from_environment():
            "DLCONFORM_REF_FAULT": "bool_bits"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "bool_bits"
+
+
+def _refused_deleter_calls():
+    """Deleter calls of a major-2 capsule that from_dlpack refuses, once the capsule is gone."""
+    f = _ref.Forge(versioned=True, version=(2, 0), shape=(2,))
+    cap = f.capsule()
+    _raises(lambda: _ref.from_dlpack(cap))
+    del cap
+    gc.collect()
+    return f.deleter_calls
+
+
+# faults of issue 12 item 5 (coverage): the two exchange-table hand-out faults are seen by the
+# suite checks that test_cover_faults.py runs (a hand-out needs a forged table and its type)
+OBSERVE.update({
+    "stream_versioned_accepted": lambda: _raises(lambda: _t().__dlpack__(stream=1, max_version=(1, 3))),
+    "consumer_renames_late": _refused_deleter_calls,
+    "xapi_handout_version": None,
+    "consumer_xapi_trusts_handout": None,
+    "consumer_foreign_stream": None,  # needs a producer on a stream device: test_cover_faults.py
+})

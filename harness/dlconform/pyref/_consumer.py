@@ -137,6 +137,9 @@ def _import_capsule(capsule, copy):
     if name in _USED and _faults.active("consumer_accepts_used"):
         name = _USED[name]
     elif name in _USED:
+        if _faults.active("consumer_releases_used"):
+            # the refusal gives back a tensor that another consumer owns (OWN-03)
+            _Import(_capi.capsule_get_pointer(id(capsule), name), _KINDS[_USED[name]][0]).release()
         raise BufferError("pyref.from_dlpack: the capsule was consumed already (named %r) (CAP-04)" % name.decode())
     if name not in _KINDS:
         raise BufferError("pyref.from_dlpack: %r is not a DLPack capsule name" % (name,))

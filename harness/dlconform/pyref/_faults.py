@@ -82,6 +82,8 @@ consumer_strides_as_bytes       LAY-05  consumer from_dlpack reads strides as by
                                                  itemsize, rounding toward 0)
 consumer_accepts_overflow       LAY-10  consumer from_dlpack imports byte spans past int64 or the address space
 consumer_accepts_null_data      LAY-04  consumer from_dlpack imports NULL data for a tensor with elements
+consumer_releases_used          OWN-03  consumer refusing a capsule named used_*, from_dlpack calls its deleter,
+                                                 though another consumer owns the tensor
 """
 
 
