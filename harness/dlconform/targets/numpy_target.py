@@ -109,7 +109,7 @@ class NumpyTarget(LibraryTarget):
         return x.astype(x.dtype.newbyteorder())
 
     def repro_setup(self):
-        return super().repro_setup() + ["import numpy as np"]
+        return ["import numpy as np"]
 
     def repro_make(self, dtype, shape, values, var="x"):
         from ..repro import bytes_literal

@@ -62,7 +62,7 @@ class PyrefTarget(Target):
                 "readonly": y.readonly, "dtype": y.dl_dtype}
 
     def repro_setup(self):
-        lines = super().repro_setup() + ["from dlconform import pyref"]
+        lines = ["from dlconform import pyref"]
         if self.fault:
             lines.append("pyref.set_fault(%r)" % self.fault)
         return lines

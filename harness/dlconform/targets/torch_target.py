@@ -133,7 +133,7 @@ class TorchTarget(LibraryTarget):
         return self.torch.zeros(3, 3).to_sparse()
 
     def repro_setup(self):
-        return super().repro_setup() + ["import torch", "import torch.utils.dlpack"]
+        return ["import torch", "import torch.utils.dlpack"]
 
     def repro_make(self, dtype, shape, values, var="x"):
         from ..repro import bytes_literal
