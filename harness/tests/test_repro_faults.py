@@ -17,13 +17,6 @@ EXCEPTIONS = {
     ('pyref', 'readonly_unflagged', 'test_readonly_every_way_exported_flagged'): COVERAGE,
     ('pyref', 'reexport_drops_readonly', 'test_readonly_every_way_exported_flagged'): COVERAGE,
     ('ref', 'readonly_unflagged', 'test_readonly_every_way_exported_flagged'): COVERAGE,
-    ('pyref', 'consumer_accepts_used', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('pyref', 'consumer_reads_major2', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('ref', 'consumer_accepts_negative_shape', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('ref', 'consumer_accepts_used', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('ref', 'consumer_foreign_device_typeerror', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('ref', 'consumer_ignores_strides', 'test_consumer_shared_fuzz_seed'): COVERAGE,
-    ('ref', 'consumer_reads_major2', 'test_consumer_shared_fuzz_seed'): COVERAGE,
     ('ref', 'consumer_no_retry', 'test_consumer_retries_for_every_keyword'): COVERAGE,
 }
 
