@@ -14,9 +14,6 @@ COVERAGE = ("a coverage check of issue 12 item 5 (test_refusals, test_keywords, 
 # (library, fault, test function) -> why its reproducer cannot do that
 EXCEPTIONS = {
     ('pyref', 'bfloat16_typeerror', 'test_producer_every_discovered_dtype'): COVERAGE,
-    ('pyref', 'readonly_unflagged', 'test_readonly_every_way_exported_flagged'): COVERAGE,
-    ('pyref', 'reexport_drops_readonly', 'test_readonly_every_way_exported_flagged'): COVERAGE,
-    ('ref', 'readonly_unflagged', 'test_readonly_every_way_exported_flagged'): COVERAGE,
     ('ref', 'consumer_no_retry', 'test_consumer_retries_for_every_keyword'): COVERAGE,
 }
 
