@@ -13,7 +13,6 @@ COVERAGE = ("a coverage check of issue 12 item 5 (test_refusals, test_keywords, 
             "not assert yet")
 # (library, fault, test function) -> why its reproducer cannot do that
 EXCEPTIONS = {
-    ('pyref', 'bfloat16_typeerror', 'test_producer_every_discovered_dtype'): COVERAGE,
     ('ref', 'consumer_no_retry', 'test_consumer_retries_for_every_keyword'): COVERAGE,
 }
 
