@@ -8,13 +8,8 @@ import sys
 
 import fault_repros as fr
 
-COVERAGE = ("a coverage check of issue 12 item 5 (test_refusals, test_keywords, test_fields, test_fuzz_seeds and "
-            "the new cases in test_flags, test_dtype, test_versioning): its reproducer prints what it saw and does "
-            "not assert yet")
-# (library, fault, test function) -> why its reproducer cannot do that
-EXCEPTIONS = {
-    ('ref', 'consumer_no_retry', 'test_consumer_retries_for_every_keyword'): COVERAGE,
-}
+# (library, fault, test function) -> why its reproducer cannot do that; none today
+EXCEPTIONS = {}
 
 
 def _groups(findings):
