@@ -80,8 +80,9 @@ def _field_lines(target, v, path, dtype, own_version, i="i"):
         out.append(rp.expect_equal("%s.get('name')" % i, pycap.LEGACY, "CAP-01", "the legacy capsule's name"))
     if path == "versioned":
         out.append(rp.expect_equal("%s.get('name')" % i, pycap.VERSIONED, "CAP-02", "the versioned capsule's name"))
-    rest = [rp.expect_equal("tuple(%s.get('device') or ())" % i, rp.Code("tuple(int(d) for d in v.__dlpack_device__())"),
-                            "DEV-03", "%s: device, against __dlpack_device__" % path),
+    device = rp.Code("tuple(int(d) for d in v.__dlpack_device__())")
+    rest = [rp.expect_equal("tuple(%s.get('device') or ())" % i, device, "DEV-03",
+                            "%s: device, against __dlpack_device__" % path),
             rp.expect_equal("tuple(%s.get('dtype') or ())" % i, dty.DTYPES[dtype], dty.clause_of(dtype),
                             "%s: %s exported as (code, bits, lanes)" % (path, dtype))]
     rest += tns.layout_lines(target, v, info=i, var="v")

@@ -434,8 +434,8 @@ def test_consumer_retries_for_every_keyword(target, check):
             "new_first = bool(calls) and bool(set(calls[0]) - {'stream', 'args'})",
             "retried = any(not (set(c) - {'stream'}) for c in calls[1:])",
             rp.expect("not (isinstance(e, TypeError) and new_first and not retried)", "VER-06", rp.Code(
-                "%r %% calls + describe(e)" % ("%s: an old producer's TypeError for the new keywords (calls %%r) was not "
-                                               "retried without them: " % what,))),
+                "%r %% calls + describe(e)" % ("%s: an old producer's TypeError for the new keywords (calls %%r) "
+                                               "was not retried without them: " % what,))),
             rp.expect_clean("e", "VER-06", what),
             "if e is None:",
             "    " + rp.expect_equal("elements(%s)" % target.repro_describe("y"),
