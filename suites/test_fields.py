@@ -69,6 +69,57 @@ def _fields(target, v, info, path, dtype, own_version):
     return out
 
 
+def _field_lines(target, v, path, dtype, own_version, i="i"):
+    """Snippet lines that hold what _fields() holds for the inspect() dict `i` of one export of
+    `v` on `path`, in its order."""
+    def ind(lines):
+        return ["    " + line for line in lines]
+
+    out = []
+    if path == "legacy":
+        out.append(rp.expect_equal("%s.get('name')" % i, pycap.LEGACY, "CAP-01", "the legacy capsule's name"))
+    if path == "versioned":
+        out.append(rp.expect_equal("%s.get('name')" % i, pycap.VERSIONED, "CAP-02", "the versioned capsule's name"))
+    device = rp.Code("tuple(int(d) for d in v.__dlpack_device__())")
+    rest = [rp.expect_equal("tuple(%s.get('device') or ())" % i, device, "DEV-03",
+                            "%s: device, against __dlpack_device__" % path),
+            rp.expect_equal("tuple(%s.get('dtype') or ())" % i, dty.DTYPES[dtype], dty.clause_of(dtype),
+                            "%s: %s exported as (code, bits, lanes)" % (path, dtype))]
+    rest += tns.layout_lines(target, v, info=i, var="v")
+    if path in ("versioned", "xapi managed"):
+        head = []
+        if own_version:
+            head.append(rp.expect_equal("tuple(%s.get('version') or ())" % i, tuple(own_version), "VER-07",
+                                        "%s: version, against the producer's versioned capsules'" % path))
+        rest = [rp.expect("not (%s.get('flags') or 0) & ~%d" % (i, pycap.DEFINED_FLAGS), "FLG-01",
+                          rp.Code("%r %% (%s.get('flags') or 0)" % ("%s: flags %%#x set undefined bits" % path, i))),
+                rp.expect("not (%s.get('ndim', 0) > 0 and %s.get('strides') is None)" % (i, i), "LAY-06",
+                          "%s: NULL strides for ndim > 0" % path)] + rest
+        rest = head + ["if %s.get('readable', True):" % i] + ind(rest)
+    return out + ["if %s.get('kind') != 'unknown':  # a capsule of another name is not read" % i] + ind(rest)
+
+
+def _export_lines(target, v, table, dtype, own_version):
+    """The reproducer's exports of `v` on each path _exports() takes, each held to _fields()."""
+    out = []
+    for path, call in (("legacy", "v.__dlpack__()"), ("versioned", "v.__dlpack__(max_version=%r)"
+                                                       % (pycap.SUITE_VERSION,))):
+        out += ["i, e = attempt(lambda: _probe.inspect(%s))  # a path that refuses is not judged" % call,
+                "if e is None:"] + ["    " + line for line in _field_lines(target, v, path, dtype, own_version)]
+    if table is not None:
+        fns = table.info["functions"]
+        out += xa.table_lines()
+        if fns["managed_tensor_from_py_object_no_sync"]:
+            out += ["rc, h, exc = _probe.xapi_managed_from(api, v)", "if rc == 0 and h is not None:",
+                    "    i = h.inspect()"]
+            out += ["    " + line for line in _field_lines(target, v, "xapi managed", dtype, own_version)]
+            out += ["    h.release()"]
+        if fns["dltensor_from_py_object_no_sync"]:
+            out += ["rc, i = _probe.xapi_dltensor_from(api, v)", "if rc == 0:"]
+            out += ["    " + line for line in _field_lines(target, v, "xapi dltensor", dtype, own_version)]
+    return out
+
+
 def _exports(target, v, table):
     """(path, inspect()-like dict, release) of each way the producer describes v; a path that
     refuses v is left out (refusing is the keyword and dtype checks' business)."""
@@ -128,10 +179,8 @@ def test_producer_fields_on_every_path(target, check):
         if v is None:
             return
         lines = (rp.setup(target) + target.repro_make(dtype, shape, vals) + oplines +
-                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"),
-                  "print(_probe.inspect(v.__dlpack__()))", "print(_probe.inspect(v.__dlpack__(max_version=(1, 3))))"]
-                 + (xa.table_lines() + ["print(_probe.xapi_managed_from(api, v)[1].inspect())",
-                                        "print(_probe.xapi_dltensor_from(api, v))"] if table is not None else []))
+                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x")]
+                 + _export_lines(target, v, table, dtype, own_version))
         note("\n".join(lines))
         recs = []
         for path, info, keep in _exports(target, v, table):
@@ -172,7 +221,8 @@ def test_exchange_table_header_version(target, check):
         raise Unsupported("the producer answers max_version=(1, 3) with a %r capsule" % (info["name"],))
     own = tuple(info["version"])
     check.repro(rp.setup(target) + mk + [
-        "print(_probe.exchange_api(type(x))['version'])",
-        "print(_probe.inspect(x.__dlpack__(max_version=(1, 3)))['version'])  # the same version"])
+        "own = tuple(_probe.inspect(x.__dlpack__(max_version=%r))['version'])" % (pycap.SUITE_VERSION,),
+        rp.expect_equal("tuple(_probe.exchange_api(type(x))['version'])", rp.Code("own"), "VER-07",
+                        "the exchange table's header.version against the versioned capsule's version")])
     check.equal(tuple(table.info["version"]), own, "VER-07",
                 "the exchange table's header.version against the versioned capsule's version")

@@ -173,7 +173,9 @@ def test_consumer_refusal_and_deleter(target, check, reason, route):
     versioned = _versioned_for(target, reason, route)
     what = "%s through %s (%s capsule)" % (reason.id, rt.WHAT[route], "versioned" if versioned else "legacy")
     kw = dict(reason.kw)
-    check.repro(rt.lines(target, route, kw, reason.device, versioned=versioned))
+    check.repro(rt.lines(target, route, kw, reason.device, versioned=versioned, expect=rt.Expect(
+        reason.clause, what, imported="values" if reason.must == "any" else "refuse",
+        buffer_error=reason.clause == "DEV-07", plain=tries.plain_lifetime(target))))
     att = rt.attempt(target, route, kw, reason.device, versioned=versioned)
     if route == "xapi" and not rt.table_used(att) and att.producer.last_kind != "versioned":
         what += " (the consumer called __dlpack__ for a legacy capsule instead)"
@@ -195,14 +197,18 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
     for versioned in kinds:
         kind = "versioned" if versioned else "legacy"
         fk = {"versioned": versioned, "shape": (2, 3), "strides": (3, 1)}
+        what = "%s used_* capsule through %s" % (kind, rt.WHAT[route])
         rp.keep_first(check, rp.setup(target) + [
             "f = %s" % rp.forge_repr(fk), "cap = f.capsule(); h = _probe.consume(cap)  # named used_*, owned by h",
             "class P:", "    def __dlpack_device__(self): return (1, 0)",
             "    def __dlpack__(self, **kw): return cap",
-            "try: %s; print('imported: CAP-04 broken')" % target.repro_from_dlpack("cap" if route == "capsule"
-                                                                                   else "P()"),
-            "except Exception as e: print('refused', type(e).__name__, e)",
-            "assert f.deleter_calls == 0, 'the refusing consumer called the deleter'"])
+            "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("cap" if route == "capsule" else "P()"),
+            rp.expect("e is not None", "CAP-04", rp.Code("%r + repr(y)[:200]" % ("%s was imported: " % what,))),
+            rp.expect_clean("e", "CAP-04", what),
+            rp.expect_equal("f.deleter_calls", 0, "OWN-03", "%s: deleter calls by the refusing consumer" % what),
+            "e = None; h.release(); del h, cap; gc.collect()",
+            rp.expect_equal("f.deleter_calls", 1, "OWN-03", "%s: deleter calls after the owner released it"
+                            % what)])
         forge = _ref.Forge(**fk)
         cap = forge.capsule()
         handle = _probe.consume(cap)
@@ -210,7 +216,6 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
             att = rt.CapsuleAttempt(target, CapsuleProducer(cap))
         else:
             att = tries.Attempt(target, CapsuleProducer(cap))
-        what = "%s used_* capsule through %s" % (kind, rt.WHAT[route])
         if att.exc is None:
             check.record("CAP-04", "fail", "%s was imported" % what)
             pycap.pin_forever(handle)  # the consumer now gives the tensor back; the handle must not
@@ -238,9 +243,11 @@ def test_consumer_plain_import_on_every_route(target, check, route):
     capsule is renamed used_* (CAP-03) and the deleter runs once after the result died; where
     it refuses, the deleter still runs exactly once (OWN-03)."""
     fk = {"shape": (2, 3)}
-    check.repro(rt.lines(target, route, fk))
-    att = rt.attempt(target, route, fk)
     what = "plain float32 (2, 3) through %s" % rt.WHAT[route]
+    check.repro(rt.lines(target, route, fk, expect=rt.Expect(
+        "OWN-03", what, imported="values", values_clause="CAP-03", zero_copy=True,
+        renamed=route != "xapi", renamed_clause="CAP-03", plain_only=True)))
+    att = rt.attempt(target, route, fk)
     if att.refused or (route == "xapi" and not rt.table_used(att)):
         why = check.unclean(att)
         if why:
@@ -281,9 +288,10 @@ def _unasked_major(target, check):
     """A consumer that asks for legacy capsules and takes a versioned one it did not ask for
     must still refuse a major other than 1 (VER-08) and give it back once."""
     fk = {"shape": (2, 3), "version": (2, 0)}
-    rp.keep_first(check, rt.lines(target, "unasked", fk))
-    att = rt.attempt(target, "unasked", fk)
     what = "a version (2, 0) capsule handed out unasked"
+    rp.keep_first(check, rt.lines(target, "unasked", fk, expect=rt.Expect("VER-08", what, imported="refuse",
+                                                                          deleter_clause="VER-08")))
+    att = rt.attempt(target, "unasked", fk)
     if att.refused:
         check.refusal("VER-08", att, what)
     else:
@@ -333,7 +341,9 @@ def _each(target, check, route, cases, feeds="valid", imported=None):
     rt.require(target, route)
     for what, kw, device, clause in cases:
         what = "%s through %s" % (what, rt.WHAT[route])
-        lines = rt.lines(target, route, kw, device)
+        lines = rt.lines(target, route, kw, device, expect=rt.Expect(
+            clause, what, imported="refuse" if imported else None, buffer_error=clause == "DEV-07",
+            plain=tries.plain_lifetime(target)))
         rp.keep_first(check, lines)
         before = [v for _, v, _ in check.records]
         att = rt.attempt(target, route, kw, device)

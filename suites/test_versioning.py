@@ -434,8 +434,20 @@ def test_consumer_retries_for_every_keyword(target, check):
                           "covers the call without them)")
     for kw in variants:
         args = "".join(", %s=%r" % i for i in kw.items())
-        rp.keep_first(check, _consumer_lines(target, "p = legacy_producer(forges(shape=(2, 3)))",
-                                             "y = %s" % target.repro_from_dlpack("p" + args), "print(p.calls)"))
+        what = "from_dlpack(p%s)" % args
+        rp.keep_first(check, _consumer_lines(
+            target, "p = legacy_producer(forges(shape=(2, 3)))",
+            "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("p" + args), "calls = list(p.calls)",
+            "new_first = bool(calls) and bool(set(calls[0]) - {'stream', 'args'})",
+            "retried = any(not (set(c) - {'stream'}) for c in calls[1:])",
+            rp.expect("not (isinstance(e, TypeError) and new_first and not retried)", "VER-06", rp.Code(
+                "%r %% calls + describe(e)" % ("%s: an old producer's TypeError for the new keywords (calls %%r) "
+                                               "was not retried without them: " % what,))),
+            rp.expect_clean("e", "VER-06", what),
+            "if e is None:",
+            "    " + rp.expect_equal("elements(%s)" % target.repro_describe("y"),
+                                     rp.Code("p.forges['legacy'].expected_elements()"), "VER-06",
+                                     "%s: element values" % what)))
         p = RecordingProducer(forges(shape=(2, 3)), legacy_only=True, keep=True)
         att = tries.Attempt(target, p, **kw)
         calls = list(p.calls)

@@ -20,6 +20,7 @@ from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
 from dlconform.xapi_forge import handout_producer
 
+from . import capsules as pycap
 from . import repros as rp
 from .attempts import Attempt, consumer_takes_versioned, describe_exc, settle, valid_kwargs
 
@@ -71,16 +72,93 @@ def table_used(att):
     return att.table is not None and att.table.calls["managed_tensor_from_py_object_no_sync"] > 0
 
 
-def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, **kw):
-    """The reproducer of attempt(): the import, the result, and the deleter calls while the
-    result lives and after it died (exactly one after is expected)."""
+class Expect:
+    """What a route check requires of one import, as lines() asserts it.
+
+    - `clause`, `what`: the refusal rule's clause (a refusal must be clean; None: no rule) and
+      the case in words;
+    - `imported`: None (an import is fine), "refuse" (an import is the finding: a MUST refusal,
+      an unknown value VER-09 reads, invalid input check.accepted grades), "values" (an import
+      holds the forge's elements, under `values_clause`, default `clause`);
+    - `buffer_error`: a refusal must be a BufferError (DEV-07's SHOULD);
+    - `zero_copy`: an import's first element is the forge's buffer (SEM-01);
+    - `deleter`: the deleter accounting under `deleter_clause`: a refusal's one call once a
+      capsule was made; an import's capsules renamed used_* (unless `renamed` is False; under
+      `renamed_clause`, default `deleter_clause`), no call while the result views the
+      producer's memory, one after, where `plain` (the consumer's plain lifetime,
+      attempts.plain_lifetime; None: none) departs the same way excepted (attempts.departures);
+    - `plain_only`: with the "xapi" route, an import the table did not serve is held to its
+      one deleter call alone.
+    """
+
+    def __init__(self, clause, what, imported=None, values_clause=None, buffer_error=False, zero_copy=False,
+                 deleter=True, deleter_clause="OWN-03", renamed=True, renamed_clause=None, plain=None,
+                 plain_only=False):
+        self.clause, self.what, self.imported = clause, what, imported
+        self.values_clause = values_clause or clause
+        self.buffer_error, self.zero_copy = buffer_error, zero_copy
+        self.deleter, self.deleter_clause, self.renamed, self.plain = deleter, deleter_clause, renamed, plain
+        self.plain_only, self.renamed_clause = plain_only, renamed_clause or deleter_clause
+
+
+#: the deleter calls of a route snippet's producer `p` so far
+CALLS = rp.Code("sum(g.deleter_calls for g in p.forges.values())")
+
+
+def _accounting_lines(target, ex):
+    """OWN-03 as test_refusals._accounting judges it: after a refusal exactly one deleter call
+    once a capsule was made; after an import what departures() holds (capsules renamed used_*,
+    no call while the result views the producer's memory, one after), a departure the plain
+    import shares excepted. The capsules go as drop_capsules() lets them go."""
+    w, dc, plain = ex.what, ex.deleter_clause, ex.plain
+    out = ["if e is not None:",
+           "    p.capsules.clear(); y = None; gc.collect()",
+           "    " + rp.expect_equal(CALLS, rp.Code("1 if any(g.capsules_made for g in p.forges.values()) else 0"),
+                                    dc, "%s: deleter calls after the refusal" % w),
+           "else:",
+           "    try:",
+           "        d = %s" % target.repro_describe("y"),
+           "        _spans = [(g.buffer_address, g.buffer_size) for g in p.forges.values() "
+           "if getattr(g, 'buffer_size', 0) and getattr(g, 'buffer_address', None)]",
+           "        copied = 0 in [int(n) for n in d['shape']] or (bool(_spans) and not any("
+           "a <= int(d['ptr']) < a + n for a, n in _spans))",
+           "    except Exception:",
+           "        copied = False  # unknown: counted as a view",
+           "    _names = [_probe.inspect(c)['name'] for c in p.capsules]",
+           "    _ctl = object(); _pool = [_ctl] + p.capsules; _refs = [sys.getrefcount(o) for o in _pool]; del _pool",
+           "    # a capsule neither renamed nor held by the result is kept for good: its destructor's",
+           "    # deleter call would be the CAP-03 breach's doing (attempts.drop_capsules)",
+           "    _pinned = [c for c, n, r in zip(p.capsules, _names, _refs[1:]) if n not in %r and r <= _refs[0]]"
+           % (pycap.USED_NAMES,),
+           "    p.capsules.clear(); c = None; gc.collect()"]
+    renamed = "bool(_names) and all(n in %r for n in _names)" % (pycap.USED_NAMES,)
+    if ex.renamed and (plain is None or plain["renamed"]):  # a plain import that keeps the name: no departure
+        out.append("    " + rp.expect(renamed, ex.renamed_clause, rp.Code("%r + repr(_names)" % (
+            "%s: capsule renamed used_* after import: got " % w))))
+    ok = [0] if plain is None else sorted({0, plain["alive"]})
+    out.append("    " + rp.expect("copied or %s in %r" % (CALLS, ok), dc, rp.Code(
+        "%r %% %s" % ("%s: deleter calls while the result is alive (and views the producer's memory): %%d, "
+                      "expected %s" % (w, " or ".join(map(str, ok))), CALLS))))
+    ok = [1] if plain is None else sorted({1, plain["after"]})
+    out += ["    y = d = None; gc.collect()",
+            "    " + rp.expect("%s in %r" % (CALLS, ok), dc, rp.Code("%r %% %s" % (
+                "%s: deleter calls after the result died: %%d, expected %s" % (w, " or ".join(map(str, ok))),
+                CALLS)))]
+    return out
+
+
+def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, expect=None, **kw):
+    """The reproducer of attempt(): the import, then what `expect` (an Expect) requires of it:
+    the refusal rule, the import, and the deleter accounting. Without `expect` the consumer may
+    refuse cleanly or import, and the deleter accounting is strict."""
+    ex = expect or Expect(None, "the import through %s" % WHAT[route])
     fk = valid_kwargs(forge_kwargs or {})
     args = ", ".join("%s=%r" % kv for kv in sorted(fk.items()))
     dev = "" if tuple(device) == (1, 0) else ", device=%r" % (tuple(device),)
     call = "%s" + "".join(", %s=%r" % kv for kv in sorted(kw.items()))
-    out = rp.attempt_setup(target)
+    out = rp.attempt_setup(target) + ["import sys"]
     if route == "dlpack":
-        out += ["p = RecordingProducer(forges(%s)%s)" % (args, dev)]
+        out += ["p = RecordingProducer(forges(%s), keep=True%s)" % (args, dev)]
         arg = "p"
     elif route in ("unasked", "capsule"):
         if versioned is None:
@@ -88,30 +166,50 @@ def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, **kw)
                          else consumer_takes_versioned(target))
         out += ["f = _ref.Forge(versioned=%r, %s)" % (versioned, args)]
         if route == "unasked":
-            out += ["p = RecordingProducer(f%s)  # hands out %s capsules whatever is asked"
+            out += ["p = RecordingProducer(f, keep=True%s)  # hands out %s capsules whatever is asked"
                     % (dev, "versioned" if versioned else "legacy")]
             arg = "p"
         else:
-            out += ["cap = f.capsule()"]
+            out += ["p = RecordingProducer(f, keep=True%s)  # keeps the capsule it hands out" % dev,
+                    "cap = p.__dlpack__()"]
             arg = "cap"
     else:
         out += ["from dlconform.xapi_forge import handout_producer",
                 "a = _ref.ApiForge(0, null=%r)" % (list(TABLE_NULL),),
                 "p = handout_producer(forges(%s), a%s)  # its type offers the table a" % (args, dev)]
         arg = "p"
-    out += ["try:", "    y = %s" % target.repro_from_dlpack(call % arg),
-            "    print('imported', repr(y)[:200])", "except Exception as e:",
-            "    y = None; print('refused', type(e).__name__, e)"]
+    what = ex.what
+    out += ["y, e = attempt(lambda: %s)" % target.repro_from_dlpack(call % arg)]
+    if arg == "cap":
+        out += ["del cap"]
+    out += ["print('imported' if e is None else 'refused', repr(y)[:200] if e is None else describe(e))"]
     if route == "xapi":
         out += ["print('exchange table calls', a.calls)"]
-    if route != "capsule":
-        out += ["f = p.forges[p.last_kind] if p.last_kind else None", "del p"]
-    else:
-        out += ["print('capsule name', _probe.inspect(cap)['name'])", "del cap"]
-    out += ["gc.collect(); alive = f.deleter_calls if f else 0",
-            "del y; gc.collect(); after = f.deleter_calls if f else 0",
-            "print('deleter calls while the result lived', alive, 'after', after)",
-            "assert after == (1 if f and f.capsules_made else 0), 'OWN-03: deleter calls %d' % after"]
+        if ex.plain_only:
+            out += ["if e is None and a.calls['managed_tensor_from_py_object_no_sync'] == 0:",
+                    "    e = 'the table was not used'  # held to its one deleter call alone"]
+    if ex.clause:
+        out += [rp.expect_clean("e", ex.clause, what)]
+        if ex.buffer_error:
+            out += [rp.expect("e is None or isinstance(e, BufferError)", ex.clause, rp.Code(
+                "%r + (describe(e) if e is not None else '')" % (
+                    "%s: a refusal other than BufferError (%s recommends it): " % (what, ex.clause),)))]
+        if ex.imported == "refuse":
+            out += [rp.expect("e is not None", ex.clause, rp.Code("%r + repr(y)[:200]" % (
+                "%s was imported: " % what,)))]
+    if ex.imported == "values":
+        out += ["if e is None:",
+                "    " + rp.expect_equal("elements(%s)" % target.repro_describe("y"),
+                                         rp.Code("p.forges[p.last_kind].expected_elements()"), ex.values_clause,
+                                         "%s: element values" % what)]
+    if ex.zero_copy:
+        out += ["if e is None:",
+                "    " + rp.expect_equal("%s['ptr']" % target.repro_describe("y"),
+                                         rp.Code("p.forges[p.last_kind].buffer_address"), "SEM-01",
+                                         "%s: result address (a view of the producer's memory)" % what)]
+    if ex.deleter:
+        out += _accounting_lines(target, ex)
+    out += ["print('deleter calls after', %s)" % CALLS]
     return out
 
 
