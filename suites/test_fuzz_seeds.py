@@ -30,6 +30,8 @@ def test_consumer_shared_fuzz_seed(target, check, seed_name):
     check.repro(rp.setup(target, modules="_probe, _ref, REPO_DIR") + [
         "import sys; sys.path.insert(0, REPO_DIR + '/suites')  # the suite's own rules judge the seed",
         "from support import seeds as sd",
+        "from dlconform.targets.loader import load",
+        "T = load(%r)  # the target as the suite drives it" % (target.spec or target.name),
         "data = open(sd.SEEDS_DIR + '/%s', 'rb').read()" % seed_name,
         "found = [r for r in sd.judge(T, data) if r[1] != 'pass']",
         "for clause, verdict, message in found[:1]:",

@@ -185,7 +185,7 @@ def test_consumer_refusal_and_deleter(target, check, reason, route):
 
 # ---------------------------------------------------------------------------- used names
 @pytest.mark.parametrize("route", ["dlpack", "capsule"])
-@pytest.mark.clause("CAP-04")
+@pytest.mark.clause("CAP-04", "OWN-03")
 @pytest.mark.feeds("valid")
 @C
 def test_consumer_refuses_used_capsule_on_every_route(target, check, route):

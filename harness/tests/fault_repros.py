@@ -62,11 +62,13 @@ def findings(out, jobs=2):
 
 
 def fault_off(text, library, fault):
-    """The snippet with the fault's set_fault line turned to set_fault(None)."""
+    """The snippet with the fault's set_fault line turned to set_fault(None), and a target
+    loaded by its spec (`load('ref:fault=NAME')`) loaded without the fault."""
     line = "%s.set_fault(%r)" % ("_ref" if library == "ref" else "pyref", fault)
     if line not in text:
         raise ValueError("the snippet does not set the fault %r" % fault)
-    return text.replace(line, line.replace(repr(fault), "None"))
+    spec = "%s:fault=%s" % (library, fault)
+    return text.replace(line, line.replace(repr(fault), "None")).replace("load(%r)" % spec, "load(%r)" % library)
 
 
 RUN = "# run: "

@@ -17,6 +17,8 @@ SHORT = {"pass": "pass", "warn": "warn", "unsupported": "unsup", "skip": "skip",
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
 #: a message's length in MATRIX.md; index.html and matrix.json keep it whole
 MESSAGE_CHARS = 300
+#: the checks a finding's folded warnings line names (the rest are counted)
+WARN_CHECKS = 6
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 #: worst first: the order of counts and findings
 ORDER = ("crash", "timeout", "fail", "warn")
@@ -112,43 +114,46 @@ def _fold_line(what, fold):
     return "%d clauses %s: %s." % (n, what, "; ".join(parts))
 
 
-def _records(view, detail_ids, with_clause, anchor):
-    """The distinct results of a finding: each message once, with the versions and tiers it was
-    seen in, then its reproducer, or a link to the finding above that shows the same one
-    (view["shown_repros"]: repro -> anchor). A warning's reproducer stays in index.html and
-    matrix.json: MATRIX.md shows those of the defects (fail, crash, timeout), which keeps its
-    findings short enough to read (under 100 KB)."""
+def _records(view, detail_ids, with_clause):
+    """The distinct results of a finding: each defect's message once (fail, crash, timeout,
+    error), with the versions and tiers it was seen in, and the warnings folded into one line
+    naming their checks. Reproducers and the warnings' messages are in index.html, one click
+    from the finding's link, and in matrix.json: inline they made MATRIX.md's findings several
+    times 100 KB."""
     seen, order = {}, []
+    warned, warn_wheres = [], []
     srcs, strings = view["sources"], view["strings"]
     for d in detail_ids:
         src, _, version, clause, test, role, verdict, msg, repro, _, peer = view["details"][d]
         where = "%s %s" % (version, srcs[src]["tier"] if src >= 0 else "?")
+        if verdict == "warn":
+            name = "`%s`%s%s" % (_cell(test.split("::")[-1], 120), (" " + clause) if with_clause else "",
+                                 (" (%s)" % _cell(peer)) if peer else "")
+            if name not in warned:
+                warned.append(name)
+            if where not in warn_wheres:
+                warn_wheres.append(where)
+            continue
         # messages that differ only in addresses are one message
         key = (verdict, _ADDRESS.sub("0x", strings[msg]), clause, test, role, peer)
         if key not in seen:
-            seen[key] = ([], repro, msg)
+            seen[key] = ([], msg)
             order.append(key)
         if where not in seen[key][0]:
             seen[key][0].append(where)
-    out, repros, shown = [], set(), view["shown_repros"]
+    out = []
     for key in order:
         verdict, _, clause, test, role, peer = key
-        wheres, repro, msg = seen[key]
+        wheres, msg = seen[key]
         out.append("- %s `%s`%s%s: %s [%s]" % (SHORT.get(verdict, verdict), _cell(test, 200),
                                                (" " + clause) if with_clause else "",
                                                (" (%s)" % _cell(peer)) if peer else "",
                                                _cell(strings[msg], MESSAGE_CHARS) or "(no message)", ", ".join(wheres)))
-        if verdict == "warn" and strings[repro]:
-            out.append("  (reproducer: in index.html and matrix.json)")
-            continue
-        if not strings[repro] or repro in repros:
-            continue
-        repros.add(repro)
-        if repro in shown:
-            out.append("  (reproducer: as in [%s](#%s))" % (shown[repro], shown[repro]))
-        else:
-            shown[repro] = anchor
-            out += ["", "  <details><summary>reproducer</summary>", "", _code(strings[repro]), "", "  </details>", ""]
+    if warned:
+        shown = warned[:WARN_CHECKS]
+        out.append("- %s in %d check(s): %s%s [%s]" % (SHORT.get("warn", "warn"), len(warned), ", ".join(shown),
+                                                       " and %d more" % (len(warned) - len(shown))
+                                                       if len(warned) > len(shown) else "", ", ".join(warn_wheres)))
     return out
 
 
@@ -159,11 +164,11 @@ def _finding(view, anchors, title, verdicts, details, upstream, clause_row=None)
              "#### %s: %s" % (_cell(title), "; ".join("%s in %s" % (SHORT.get(v, v), ", ".join(vs)) if vs else SHORT.get(v, v)
                                                        for v, vs in verdicts)), ""]
     if clause_row and clause_row["text"]:
-        lines += ["> " + _cell(clause_row["text"], 2000), ""]
+        lines += ["> " + _cell(clause_row["text"], 240), ""]
     if upstream:
         lines += [_upstream_text(upstream) + ".", ""]
-    lines += _records(view, details, clause_row is None, anchors[0])
-    lines.append("")
+    lines += _records(view, details, clause_row is None)
+    lines += ["", "Reproducers: [index.html](index.html#%s)" % anchors[0], ""]
     return lines
 
 
@@ -322,7 +327,7 @@ def render(doc, view):
     v = dict(view)
     v["cell_at"] = {(c[0], c[1]): k for k, c in enumerate(view["cells"][:view["n_matrix_cells"]])}
     # a matrix cell links to its worst finding; an interop cell to its own
-    v["finding_of_cell"], v["shown_repros"] = {}, {}
+    v["finding_of_cell"] = {}
     at = v["cell_at"]
     for f in sorted(view["findings"], key=lambda f: -_order(f["verdict"])):
         v["finding_of_cell"][at[(f["col"], f["row"])]] = f["anchor"]
