@@ -70,8 +70,8 @@ def expect_equal(got, want, clause, what):
 
 
 def detach(exc):
-    """exc with the tracebacks of its chain dropped: their frames may hold capsules whose
-    deleter calls a snippet counts."""
+    """exc with the tracebacks of its chain dropped, and an AttributeError's `obj` (the object
+    whose attribute was missing): both may hold capsules whose deleter calls a snippet counts."""
     seen, todo = set(), [exc]
     while todo:
         cur = todo.pop()
@@ -79,6 +79,8 @@ def detach(exc):
             continue
         seen.add(id(cur))
         cur.__traceback__ = None
+        if isinstance(cur, AttributeError) and getattr(cur, "obj", None) is not None:
+            cur.obj = None
         todo += [cur.__context__, cur.__cause__]
     return exc
 

@@ -62,3 +62,22 @@ def test_elements_reads_strided_memory():
     assert snippet.elements(d) == bytes([0, 1, 4, 5, 8, 9, 2, 3, 6, 7, 10, 11])
     assert snippet.elements(dict(d, shape=(0, 3))) == b""
     assert snippet.elements(dict(d, shape=(), strides=())) == bytes([0, 1])
+
+
+def test_detach_lets_go_of_what_an_attributeerror_holds():
+    """A consumer refusing a bare capsule with getattr(obj, '__dlpack_device__') raises an
+    AttributeError whose `obj` is the capsule: kept, it would keep the capsule alive, and its
+    deleter would look never called (a false OWN-03 fail seen with numpy 2.x and mpi4py)."""
+    import gc
+
+    from dlconform import _ref, snippet
+
+    f = _ref.Forge(shape=(2, 3))
+    cap = f.capsule()
+    try:
+        getattr(cap, "__dlpack_device__")
+    except AttributeError as e:
+        err = snippet.detach(e)
+    del cap
+    gc.collect()
+    assert err.obj is None and f.deleter_calls == 1
