@@ -19,6 +19,7 @@ import sys
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WANT = (1, 3)
@@ -59,6 +60,18 @@ def dlpack_include():
     return fetched
 
 
+class BuildPy(build_py):
+    """Ships the fuzzer's shared seeds (fuzz/corpus/seeds) in the package as
+    dlconform/suites/seeds: suites/test_fuzz_seeds.py judges them wherever the suites run."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "dlconform", "suites", "seeds")
+        os.makedirs(target, exist_ok=True)
+        for path in sorted(glob.glob(os.path.join("fuzz", "corpus", "seeds", "*"))):
+            self.copy_file(path, os.path.join(target, os.path.basename(path)))
+
+
 class BuildExt(build_ext):
     """Finds dlpack.h when the extensions are built, not when setup.py is read."""
 
@@ -83,5 +96,5 @@ setup(
     package_dir={"": "harness", "dlconform.suites": "suites"},
     package_data={"dlconform.suites": ["clauses.json", "clauses.md"]},
     ext_modules=[extension("_probe", "probe"), extension("_ref", "ref")],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "build_py": BuildPy},
 )

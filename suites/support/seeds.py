@@ -23,7 +23,10 @@ from . import capsules as pycap
 from . import readings as rd
 from .attempts import Attempt, copy_breach, describe_exc, drop_capsules
 
-SEEDS_DIR = os.path.join(REPO_DIR, "fuzz", "corpus", "seeds")
+#: the fuzzer's shared seeds: in a clone, fuzz/corpus/seeds; installed, the package's copy
+SEEDS_DIR = next((d for d in (os.path.join(REPO_DIR, "fuzz", "corpus", "seeds"),
+                              os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "seeds"))
+                  if os.path.isdir(d)), os.path.join(REPO_DIR, "fuzz", "corpus", "seeds"))
 #: offer kinds (record byte 67) a plain producer with a table on its type makes: none, a 1.3
 #: table, a 1.99 table
 PLAIN_OFFERS = (0, 1, 7)
