@@ -19,6 +19,7 @@ TABLE = """
 ref:fault=consumer_reads_major2 | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
 ref:fault=consumer_reads_major2 | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | VER-08
 ref:fault=consumer_xapi_trusts_handout | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
+pyref:fault=consumer_releases_used | test_refusals.py | test_consumer_refuses_used_capsule_on_every_route | OWN-03
 ref:fault=consumer_accepts_unknown_dtype | test_refusals.py | test_consumer_refusal_and_deleter | VER-09
 pyref:fault=consumer_accepts_overflow | test_refusals.py | test_consumer_refusal_and_deleter | LAY-10
 ref:fault=consumer_accepts_negative_shape | test_refusals.py | test_consumer_refusal_and_deleter | LAY-09
