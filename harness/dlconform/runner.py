@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import HARNESS_DIR, REPO_DIR
+from . import HARNESS_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
 from .records import SESSION, Record
@@ -234,13 +234,19 @@ class Runner:
 
     def _lost_repro(self, run, clause, current):
         """The test's own snippet when it streamed one before dying, then how to rerun it."""
-        rerun = (_repro.run_command(run.spec, clause, current.test)
-                 + "\n# or: PYTHONPATH=harness python3 -m pytest %s --rootdir %s -p dlconform.pytest_plugin "
-                 "--dlc-target %s" % (shlex.quote(_shell_node(self.suites, current.test)),
-                                      shlex.quote(_rel(self.suites)), shlex.quote(run.spec)))
+        rerun = _repro.run_command(run.spec, clause, current.test) + "\n" + self._in_process_command(run, current)
         if not current.repro:
             return rerun
         return current.repro + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
+
+    def _in_process_command(self, run, current):
+        """The dead test alone under plain pytest, in this process (to run under a debugger: the
+        crash ends pytest). Absolute paths, so it works from any directory, installed or not."""
+        return ("# in-process, e.g. under gdb (the crash ends pytest): PYTHONPATH=%s %s -m pytest %s "
+                "-p dlconform.pytest_plugin --rootdir %s --dlconform-target %s" % (
+                    shlex.quote(HARNESS_DIR), shlex.quote(self.python),
+                    shlex.quote(os.path.join(self.suites, current.test)), shlex.quote(self.suites),
+                    shlex.quote(run.spec)))
 
     def _lost_test(self, run, current, verdict, message, evidence=""):
         """crash/timeout records for the clauses of a begun test that has no result."""
@@ -472,16 +478,3 @@ class Runner:
 def _last_lines(text, n=3):
     lines = [l for l in (text or "").strip().splitlines() if l.strip()]
     return " | ".join(lines[-n:])[-600:] if lines else "(no output)"
-
-
-def _rel(path):
-    """path relative to the repository root when it lies inside it."""
-    try:
-        rel = os.path.relpath(path, REPO_DIR)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
-def _shell_node(suites, nodeid):
-    return _rel(os.path.join(suites, nodeid))

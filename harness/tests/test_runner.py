@@ -74,6 +74,21 @@ def test_abort_is_crash_with_signal(fake_run):
     assert "# rerun the check:" in by["T-03"]["repro"]
 
 
+def test_crash_in_process_hint_reruns_the_test_from_anywhere(fake_run, tmp_path):
+    """The crash reproducer's plain-pytest line runs the dead test alone, from any directory,
+    and dies as it did (here SIGABRT)."""
+    import subprocess
+
+    _, by, _, _ = fake_run
+    hint = [l for l in by["T-03"]["repro"].splitlines() if "-m pytest" in l]
+    assert len(hint) == 1, by["T-03"]["repro"]
+    cmd = hint[0].split(": ", 1)[1]
+    proc = subprocess.run(["sh", "-c", cmd], cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 128 + 6 or proc.returncode == -6, (cmd, proc.returncode, proc.stdout[-800:],
+                                                                  proc.stderr[-800:])
+    assert "test_c_abort" in proc.stdout + proc.stderr
+
+
 def test_segv_is_crash_for_every_clause_of_the_test(fake_run):
     _, by, _, _ = fake_run
     for clause in ("T-05", "T-06"):
