@@ -62,6 +62,28 @@ def test_kit_capsules_give_the_tensor_back_once():
     assert f.deleter_calls == 2
 
 
+SHUTDOWN = """
+holders = []
+for versioned in (True, False):
+    f = Forge(versioned=versioned)
+    cap = f.capsule()
+    t = _probe.instrument(cap)
+    holders.append((f, t, _probe.consume(cap), f.capsule(), cap))
+print("held until exit")
+"""
+
+
+def test_kit_callbacks_survive_interpreter_shutdown(tmp_path):
+    """A library may keep a kit capsule's tensor until the interpreter exits: the deleter,
+    destructor and trampoline then run after the script's globals are cleared, and must still
+    work silently (a standalone script that behaves exits 0 with nothing on stderr)."""
+    script = tmp_path / "shutdown.py"
+    script.write_text("\n".join([standalone._source(standalone._snippet), standalone._source(kit), standalone.GLUE,
+                                  SHUTDOWN]))
+    proc = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "held until exit", ""), proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("versioned", [True, False])
 def test_kit_instrument_consume_rename_as_probe(versioned):
     for probe, forge in ((kit._probe, kit.Forge(versioned=versioned)), (_probe, _ref.Forge(versioned=versioned))):

@@ -64,13 +64,15 @@ _err_occurred = ctypes.PYFUNCTYPE(ctypes.c_void_p)(("PyErr_Occurred", _api))
 LOST = []
 
 
-def _take_pending():
+#: Kit callbacks bind what they use as default arguments: a library may call a deleter or a
+#: destructor while the interpreter shuts down, after the script's globals are cleared.
+def _take_pending(_occurred=_err_occurred, _lost=LOST):
     """Moves an exception pending at a callback's start into LOST (a Python-API call through
     ctypes raises what is pending once it returns)."""
     try:
-        _err_occurred()
+        _occurred()
     except BaseException as e:  # noqa: BLE001 - whatever the consumer had set
-        LOST.append(e)
+        _lost.append(e)
 
 
 def _itemsize(dtype):
@@ -151,21 +153,22 @@ class Forge:
         self._deleter = _Deleter(self._on_delete)
         self._destructor = _Destructor(self._on_destroy)
 
-    def _on_delete(self, address):
-        _take_pending()
+    def _on_delete(self, address, _pending=_take_pending):
+        _pending()
         self.deleter_calls += 1
         self.log.append({"gil_held": True})
         self._live.pop(address, None)
 
-    def _on_destroy(self, capsule):
-        _take_pending()
-        name = ctypes.c_char_p.from_address(capsule + _CAPSULE_NAME).value
-        if name in (LEGACY, VERSIONED):
-            address = ctypes.c_void_p.from_address(capsule + _CAPSULE_POINTER).value
+    def _on_destroy(self, capsule, _pending=_take_pending, _c=ctypes, _at=(_CAPSULE_NAME, _CAPSULE_POINTER),
+                    _structs={LEGACY: _Managed, VERSIONED: _ManagedVersioned}, _deleter_type=_Deleter):
+        _pending()
+        name = _c.c_char_p.from_address(capsule + _at[0]).value
+        if name in _structs:
+            address = _c.c_void_p.from_address(capsule + _at[1]).value
             if address:
-                m = (_ManagedVersioned if name == VERSIONED else _Managed).from_address(address)
+                m = _structs[name].from_address(address)
                 if m.deleter:
-                    _Deleter(m.deleter)(address)
+                    _deleter_type(m.deleter)(address)
 
     def capsule(self):
         cls = _ManagedVersioned if self.versioned else _Managed
@@ -303,12 +306,12 @@ class Tracker:
         _TRAMPOLINES.append(thunk)
         m.deleter = ctypes.cast(thunk, ctypes.c_void_p).value
 
-    def _on_call(self, address):
-        _take_pending()
+    def _on_call(self, address, _pending=_take_pending, _deleter_type=_Deleter):
+        _pending()
         self.calls += 1
         self.log.append({"gil_held": True})
         if self.original:
-            _Deleter(self.original)(address)
+            _deleter_type(self.original)(address)
 
 
 class Handle:
@@ -329,14 +332,14 @@ class Handle:
     def read_elements(self):
         return _elements(self.inspect())
 
-    def release(self):
+    def release(self, _deleter_type=_Deleter):
         if self.released:
             return False
         self.released = True
         deleter = self._m.deleter  # read now: a reproducer may have swapped it meanwhile
         if not deleter:
             return False
-        _Deleter(deleter)(self.pointer)
+        _deleter_type(deleter)(self.pointer)
         self.deleter_called = True
         return True
 
