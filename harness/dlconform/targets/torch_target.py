@@ -61,8 +61,11 @@ class TorchTarget(LibraryTarget):
             return torch.quantize_per_tensor(torch.zeros(shape), 1.0, 0, dt)
         if not raw:
             return torch.empty(shape, dtype=dt)
-        u8 = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-        return u8.view(dt).reshape(shape).clone()
+        # the bytes go in through a uint8 view of a fresh tensor: torch's shell dtypes (int1-int7,
+        # uint1-uint7) have no copy kernel, so clone() of a view of the bytes would fail for them
+        x = torch.empty(shape, dtype=dt)
+        x.reshape(-1).view(torch.uint8).copy_(torch.frombuffer(bytearray(raw), dtype=torch.uint8))
+        return x
 
     def transpose(self, x, perm):
         return x.permute(*perm)
@@ -140,8 +143,9 @@ class TorchTarget(LibraryTarget):
 
         if not values:
             return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype)]
-        return ["%s = torch.frombuffer(bytearray(%s), dtype=torch.uint8).view(torch.%s).reshape(%r).clone()"
-                % (var, bytes_literal(values), dtype, tuple(shape))]
+        return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype),
+                "%s.reshape(-1).view(torch.uint8).copy_(torch.frombuffer(bytearray(%s), dtype=torch.uint8))"
+                % (var, bytes_literal(values))]
 
     def repro_view(self, op, x, v, src, dst):
         if op[0] == "transpose":
