@@ -15,8 +15,6 @@ EXCEPTIONS = {
     "that case as the check does",
     ("pyref", "consumer_accepts_overflow", "test_consumer_refusal_and_deleter"): "as consumer_accepts_huge_shape: "
     "the strides-negative-overflow case's snippet exited 0 under this fault in one run of two",
-    ("pyref", "versioned_flags_before_deleter", "test_abi_prefix_deleter"): "the VER-10 snippet exits 0 under "
-    "this fault: it does not reach the swapped flags and deleter fields as the check does",
 }
 
 
