@@ -5,6 +5,7 @@ runs at a time) and returns the non-pass records with their fault; `run(text, ..
 script in a fresh interpreter; `fault_off(text, ...)` is the same snippet with the fault off.
 """
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -115,5 +116,10 @@ def tail(out, n=3):
     return " | ".join(out.strip().splitlines()[-n:])[-500:]
 
 
-def slug(text):
-    return re.sub(r"[^A-Za-z0-9]+", "_", text)[:80]
+def slug(text, key=""):
+    """A file name for a script of `text` (and `key`): readable, at most 80 characters, and a
+    digest of both, so that distinct texts or keys never share a name. run_many() runs two
+    scripts at a time in one folder: a shared name lets one run read the file while another
+    rewrites it (an empty script exits 0)."""
+    digest = hashlib.sha1(("%s\0%s" % (text, key)).encode()).hexdigest()[:12]
+    return "%s_%s" % (re.sub(r"[^A-Za-z0-9]+", "_", text)[:67], digest)

@@ -24,8 +24,6 @@ KIT_EXCEPTIONS = {
     "with an AttributeError in the kit (the CAP-09 snippet's name lookup)",
     ("leading_unit_dim", "test_producer_zero_d"): "with the fault off the kit raises 'invalid extent: "
     "null_shape' for a 0-d export, where _probe reads no extent",
-    ("versioned_flags_before_deleter", "test_abi_prefix_deleter"): "its standalone script exits 0 under "
-    "the fault: the VER-10 snippet does not reach the swapped fields through the kit",
 }
 
 FORGES = [dict(shape=(2, 3)), dict(shape=(3, 2), strides=(1, 3), dtype=(1, 16, 1)),

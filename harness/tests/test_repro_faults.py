@@ -8,16 +8,8 @@ import sys
 
 import fault_repros as fr
 
-# (library, fault, test function) -> why its reproducer cannot do that (seen, to fix)
-EXCEPTIONS = {
-    ("pyref", "consumer_accepts_huge_shape", "test_consumer_refusal_and_deleter"): "the strides-negative-overflow "
-    "case's snippet exits 0 under this fault (the check records LAY-10 for it): the snippet does not yet judge "
-    "that case as the check does",
-    ("pyref", "consumer_accepts_overflow", "test_consumer_refusal_and_deleter"): "as consumer_accepts_huge_shape: "
-    "the strides-negative-overflow case's snippet exited 0 under this fault in one run of two",
-    ("pyref", "versioned_flags_before_deleter", "test_abi_prefix_deleter"): "the VER-10 snippet exits 0 under "
-    "this fault: it does not reach the swapped flags and deleter fields as the check does",
-}
+# (library, fault, test function) -> why its reproducer cannot do that (seen, to fix); none today
+EXCEPTIONS = {}
 
 
 def _groups(findings):
@@ -43,7 +35,7 @@ def test_reproducers_fail_under_their_fault_and_pass_without(fault_findings, tmp
 
     def one(item):
         (library, fault, text), recs = item
-        name = fr.slug("%s_%s_%s" % (library, fault, recs[0]["test"].split("::")[-1]))
+        name = fr.slug("%s_%s_%s" % (library, fault, recs[0]["test"].split("::")[-1]), text)
         key = (library, fault, recs[0]["test"].split("::")[-1].split("[")[0])
         if key in EXCEPTIONS:
             return None
