@@ -27,16 +27,6 @@ def _short(v, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def shown(get, limit=200):
-    """What get() returns, shortened; or why it could not be had. An imported result is shown
-    by its metadata (the library's describe), never by repr(), which reads the elements of data
-    that may be NULL or out of bounds."""
-    try:
-        return _short(get(), limit)
-    except Exception as e:  # noqa: BLE001 - a result too broken to describe is shown as such
-        return "(cannot describe the result: %s)" % describe(e)
-
-
 def describe(exc):
     """'Type: first line of the message' of an exception."""
     text = str(exc).splitlines()[0][:300] if str(exc) else ""

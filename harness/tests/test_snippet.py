@@ -81,9 +81,3 @@ def test_detach_lets_go_of_what_an_attributeerror_holds():
     del cap
     gc.collect()
     assert err.obj is None and f.deleter_calls == 1
-
-
-def test_shown_describes_or_says_why_not():
-    assert snippet.shown(lambda: {"ptr": 0, "shape": (4,)}) == "{'ptr': 0, 'shape': (4,)}"
-    assert snippet.shown(lambda: "x" * 300, limit=10) == repr("x" * 300)[:10] + "..."
-    assert snippet.shown(lambda: 1 / 0) == "(cannot describe the result: ZeroDivisionError: division by zero)"

@@ -23,7 +23,7 @@ MARK = _snippet.MARK
 FORGE_IMPORTS = "from dlconform.producers import RecordingProducer, forges"
 #: what every snippet asserts with (dlconform/snippet.py)
 SNIPPET_IMPORTS = ("from dlconform.snippet import attempt, describe, elements, expect, expect_clean, expect_equal, "
-                   "expect_raises, expect_returns, finding, shown")
+                   "expect_raises, expect_returns, finding")
 
 
 def setup(target, *extra, modules="_probe, _ref"):
