@@ -61,8 +61,26 @@ def _edit_dim(r, g, field, values):
         r[field] = tuple(dims)
 
 
+#: metadata no seed has and random edits rarely make, applied to every seed of ndim > 0 that
+#: it changes: ndim < 0 (LAY-09) and a NULL shape with ndim > 0 (LAY-09). Seeds that offer an
+#: exchange table are left out: there the input breaks two rules at once (the table's hand-out,
+#: XAPI-*, and the metadata), and which one a side reports first is the order it checks in
+EDGES = {
+    "ndim-neg": lambda r: r.update(ndim=-1, shape=(), strides=()),
+    "shape-null": lambda r: r.update(kind=r["kind"] | R.KIND["shape_null"]),
+}
+
+
+def _write(tmp, name, rec, paths):
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(R.encode(rec))
+    paths.append(path)
+
+
 def inputs(tmp):
-    """The seeds and MUTANTS_PER_SEED deterministic mutants of each, as files in tmp."""
+    """The seeds, MUTANTS_PER_SEED deterministic mutants of each, and each EDGES edit of each
+    seed with ndim > 0, as files in tmp."""
     g = random.Random(20240614)
     paths = []
     for name in sorted(os.listdir(SEEDS)):
@@ -72,10 +90,12 @@ def inputs(tmp):
             rec = R.decode(data)
             for _ in range(g.randint(1, 3)):
                 g.choice(EDITS)(rec, g)
-            path = os.path.join(tmp, "%s-m%d" % (name, i))
-            with open(path, "wb") as f:
-                f.write(R.encode(rec))
-            paths.append(path)
+            _write(tmp, "%s-m%d" % (name, i), rec, paths)
+        for edge, edit in EDGES.items():
+            rec = R.decode(data)
+            if rec["ndim"] > 0 and not rec["kind"] & R.KIND["shape_null"] and not R.offer_kind(rec):
+                edit(rec)
+                _write(tmp, "%s-%s" % (name, edge), rec, paths)
     return paths
 
 
@@ -115,8 +135,6 @@ def compare(target, configs):
 #: consumer faults the fixed inputs here (seeds and their mutants) do not reach, though the
 #: fuzzer finds them within seconds (fuzz/ci/smoke.sh): both sides are still compared on them
 REACHED_BY_FUZZING_ONLY = {
-    "consumer_accepts_negative_ndim": "needs ndim < 0, which no seed has and the mutants here do not make",
-    "consumer_reads_null_shape": "needs a NULL shape with ndim > 0, which no seed has",
     "consumer_xapi_trusts_handout": "needs a table offer whose hand-out carries another major version",
 }
 
