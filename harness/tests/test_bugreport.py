@@ -12,18 +12,8 @@ import fault_repros as fr
 from dlconform import _probe, _ref
 from dlconform.bugreport import kit, markdown, standalone
 
-KIT_LATE = ("its standalone script exits 0 under the fault (deleter calls after: 1): the kit's capsule does "
-            "not show the second deleter call ref's forge counts; not yet found why")
 #: (fault, test function) -> why its standalone script does not reproduce with the kit (seen, to fix)
 KIT_EXCEPTIONS = {
-    ("consumer_renames_late", "test_consumer_device_refusals_and_deleter"): KIT_LATE,
-    ("consumer_renames_late", "test_consumer_dtype_refusals_and_deleter"): KIT_LATE,
-    ("consumer_renames_late", "test_consumer_refusal_runs_deleter_once"): KIT_LATE,
-    ("consumer_renames_late", "test_consumer_ruled_dtype_refusals_and_deleter"): KIT_LATE,
-    ("capsule_name_per_export", "test_producer_capsule_names_static"): "with the fault off the script fails "
-    "with an AttributeError in the kit (the CAP-09 snippet's name lookup)",
-    ("leading_unit_dim", "test_producer_zero_d"): "with the fault off the kit raises 'invalid extent: "
-    "null_shape' for a 0-d export, where _probe reads no extent",
     ("versioned_flags_before_deleter", "test_abi_prefix_deleter"): "its standalone script exits 0 under "
     "the fault: the VER-10 snippet does not reach the swapped fields through the kit",
 }
@@ -31,7 +21,9 @@ KIT_EXCEPTIONS = {
 FORGES = [dict(shape=(2, 3)), dict(shape=(3, 2), strides=(1, 3), dtype=(1, 16, 1)),
           dict(shape=(4,), byte_offset=8, versioned=False), dict(shape=(2, 2), strides=(-2, 1), byte_offset=8),
           dict(shape=(0, 3), data="null"), dict(shape=(3,), version=(2, 0), flags=1, device=(2, 1)),
-          dict(shape=(-1,), buffer_size=16), dict(shape=(1 << 62, 4), buffer_size=64)]
+          dict(shape=(-1,), buffer_size=16), dict(shape=(1 << 62, 4), buffer_size=64),
+          # a 0-d tensor may have a NULL shape (LAY-08); ndim > 0 may not (LAY-09)
+          dict(shape=(), shape_null=True, dtype=(1, 8, 1)), dict(shape=(2,), shape_null=True)]
 FIELDS = ("name", "kind", "version", "flags", "device", "ndim", "dtype", "shape", "strides", "byte_offset")
 
 
@@ -60,6 +52,34 @@ def test_kit_capsules_give_the_tensor_back_once():
     assert f.deleter_calls == 1
     f.capsule()  # dropped unconsumed: the destructor calls the deleter
     assert f.deleter_calls == 2
+
+
+@pytest.mark.parametrize("forge", [kit.Forge, _ref.Forge], ids=["kit", "ref"])
+def test_a_second_deleter_call_is_counted(forge):
+    """A consumer that gives the tensor back on a refusal but leaves the capsule's name (an
+    OWN-03 breach) makes the destructor call the deleter a second time: the kit's forge counts
+    it, as ref's does (its structs live as long as the forge, not until the first call)."""
+    f = forge(shape=(2, 3))
+    cap = f.capsule()
+    info = kit.inspect(cap)
+    kit._Deleter(info["deleter"])(info["pointer"])
+    assert f.deleter_calls == 1
+    del cap
+    assert f.deleter_calls == 2
+
+
+def test_a_body_keeps_apart_from_the_inlined_helpers():
+    """A reproducer's own name that the inlined code also defines (snippet.py's `_names`, the
+    kit's `_name_of`) is renamed in the script, its uses with it; attributes and strings are not."""
+    body = "_names = [1]\nx = _names[0] + len(y._names)\nprint('_names')\nimport ctypes\n[n for n in x]\n"
+    assert standalone.unshadow(body, {"_names", "ctypes", "n"}) == (
+        "_names_r = [1]\nx = _names_r[0] + len(y._names)\nprint('_names')\nimport ctypes\n[n for n in x]\n")
+    snippet = "\n".join(["# run: python3 repro.py", "from dlconform import _probe, _ref", "_names = ['x']",
+                          "_name_of = len", "expect_raises(lambda: 1 / 0, 'X-01', 'it', KeyError)"])
+    text, why = standalone.script(snippet, "numpy")
+    assert why is None and "_names_r = ['x']" in text and "_name_of_r = len" in text
+    p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "REPRODUCED X-01: it raised ZeroDivisionError" in p.stdout, p.stderr
 
 
 @pytest.mark.parametrize("versioned", [True, False])

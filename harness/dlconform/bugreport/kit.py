@@ -136,7 +136,7 @@ class Forge:
         self.manager_ctx = manager_ctx
         self.deleter_calls = self.capsules_made = 0
         self.log = []
-        self._live = {}  # struct address -> the ctypes objects it points into
+        self._live = {}  # struct address -> the ctypes objects it points into, kept while the forge lives
         size = buffer_size
         if size is None:
             ext = _extent(self.shape, self.strides, _itemsize(self.dtype))
@@ -155,7 +155,9 @@ class Forge:
         _take_pending()
         self.deleter_calls += 1
         self.log.append({"gil_held": True})
-        self._live.pop(address, None)
+        # the struct stays in _live: freed with the forge, as ref's are, so a second deleter
+        # call (a consumer breaking OWN-03) is counted, and the destructor of a capsule whose
+        # tensor was already given back still reads its deleter, rather than freed memory
 
     def _on_destroy(self, capsule):
         _take_pending()
@@ -247,7 +249,13 @@ def extent(capsule):
                          % i["version"][0])
     if not (0 <= (i.get("ndim") if i.get("ndim") is not None else -1) <= 1024):
         return {"status": "bad_ndim"}
-    return _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+    return _extent(_shape(i), i["strides"], _itemsize(i["dtype"]))
+
+
+def _shape(i):
+    """The shape the layout arithmetic reads: () for a 0-d tensor, whose shape may be NULL
+    (LAY-08; NULL is null_shape only when ndim > 0, LAY-09)."""
+    return () if i["ndim"] == 0 and i["shape"] is None else i["shape"]
 
 
 def read_elements(capsule):
@@ -262,14 +270,14 @@ def _elements(i):
                          % i["version"][0])
     if not (0 <= i["ndim"] <= 1024):
         raise ValueError("invalid extent: bad_ndim")
-    ext = _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+    ext = _extent(_shape(i), i["strides"], _itemsize(i["dtype"]))
     if ext["status"] != "ok":
         raise ValueError("invalid extent: %s" % ext["status"])
     if ext["zero_size"]:
         return b""
     if not i["data"]:
         raise ValueError("NULL data for a non-empty tensor")
-    return _gather(i["data"] + i["byte_offset"], i["shape"], i["strides"], _itemsize(i["dtype"]))
+    return _gather(i["data"] + i["byte_offset"], _shape(i), i["strides"], _itemsize(i["dtype"]))
 
 
 _set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))

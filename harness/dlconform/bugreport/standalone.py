@@ -4,8 +4,11 @@ The script is dlconform/snippet.py and kit.py, inlined as they are, then the sni
 without its dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
 """
+import ast
+import io
 import os
 import re
+import tokenize
 
 from .. import snippet as _snippet
 from . import kit as _kit
@@ -38,6 +41,48 @@ def attempt(call):
 def _source(module):
     with open(os.path.splitext(module.__file__)[0] + ".py", encoding="utf-8") as f:
         return f.read()
+
+
+#: scopes of their own: what they bind is not the module's
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def _globals(source, imports=True):
+    """The names a module's top level binds (assignments, loops, functions, classes, and with
+    `imports` its imports)."""
+    out, todo = set(), list(ast.parse(source).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and imports:
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        if not isinstance(node, _SCOPES):
+            todo += ast.iter_child_nodes(node)
+    return out
+
+
+def unshadow(body, taken):
+    """`body` with every name it binds that is also one of `taken` (the inlined code's globals)
+    renamed NAME_r: in one script a reproducer's own `_names` would replace the helper that the
+    inlined snippet.py calls by that name. References to such a name are renamed with it;
+    attributes (`x._names`) and strings are left as they are."""
+    clash = _globals(body, imports=False) & set(taken)  # `import ctypes` binds the same module
+    if not clash:
+        return body
+    lines = body.splitlines(keepends=True)
+    edits, prev = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(body).readline):
+        if tok.type == tokenize.NAME and tok.string in clash and not (prev is not None and prev.string == "."):
+            edits.append(tok.end)
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            prev = tok
+    for row, col in reversed(edits):
+        lines[row - 1] = lines[row - 1][:col] + "_r" + lines[row - 1][col:]
+    return "".join(lines)
 
 
 def library_of(target):
@@ -74,7 +119,8 @@ def script(snippet, target):
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
         body.append(line)
-    text = "\n".join(body)
+    text = unshadow("\n".join(body), (_globals(_source(_snippet)) | _globals(_source(_kit)) | _globals(GLUE))
+                    - {"_ref"})  # REF_IMPORT binds the kit's _ref to ref's names on purpose
     # a word of its own: ref's `_dlconform_tensor` attribute is the library's
     uses = [line.strip() for line in body if re.search(r"\bdlconform\b", line)]
     if uses:
