@@ -131,16 +131,36 @@ def test_report_writes_one_file_per_finding(fault_findings, tmp_path):
     assert p.returncode == 2 and "--all-findings" in p.stderr
 
 
-@pytest.mark.parametrize("library", ["ref", "pyref"])
-def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
-    """Each fault's standalone script runs with no dlconform on the path (the library itself
-    beside it: ref's module, pyref's folder): non-zero under the fault, 0 with the fault off."""
+def _library_folder(tmp_path):
+    """A folder with the libraries as a standalone script finds them beside it: ref's module,
+    pyref's folder (which imports nothing from dlconform)."""
     from dlconform import pyref
 
     lib = tmp_path / "lib"
     lib.mkdir()
     shutil.copy(_ref.__file__, lib)
     shutil.copytree(os.path.dirname(pyref.__file__), lib / "pyref", ignore=shutil.ignore_patterns("__pycache__"))
+    return lib
+
+
+def _on_and_off(item, lib):
+    """None when the standalone script of ((library, fault, name), text) exits non-zero under the
+    fault and 0 with it off (no dlconform on the path), else what it did."""
+    (library, fault, name), text = item
+    slug = fr.slug("%s_%s" % (fault, name))
+    rc_on, out_on = fr.run(text, lib, slug + "_on", env={}, args=("-E", "-s"))
+    rc_off, out_off = fr.run(fr.fault_off(text, library, fault), lib, slug + "_off", env={}, args=("-E", "-s"))
+    if rc_on in (0, None) or rc_off != 0:
+        return "%s %s: under the fault exit %s (%s); fault off exit %s (%s)" % (
+            fault, name, rc_on, fr.tail(out_on, 1), rc_off, fr.tail(out_off, 1))
+    return None
+
+
+@pytest.mark.parametrize("library", ["ref", "pyref"])
+def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
+    """Each fault's standalone script runs with no dlconform on the path (the library itself
+    beside it: ref's module, pyref's folder): non-zero under the fault, 0 with the fault off."""
+    lib = _library_folder(tmp_path)
     scripts, none = {}, {}
     for r in fault_findings:
         if r["library"] != library:
@@ -152,22 +172,56 @@ def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
         elif key not in KIT_EXCEPTIONS:
             scripts.setdefault(key, text)  # the records of one test share their reproducer
 
-    def one(item):
-        (fault, test), text = item
-        name = fr.slug("%s_%s" % (fault, test))
-        rc_on, out_on = fr.run(text, lib, name + "_on", env={}, args=("-E", "-s"))
-        rc_off, out_off = fr.run(fr.fault_off(text, library, fault), lib, name + "_off", env={}, args=("-E", "-s"))
-        if rc_on in (0, None) or rc_off != 0:
-            return "%s %s: under the fault exit %s (%s); fault off exit %s (%s)" % (
-                fault, test, rc_on, fr.tail(out_on, 1), rc_off, fr.tail(out_off, 1))
-        return None
-
-    bad = [b for b in fr.run_many(one, sorted(scripts.items())) if b]
+    items = [((library, fault, test), text) for (fault, test), text in sorted(scripts.items())]
+    bad = [b for b in fr.run_many(lambda item: _on_and_off(item, lib), items) if b]
     seen = {(r["fault"], r["test"].split("::")[-1].split("[")[0]) for r in fault_findings}
     bad += ["kit exception %r names no record any more" % (k,) for k in sorted(set(KIT_EXCEPTIONS) - seen)]
     print("\n%s: %d standalone scripts; none for %d: %s" % (library, len(scripts), sum(map(len, none.values())),
                                                            {w: len(k) for w, k in none.items()}))
     assert len(scripts) >= {"ref": 80, "pyref": 10}[library]
+    assert not bad, "\n".join(bad)
+
+
+#: faults the fuzz-seed check (suites/test_fuzz_seeds.py) catches on some shared seeds, on the
+#: rules of seedrules.judge: the rename (CAP-03), the values (LAY-11), the calls (STR-10), the
+#: deleter accounting (OWN-03), the strides read (LAY-11)
+SEED_FAULTS = ("ref:fault=consumer_no_rename", "ref:fault=consumer_ignores_byte_offset",
+               "ref:fault=consumer_stream_for_cpu", "pyref:fault=consumer_double_delete",
+               "pyref:fault=consumer_strides_as_bytes")
+
+
+def test_standalone_reproducers_of_fuzz_seeds(tmp_path):
+    """The fuzz-seed check's findings have standalone scripts: the seed's facts as literals and
+    dlconform/seedrules.py inlined (no dlconform on the path). Each exits non-zero under a fault
+    the check catches and 0 with the fault off; a seed offering an exchange table has none."""
+    from dlconform import SUITES_DIR
+
+    suites = tmp_path / "suites"  # the suites' support with test_fuzz_seeds.py alone
+    suites.mkdir()
+    for entry in os.listdir(SUITES_DIR):
+        if not entry.startswith("test_") or entry == "test_fuzz_seeds.py":
+            os.symlink(os.path.join(SUITES_DIR, entry), suites / entry)
+    out = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--suites", str(suites), "--out", str(out), "-q",
+                    "-j", "1", *("--target=" + spec for spec in SEED_FAULTS)],
+                   env=fr._env(), capture_output=True, timeout=600)
+    records = [r for r in json.loads((out / "results.json").read_text())["results"] if r["verdict"] in fr.FINDINGS]
+    scripts, none = {}, {}
+    for r in records:
+        assert "test_consumer_shared_fuzz_seed" in r["test"], r
+        library, fault = r["target"].split(":fault=")
+        key = (library, fault, r["test"].split("[")[-1].rstrip("]"))
+        text, why = standalone.script(r["repro"], r["target"])
+        if text is None:
+            none[key] = why
+        else:
+            scripts.setdefault(key, text)
+    assert {k[1] for k in scripts} == {spec.split("=")[1] for spec in SEED_FAULTS}
+    assert all(k[2].startswith("offer-") for k in none), none
+    lib = _library_folder(tmp_path)
+    bad = [b for b in fr.run_many(lambda item: _on_and_off(item, lib), sorted(scripts.items())) if b]
+    print("\n%d standalone scripts of fuzz-seed findings; none for %d offering an exchange table" % (
+        len(scripts), len(none)))
     assert not bad, "\n".join(bad)
 
 

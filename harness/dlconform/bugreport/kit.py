@@ -138,7 +138,9 @@ class Forge:
         self.log = []
         self._live = {}  # struct address -> the ctypes objects it points into, kept while the forge lives
         size = buffer_size
-        if size is None:
+        if data != "alloc":  # the tensor's data is elsewhere: no buffer of its extent, as in ref's Forge
+            size = 0
+        elif size is None:
             ext = _extent(self.shape, self.strides, _itemsize(self.dtype))
             size = (ext["hi"] if ext["status"] == "ok" else 0) + byte_offset
         self.buffer_size = max(int(size), 1)

@@ -1,7 +1,8 @@
 """A reproducer snippet as a script that needs only the library under test, Python and ctypes.
 
-The script is dlconform/snippet.py and kit.py, inlined as they are, then the snippet's body
-without its dlconform imports. A body that uses something the kit does not have (a target
+The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconform/seedrules.py
+where the snippet judges a fuzz seed with it), then the snippet's body without its dlconform
+imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
 """
 import ast
@@ -10,6 +11,7 @@ import os
 import re
 import tokenize
 
+from .. import seedrules as _seedrules
 from .. import snippet as _snippet
 from . import kit as _kit
 
@@ -17,6 +19,9 @@ from . import kit as _kit
 KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume"}, "_ref": {"Forge"}}
 #: what the kit provides of dlconform.producers
 KIT_PRODUCERS = {"RecordingProducer", "StreamDeviceProducer", "forges", "legacy_producer"}
+#: dlconform modules that import nothing from dlconform: a body that imports names of one gets
+#: the module inlined (after the kit), under its own names
+INLINED = {"dlconform.seedrules": _seedrules}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
 RERUN = "# rerun the check:"
 #: the reference library's own module, imported by its file name (the test puts it beside the
@@ -98,8 +103,15 @@ def script(snippet, target):
     body, ref_imported = [], False
     lines = snippet.splitlines()[1:]
     lines = lines[:lines.index(RERUN)] if RERUN in lines else lines
+    inlined = []
     for line in lines:
         if line.startswith("from dlconform.snippet import "):
+            continue
+        module = line[len("from "):].split(" import ", 1)[0] if line.startswith("from dlconform.") else None
+        if module in INLINED:
+            if " as " in line:
+                return None, "it imports a name of %s under another name (%s)" % (module, line)
+            inlined += [] if module in inlined else [module]
             continue
         if line.startswith("from dlconform.producers import "):
             names = {n.strip() for n in line.split(" import ", 1)[1].split(",")}
@@ -119,8 +131,9 @@ def script(snippet, target):
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
         body.append(line)
-    text = unshadow("\n".join(body), (_globals(_source(_snippet)) | _globals(_source(_kit)) | _globals(GLUE))
-                    - {"_ref"})  # REF_IMPORT binds the kit's _ref to ref's names on purpose
+    sources = [_source(_snippet), _source(_kit), GLUE] + [_source(INLINED[m]) for m in inlined]
+    # REF_IMPORT binds the kit's _ref to ref's names on purpose
+    text = unshadow("\n".join(body), set().union(*map(_globals, sources)) - {"_ref"})
     # a word of its own: ref's `_dlconform_tensor` attribute is the library's
     uses = [line.strip() for line in body if re.search(r"\bdlconform\b", line)]
     if uses:
@@ -134,5 +147,7 @@ def script(snippet, target):
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
             "# A crash (death by a signal) reproduces a crash finding.\n" % library)
     return "\n".join([head, "# ---- assertions (dlconform/snippet.py)", _source(_snippet),
-                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE,
-                      "# ---- the reproducer", text, ""]), None
+                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE]
+                     + sum((["# ---- %s (dlconform/%s.py)" % (m, m.split(".")[-1]), _source(INLINED[m])]
+                            for m in inlined), [])
+                     + ["# ---- the reproducer", text, ""]), None
