@@ -11,6 +11,7 @@ import pytest
 import fault_repros as fr
 from dlconform import _probe, _ref
 from dlconform.bugreport import kit, markdown, standalone
+from dlconform.producers import RecordingProducer
 
 #: (fault, test function) -> why its standalone script does not reproduce with the kit (seen, to fix)
 KIT_EXCEPTIONS = {
@@ -46,7 +47,7 @@ def test_kit_forges_what_ref_forges(kw):
 
 def test_kit_capsules_give_the_tensor_back_once():
     f = kit.Forge(shape=(2, 3))
-    y = _ref.from_dlpack(kit.RecordingProducer(f))
+    y = _ref.from_dlpack(RecordingProducer(f))
     assert f.deleter_calls == 0 and bytes(y.tobytes()) == f.expected_elements()
     del y
     assert f.deleter_calls == 1
@@ -80,6 +81,20 @@ def test_a_body_keeps_apart_from_the_inlined_helpers():
     assert why is None and "_names_r = ['x']" in text and "_name_of_r = len" in text
     p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "REPRODUCED X-01: it raised ZeroDivisionError" in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("flags, rc", [(2, 0), (0, 1)])
+def test_a_script_inlines_the_producers(flags, rc):
+    """dlconform.producers is inlined as it is (CopyingProducer included), forging with the
+    kit's Forge: its copy=True export is a versioned capsule flagged IS_COPIED (CPY-01)."""
+    snippet = "\n".join(["# run: python3 repro.py", "from dlconform import _probe, _ref",
+                          "from dlconform.producers import CopyingProducer, RecordingProducer",
+                          "p = CopyingProducer(shape=(2, 3))", "cap = p.__dlpack__(max_version=(1, 3), copy=True)",
+                          "expect_equal(_probe.inspect(cap)['flags'], %d, 'CPY-01', 'flags of a copy')" % flags])
+    text, why = standalone.script(snippet, "numpy")
+    assert why is None and text.count("class CopyingProducer(RecordingProducer):") == 1
+    p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
+    assert p.returncode == rc, p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("versioned", [True, False])

@@ -1,15 +1,15 @@
 """The standalone kit: what a bug report's reproducer uses in place of dlconform.
 
 A pure-Python subset of dlconform's `_ref.Forge`, `_probe.inspect/extent/read_elements` and
-`_probe.consume/instrument/rename` and `dlconform.producers` (RecordingProducer,
-StreamDeviceProducer, forges, legacy_producer), built on ctypes with the structs of dlpack.h
-v1.3 (LP64 layout). A report inlines this file as it is, after dlconform/snippet.py (whose
-elements() it reads with), so a reproducer body runs on it unchanged and never imports
-dlconform; only when imported as a module does it take elements() from dlconform.snippet.
+`_probe.consume/instrument/rename`, built on ctypes with the structs of dlpack.h v1.3 (LP64
+layout). A report inlines this file as it is, after dlconform/snippet.py (whose elements() it
+reads with), and dlconform/producers.py after it where the reproducer uses those producers
+(they forge with the kit's `_ref.Forge`), so a reproducer body runs on it unchanged and never
+imports dlconform; only when imported as a module does it take elements() from
+dlconform.snippet.
 """
 import ctypes
 import types
-from collections.abc import Mapping
 
 
 class _Version(ctypes.Structure):
@@ -358,96 +358,6 @@ class Handle:
 _probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
                                instrument=Tracker, consume=Handle)
 _ref = types.SimpleNamespace(Forge=Forge)
-
-
-def forges(**forge_kwargs):
-    made = {}
-
-    def factory(versioned=True):
-        if versioned not in made:
-            made[versioned] = Forge(versioned=versioned, **forge_kwargs)
-        return made[versioned]
-
-    factory.made = made
-    return factory
-
-
-class RecordingProducer:
-    """A DLPack 1.3 producer of forged capsules that records how the consumer calls it."""
-
-    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False, keep=False):
-        self._forge, self.legacy_only, self.versioned_only = forge, legacy_only, versioned_only
-        self.device, self.keep = tuple(device), keep
-        self.capsules, self.calls, self.events, self.forges, self.last_kind = [], [], [], {}, None
-
-    def _forge_for(self, versioned):
-        kind = "versioned" if versioned else "legacy"
-        f = self._forge
-        if kind not in self.forges:
-            self.forges[kind] = (f[kind] if isinstance(f, Mapping) else
-                                 f(versioned=versioned) if callable(f) and not hasattr(f, "capsule") else f)
-        self.last_kind = kind
-        return self.forges[kind]
-
-    def __dlpack_device__(self):
-        self.events.append("__dlpack_device__")
-        return self.device
-
-    def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        self.calls.append(dict(kw, args=args) if args else dict(kw))
-        if args:
-            raise TypeError("__dlpack__() takes keyword arguments only")
-        unknown = [k for k in kw if k not in ("stream", "max_version", "dl_device", "copy")
-                   and not (self.legacy_only and k == "stream")]
-        if unknown or (self.legacy_only and any(k != "stream" for k in kw)):
-            raise TypeError("__dlpack__() got an unexpected keyword argument %r" % (unknown or list(kw))[0])
-        if kw.get("stream") is not None and self.device[0] == 1:
-            raise BufferError("stream must be None for a CPU tensor")
-        if kw.get("dl_device") is not None and tuple(kw["dl_device"]) != self.device:
-            raise BufferError("cannot export to device %r" % (kw["dl_device"],))
-        mv = kw.get("max_version")
-        versioned = mv is not None and mv[0] >= 1 and not self.legacy_only
-        if self.versioned_only and not versioned:
-            raise BufferError("this producer exports only versioned capsules")
-        cap = self._forge_for(versioned).capsule()
-        if self.keep:
-            self.capsules.append(cap)
-        return cap
-
-
-def legacy_producer(forge, **kw):
-    return RecordingProducer(forge, legacy_only=True, **kw)
-
-
-class StreamDeviceProducer(RecordingProducer):
-    """A producer that claims a device with streams but has no such memory: it records each
-    __dlpack__ call, then refuses with BufferError; with host_copies, dl_device=(1, 0) is served
-    with a host copy (IS_COPIED) unless copy=False."""
-
-    REFUSAL = "StreamDeviceProducer: no memory on device %r"
-
-    def __init__(self, device, *, host_copies=False, **forge_kwargs):
-        forge_kwargs.setdefault("shape", (2, 3))
-        super().__init__(forges(flags=2, **forge_kwargs), device=device)
-        self._legacy_forge, self._forge_kwargs, self.host_copies = None, forge_kwargs, host_copies
-
-    def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        self.calls.append(dict(kw, args=args) if args else dict(kw))
-        if args:
-            raise TypeError("__dlpack__() takes keyword arguments only")
-        dl_device = kw.get("dl_device")
-        if dl_device is not None and tuple(dl_device) == (1, 0) and self.host_copies:
-            if kw.get("copy") is False:
-                raise BufferError("dl_device=(1, 0) needs a copy but copy=False")
-            mv = kw.get("max_version")
-            if mv is not None and mv[0] >= 1:
-                return self._forge_for(True).capsule()
-            if self._legacy_forge is None:
-                self._legacy_forge = Forge(versioned=False, **self._forge_kwargs)
-            return self._legacy_forge.capsule()
-        raise BufferError(self.REFUSAL % (self.device,))
 
 
 def _with_library(lib):

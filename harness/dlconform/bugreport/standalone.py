@@ -1,8 +1,8 @@
 """A reproducer snippet as a script that needs only the library under test, Python and ctypes.
 
-The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconform/seedrules.py
-where the snippet judges a fuzz seed with it), then the snippet's body without its dlconform
-imports. A body that uses something the kit does not have (a target
+The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconform/producers.py
+and seedrules.py where the snippet imports from them), then the snippet's body without its
+dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
 """
 import ast
@@ -11,17 +11,16 @@ import os
 import re
 import tokenize
 
+from .. import producers as _producers
 from .. import seedrules as _seedrules
 from .. import snippet as _snippet
 from . import kit as _kit
 
 #: what the kit provides under the names a snippet uses
 KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume"}, "_ref": {"Forge"}}
-#: what the kit provides of dlconform.producers
-KIT_PRODUCERS = {"RecordingProducer", "StreamDeviceProducer", "forges", "legacy_producer"}
 #: dlconform modules that import nothing from dlconform: a body that imports names of one gets
 #: the module inlined (after the kit), under its own names
-INLINED = {"dlconform.seedrules": _seedrules}
+INLINED = {"dlconform.producers": _producers, "dlconform.seedrules": _seedrules}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
 RERUN = "# rerun the check:"
 #: the reference library's own module, imported by its file name (the test puts it beside the
@@ -113,12 +112,6 @@ def script(snippet, target):
                 return None, "it imports a name of %s under another name (%s)" % (module, line)
             inlined += [] if module in inlined else [module]
             continue
-        if line.startswith("from dlconform.producers import "):
-            names = {n.strip() for n in line.split(" import ", 1)[1].split(",")}
-            if names - KIT_PRODUCERS:
-                return None, "it uses dlconform's %s, which the standalone kit does not have" % ", ".join(
-                    sorted(names - KIT_PRODUCERS))
-            continue
         if line.startswith("from dlconform import "):
             names = {n.strip() for n in line[len("from dlconform import "):].split(",")}
             if library == "ref" and "_ref" in names and not ref_imported:
@@ -131,6 +124,7 @@ def script(snippet, target):
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
         body.append(line)
+    inlined = [m for m in INLINED if m in inlined]  # in INLINED's order
     sources = [_source(_snippet), _source(_kit), GLUE] + [_source(INLINED[m]) for m in inlined]
     # REF_IMPORT binds the kit's _ref to ref's names on purpose
     text = unshadow("\n".join(body), set().union(*map(_globals, sources)) - {"_ref"})
