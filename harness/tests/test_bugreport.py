@@ -1,5 +1,6 @@
 """`dlconform report`: bug reports whose reproducers need only the library, Python and ctypes
 (issue 13, item 5)."""
+import gc
 import json
 import os
 import shutil
@@ -81,6 +82,41 @@ def test_a_body_keeps_apart_from_the_inlined_helpers():
     assert why is None and "_names_r = ['x']" in text and "_name_of_r = len" in text
     p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "REPRODUCED X-01: it raised ZeroDivisionError" in p.stdout, p.stderr
+
+
+def _tables():
+    """Objects whose exchange API table _probe.exchange_api reads, in each form it tells apart."""
+    v13 = _ref.ApiForge(0)
+    major2 = _ref.ApiForge(1, major=2, prev_api="ref")
+
+    def holder(on_type=True, **attrs):
+        cls = type("Holder", (), attrs if on_type else {})
+        obj = cls()
+        if not on_type:
+            obj.__dict__.update(attrs)
+        return obj
+
+    forge = kit.Forge()  # outlives its capsule: the capsule's destructor is the forge's
+    caps = [_ref.Tensor("float32", (2, 3)), type(_ref.Tensor("float32", (2,)))]
+    return [v13, major2, forge], caps + [
+        holder(__dlpack_c_exchange_api__=major2.capsule()), holder(False, __dlpack_c_exchange_api__=v13.capsule()),
+        holder(__c_dlpack_exchange_api__=v13.pointer), holder(__dlpack_c_exchange_api__=v13.pointer),
+        holder(__c_dlpack_exchange_api__=-1), holder(__c_dlpack_exchange_api__=0),
+        holder(__dlpack_c_exchange_api__=None), holder(__dlpack_c_exchange_api__=forge.capsule()),
+        holder(), object()]
+
+
+def test_kit_reads_exchange_tables_as_probe():
+    """kit.exchange_api gives _probe.exchange_api's dict for a table in every form: a capsule on
+    the type or the instance only, another major (header only, XAPI-06), the v1.2 int (XAPI-03),
+    an int under the v1.3 name, a negative or zero int, None, a capsule of another name, none."""
+    keep, objects = _tables()
+    for obj in objects:
+        assert kit.exchange_api(obj) == _probe.exchange_api(obj), obj
+    assert kit.exchange_api(objects[2])["functions"] is None and kit.exchange_api(objects[2])["version"] == (2, 3)
+    del objects
+    gc.collect()  # the capsules die before their forges
+    del keep
 
 
 @pytest.mark.parametrize("flags, rc", [(2, 0), (0, 1)])

@@ -354,9 +354,70 @@ class Handle:
         self.release()
 
 
+class _XapiHeader(ctypes.Structure):
+    _fields_ = [("version", _Version), ("prev_api", ctypes.c_void_p)]
+
+
+#: DLPackExchangeAPI: the header, then five function pointers (read as addresses)
+XAPI_FUNCTIONS = ("managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
+                  "managed_tensor_to_py_object_no_sync", "dltensor_from_py_object_no_sync", "current_work_stream")
+
+
+class _Xapi(ctypes.Structure):
+    _fields_ = [("header", _XapiHeader)] + [(n, ctypes.c_void_p) for n in XAPI_FUNCTIONS]
+
+
+#: the v1.3 attribute (a capsule of this name, XAPI-01, XAPI-02), then the superseded v1.2 int
+_XAPI_ATTRS = ("__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__")
+_XAPI_NAME = b"dlpack_exchange_api"
+_ABSENT = object()
+
+
+def exchange_api(obj):
+    """dlconform's `_probe.exchange_api`: the exchange API table of an object or a type, looked
+    up on the type first (XAPI-04), then on the instance; None when neither attribute is there.
+    The table is read only in its right form (a capsule of the exact name, or a non-zero int
+    for the v1.2 attribute), and past its header only when its major is 1 (XAPI-06)."""
+    typ, instance = (obj, None) if isinstance(obj, type) else (type(obj), obj)
+    for attr in _XAPI_ATTRS:
+        value, on_type = getattr(typ, attr, _ABSENT), True
+        if value is _ABSENT and instance is not None:
+            value, on_type = getattr(instance, attr, _ABSENT), False
+        if value is not _ABSENT:
+            return _xapi_fields(value, attr, on_type)
+    return None
+
+
+def _xapi_fields(value, attr, on_type):
+    superseded = attr == _XAPI_ATTRS[1]
+    form, name, pointer, api = "other", None, 0, None
+    if type(value).__name__ == "PyCapsule" and type(value).__module__ == "builtins":
+        raw = _name_of(value)
+        name = None if raw is None else raw.decode("utf-8", "backslashreplace")
+        if raw == _XAPI_NAME:
+            form, pointer = "capsule", _pointer_of(value, raw) or 0
+            api = _Xapi.from_address(pointer)
+    elif type(value) is int:
+        form = "int"
+        if not 0 <= value < 1 << 64:  # negative or too large: no pointer at all
+            form = "other"
+        elif value:
+            pointer = value
+            api = _Xapi.from_address(pointer) if superseded else None
+    t = type(value)
+    out = {"capsule_name": name, "attr": attr, "form": form, "superseded": superseded, "pointer": pointer,
+           "on_type": on_type, "type": t.__name__ if t.__module__ == "builtins" or t.__flags__ & (1 << 9)
+           else "%s.%s" % (t.__module__, t.__qualname__), "version": None, "prev_api": None, "functions": None}
+    if api is not None:
+        out.update(version=(api.header.version.major, api.header.version.minor), prev_api=api.header.prev_api or 0)
+        if api.header.version.major == 1:
+            out["functions"] = {n: getattr(api, n) or 0 for n in XAPI_FUNCTIONS}
+    return out
+
+
 #: the namespaces a reproducer body names
 _probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
-                               instrument=Tracker, consume=Handle)
+                               instrument=Tracker, consume=Handle, exchange_api=exchange_api)
 _ref = types.SimpleNamespace(Forge=Forge)
 
 
