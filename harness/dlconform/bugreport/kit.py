@@ -112,7 +112,7 @@ def _extent(shape, strides, itemsize):
 try:
     elements  # a standalone script inlines dlconform/snippet.py before this file
 except NameError:  # imported as dlconform.bugreport.kit, next to dlconform.snippet
-    from ..snippet import elements
+    from ..snippet import describe, detach, elements
 
 
 def _gather(address, shape, strides, itemsize):
@@ -230,18 +230,23 @@ def _fields(kind, m, name):
     out = {"name": name.decode() if name else None, "kind": kind}
     if m is None:
         return out
-    t = m.dl_tensor
-    n = t.ndim if 0 <= t.ndim <= 1024 else 0
     out.update(pointer=ctypes.addressof(m), manager_ctx=m.manager_ctx or 0, deleter=m.deleter or 0,
                version=(m.version.major, m.version.minor) if kind == "versioned" else None,
                flags=m.flags if kind == "versioned" else None, readable=kind == "legacy" or m.version.major == 1,
-               data=t.data or 0, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
-               dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), byte_offset=t.byte_offset,
-               shape=_ints(t.shape, n) if 0 <= t.ndim <= 1024 else None,
-               strides=_ints(t.strides, n) if 0 <= t.ndim <= 1024 else None)
+               **_tensor_fields(m.dl_tensor))
     if not out["readable"]:  # another major: nothing past flags has a known layout (VER-10)
         out.update(dict.fromkeys(("data", "device", "ndim", "dtype", "shape", "strides", "byte_offset")))
     return out
+
+
+def _tensor_fields(t):
+    """data, device, ndim, dtype, byte_offset, shape and strides of a DLTensor (shape and
+    strides None when NULL or ndim is outside [0, 1024], LAY-09)."""
+    n = t.ndim if 0 <= t.ndim <= 1024 else 0
+    return dict(data=t.data or 0, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
+                dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), byte_offset=t.byte_offset,
+                shape=_ints(t.shape, n) if 0 <= t.ndim <= 1024 else None,
+                strides=_ints(t.strides, n) if 0 <= t.ndim <= 1024 else None)
 
 
 def extent(capsule):
@@ -325,13 +330,17 @@ class Handle:
     """consume(): the capsule renamed used_*, the tensor owned here; release() calls the
     deleter once (if non-NULL; True when it did), and dealloc releases."""
 
-    def __init__(self, capsule):
-        kind, m, name = _struct(capsule)
-        if m is None:
-            raise ValueError("a %s capsule cannot be consumed" % kind)
+    def __init__(self, capsule=None, *, versioned_at=None):
+        if capsule is None:  # a tensor an exchange table handed out: versioned, no capsule
+            kind, m, name = "versioned", _ManagedVersioned.from_address(versioned_at), None
+        else:
+            kind, m, name = _struct(capsule)
+            if m is None:
+                raise ValueError("a %s capsule cannot be consumed" % kind)
         self.kind, self.pointer, self._m, self._name = kind, ctypes.addressof(m), m, name
         self.released = self.deleter_called = False
-        rename(capsule, b"used_" + name)
+        if capsule is not None:
+            rename(capsule, b"used_" + name)
 
     def inspect(self):
         return _fields(self.kind, self._m, self._name)
@@ -415,9 +424,126 @@ def _xapi_fields(value, attr, on_type):
     return out
 
 
+# ---- the table's functions, called as a consumer would (probes/probe/xapi.c)
+#
+# A function is called through PYFUNCTYPE, with the GIL held. ctypes then raises the exception
+# a function leaves pending and drops its return code: a pending exception is read as the
+# header's failure code, -1 ("-1 on failure with a Python exception set"). Where the function
+# wrote its output all the same, the kit cannot tell a failure from a success that left an
+# exception set (which the probe reports): it raises RuntimeError rather than guess.
+_SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+_XAPI_TYPES = {
+    "managed_tensor_allocator": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Tensor), ctypes.POINTER(ctypes.c_void_p),
+                                                  ctypes.c_void_p, _SetError),
+    "managed_tensor_from_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                                                               ctypes.POINTER(ctypes.c_void_p)),
+    "managed_tensor_to_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                                                             ctypes.POINTER(ctypes.c_void_p)),
+    "dltensor_from_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_Tensor)),
+}
+_XAPI_CLAUSE = {"managed_tensor_allocator": "XAPI-08", "managed_tensor_from_py_object_no_sync": "XAPI-09",
+                "managed_tensor_to_py_object_no_sync": "XAPI-10", "dltensor_from_py_object_no_sync": "XAPI-11"}
+_decref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_DecRef", _api))
+
+
+def _xapi_fn(api, name):
+    """The table's function `name` of the table at address `api`: only for major 1 (XAPI-06),
+    never a NULL one."""
+    if not isinstance(api, int):
+        raise TypeError("api must be the table's address as an int")
+    if not 0 < api < 1 << 64:
+        raise ValueError("api address must be a non-zero unsigned pointer")
+    table = _Xapi.from_address(api)
+    if table.header.version.major != 1:
+        raise ValueError("exchange API major %d differs from 1: the table must not be used (XAPI-06)"
+                         % table.header.version.major)
+    fn = getattr(table, name)
+    if not fn:
+        raise NotImplementedError("%s is NULL (%s)" % (name, _XAPI_CLAUSE[name]))
+    return _XAPI_TYPES[name](fn)
+
+
+def _xapi_call(fn, name, wrote, *args):
+    """(return code, the exception it left pending or None); `wrote()` says whether it wrote its
+    output, which with an exception pending leaves its return code unknown."""
+    try:
+        return fn(*args), None
+    except Exception as e:  # noqa: BLE001 - what the producer set
+        if wrote():
+            raise RuntimeError("%s wrote its output and left %s pending: ctypes drops the return code, so the "
+                               "kit cannot tell a failure from a success with an exception set" % (name, describe(e)))
+        return -1, detach(e)
+
+
+def xapi_managed_from(api, obj):
+    """dlconform's `_probe.xapi_managed_from`: (rc, a Handle of the tensor or None, the
+    exception left pending or None) of managed_tensor_from_py_object_no_sync(obj)."""
+    name = "managed_tensor_from_py_object_no_sync"
+    fn, out = _xapi_fn(api, name), ctypes.c_void_p()
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), obj, ctypes.byref(out))
+    return rc, Handle(versioned_at=out.value) if rc == 0 and out.value else None, exc
+
+
+def xapi_dltensor_from(api, obj):
+    """dlconform's `_probe.xapi_dltensor_from`: (rc, the exception) on failure, else (0, the
+    DLTensor's fields with "extent" and "elements" (or "elements_error"), read at once: they
+    are valid only until control returns to the producer, XAPI-15)."""
+    name = "dltensor_from_py_object_no_sync"
+    fn, t = _xapi_fn(api, name), _Tensor()
+    rc, exc = _xapi_call(fn, name, lambda: bytes(t) != bytes(len(bytes(t))), obj, ctypes.byref(t))
+    if rc != 0:
+        return rc, exc
+    i = _tensor_fields(t)
+    i["extent"] = _extent(_shape(i), i["strides"], _itemsize(i["dtype"])) if 0 <= t.ndim <= 1024 \
+        else {"status": "bad_ndim"}
+    try:
+        i["elements"] = _elements(i)
+    except ValueError as e:
+        i.update(elements=None, elements_error=str(e))
+    return rc, i
+
+
+def xapi_alloc(api, dtype, shape, device):
+    """dlconform's `_probe.xapi_alloc`: (rc, a Handle or None, [(kind, message)] of the SetError
+    calls) of managed_tensor_allocator for a prototype of dtype, shape and device (XAPI-13); an
+    exception left pending is a record ("<python exception pending>", its repr)."""
+    name = "managed_tensor_allocator"
+    fn, out, errors = _xapi_fn(api, name), ctypes.c_void_p(), []
+    dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    proto = _Tensor(dtype=_DType(*dtype), device=_Device(*device), ndim=len(shape), shape=ctypes.addressof(dims))
+
+    def set_error(ctx, kind, message):
+        errors.append(tuple(None if v is None else v.decode("utf-8", "backslashreplace") for v in (kind, message)))
+
+    callback = _SetError(set_error)
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), ctypes.byref(proto), ctypes.byref(out), None, callback)
+    if exc is not None:
+        errors.append(("<python exception pending>", repr(exc)))
+    return rc, Handle(versioned_at=out.value) if rc == 0 and out.value else None, errors
+
+
+def xapi_to_py(api, handle):
+    """dlconform's `_probe.xapi_to_py`: (rc, the object or None) of
+    managed_tensor_to_py_object_no_sync, which steals the handle's tensor on success and on
+    failure alike (XAPI-17): the handle gives it up first; (rc, the exception) on failure."""
+    name = "managed_tensor_to_py_object_no_sync"
+    fn, out = _xapi_fn(api, name), ctypes.c_void_p()
+    handle.released = True  # stolen: its deleter is the callee's to call
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), handle.pointer, ctypes.byref(out))
+    if rc != 0:
+        return rc, exc
+    if not out.value:
+        return rc, None
+    obj = ctypes.cast(out.value, ctypes.py_object).value
+    _decref(obj)  # the new reference the callee returned, now held by `obj`
+    return rc, obj
+
+
 #: the namespaces a reproducer body names
 _probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
-                               instrument=Tracker, consume=Handle, exchange_api=exchange_api)
+                               instrument=Tracker, consume=Handle, exchange_api=exchange_api,
+                               xapi_managed_from=xapi_managed_from, xapi_dltensor_from=xapi_dltensor_from,
+                               xapi_alloc=xapi_alloc, xapi_to_py=xapi_to_py)
 _ref = types.SimpleNamespace(Forge=Forge)
 
 

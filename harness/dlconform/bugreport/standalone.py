@@ -17,8 +17,8 @@ from .. import snippet as _snippet
 from . import kit as _kit
 
 #: what the kit provides under the names a snippet uses
-KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume", "exchange_api"},
-             "_ref": {"Forge"}}
+KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume", "exchange_api",
+                        "xapi_managed_from", "xapi_dltensor_from", "xapi_alloc", "xapi_to_py"}, "_ref": {"Forge"}}
 #: dlconform modules that import nothing from dlconform: a body that imports names of one gets
 #: the module inlined (after the kit), under its own names
 INLINED = {"dlconform.producers": _producers, "dlconform.seedrules": _seedrules}
