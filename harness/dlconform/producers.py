@@ -8,21 +8,33 @@ check can look at them after the import (renamed used_*?) and decide when they d
     called once per capsule kind;
   - a mapping `{"legacy": Forge, "versioned": Forge}`;
   - a single `_ref.Forge`, used for every capsule whatever was negotiated (its own kind).
+
+This file imports nothing from dlconform when it loads: a bug report's standalone script
+(dlconform.bugreport.standalone) inlines it after the kit, whose `_ref.Forge` it then forges with.
 """
 from collections.abc import Mapping
 
 KNOWN_KEYWORDS = ("stream", "max_version", "dl_device", "copy")
 
 
+def _Forge():
+    """dlconform's `_ref.Forge`; in a standalone script, which inlines this file, the script's
+    `_ref.Forge` (the kit's)."""
+    try:
+        return _ref.Forge  # a standalone script's global
+    except NameError:  # imported as dlconform.producers
+        from . import _ref as ref
+
+        return ref.Forge
+
+
 def forges(**forge_kwargs):
     """A factory for RecordingProducer: `_ref.Forge(versioned=..., **forge_kwargs)`, one per kind."""
-    from . import _ref
-
     made = {}
 
     def factory(versioned=True):
         if versioned not in made:
-            made[versioned] = _ref.Forge(versioned=versioned, **forge_kwargs)
+            made[versioned] = _Forge()(versioned=versioned, **forge_kwargs)
         return made[versioned]
 
     factory.made = made
@@ -176,9 +188,7 @@ class StreamDeviceProducer(RecordingProducer):
             if mv is not None and mv[0] >= 1:
                 return self._forge_for(True).capsule()
             if self._legacy_forge is None:
-                from . import _ref
-
-                self._legacy_forge = _ref.Forge(versioned=False, **self._forge_kwargs)
+                self._legacy_forge = _Forge()(versioned=False, **self._forge_kwargs)
             return self._legacy_forge.capsule()
         raise BufferError(self.REFUSAL % (self.device,))
 

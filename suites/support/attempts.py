@@ -7,9 +7,9 @@ the capsules are let go while the result still lives (drop_capsules), then the f
 calls are counted while the result lives and after it died.
 """
 import gc
-import sys
 
 from dlconform import _probe
+from dlconform import seedrules as sr
 from dlconform import snippet as _snippet
 from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
@@ -241,39 +241,16 @@ def held_lines(target, forge_kwargs, size, offset, expect):
 
 
 # ---------------------------------------------------------------------------- the capsules' fate
-def held_elsewhere(caps):
-    """For each object of the list `caps` (the only reference the caller keeps to each), whether
-    something else holds it too: after an import, the consumer's result keeping the capsule.
-    Measured against a control object referenced the same way (one list, one local)."""
-    ctl = object()
-    pool = [ctl] + list(caps)
-    counts = [sys.getrefcount(o) for o in pool]
-    del pool
-    return [n > counts[0] for n in counts[1:]]
-
-
 def drop_capsules(p, imported):
-    """Lets go of the capsules a producer handed out; call it while the imported result is still
-    alive, so the deleter accounting that follows sees what really happens. A capsule the
-    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
-    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
-      when the result dies: the consumer's ownership goes through the producer's destructor) is
-      let go, so OWN-03 judges what the consumer really does;
-    - not held: kept alive for the life of the process. Its destructor would run the deleter
-      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
-      not a second fault; the consumer's own deleter calls are then counted alone.
-    Returns [(name, held)] of the capsules."""
-    caps = list(getattr(p, "capsules", []))
-    if hasattr(p, "capsules"):
-        p.capsules.clear()
-    names = [_probe.inspect(c)["name"] for c in caps]
-    held = held_elsewhere(caps)
-    if imported:
-        for c, name, h in zip(caps, names, held):
-            if name not in pycap.USED_NAMES and not h:
-                pycap.pin_forever(c)
-    del caps
-    return list(zip(names, held))
+    """seedrules.drop_capsules with the capsules' names read by _probe: lets go of the capsules a
+    producer handed out, while the imported result still lives; one the consumer neither
+    renamed nor holds is kept for good (its destructor's deleter call is the CAP-03 breach's
+    doing). Returns [(name, held)] of the capsules."""
+    return sr.drop_capsules(p, imported, _name_of)
+
+
+def _name_of(capsule):
+    return _probe.inspect(capsule)["name"]
 
 
 _PLAIN_LIFETIME = {}
@@ -436,16 +413,7 @@ def result_elements(target, y):
     return _probe.gather(d["ptr"], tuple(d["shape"]), tuple(d["strides"]), d["itemsize"]), d
 
 
-def result_device(y):
-    """y.__dlpack_device__() as (int, int), or None when y has no such method."""
-    m = getattr(y, "__dlpack_device__", None)
-    if m is None:
-        return None
-    try:
-        dev = m()
-        return (int(dev[0]), int(dev[1]))
-    except Exception:
-        return None
+result_device = sr.result_device
 
 
 def result_dtype(target, y):

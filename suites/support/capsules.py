@@ -3,6 +3,7 @@ where a capsule's name string lives, and the ABI offsets of the managed structs.
 import ctypes
 
 from dlconform import _probe
+from dlconform.seedrules import pin_forever  # noqa: F401 - kept for the life of the process
 from dlconform.verdicts import Unsupported
 
 LEGACY = "dltensor"
@@ -23,19 +24,6 @@ MAX_VERSIONS = ((1, 0), (1, 3), (1, 99), (2, 0), (99, 99))
 
 # Private prototypes: the function objects of ctypes.pythonapi are shared by the whole process.
 _get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
-_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
-
-# Objects that must never be deallocated (a struct we could not give back safely, e.g. after a
-# destructor already freed it): an extra reference keeps them alive past interpreter exit.
-_PINNED = []
-
-
-def pin_forever(obj):
-    """Keeps obj alive for the life of the process, also through module teardown."""
-    _PINNED.append(obj)
-    _incref(obj)
-
-
 def is_capsule(obj):
     t = type(obj)
     return t.__name__ == "PyCapsule" and t.__module__ == "builtins"

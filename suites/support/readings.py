@@ -1,7 +1,9 @@
 """Catalogue readings that decide a verdict or a misreading from what a check observed. Each
 returns a (verdict, message) or (misread, how) pair for the test to record; the readings
 themselves are in suites/clauses.json."""
-from .attempts import describe_exc, result_device, result_dtype, result_elements
+from dlconform import seedrules as sr
+
+from .attempts import describe_exc
 
 
 class NoDLPack:
@@ -78,32 +80,9 @@ def static_name_verdict(pointers):
 
 def unknown_dtype_reading(target, y, forged, expected):
     """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
-    element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
-    untyped bytes, over the same bytes reads nothing into the unknown value; any other dtype, a
-    typed result the adapter cannot name, or other bytes is a misread."""
-    held = result_dtype(target, y)
-    if held is None:
-        return True, "imported as a typed result (the library's own dtype, which cannot be %r)" % (forged,)
-    if held != "bytes" and held != tuple(forged):
-        return True, "imported as dtype %r" % (held,)
-    try:
-        got, _ = result_elements(target, y)
-    except Exception as e:  # noqa: BLE001
-        return True, "imported, but its bytes cannot be read (%s)" % describe_exc(e)
-    if got != expected:
-        return True, "imported with other bytes (%s, expected %s)" % (got[:16].hex(), expected[:16].hex())
-    if held == "bytes":
-        return False, "imported as untyped bytes (the dtype is not kept)"
-    return False, "imported carrying dtype %r unchanged" % (held,)
+    element bytes `expected`) holds it: (misread, how); seedrules.unknown_dtype_reading over the
+    target's describe()."""
+    return sr.unknown_dtype_reading(target.describe, y, forged, expected)
 
 
-def unknown_device_reading(y, forged):
-    """(misread, how) for a result imported from memory of a device type the consumer cannot
-    know: a result on another device misreads it; one with no device at all (a bare address) or
-    on the same device carries it."""
-    dev = result_device(y)
-    if dev is None:
-        return False, "imported as memory with no device attached (a bare address)"
-    if dev == tuple(forged):
-        return False, "imported carrying device %r unchanged" % (dev,)
-    return True, "imported as memory of device %r" % (dev,)
+unknown_device_reading = sr.unknown_device_reading

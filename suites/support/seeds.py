@@ -2,26 +2,30 @@
 (fuzz/README.md; dlconform.fuzz.record decodes it and plans its memory): it becomes a forged
 capsule behind a recording producer, the consumer gets the record's keywords, and the
 suite's own rules judge what it does (the same rules as test_refusals.py: the refusal rule of
-each reason, values of a legal export, the rename, exact deleter accounting). The fuzz target
-judges the same input with its oracles (dlconform.fuzz.consumer_oracles);
-harness/tests/test_seed_agreement.py holds the two to one verdict.
+each reason, values of a legal export, the rename, exact deleter accounting). Input reads a
+record into literals (`facts`); the rules are dlconform.seedrules, which imports nothing from
+dlconform, so that a bug report's standalone script inlines them and judges the same facts.
+The fuzz target judges the same input with its oracles (dlconform.fuzz.consumer_oracles);
+harness/tests/test_fuzz_flow_back.py holds the two to one verdict.
 
 Seeds that offer an exchange table other than a plain one on the type (instance-only, other
 majors, a NULL dltensor_from) are inputs of test_exchange_api.py's consumer checks, which
 forge those tables themselves: `judge` leaves them out (`offers_table_checks`).
 """
-import gc
 import os
+import pprint
+import types
 
 from dlconform import REPO_DIR, _probe, _ref
+from dlconform import seedrules as sr
 from dlconform.fuzz import record as R
 from dlconform.fuzz.exchange import DANGLING
 from dlconform.producers import RecordingProducer
 from dlconform.xapi_forge import handout_producer
 
 from . import capsules as pycap
-from . import readings as rd
-from .attempts import Attempt, copy_breach, describe_exc, drop_capsules
+from . import repros as rp
+from .attempts import copy_breach
 
 #: the fuzzer's shared seeds: in a clone, fuzz/corpus/seeds; installed, the package's copy
 SEEDS_DIR = next((d for d in (os.path.join(REPO_DIR, "fuzz", "corpus", "seeds"),
@@ -30,8 +34,6 @@ SEEDS_DIR = next((d for d in (os.path.join(REPO_DIR, "fuzz", "corpus", "seeds"),
 #: offer kinds (record byte 67) a plain producer with a table on its type makes: none, a 1.3
 #: table, a 1.99 table
 PLAIN_OFFERS = (0, 1, 7)
-_INVALID = ("dlpack.h does not oblige a consumer to validate malformed metadata (issue 12 grading: accepting "
-            "invalid input is warn)")
 
 
 def seeds():
@@ -44,39 +46,16 @@ def offers_table_checks(rec):
 
 
 class Input:
-    """One record as the suite feeds it: `forge` (its capsules), `holder` (its memory),
-    `producer`, `kwargs` for from_dlpack, and `reasons` [(clause, must, why)]: must "refuse"
-    (a MUST clause says so), "read" (an unknown value: refuse, or carry it unread), "invalid"
-    (accepting is warn)."""
+    """One record as the suite feeds it: `rec` and its memory `plan`, `kwargs` for from_dlpack,
+    and `reasons` [(clause, must, why)]: must "refuse" (a MUST clause says so), "read" (an
+    unknown value: refuse, or carry it unread), "invalid" (accepting is warn). facts(target)
+    is all that seedrules.judge needs of it, as literals."""
 
     def __init__(self, data):
         rec = R.apply_offer(R.decode(data))
         p = R.plan(rec)
         R.drop_giant_copies(rec, p)
         self.rec, self.plan = rec, p
-        k = rec["kind"]
-        self.holder = None
-        if p["mode"] == "buffer":
-            self.holder = _ref.Forge(dtype=(1, 8, 1), shape=(p["size"],))
-            data_arg = self.holder.buffer_address + p["pad"]
-        else:  # no buffer: NULL, or an address that is never mapped ("dangling")
-            data_arg = DANGLING if p["mode"] == "dangling" else "null"
-        args = dict(dtype=rec["dtype"], shape=rec["shape"], ndim=rec["ndim"], byte_offset=rec["byte_offset"],
-                    strides=None if k & R.KIND["strides_null"] else rec["strides"], versioned=R.versioned(rec),
-                    version=rec["version"], flags=rec["flags"], device=rec["device"], data=data_arg,
-                    shape_null=bool(k & R.KIND["shape_null"]), null_deleter=bool(k & R.KIND["deleter_null"]))
-        if k & R.KIND["used"]:
-            args["capsule_name"] = pycap.USED_VERSIONED if R.versioned(rec) else pycap.USED_LEGACY
-        self.forge = _ref.Forge(**args)
-        self.has_deleter = not k & R.KIND["deleter_null"]
-        device = tuple(rec["device"])
-        legacy_only = bool(rec["kw"] & R.KW["old_producer"])
-        self.table = None
-        if R.offer_kind(rec):
-            self.table = _ref.ApiForge(0, minor=99 if R.offer_kind(rec) == 7 else 3)
-            self.producer = handout_producer(self.forge, self.table, device=device)
-        else:
-            self.producer = RecordingProducer(self.forge, keep=True, device=device, legacy_only=legacy_only)
         self.kwargs = R.from_dlpack_kwargs(rec, R.copy_passed(rec, p))
         self.reasons = self._reasons()
 
@@ -105,49 +84,94 @@ class Input:
             return self.reasons[0][0]
         return "DEV-07" if tuple(self.rec["device"]) != (1, 0) else "LAY-11"
 
+    def forge_kwargs(self):
+        """The keywords of the export's forge, but its data (seedrules.build puts it)."""
+        rec, k = self.rec, self.rec["kind"]
+        kw = dict(dtype=tuple(rec["dtype"]), shape=tuple(rec["shape"]), ndim=rec["ndim"],
+                  byte_offset=rec["byte_offset"], strides=None if k & R.KIND["strides_null"] else tuple(rec["strides"]),
+                  versioned=R.versioned(rec), version=tuple(rec["version"]), flags=rec["flags"],
+                  device=tuple(rec["device"]), shape_null=bool(k & R.KIND["shape_null"]),
+                  null_deleter=bool(k & R.KIND["deleter_null"]))
+        if k & R.KIND["used"]:
+            kw["capsule_name"] = pycap.USED_VERSIONED if R.versioned(rec) else pycap.USED_LEGACY
+        return kw
+
+    def control(self):
+        """(clause, forge keywords) of the control import for LAY-07 / LAY-04: a plain export
+        refused over its NULL strides or zero-size NULL data alone, remade over row-major strides
+        and a buffer; None where a refusal has no such control."""
+        rec, ext = self.rec, self.plan["ext"]
+        if not (_plain(self) and ext["row_major"] and rec["byte_offset"] == 0 and (
+                rec["kind"] & R.KIND["strides_null"] and not R.versioned(rec)
+                or self.plan["mode"] == "null" and ext["zero_size"])):
+            return None
+        return ("LAY-07" if rec["kind"] & R.KIND["strides_null"] else "LAY-04",
+                dict(dtype=tuple(rec["dtype"]), shape=tuple(rec["shape"]),
+                     strides=tuple(R.row_major_strides(rec["ndim"], rec["shape"])), versioned=R.versioned(rec),
+                     buffer_size=64))
+
+    def facts(self, target):
+        """What seedrules.judge reads of this record, as literals, with two facts the suite
+        establishes about the library where the rules read them (else None): how a needless copy
+        is graded (attempts.copy_breach) and whether it has read-only arrays."""
+        rec, p = self.rec, self.plan
+        offer = R.offer_kind(rec)
+        # seedrules.result_rules reads the library facts only for a legal CPU export of a buffer
+        cpu_buffer = not self.reasons and p["mode"] == "buffer" and tuple(rec["device"]) == (1, 0)
+        graded = cpu_buffer and _plain_view(self) and self.kwargs.get("copy") is not True
+        read_only = cpu_buffer and R.versioned(rec) and rec["flags"] & R.READ_ONLY
+        return {"forge": self.forge_kwargs(), "device": tuple(rec["device"]), "dtype": tuple(rec["dtype"]),
+                "data": "buffer" if p["mode"] == "buffer" else DANGLING if p["mode"] == "dangling" else "null",
+                "pad": p["pad"], "size": p["size"], "kwargs": dict(self.kwargs), "reasons": list(self.reasons),
+                "clause": self.clause(), "old_producer": bool(rec["kw"] & R.KW["old_producer"]),
+                "used": bool(rec["kind"] & R.KIND["used"]), "has_deleter": not rec["kind"] & R.KIND["deleter_null"],
+                "offer_minor": (99 if offer == 7 else 3) if offer else None, "control": self.control(),
+                "plain_view": _plain_view(self), "copy_breach": tuple(copy_breach(target)) if graded else None,
+                "has_readonly": _has_readonly(target) if read_only else None}
+
+
+def library(target):
+    """seedrules' `lib` for a target: its from_dlpack and describe(), ref's Forge, the
+    recording producers, _probe's names."""
+    def handout(forge, minor, device):
+        table = _ref.ApiForge(0, minor=minor)
+        return table, handout_producer(forge, table, device=device)
+
+    return types.SimpleNamespace(from_dlpack=target.from_dlpack, describe=target.describe, Forge=_ref.Forge,
+                                 RecordingProducer=RecordingProducer, handout=handout,
+                                 name_of=lambda c: _probe.inspect(c)["name"])
+
+
+def repro_lines(target, name, facts):
+    """The reproducer of one seed's check: the record's facts written out, the library's
+    from_dlpack and describe() in its own idiom, and seedrules.judge; every breach is printed,
+    the first is the finding. A bug report's standalone script inlines seedrules.py for it."""
+    lines = rp.setup(target, "from dlconform.producers import RecordingProducer",
+                     "from dlconform.seedrules import judge", "import types")
+    if facts["offer_minor"] is not None:
+        lines += ["from dlconform.xapi_forge import handout_producer",
+                  "def handout(forge, minor, device):  # a producer whose type offers an exchange table",
+                  "    table = _ref.ApiForge(0, minor=minor)",
+                  "    return table, handout_producer(forge, table, device=device)"]
+    lines += ["# seed %s (fuzz/corpus/seeds) as the suite reads it (support/seeds.py: Input.facts)" % name]
+    lines += ("FACTS = " + pprint.pformat(facts, width=110, sort_dicts=True)).splitlines()
+    lines += ["lib = types.SimpleNamespace(",
+              "    from_dlpack=lambda p, **kw: %s," % target.repro_from_dlpack("p, **kw"),
+              "    describe=lambda y: %s," % target.repro_describe("y"),
+              "    Forge=_ref.Forge, RecordingProducer=RecordingProducer, name_of=lambda c: _probe.inspect(c)['name']%s)"
+              % (", handout=handout" if facts["offer_minor"] is not None else ""),
+              "found = judge(FACTS, lib)",
+              "for clause, verdict, message in found[1:]:  # every breach is shown; the first is the finding",
+              "    print('also %%s: seed %s: %%s (%%s)' %% (clause, message, verdict))" % name,
+              "for clause, verdict, message in found[:1]:",
+              "    finding(clause, 'seed %s: %%s (%%s)' %% (message, verdict))" % name]
+    return lines
+
 
 def judge(target, data):
     """[(clause, verdict, message)] of the suite's rules for one record against `target`'s
-    consumer; empty when every rule holds."""
-    inp = Input(data)
-    att = Attempt(target, inp.producer, **inp.kwargs)
-    out, ptr = _calls(inp), None
-    what = "the seed's export"
-    if att.exc is not None:
-        out += _refused(target, inp, att, what)
-    else:
-        try:
-            d = target.describe(att.result)
-            ptr = int(d["ptr"])
-        except Exception as e:  # noqa: BLE001 - a result the suite cannot read is the layout checks'
-            d = None
-            out.append(("LAY-11", "warn", "%s: the result cannot be described (%s)" % (what, describe_exc(e, 160))))
-        out += _accepted(target, inp, att, d, what)
-    out += _accounting(inp, att, ptr, what)
-    return out
-
-
-def _calls(inp):
-    """What the consumer asked the producer for, as test_stream.py's consumer checks have it:
-    stream None for a CPU producer (STR-10) and with dl_device=(1, 0) (STR-12), and better
-    1 than None for CUDA (STR-14, SHOULD). A call an old producer rejected for its new
-    keywords never had its stream read."""
-    out = []
-    old = inp.rec["kw"] & R.KW["old_producer"]
-    for call in inp.producer.calls:
-        stream, dev = call.get("stream"), call.get("dl_device")
-        if old and set(call) - {"stream"}:
-            continue
-        if stream is None:
-            if inp.rec["device"][0] == 2 and dev is None:
-                out.append(("STR-14", "warn", "the consumer passed stream=None to a CUDA producer; 1 names the "
-                            "legacy default stream"))
-            continue
-        if dev is not None and tuple(dev) == (1, 0):
-            out.append(("STR-12", "fail", "dl_device=(1, 0) with stream=%r" % (stream,)))
-        elif tuple(inp.rec["device"]) == (1, 0):
-            out.append(("STR-10", "fail", "the consumer passed stream=%r to a CPU producer" % (stream,)))
-    return out
+    consumer; empty when every rule holds (seedrules.judge)."""
+    return sr.judge(Input(data).facts(target), library(target))
 
 
 def _plain(inp):
@@ -156,104 +180,6 @@ def _plain(inp):
     return (not inp.reasons and tuple(rec["device"]) == (1, 0) and rec["dtype"][2] == 1 and not inp.kwargs
             and rec["dtype"][0] in (0, 1, 2, 5, 6) and rec["dtype"][1] % 8 == 0 and rec["ndim"] <= 8
             and not rec["kw"] & R.KW["old_producer"])
-
-
-def _refused(target, inp, att, what):
-    """The refusal rules: clean (check.unclean's), BufferError for another device (DEV-07, or
-    CPY-08 when device= asked for the host), a retry without the new keywords for an old
-    producer (VER-06), and no refusal of a plain export over its NULL strides or zero-size
-    NULL data alone (LAY-07, LAY-04: the same export over row-major strides and a buffer
-    imports)."""
-    exc, rec = att.exc, inp.rec
-    why = _unclean(exc)
-    if why:
-        return [(inp.clause(), "fail", "%s refused uncleanly: %s" % (what, why))]
-    lacks = bool(inp.kwargs) and pycap.keyword_rejected(exc, "keyword")  # a keyword it does not take
-    if inp.clause() == "DEV-07" and not isinstance(exc, BufferError) and not lacks:
-        clause = "CPY-08" if inp.kwargs.get("device") is not None else "DEV-07"
-        return [(clause, "fail" if clause == "CPY-08" else "warn", "memory on device %r refused with %s; %s names "
-                 "BufferError" % (tuple(rec["device"]), describe_exc(exc, 160), clause))]
-    calls = inp.producer.calls
-    if inp.kwargs.get("device") == "cpu" and rec["device"][0] != 1 and not lacks and inp.kwargs.get("copy") \
-            is not False and not any(c.get("dl_device") is not None and tuple(c["dl_device"]) == (1, 0) for c in calls):
-        return [("DEV-06", "warn", "from_dlpack(device='cpu') refused memory on device %r without asking the "
-                 "producer for dl_device=(1, 0) (%s)" % (tuple(rec["device"]), describe_exc(exc, 160)))]
-    if rec["kw"] & R.KW["old_producer"] and isinstance(exc, TypeError) and calls and not any(
-            set(c) <= {"stream"} for c in calls):
-        return [("VER-06", "warn", "an old producer's TypeError for the new keywords was not retried without "
-                 "them (%s)" % describe_exc(exc, 160))]
-    if _plain(inp) and inp.plan["ext"]["row_major"] and rec["byte_offset"] == 0 and (
-            rec["kind"] & R.KIND["strides_null"] and not R.versioned(rec)
-            or inp.plan["mode"] == "null" and inp.plan["ext"]["zero_size"]):
-        control = Attempt(target, RecordingProducer(_ref.Forge(
-            dtype=rec["dtype"], shape=rec["shape"], strides=R.row_major_strides(rec["ndim"], rec["shape"]),
-            versioned=R.versioned(rec), buffer_size=64), keep=True))
-        clause = "LAY-07" if rec["kind"] & R.KIND["strides_null"] else "LAY-04"
-        if control.exc is None:
-            control.settle()
-            return [(clause, "fail", "%s refused (%s), the same over row-major strides and a buffer imports"
-                     % (what, describe_exc(exc, 160)))]
-        control.settle()
-    return []
-
-
-def _unclean(exc):
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    if isinstance(exc, SystemError) or "without setting an exception" in text or "with an exception set" in text:
-        return describe_exc(exc, 200)
-    return None
-
-
-def _accepted(target, inp, att, d, what):
-    """The reasons' rules for an import, and a legal CPU export's values (LAY-11)."""
-    out = []
-    for clause, must, why in inp.reasons:
-        if must == "refuse":
-            out.append((clause, "fail", "%s (%s) was imported" % (what, why)))
-        elif must == "read":
-            rec = inp.rec
-            misread, how = (rd.unknown_dtype_reading(target, att.result, rec["dtype"], b"")
-                            if tuple(rec["device"]) == (1, 0) else rd.unknown_device_reading(att.result, rec["device"]))
-            out.append((clause, "fail" if misread else "warn", "%s (%s): %s" % (what, why, how)))
-        else:
-            out.append((clause, "warn", "%s (%s) was imported; %s" % (what, why, _INVALID)))
-    if d is not None and "device" not in inp.kwargs and tuple(inp.rec["device"]) == (1, 0):
-        dev = rd.result_device(att.result)
-        if dev not in (None, (1, 0)):
-            out.append(("API-05", "fail", "%s imported on device %r" % (what, dev)))
-    if d is None or inp.reasons or inp.plan["mode"] != "buffer" or tuple(inp.rec["device"]) != (1, 0):
-        return out
-    out += _result_rules(target, inp, att, d, what)
-    if d.get("dtype") not in (None, tuple(inp.rec["dtype"])):
-        return out  # untyped bytes or another element type: the dtype checks judge that
-    got = b"" if any(int(n) == 0 for n in d["shape"]) else _probe.gather(
-        d["ptr"], tuple(d["shape"]), tuple(d["strides"]), d["itemsize"])
-    expected = inp.forge.expected_elements()
-    if got != expected:
-        out.append(("LAY-11", "fail", "%s imported with other values (%s, expected %s)"
-                    % (what, got[:16].hex(), expected[:16].hex())))
-    return out
-
-
-def _result_rules(target, inp, att, d, what):
-    """A CPU import of a buffer: a view of the export unless copy=True (SEM-01, for exports of
-    whole-byte scalars), a copy when copy=True (CPY-06, unless the producer flagged IS_COPIED),
-    read-only when the export is and the library can say so (FLG-03)."""
-    out, rec = [], inp.rec
-    first = inp.holder.buffer_address + inp.plan["pad"] + rec["byte_offset"]
-    inside = inp.holder.buffer_address <= d["ptr"] < inp.holder.buffer_address + inp.plan["size"]
-    copy = inp.kwargs.get("copy")
-    flags = rec["flags"] if R.versioned(rec) else 0
-    if _plain_view(inp) and copy is not True and d["ptr"] != first and not any(int(n) == 0 for n in d["shape"]):
-        verdict, reading = copy_breach(target)
-        out.append(("SEM-01", verdict, "%s was copied: the result starts at %#x, the export at %#x%s"
-                    % (what, d["ptr"], first, reading)))
-    if copy is True and inside and not flags & pycap.FLAG_IS_COPIED:
-        out.append(("CPY-06", "fail", "%s: copy=True returned a view of the producer's memory" % what))
-    if flags & pycap.FLAG_READ_ONLY and inside and not d.get("readonly") and _has_readonly(target):
-        out.append(("FLG-03", "warn", "%s: a READ_ONLY export imported writable by a library with read-only "
-                    "arrays" % what))
-    return out
 
 
 def _plain_view(inp):
@@ -274,30 +200,3 @@ def _has_readonly(target):
         except Exception:  # noqa: BLE001 - a producer-less consumer
             _READONLY[target.name] = False
     return _READONLY[target.name]
-
-
-def _accounting(inp, att, ptr, what):
-    """OWN-03 and CAP-03 as test_refusals.py has them, on one record: no deleter call while a
-    result views the memory, exactly one in all (none for a used_* capsule, which another
-    consumer owns, or a NULL deleter), the capsule renamed after a plain import."""
-    out = []
-    imported = att.exc is None
-    lo = inp.holder.buffer_address if inp.holder is not None else 0
-    zero_copy = imported and ptr is not None and lo <= ptr < lo + inp.plan["size"]
-    kept = drop_capsules(inp.producer, imported=imported)
-    gc.collect()
-    alive = inp.forge.deleter_calls
-    att.result = None
-    gc.collect()
-    after = inp.forge.deleter_calls
-    expected = 1 if inp.forge.capsules_made and inp.has_deleter and not inp.rec["kind"] & R.KIND["used"] else 0
-    verdict = "warn" if any(m == "invalid" for _, m, _ in inp.reasons) else "fail"  # invalid input: unspecified
-    if zero_copy and alive:
-        out.append(("OWN-03", verdict, "%s: the deleter ran while the result viewed the memory" % what))
-    if after != expected:
-        out.append(("OWN-03", verdict, "%s: the deleter ran %d time(s) in all, expected %d" % (what, after, expected)))
-    names = [n for n, _ in kept]
-    table_used = inp.table is not None and inp.table.calls["managed_tensor_from_py_object_no_sync"] > 0
-    if imported and not table_used and not inp.reasons and names and names[-1] not in pycap.USED_NAMES:
-        out.append(("CAP-03", "fail", "%s: the capsule is still named %r after the import" % (what, names[-1])))
-    return out

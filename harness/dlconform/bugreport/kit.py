@@ -1,15 +1,15 @@
 """The standalone kit: what a bug report's reproducer uses in place of dlconform.
 
 A pure-Python subset of dlconform's `_ref.Forge`, `_probe.inspect/extent/read_elements` and
-`_probe.consume/instrument/rename` and `dlconform.producers` (RecordingProducer,
-StreamDeviceProducer, forges, legacy_producer), built on ctypes with the structs of dlpack.h
-v1.3 (LP64 layout). A report inlines this file as it is, after dlconform/snippet.py (whose
-elements() it reads with), so a reproducer body runs on it unchanged and never imports
-dlconform; only when imported as a module does it take elements() from dlconform.snippet.
+`_probe.consume/instrument/rename`, built on ctypes with the structs of dlpack.h v1.3 (LP64
+layout). A report inlines this file as it is, after dlconform/snippet.py (whose elements() it
+reads with), and dlconform/producers.py after it where the reproducer uses those producers
+(they forge with the kit's `_ref.Forge`), so a reproducer body runs on it unchanged and never
+imports dlconform; only when imported as a module does it take elements() from
+dlconform.snippet.
 """
 import ctypes
 import types
-from collections.abc import Mapping
 
 
 class _Version(ctypes.Structure):
@@ -114,7 +114,7 @@ def _extent(shape, strides, itemsize):
 try:
     elements  # a standalone script inlines dlconform/snippet.py before this file
 except NameError:  # imported as dlconform.bugreport.kit, next to dlconform.snippet
-    from ..snippet import elements
+    from ..snippet import describe, detach, elements
 
 
 def _gather(address, shape, strides, itemsize):
@@ -138,9 +138,11 @@ class Forge:
         self.manager_ctx = manager_ctx
         self.deleter_calls = self.capsules_made = 0
         self.log = []
-        self._live = {}  # struct address -> the ctypes objects it points into
+        self._live = {}  # struct address -> the ctypes objects it points into, kept while the forge lives
         size = buffer_size
-        if size is None:
+        if data != "alloc":  # the tensor's data is elsewhere: no buffer of its extent, as in ref's Forge
+            size = 0
+        elif size is None:
             ext = _extent(self.shape, self.strides, _itemsize(self.dtype))
             size = (ext["hi"] if ext["status"] == "ok" else 0) + byte_offset
         self.buffer_size = max(int(size), 1)
@@ -157,7 +159,9 @@ class Forge:
         _pending()
         self.deleter_calls += 1
         self.log.append({"gil_held": True})
-        self._live.pop(address, None)
+        # the struct stays in _live: freed with the forge, as ref's are, so a second deleter
+        # call (a consumer breaking OWN-03) is counted, and the destructor of a capsule whose
+        # tensor was already given back still reads its deleter, rather than freed memory
 
     def _on_destroy(self, capsule, _pending=_take_pending, _c=ctypes, _at=(_CAPSULE_NAME, _CAPSULE_POINTER),
                     _structs={LEGACY: _Managed, VERSIONED: _ManagedVersioned}, _deleter_type=_Deleter):
@@ -229,18 +233,23 @@ def _fields(kind, m, name):
     out = {"name": name.decode() if name else None, "kind": kind}
     if m is None:
         return out
-    t = m.dl_tensor
-    n = t.ndim if 0 <= t.ndim <= 1024 else 0
     out.update(pointer=ctypes.addressof(m), manager_ctx=m.manager_ctx or 0, deleter=m.deleter or 0,
                version=(m.version.major, m.version.minor) if kind == "versioned" else None,
                flags=m.flags if kind == "versioned" else None, readable=kind == "legacy" or m.version.major == 1,
-               data=t.data or 0, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
-               dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), byte_offset=t.byte_offset,
-               shape=_ints(t.shape, n) if 0 <= t.ndim <= 1024 else None,
-               strides=_ints(t.strides, n) if 0 <= t.ndim <= 1024 else None)
+               **_tensor_fields(m.dl_tensor))
     if not out["readable"]:  # another major: nothing past flags has a known layout (VER-10)
         out.update(dict.fromkeys(("data", "device", "ndim", "dtype", "shape", "strides", "byte_offset")))
     return out
+
+
+def _tensor_fields(t):
+    """data, device, ndim, dtype, byte_offset, shape and strides of a DLTensor (shape and
+    strides None when NULL or ndim is outside [0, 1024], LAY-09)."""
+    n = t.ndim if 0 <= t.ndim <= 1024 else 0
+    return dict(data=t.data or 0, device=(t.device.device_type, t.device.device_id), ndim=t.ndim,
+                dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes), byte_offset=t.byte_offset,
+                shape=_ints(t.shape, n) if 0 <= t.ndim <= 1024 else None,
+                strides=_ints(t.strides, n) if 0 <= t.ndim <= 1024 else None)
 
 
 def extent(capsule):
@@ -250,7 +259,13 @@ def extent(capsule):
                          % i["version"][0])
     if not (0 <= (i.get("ndim") if i.get("ndim") is not None else -1) <= 1024):
         return {"status": "bad_ndim"}
-    return _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+    return _extent(_shape(i), i["strides"], _itemsize(i["dtype"]))
+
+
+def _shape(i):
+    """The shape the layout arithmetic reads: () for a 0-d tensor, whose shape may be NULL
+    (LAY-08; NULL is null_shape only when ndim > 0, LAY-09)."""
+    return () if i["ndim"] == 0 and i["shape"] is None else i["shape"]
 
 
 def read_elements(capsule):
@@ -265,14 +280,14 @@ def _elements(i):
                          % i["version"][0])
     if not (0 <= i["ndim"] <= 1024):
         raise ValueError("invalid extent: bad_ndim")
-    ext = _extent(i["shape"], i["strides"], _itemsize(i["dtype"]))
+    ext = _extent(_shape(i), i["strides"], _itemsize(i["dtype"]))
     if ext["status"] != "ok":
         raise ValueError("invalid extent: %s" % ext["status"])
     if ext["zero_size"]:
         return b""
     if not i["data"]:
         raise ValueError("NULL data for a non-empty tensor")
-    return _gather(i["data"] + i["byte_offset"], i["shape"], i["strides"], _itemsize(i["dtype"]))
+    return _gather(i["data"] + i["byte_offset"], _shape(i), i["strides"], _itemsize(i["dtype"]))
 
 
 _set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
@@ -318,13 +333,17 @@ class Handle:
     """consume(): the capsule renamed used_*, the tensor owned here; release() calls the
     deleter once (if non-NULL; True when it did), and dealloc releases."""
 
-    def __init__(self, capsule):
-        kind, m, name = _struct(capsule)
-        if m is None:
-            raise ValueError("a %s capsule cannot be consumed" % kind)
+    def __init__(self, capsule=None, *, versioned_at=None):
+        if capsule is None:  # a tensor an exchange table handed out: versioned, no capsule
+            kind, m, name = "versioned", _ManagedVersioned.from_address(versioned_at), None
+        else:
+            kind, m, name = _struct(capsule)
+            if m is None:
+                raise ValueError("a %s capsule cannot be consumed" % kind)
         self.kind, self.pointer, self._m, self._name = kind, ctypes.addressof(m), m, name
         self.released = self.deleter_called = False
-        rename(capsule, b"used_" + name)
+        if capsule is not None:
+            rename(capsule, b"used_" + name)
 
     def inspect(self):
         return _fields(self.kind, self._m, self._name)
@@ -347,100 +366,188 @@ class Handle:
         self.release()
 
 
+class _XapiHeader(ctypes.Structure):
+    _fields_ = [("version", _Version), ("prev_api", ctypes.c_void_p)]
+
+
+#: DLPackExchangeAPI: the header, then five function pointers (read as addresses)
+XAPI_FUNCTIONS = ("managed_tensor_allocator", "managed_tensor_from_py_object_no_sync",
+                  "managed_tensor_to_py_object_no_sync", "dltensor_from_py_object_no_sync", "current_work_stream")
+
+
+class _Xapi(ctypes.Structure):
+    _fields_ = [("header", _XapiHeader)] + [(n, ctypes.c_void_p) for n in XAPI_FUNCTIONS]
+
+
+#: the v1.3 attribute (a capsule of this name, XAPI-01, XAPI-02), then the superseded v1.2 int
+_XAPI_ATTRS = ("__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__")
+_XAPI_NAME = b"dlpack_exchange_api"
+_ABSENT = object()
+
+
+def exchange_api(obj):
+    """dlconform's `_probe.exchange_api`: the exchange API table of an object or a type, looked
+    up on the type first (XAPI-04), then on the instance; None when neither attribute is there.
+    The table is read only in its right form (a capsule of the exact name, or a non-zero int
+    for the v1.2 attribute), and past its header only when its major is 1 (XAPI-06)."""
+    typ, instance = (obj, None) if isinstance(obj, type) else (type(obj), obj)
+    for attr in _XAPI_ATTRS:
+        value, on_type = getattr(typ, attr, _ABSENT), True
+        if value is _ABSENT and instance is not None:
+            value, on_type = getattr(instance, attr, _ABSENT), False
+        if value is not _ABSENT:
+            return _xapi_fields(value, attr, on_type)
+    return None
+
+
+def _xapi_fields(value, attr, on_type):
+    superseded = attr == _XAPI_ATTRS[1]
+    form, name, pointer, api = "other", None, 0, None
+    if type(value).__name__ == "PyCapsule" and type(value).__module__ == "builtins":
+        raw = _name_of(value)
+        name = None if raw is None else raw.decode("utf-8", "backslashreplace")
+        if raw == _XAPI_NAME:
+            form, pointer = "capsule", _pointer_of(value, raw) or 0
+            api = _Xapi.from_address(pointer)
+    elif type(value) is int:
+        form = "int"
+        if not 0 <= value < 1 << 64:  # negative or too large: no pointer at all
+            form = "other"
+        elif value:
+            pointer = value
+            api = _Xapi.from_address(pointer) if superseded else None
+    t = type(value)
+    out = {"capsule_name": name, "attr": attr, "form": form, "superseded": superseded, "pointer": pointer,
+           "on_type": on_type, "type": t.__name__ if t.__module__ == "builtins" or t.__flags__ & (1 << 9)
+           else "%s.%s" % (t.__module__, t.__qualname__), "version": None, "prev_api": None, "functions": None}
+    if api is not None:
+        out.update(version=(api.header.version.major, api.header.version.minor), prev_api=api.header.prev_api or 0)
+        if api.header.version.major == 1:
+            out["functions"] = {n: getattr(api, n) or 0 for n in XAPI_FUNCTIONS}
+    return out
+
+
+# ---- the table's functions, called as a consumer would (probes/probe/xapi.c)
+#
+# A function is called through PYFUNCTYPE, with the GIL held. ctypes then raises the exception
+# a function leaves pending and drops its return code: a pending exception is read as the
+# header's failure code, -1 ("-1 on failure with a Python exception set"). Where the function
+# wrote its output all the same, the kit cannot tell a failure from a success that left an
+# exception set (which the probe reports): it raises RuntimeError rather than guess.
+_SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+_XAPI_TYPES = {
+    "managed_tensor_allocator": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(_Tensor), ctypes.POINTER(ctypes.c_void_p),
+                                                  ctypes.c_void_p, _SetError),
+    "managed_tensor_from_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                                                               ctypes.POINTER(ctypes.c_void_p)),
+    "managed_tensor_to_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
+                                                             ctypes.POINTER(ctypes.c_void_p)),
+    "dltensor_from_py_object_no_sync": ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_Tensor)),
+}
+_XAPI_CLAUSE = {"managed_tensor_allocator": "XAPI-08", "managed_tensor_from_py_object_no_sync": "XAPI-09",
+                "managed_tensor_to_py_object_no_sync": "XAPI-10", "dltensor_from_py_object_no_sync": "XAPI-11"}
+_decref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_DecRef", _api))
+
+
+def _xapi_fn(api, name):
+    """The table's function `name` of the table at address `api`: only for major 1 (XAPI-06),
+    never a NULL one."""
+    if not isinstance(api, int):
+        raise TypeError("api must be the table's address as an int")
+    if not 0 < api < 1 << 64:
+        raise ValueError("api address must be a non-zero unsigned pointer")
+    table = _Xapi.from_address(api)
+    if table.header.version.major != 1:
+        raise ValueError("exchange API major %d differs from 1: the table must not be used (XAPI-06)"
+                         % table.header.version.major)
+    fn = getattr(table, name)
+    if not fn:
+        raise NotImplementedError("%s is NULL (%s)" % (name, _XAPI_CLAUSE[name]))
+    return _XAPI_TYPES[name](fn)
+
+
+def _xapi_call(fn, name, wrote, *args):
+    """(return code, the exception it left pending or None); `wrote()` says whether it wrote its
+    output, which with an exception pending leaves its return code unknown."""
+    try:
+        return fn(*args), None
+    except Exception as e:  # noqa: BLE001 - what the producer set
+        if wrote():
+            raise RuntimeError("%s wrote its output and left %s pending: ctypes drops the return code, so the "
+                               "kit cannot tell a failure from a success with an exception set" % (name, describe(e)))
+        return -1, detach(e)
+
+
+def xapi_managed_from(api, obj):
+    """dlconform's `_probe.xapi_managed_from`: (rc, a Handle of the tensor or None, the
+    exception left pending or None) of managed_tensor_from_py_object_no_sync(obj)."""
+    name = "managed_tensor_from_py_object_no_sync"
+    fn, out = _xapi_fn(api, name), ctypes.c_void_p()
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), obj, ctypes.byref(out))
+    return rc, Handle(versioned_at=out.value) if rc == 0 and out.value else None, exc
+
+
+def xapi_dltensor_from(api, obj):
+    """dlconform's `_probe.xapi_dltensor_from`: (rc, the exception) on failure, else (0, the
+    DLTensor's fields with "extent" and "elements" (or "elements_error"), read at once: they
+    are valid only until control returns to the producer, XAPI-15)."""
+    name = "dltensor_from_py_object_no_sync"
+    fn, t = _xapi_fn(api, name), _Tensor()
+    rc, exc = _xapi_call(fn, name, lambda: bytes(t) != bytes(len(bytes(t))), obj, ctypes.byref(t))
+    if rc != 0:
+        return rc, exc
+    i = _tensor_fields(t)
+    i["extent"] = _extent(_shape(i), i["strides"], _itemsize(i["dtype"])) if 0 <= t.ndim <= 1024 \
+        else {"status": "bad_ndim"}
+    try:
+        i["elements"] = _elements(i)
+    except ValueError as e:
+        i.update(elements=None, elements_error=str(e))
+    return rc, i
+
+
+def xapi_alloc(api, dtype, shape, device):
+    """dlconform's `_probe.xapi_alloc`: (rc, a Handle or None, [(kind, message)] of the SetError
+    calls) of managed_tensor_allocator for a prototype of dtype, shape and device (XAPI-13); an
+    exception left pending is a record ("<python exception pending>", its repr)."""
+    name = "managed_tensor_allocator"
+    fn, out, errors = _xapi_fn(api, name), ctypes.c_void_p(), []
+    dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+    proto = _Tensor(dtype=_DType(*dtype), device=_Device(*device), ndim=len(shape), shape=ctypes.addressof(dims))
+
+    def set_error(ctx, kind, message):
+        errors.append(tuple(None if v is None else v.decode("utf-8", "backslashreplace") for v in (kind, message)))
+
+    callback = _SetError(set_error)
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), ctypes.byref(proto), ctypes.byref(out), None, callback)
+    if exc is not None:
+        errors.append(("<python exception pending>", repr(exc)))
+    return rc, Handle(versioned_at=out.value) if rc == 0 and out.value else None, errors
+
+
+def xapi_to_py(api, handle):
+    """dlconform's `_probe.xapi_to_py`: (rc, the object or None) of
+    managed_tensor_to_py_object_no_sync, which steals the handle's tensor on success and on
+    failure alike (XAPI-17): the handle gives it up first; (rc, the exception) on failure."""
+    name = "managed_tensor_to_py_object_no_sync"
+    fn, out = _xapi_fn(api, name), ctypes.c_void_p()
+    handle.released = True  # stolen: its deleter is the callee's to call
+    rc, exc = _xapi_call(fn, name, lambda: bool(out.value), handle.pointer, ctypes.byref(out))
+    if rc != 0:
+        return rc, exc
+    if not out.value:
+        return rc, None
+    obj = ctypes.cast(out.value, ctypes.py_object).value
+    _decref(obj)  # the new reference the callee returned, now held by `obj`
+    return rc, obj
+
+
 #: the namespaces a reproducer body names
 _probe = types.SimpleNamespace(inspect=inspect, extent=extent, read_elements=read_elements, rename=rename,
-                               instrument=Tracker, consume=Handle)
+                               instrument=Tracker, consume=Handle, exchange_api=exchange_api,
+                               xapi_managed_from=xapi_managed_from, xapi_dltensor_from=xapi_dltensor_from,
+                               xapi_alloc=xapi_alloc, xapi_to_py=xapi_to_py)
 _ref = types.SimpleNamespace(Forge=Forge)
-
-
-def forges(**forge_kwargs):
-    made = {}
-
-    def factory(versioned=True):
-        if versioned not in made:
-            made[versioned] = Forge(versioned=versioned, **forge_kwargs)
-        return made[versioned]
-
-    factory.made = made
-    return factory
-
-
-class RecordingProducer:
-    """A DLPack 1.3 producer of forged capsules that records how the consumer calls it."""
-
-    def __init__(self, forge, *, legacy_only=False, device=(1, 0), versioned_only=False, keep=False):
-        self._forge, self.legacy_only, self.versioned_only = forge, legacy_only, versioned_only
-        self.device, self.keep = tuple(device), keep
-        self.capsules, self.calls, self.events, self.forges, self.last_kind = [], [], [], {}, None
-
-    def _forge_for(self, versioned):
-        kind = "versioned" if versioned else "legacy"
-        f = self._forge
-        if kind not in self.forges:
-            self.forges[kind] = (f[kind] if isinstance(f, Mapping) else
-                                 f(versioned=versioned) if callable(f) and not hasattr(f, "capsule") else f)
-        self.last_kind = kind
-        return self.forges[kind]
-
-    def __dlpack_device__(self):
-        self.events.append("__dlpack_device__")
-        return self.device
-
-    def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        self.calls.append(dict(kw, args=args) if args else dict(kw))
-        if args:
-            raise TypeError("__dlpack__() takes keyword arguments only")
-        unknown = [k for k in kw if k not in ("stream", "max_version", "dl_device", "copy")
-                   and not (self.legacy_only and k == "stream")]
-        if unknown or (self.legacy_only and any(k != "stream" for k in kw)):
-            raise TypeError("__dlpack__() got an unexpected keyword argument %r" % (unknown or list(kw))[0])
-        if kw.get("stream") is not None and self.device[0] == 1:
-            raise BufferError("stream must be None for a CPU tensor")
-        if kw.get("dl_device") is not None and tuple(kw["dl_device"]) != self.device:
-            raise BufferError("cannot export to device %r" % (kw["dl_device"],))
-        mv = kw.get("max_version")
-        versioned = mv is not None and mv[0] >= 1 and not self.legacy_only
-        if self.versioned_only and not versioned:
-            raise BufferError("this producer exports only versioned capsules")
-        cap = self._forge_for(versioned).capsule()
-        if self.keep:
-            self.capsules.append(cap)
-        return cap
-
-
-def legacy_producer(forge, **kw):
-    return RecordingProducer(forge, legacy_only=True, **kw)
-
-
-class StreamDeviceProducer(RecordingProducer):
-    """A producer that claims a device with streams but has no such memory: it records each
-    __dlpack__ call, then refuses with BufferError; with host_copies, dl_device=(1, 0) is served
-    with a host copy (IS_COPIED) unless copy=False."""
-
-    REFUSAL = "StreamDeviceProducer: no memory on device %r"
-
-    def __init__(self, device, *, host_copies=False, **forge_kwargs):
-        forge_kwargs.setdefault("shape", (2, 3))
-        super().__init__(forges(flags=2, **forge_kwargs), device=device)
-        self._legacy_forge, self._forge_kwargs, self.host_copies = None, forge_kwargs, host_copies
-
-    def __dlpack__(self, *args, **kw):
-        self.events.append("__dlpack__")
-        self.calls.append(dict(kw, args=args) if args else dict(kw))
-        if args:
-            raise TypeError("__dlpack__() takes keyword arguments only")
-        dl_device = kw.get("dl_device")
-        if dl_device is not None and tuple(dl_device) == (1, 0) and self.host_copies:
-            if kw.get("copy") is False:
-                raise BufferError("dl_device=(1, 0) needs a copy but copy=False")
-            mv = kw.get("max_version")
-            if mv is not None and mv[0] >= 1:
-                return self._forge_for(True).capsule()
-            if self._legacy_forge is None:
-                self._legacy_forge = Forge(versioned=False, **self._forge_kwargs)
-            return self._legacy_forge.capsule()
-        raise BufferError(self.REFUSAL % (self.device,))
 
 
 def _with_library(lib):

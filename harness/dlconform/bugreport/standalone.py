@@ -1,19 +1,27 @@
 """A reproducer snippet as a script that needs only the library under test, Python and ctypes.
 
-The script is dlconform/snippet.py and kit.py, inlined as they are, then the snippet's body
-without its dlconform imports. A body that uses something the kit does not have (a target
+The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconform/producers.py
+and seedrules.py where the snippet imports from them), then the snippet's body without its
+dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
 """
+import ast
+import io
 import os
 import re
+import tokenize
 
+from .. import producers as _producers
+from .. import seedrules as _seedrules
 from .. import snippet as _snippet
 from . import kit as _kit
 
 #: what the kit provides under the names a snippet uses
-KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume"}, "_ref": {"Forge"}}
-#: what the kit provides of dlconform.producers
-KIT_PRODUCERS = {"RecordingProducer", "StreamDeviceProducer", "forges", "legacy_producer"}
+KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrument", "consume", "exchange_api",
+                        "xapi_managed_from", "xapi_dltensor_from", "xapi_alloc", "xapi_to_py"}, "_ref": {"Forge"}}
+#: dlconform modules that import nothing from dlconform: a body that imports names of one gets
+#: the module inlined (after the kit), under its own names
+INLINED = {"dlconform.producers": _producers, "dlconform.seedrules": _seedrules}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
 RERUN = "# rerun the check:"
 #: the reference library's own module, imported by its file name (the test puts it beside the
@@ -40,6 +48,48 @@ def _source(module):
         return f.read()
 
 
+#: scopes of their own: what they bind is not the module's
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def _globals(source, imports=True):
+    """The names a module's top level binds (assignments, loops, functions, classes, and with
+    `imports` its imports)."""
+    out, todo = set(), list(ast.parse(source).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and imports:
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        if not isinstance(node, _SCOPES):
+            todo += ast.iter_child_nodes(node)
+    return out
+
+
+def unshadow(body, taken):
+    """`body` with every name it binds that is also one of `taken` (the inlined code's globals)
+    renamed NAME_r: in one script a reproducer's own `_names` would replace the helper that the
+    inlined snippet.py calls by that name. References to such a name are renamed with it;
+    attributes (`x._names`) and strings are left as they are."""
+    clash = _globals(body, imports=False) & set(taken)  # `import ctypes` binds the same module
+    if not clash:
+        return body
+    lines = body.splitlines(keepends=True)
+    edits, prev = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(body).readline):
+        if tok.type == tokenize.NAME and tok.string in clash and not (prev is not None and prev.string == "."):
+            edits.append(tok.end)
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            prev = tok
+    for row, col in reversed(edits):
+        lines[row - 1] = lines[row - 1][:col] + "_r" + lines[row - 1][col:]
+    return "".join(lines)
+
+
 def library_of(target):
     """The module under test named by a target spec: 'ref' for ref and its faults."""
     return target.split(":", 1)[0]
@@ -53,14 +103,15 @@ def script(snippet, target):
     body, ref_imported = [], False
     lines = snippet.splitlines()[1:]
     lines = lines[:lines.index(RERUN)] if RERUN in lines else lines
+    inlined = []
     for line in lines:
         if line.startswith("from dlconform.snippet import "):
             continue
-        if line.startswith("from dlconform.producers import "):
-            names = {n.strip() for n in line.split(" import ", 1)[1].split(",")}
-            if names - KIT_PRODUCERS:
-                return None, "it uses dlconform's %s, which the standalone kit does not have" % ", ".join(
-                    sorted(names - KIT_PRODUCERS))
+        module = line[len("from "):].split(" import ", 1)[0] if line.startswith("from dlconform.") else None
+        if module in INLINED:
+            if " as " in line:
+                return None, "it imports a name of %s under another name (%s)" % (module, line)
+            inlined += [] if module in inlined else [module]
             continue
         if line.startswith("from dlconform import "):
             names = {n.strip() for n in line[len("from dlconform import "):].split(",")}
@@ -74,7 +125,10 @@ def script(snippet, target):
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
         body.append(line)
-    text = "\n".join(body)
+    inlined = [m for m in INLINED if m in inlined]  # in INLINED's order
+    sources = [_source(_snippet), _source(_kit), GLUE] + [_source(INLINED[m]) for m in inlined]
+    # REF_IMPORT binds the kit's _ref to ref's names on purpose
+    text = unshadow("\n".join(body), set().union(*map(_globals, sources)) - {"_ref"})
     # a word of its own: ref's `_dlconform_tensor` attribute is the library's
     uses = [line.strip() for line in body if re.search(r"\bdlconform\b", line)]
     if uses:
@@ -88,5 +142,7 @@ def script(snippet, target):
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
             "# A crash (death by a signal) reproduces a crash finding.\n" % library)
     return "\n".join([head, "# ---- assertions (dlconform/snippet.py)", _source(_snippet),
-                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE,
-                      "# ---- the reproducer", text, ""]), None
+                      "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE]
+                     + sum((["# ---- %s (dlconform/%s.py)" % (m, m.split(".")[-1]), _source(INLINED[m])]
+                            for m in inlined), [])
+                     + ["# ---- the reproducer", text, ""]), None

@@ -1,0 +1,298 @@
+"""The suite's rules on one shared fuzz seed as a consumer imports it (suites/test_fuzz_seeds.py):
+the calls it makes, the refusal rules, a legal export's values, and the exact deleter accounting.
+
+support/seeds.py reads a seed into `facts`, a dict of literals (Input.facts: the export's
+forge keywords, its memory plan, the keywords from_dlpack gets, the reasons to refuse it, and
+two facts the suite established about the library), and judge(facts, lib) runs the import and
+applies the rules. Whatever depends on the library comes in `lib`: `from_dlpack(obj, **kw)`,
+`describe(y)` (a Target's describe()), `Forge`, `RecordingProducer`, `name_of(capsule)` and,
+for seeds that offer an exchange table, `handout(forge, minor, device)`.
+
+Like snippet.py, this file imports nothing from dlconform: a bug report's standalone script
+(dlconform.bugreport.standalone) inlines it after snippet.py and the kit, and calls judge()
+with the seed's facts written out, so the script and the check apply one set of rules.
+"""
+import ctypes
+import gc
+import sys
+
+try:
+    attempt  # a standalone script inlines dlconform/snippet.py before this file
+except NameError:  # imported as dlconform.seedrules, next to dlconform.snippet
+    from .snippet import attempt, describe, elements, unclean
+
+USED_NAMES = ("used_dltensor", "used_dltensor_versioned")
+FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
+#: what the messages call the import
+WHAT = "the seed's export"
+_INVALID = ("dlpack.h does not oblige a consumer to validate malformed metadata (issue 12 grading: accepting "
+            "invalid input is warn)")
+
+# ---------------------------------------------------------------------------- the capsules' fate
+_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
+# Objects that must never be deallocated (a capsule whose destructor would run a deleter behind
+# the consumer's back): an extra reference keeps them alive past interpreter exit.
+_PINNED = []
+
+
+def pin_forever(obj):
+    """Keeps obj alive for the life of the process, also through module teardown."""
+    _PINNED.append(obj)
+    _incref(obj)
+
+
+def held_elsewhere(caps):
+    """For each object of the list `caps` (the only reference the caller keeps to each), whether
+    something else holds it too: after an import, the consumer's result keeping the capsule.
+    Measured against a control object referenced the same way (one list, one local)."""
+    ctl = object()
+    pool = [ctl] + list(caps)
+    counts = [sys.getrefcount(o) for o in pool]
+    del pool
+    return [n > counts[0] for n in counts[1:]]
+
+
+def drop_capsules(p, imported, name_of):
+    """Lets go of the capsules a producer handed out; call it while the imported result is still
+    alive, so the deleter accounting that follows sees what really happens. A capsule the
+    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
+    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
+      when the result dies: the consumer's ownership goes through the producer's destructor) is
+      let go, so OWN-03 judges what the consumer really does;
+    - not held: kept alive for the life of the process. Its destructor would run the deleter
+      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
+      not a second fault; the consumer's own deleter calls are then counted alone.
+    `name_of(capsule)` reads a capsule's name. Returns [(name, held)] of the capsules."""
+    caps = list(getattr(p, "capsules", []))
+    if hasattr(p, "capsules"):
+        p.capsules.clear()
+    names = [name_of(c) for c in caps]
+    held = held_elsewhere(caps)
+    if imported:
+        for c, name, h in zip(caps, names, held):
+            if name not in USED_NAMES and not h:
+                pin_forever(c)
+    del caps
+    return list(zip(names, held))
+
+
+# ---------------------------------------------------------------------------- readings
+def result_device(y):
+    """y.__dlpack_device__() as (int, int), or None when y has no such method."""
+    m = getattr(y, "__dlpack_device__", None)
+    if m is None:
+        return None
+    try:
+        dev = m()
+        return (int(dev[0]), int(dev[1]))
+    except Exception:  # noqa: BLE001 - a result that cannot say has no device
+        return None
+
+
+def unknown_dtype_reading(describe_result, y, forged, expected):
+    """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
+    element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
+    untyped bytes, over the same bytes reads nothing into the unknown value; any other dtype, a
+    typed result the library's describe() cannot name, or other bytes is a misread (VER-09)."""
+    try:
+        held = describe_result(y).get("dtype")
+    except Exception:  # noqa: BLE001 - a describe() that fails says nothing
+        held = None
+    held = tuple(held) if isinstance(held, (tuple, list)) else held
+    if held is None:
+        return True, "imported as a typed result (the library's own dtype, which cannot be %r)" % (forged,)
+    if held != "bytes" and held != tuple(forged):
+        return True, "imported as dtype %r" % (held,)
+    try:
+        d = describe_result(y)
+        got = b"" if any(int(n) == 0 for n in d["shape"]) else elements(d)
+    except Exception as e:  # noqa: BLE001
+        return True, "imported, but its bytes cannot be read (%s)" % describe(e)
+    if got != expected:
+        return True, "imported with other bytes (%s, expected %s)" % (got[:16].hex(), expected[:16].hex())
+    if held == "bytes":
+        return False, "imported as untyped bytes (the dtype is not kept)"
+    return False, "imported carrying dtype %r unchanged" % (held,)
+
+
+def unknown_device_reading(y, forged):
+    """(misread, how) for a result imported from memory of a device type the consumer cannot
+    know: a result on another device misreads it; one with no device at all (a bare address) or
+    on the same device carries it (VER-09)."""
+    dev = result_device(y)
+    if dev is None:
+        return False, "imported as memory with no device attached (a bare address)"
+    if dev == tuple(forged):
+        return False, "imported carrying device %r unchanged" % (dev,)
+    return True, "imported as memory of device %r" % (dev,)
+
+
+# ---------------------------------------------------------------------------- one seed
+def build(facts, lib):
+    """(holder, forge, producer, table) of the seed's export: the forge over the holder's buffer
+    (or NULL, or an address never mapped), behind a recording producer, or behind one whose type
+    offers an exchange table (`table`, else None)."""
+    holder, kw = None, dict(facts["forge"])
+    if facts["data"] == "buffer":
+        holder = lib.Forge(dtype=(1, 8, 1), shape=(facts["size"],))
+        kw["data"] = holder.buffer_address + facts["pad"]
+    else:
+        kw["data"] = facts["data"]  # "null", or an address that is never mapped
+    forge = lib.Forge(**kw)
+    if facts["offer_minor"] is not None:
+        table, producer = lib.handout(forge, facts["offer_minor"], tuple(facts["device"]))
+    else:
+        table, producer = None, lib.RecordingProducer(forge, keep=True, device=tuple(facts["device"]),
+                                                      legacy_only=facts["old_producer"])
+    return holder, forge, producer, table
+
+
+def judge(facts, lib):
+    """[(clause, verdict, message)] of the rules for one seed against lib's consumer; empty when
+    every rule holds."""
+    holder, forge, producer, table = build(facts, lib)
+    result, exc = attempt(lambda: lib.from_dlpack(producer, **facts["kwargs"]))
+    out, ptr = calls_rules(facts, producer.calls), None
+    if exc is not None:
+        out += refusal_rules(facts, exc, producer.calls, lib)
+    else:
+        try:
+            d = lib.describe(result)
+            ptr = int(d["ptr"])
+        except Exception as e:  # noqa: BLE001 - a result the suite cannot read is the layout checks'
+            d = None
+            out.append(("LAY-11", "warn", "%s: the result cannot be described (%s)" % (WHAT, describe(e))))
+        out += acceptance_rules(facts, result, d, forge, holder, lib)
+        d = None
+    # OWN-03 and CAP-03 as test_refusals.py has them: no deleter call while a result views the
+    # memory, exactly one in all (none for a used_* capsule, which another consumer owns, or a
+    # NULL deleter), the capsule renamed after a plain import
+    imported = exc is None
+    lo = holder.buffer_address if holder is not None else 0
+    zero_copy = imported and ptr is not None and lo <= ptr < lo + facts["size"]
+    kept = drop_capsules(producer, imported, lib.name_of)
+    gc.collect()
+    alive = forge.deleter_calls
+    result = None
+    gc.collect()
+    after = forge.deleter_calls
+    expected = 1 if forge.capsules_made and facts["has_deleter"] and not facts["used"] else 0
+    verdict = "warn" if any(m == "invalid" for _, m, _ in facts["reasons"]) else "fail"  # invalid input: unspecified
+    if zero_copy and alive:
+        out.append(("OWN-03", verdict, "%s: the deleter ran while the result viewed the memory" % WHAT))
+    if after != expected:
+        out.append(("OWN-03", verdict, "%s: the deleter ran %d time(s) in all, expected %d" % (WHAT, after, expected)))
+    names = [n for n, _ in kept]
+    table_used = table is not None and table.calls["managed_tensor_from_py_object_no_sync"] > 0
+    if imported and not table_used and not facts["reasons"] and names and names[-1] not in USED_NAMES:
+        out.append(("CAP-03", "fail", "%s: the capsule is still named %r after the import" % (WHAT, names[-1])))
+    return out
+
+
+def calls_rules(facts, calls):
+    """What the consumer asked the producer for, as test_stream.py's consumer checks have it:
+    stream None for a CPU producer (STR-10) and with dl_device=(1, 0) (STR-12), and better
+    1 than None for CUDA (STR-14, SHOULD). A call an old producer rejected for its new
+    keywords never had its stream read."""
+    out, device = [], tuple(facts["device"])
+    for call in calls:
+        stream, dev = call.get("stream"), call.get("dl_device")
+        if facts["old_producer"] and set(call) - {"stream"}:
+            continue
+        if stream is None:
+            if device[0] == 2 and dev is None:
+                out.append(("STR-14", "warn", "the consumer passed stream=None to a CUDA producer; 1 names the "
+                            "legacy default stream"))
+            continue
+        if dev is not None and tuple(dev) == (1, 0):
+            out.append(("STR-12", "fail", "dl_device=(1, 0) with stream=%r" % (stream,)))
+        elif device == (1, 0):
+            out.append(("STR-10", "fail", "the consumer passed stream=%r to a CPU producer" % (stream,)))
+    return out
+
+
+def refusal_rules(facts, exc, calls, lib):
+    """The refusal rules: clean (snippet.unclean's), BufferError for another device (DEV-07, or
+    CPY-08 when device= asked for the host), a retry without the new keywords for an old
+    producer (VER-06), and no refusal of a plain export over its NULL strides or zero-size
+    NULL data alone (LAY-07, LAY-04: the same export over row-major strides and a buffer
+    imports, `facts["control"]`)."""
+    kwargs, device = facts["kwargs"], tuple(facts["device"])
+    why = unclean(exc)
+    if why:
+        return [(facts["clause"], "fail", "%s refused uncleanly: %s" % (WHAT, why))]
+    # a keyword the consumer does not take (a TypeError naming it)
+    lacks = bool(kwargs) and isinstance(exc, TypeError) and "keyword" in str(exc)
+    if facts["clause"] == "DEV-07" and not isinstance(exc, BufferError) and not lacks:
+        clause = "CPY-08" if kwargs.get("device") is not None else "DEV-07"
+        return [(clause, "fail" if clause == "CPY-08" else "warn", "memory on device %r refused with %s; %s names "
+                 "BufferError" % (device, describe(exc), clause))]
+    if kwargs.get("device") == "cpu" and device[0] != 1 and not lacks and kwargs.get("copy") is not False and not any(
+            c.get("dl_device") is not None and tuple(c["dl_device"]) == (1, 0) for c in calls):
+        return [("DEV-06", "warn", "from_dlpack(device='cpu') refused memory on device %r without asking the "
+                 "producer for dl_device=(1, 0) (%s)" % (device, describe(exc)))]
+    if facts["old_producer"] and isinstance(exc, TypeError) and calls and not any(set(c) <= {"stream"} for c in calls):
+        return [("VER-06", "warn", "an old producer's TypeError for the new keywords was not retried without "
+                 "them (%s)" % describe(exc))]
+    if facts["control"] is not None:
+        clause, forge_kwargs = facts["control"]
+        p = lib.RecordingProducer(lib.Forge(**forge_kwargs), keep=True)
+        y, e = attempt(lambda: lib.from_dlpack(p))
+        drop_capsules(p, e is None, lib.name_of)
+        del y
+        gc.collect()
+        if e is None:
+            return [(clause, "fail", "%s refused (%s), the same over row-major strides and a buffer imports"
+                     % (WHAT, describe(exc)))]
+    return []
+
+
+def acceptance_rules(facts, y, d, forge, holder, lib):
+    """The reasons' rules for an import, and a legal CPU export's values (LAY-11)."""
+    out, device = [], tuple(facts["device"])
+    for clause, must, why in facts["reasons"]:
+        if must == "refuse":
+            out.append((clause, "fail", "%s (%s) was imported" % (WHAT, why)))
+        elif must == "read":
+            misread, how = (unknown_dtype_reading(lib.describe, y, facts["dtype"], b"") if device == (1, 0)
+                            else unknown_device_reading(y, device))
+            out.append((clause, "fail" if misread else "warn", "%s (%s): %s" % (WHAT, why, how)))
+        else:
+            out.append((clause, "warn", "%s (%s) was imported; %s" % (WHAT, why, _INVALID)))
+    if d is not None and "device" not in facts["kwargs"] and device == (1, 0):
+        dev = result_device(y)
+        if dev not in (None, (1, 0)):
+            out.append(("API-05", "fail", "%s imported on device %r" % (WHAT, dev)))
+    if d is None or facts["reasons"] or facts["data"] != "buffer" or device != (1, 0):
+        return out
+    out += result_rules(facts, d, holder)
+    if d.get("dtype") not in (None, tuple(facts["dtype"])):
+        return out  # untyped bytes or another element type: the dtype checks judge that
+    got = b"" if any(int(n) == 0 for n in d["shape"]) else elements(d)
+    expected = forge.expected_elements()
+    if got != expected:
+        out.append(("LAY-11", "fail", "%s imported with other values (%s, expected %s)"
+                    % (WHAT, got[:16].hex(), expected[:16].hex())))
+    return out
+
+
+def result_rules(facts, d, holder):
+    """A CPU import of a buffer: a view of the export unless copy=True (SEM-01, for exports of
+    whole-byte scalars; `facts["copy_breach"]` grades it), a copy when copy=True (CPY-06, unless
+    the producer flagged IS_COPIED), read-only when the export is and the library can say so
+    (FLG-03, `facts["has_readonly"]`)."""
+    out = []
+    first = holder.buffer_address + facts["pad"] + facts["forge"]["byte_offset"]
+    inside = holder.buffer_address <= d["ptr"] < holder.buffer_address + facts["size"]
+    copy = facts["kwargs"].get("copy")
+    flags = facts["forge"]["flags"] if facts["forge"]["versioned"] else 0
+    if facts["plain_view"] and copy is not True and d["ptr"] != first and not any(int(n) == 0 for n in d["shape"]):
+        verdict, reading = facts["copy_breach"]
+        out.append(("SEM-01", verdict, "%s was copied: the result starts at %#x, the export at %#x%s"
+                    % (WHAT, d["ptr"], first, reading)))
+    if copy is True and inside and not flags & FLAG_IS_COPIED:
+        out.append(("CPY-06", "fail", "%s: copy=True returned a view of the producer's memory" % WHAT))
+    if flags & FLAG_READ_ONLY and inside and not d.get("readonly") and facts["has_readonly"]:
+        out.append(("FLG-03", "warn", "%s: a READ_ONLY export imported writable by a library with read-only "
+                    "arrays" % WHAT))
+    return out
