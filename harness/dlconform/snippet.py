@@ -16,6 +16,12 @@ import sys
 EXIT_FINDING = 1
 #: the first word of the line a reproduced finding prints
 MARK = "REPRODUCED"
+#: In a bug report's script, the clause the report is about (the script sets it): a finding of
+#: another clause of the same check is printed as ALSO and the script goes on, so that it exits
+#: 0 once the reported bug is fixed, whatever else the check found. None: the first finding ends it.
+FOCUS = None
+#: the findings of other clauses printed so far (FOCUS set)
+ALSO = []
 
 
 def _short(v, limit=200):
@@ -49,7 +55,11 @@ def unclean(exc):
 
 def finding(clause, what):
     """Prints the finding and exits EXIT_FINDING at once: nothing the library left behind runs
-    on the way out."""
+    on the way out. With FOCUS set, another clause's finding is printed as ALSO and returns."""
+    if FOCUS is not None and clause != FOCUS:
+        ALSO.append(clause)
+        print("ALSO %s: %s (another clause of this check; going on)" % (clause, what), flush=True)
+        return
     sys.stderr.flush()
     print("%s %s: %s" % (MARK, clause, what), flush=True)
     os._exit(EXIT_FINDING)

@@ -102,6 +102,38 @@ def test_a_body_keeps_apart_from_the_inlined_helpers():
     assert p.returncode == 1 and "REPRODUCED X-01: it raised ZeroDivisionError" in p.stdout, p.stderr
 
 
+FOCUSED = "\n".join(["# run: python3 repro.py", "from dlconform import _probe, _ref",
+                     "expect(False, 'A-01', 'first')", "expect_equal(1, 2, 'B-02', 'second')",
+                     "y = None if %s else 0", "print(y.real)"])
+
+
+@pytest.mark.parametrize("clause, bug, rc, line", [
+    (None, True, 1, "REPRODUCED A-01: first"),
+    ("B-02", True, 1, "REPRODUCED B-02: second: got 1, expected 2"),
+    ("B-02", False, 3, "UNDETERMINED B-02: the script stopped before it reached B-02, after the finding of A-01"),
+    ("C-03", True, 1, "REPRODUCED A-01: first"),  # the snippet never asserts C-03: no focus
+])
+def test_script_about_one_clause(clause, bug, rc, line):
+    """A report's script is about the report's clause: another clause's finding is printed as
+    ALSO and the script goes on; it exits 3 (UNDETERMINED) when it then cannot."""
+    snippet = FOCUSED % ("True" if not bug else "False")
+    if clause == "B-02" and not bug:
+        snippet = snippet.replace("expect_equal(1, 2,", "expect_equal(2, 2,")
+    text, why = standalone.script(snippet, "numpy", clause)
+    assert why is None
+    p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
+    out = p.stdout.strip().splitlines()
+    assert (p.returncode, out[-1]) == (rc, line), (p.stdout, p.stderr[-500:])
+    assert ("ALSO A-01: first" in p.stdout) == (clause == "B-02")
+
+
+def test_script_about_a_fixed_clause_exits_0():
+    snippet = FOCUSED.replace("expect_equal(1, 2,", "expect_equal(2, 2,") % "False"
+    text, _ = standalone.script(snippet, "numpy", "B-02")
+    p = subprocess.run([sys.executable, "-I", "-c", text], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "ALSO A-01: first" in p.stdout, (p.stdout, p.stderr[-500:])
+
+
 def _tables():
     """Objects whose exchange API table _probe.exchange_api reads, in each form it tells apart."""
     v13 = _ref.ApiForge(0)
@@ -296,7 +328,7 @@ def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
     for r in fault_findings:
         if r["library"] != library:
             continue
-        text, why = standalone.script(r["repro"], r["target"])
+        text, why = standalone.script(r["repro"], r["target"], r["clause"])  # about the fault's clause
         key = (r["fault"], r["test"].split("::")[-1].split("[")[0])
         if text is None:
             none.setdefault(why, set()).add(key)
@@ -342,7 +374,7 @@ def test_standalone_reproducers_of_fuzz_seeds(tmp_path):
         assert "test_consumer_shared_fuzz_seed" in r["test"], r
         library, fault = r["target"].split(":fault=")
         key = (library, fault, r["test"].split("[")[-1].rstrip("]"))
-        text, why = standalone.script(r["repro"], r["target"])
+        text, why = standalone.script(r["repro"], r["target"], r["clause"])
         if text is None:
             none[key] = why
         else:

@@ -94,13 +94,17 @@ def render(finding, results, cat=None):
                 finding.clause, ", and does not crash" if finding.verdict == "crash" else ""),
             "", "## Actual behaviour", ""]
     out += ["- %s" % m.replace("\n", " ") for m in messages] or ["- %s" % finding.verdict]
-    script, why = standalone.script(finding.repro, finding.target) if finding.repro else (None, "no reproducer")
+    script, why = (standalone.script(finding.repro, finding.target, finding.clause) if finding.repro
+                   else (None, "no reproducer"))
     out += ["", "## Reproducer", ""]
     if script is not None:
         fence = _fence(script)
+        also = (" What the same check found on other clauses prints as `ALSO ...` and does not stop it."
+                if "\nFOCUS = " in script else "")
         out += ["Save as `repro.py` and run `python3 repro.py`. It needs only %s, Python and ctypes. It exits "
-                "1 and prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s." % (
-                    library, finding.clause, "; a crash dies by its signal" if finding.verdict == "crash" else ""),
+                "1 and prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s.%s" % (
+                    library, finding.clause, "; a crash dies by its signal" if finding.verdict == "crash" else "",
+                    also),
                 "", fence + "python", script.rstrip("\n"), fence]
     else:
         out += ["No standalone reproducer: %s. dlconform's reproducer (needs a dlconform checkout):" % why, ""]

@@ -43,6 +43,24 @@ def attempt(call):
 """
 
 
+#: a script about one clause (snippet.FOCUS): an exception that escapes after another clause's
+#: finding (ALSO) means the script could not reach the reported clause: it says so and exits 3
+FOCUS_GLUE = """
+FOCUS = %r
+
+
+def _undetermined(kind, value, tb, _hook=sys.excepthook):
+    _hook(kind, value, tb)
+    if ALSO:
+        print("UNDETERMINED %%s: the script stopped before it reached %%s, after the finding of %%s"
+              %% (FOCUS, FOCUS, ", ".join(ALSO)), flush=True)
+        os._exit(3)
+
+
+sys.excepthook = _undetermined
+"""
+
+
 def _source(module):
     with open(os.path.splitext(module.__file__)[0] + ".py", encoding="utf-8") as f:
         return f.read()
@@ -95,8 +113,9 @@ def library_of(target):
     return target.split(":", 1)[0]
 
 
-def script(snippet, target):
-    """(the standalone script, None), or (None, why there is none)."""
+def script(snippet, target, clause=None):
+    """(the standalone script, None), or (None, why there is none). With `clause` (the finding's),
+    the script is about that clause alone (snippet.FOCUS) when the snippet asserts it."""
     if not snippet.startswith("# run: "):
         return None, "the reproducer is a rerun command, not a snippet"
     library = library_of(target)
@@ -137,12 +156,17 @@ def script(snippet, target):
     missing = sorted("%s.%s" % u for u in used if u[1] not in KIT_NAMES[u[0]] and not (library == "ref" and u[0] == "_ref"))
     if missing:
         return None, "it uses dlconform's %s, which the standalone kit does not have" % ", ".join(missing)
+    focus = clause if clause and re.search(r"""['"]%s['"]""" % re.escape(clause), text) else None
     head = ("#!/usr/bin/env python3\n"
             "# Standalone reproducer: needs only %s, Python and ctypes. Run: python3 repro.py\n"
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
             "# A crash (death by a signal) reproduces a crash finding.\n" % library)
+    if focus:
+        head += ("# It is about %s: another clause's finding is printed as ALSO and the script goes on\n"
+                 "# (exit 3, UNDETERMINED, when it cannot).\n" % focus)
     return "\n".join([head, "# ---- assertions (dlconform/snippet.py)", _source(_snippet),
                       "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE]
+                     + ([FOCUS_GLUE % focus] if focus else [])
                      + sum((["# ---- %s (dlconform/%s.py)" % (m, m.split(".")[-1]), _source(INLINED[m])]
                             for m in inlined), [])
                      + ["# ---- the reproducer", text, ""]), None
