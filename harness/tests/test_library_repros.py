@@ -1,8 +1,8 @@
 """The reproducer hooks of the library adapters whose libraries live in the Debian tiers
-(tvm_ffi, mpi4py, pyarrow, onnxruntime): their lines need only the library, Python and
-ctypes, so their findings get standalone bug reports (dlconform report, issue 13 item 5), and
-the ctypes helpers they inline (targets/_inline.py and each adapter's *_HELPERS) do what the
-adapter methods do.
+(tvm_ffi, mpi4py, pyarrow, onnxruntime, nanobind): their lines need only the library, Python
+and ctypes (nanobind: the glue extension, which the report carries), so their findings get
+standalone bug reports (dlconform report, issue 13 item 5), and the ctypes helpers they inline
+(targets/_inline.py and each adapter's *_HELPERS) do what the adapter methods do.
 
 None of these libraries is on the host: the hooks are called on instances made without
 __init__, and the helpers run against dlconform's reference library in the library's place
@@ -17,6 +17,7 @@ from dlconform.bugreport import standalone
 from dlconform.targets import _inline
 from dlconform.targets.base import Target
 from dlconform.targets.mpi4py_target import MPI_HELPERS, Mpi4pyTarget
+from dlconform.targets.nanobind_target import NB_HELPERS, NanobindTarget
 from dlconform.targets.onnxruntime_target import ORT_HELPERS, OnnxruntimeTarget
 from dlconform.targets.pyarrow_target import PyarrowTarget
 from dlconform.targets.tvm_ffi_target import TVM_HELPERS, TvmFfiTarget
@@ -27,7 +28,11 @@ except ImportError:  # not built: the helper checks skip
     _probe = _ref = None
 needs_ref = pytest.mark.skipif(_ref is None, reason="dlconform._ref/_probe not built (make build)")
 
-ADAPTERS = {"tvm_ffi": TvmFfiTarget, "mpi4py": Mpi4pyTarget, "pyarrow": PyarrowTarget, "onnxruntime": OnnxruntimeTarget}
+ADAPTERS = {"tvm_ffi": TvmFfiTarget, "mpi4py": Mpi4pyTarget, "pyarrow": PyarrowTarget, "onnxruntime": OnnxruntimeTarget,
+            "nanobind": NanobindTarget}
+#: the one dlconform line an adapter's reproducers may have: nanobind's glue, which the
+#: standalone script imports as the top-level module the report builds (bugreport/standalone.py)
+GLUE_IMPORT = {"nanobind": "from dlconform import _nanobind"}
 VALUES = bytes(range(24))
 VIEWS = (("transpose", (1, 0)), ("slice", 1, 0, None, 2), ("slice", 0, 1, 2, 1), ("flip", 0))
 
@@ -35,7 +40,7 @@ VIEWS = (("transpose", (1, 0)), ("slice", 1, 0, None, 2), ("slice", 0, 1, 2, 1),
 def _bare(cls):
     """An adapter made without __init__ (its library is not imported)."""
     t = object.__new__(cls)
-    t.name = t.library
+    t.name, t._codes = t.library, {}
     return t
 
 
@@ -46,7 +51,7 @@ def _hook_lines(t):
     out = list(t.repro_setup())
     out += t.repro_make("float32", (2, 3), VALUES) + t.repro_make("int16", (0, 2), b"")
     x = v = None
-    if isinstance(t, TvmFfiTarget) and _ref is not None:
+    if isinstance(t, (TvmFfiTarget, NanobindTarget)) and _ref is not None:
         x = _ref.Tensor("int32", (2, 3), data=VALUES)
         v = x.view((3, 2), (1, 3))
     elif isinstance(t, PyarrowTarget):
@@ -64,13 +69,15 @@ def _hook_lines(t):
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_hooks_of_library_adapters_need_no_dlconform(name):
     """Every hook is the adapter's own (none is Target's `T = load(...)` default), no line names
-    dlconform, the lines compile, and a snippet built of them the way the suites build theirs
-    has a standalone form."""
+    dlconform (but nanobind's glue import), the lines compile, and a snippet built of them the
+    way the suites build theirs has a standalone form."""
     cls = ADAPTERS[name]
+    if name == "nanobind" and _ref is None:
+        pytest.skip("nanobind's repro_make reads dtype codes from _ref")
     own = [n for n in vars(Target) if n.startswith("repro_") and getattr(cls, n) is getattr(Target, n)]
     assert not own, (name, own)
     lines = _hook_lines(_bare(cls))
-    named = [line for line in lines if re.search(r"\bdlconform\b|\bT\.|load\(", line)]
+    named = [line for line in lines if re.search(r"\bdlconform\b|\bT\.|load\(", line) and line != GLUE_IMPORT.get(name)]
     assert not named, (name, named)
     compile("\n".join(lines), name, "exec")
     snippet = _repro.snippet([], [_repro.run_header(), *lines[:len(_bare(cls).repro_setup())], "import gc",
@@ -210,3 +217,61 @@ def test_mpi_import_and_describe_are_the_adapters(kw):
     assert got["ptr"] == z.address
     with pytest.raises(TypeError, match="takes no keywords"):
         ns["_mpi_buffer"](RecordingProducer(_ref.Forge(**kw)), copy=True)
+
+
+class _FakeGlue:
+    """The glue's view and view_ro as the helpers call them: each call noted, the view made as a
+    ref view of the owner (a ref tensor) at the address given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _view(self, kind, owner, address, shape, strides, code, bits, lanes):
+        self.calls.append((kind, address - owner.data_ptr, list(shape), list(strides), code, bits, lanes))
+        return owner.view(tuple(shape), tuple(strides), address - owner.data_ptr)
+
+    def view(self, *args):
+        return self._view("view", *args)
+
+    def view_ro(self, *args):
+        return self._view("view_ro", *args)
+
+
+@needs_ref
+@pytest.mark.parametrize("op", VIEWS)
+def test_nanobind_view_and_readonly_lines_call_the_glue_as_the_adapter(op):
+    """A nanobind repro_view line, and _nb_readonly, call the glue with what the adapter's
+    methods pass it: the owner, the address relative to the owner's first element, the shape,
+    strides and dtype."""
+    t, glue = _bare(NanobindTarget), _FakeGlue()
+    t.nb = glue
+    ns = _helpers(NB_HELPERS, _nanobind=glue)
+    x = ns["x"] = _ref.Tensor("int32", (8,), data=bytes(range(32))).view((2, 3), (3, 1), 4)
+    v = getattr(t, op[0])(x, *op[1:])
+    exec(t.repro_view(op, x, v, "x", "v0"), ns)
+    assert glue.calls[1] == glue.calls[0] and ns["v0"].tobytes() == v.tobytes()
+    ro = t.readonly(x)
+    exec(t.repro_readonly("x", "ro"), ns)
+    assert glue.calls[3] == glue.calls[2] and glue.calls[3][0] == "view_ro" and ns["ro"].tobytes() == ro.tobytes()
+
+
+@needs_ref
+def test_nanobind_report_carries_the_glue_and_how_to_build_it():
+    """A nanobind finding's report carries module.cpp and its build lines, and its script imports
+    the extension they build as the top-level module `_nanobind`, never dlconform's."""
+    from dlconform.bugreport import markdown
+
+    t = _bare(NanobindTarget)
+    lines = [_repro.run_header(), *t.repro_setup(), "import gc", "from dlconform import _probe, _ref",
+             "from dlconform.snippet import expect", *t.repro_make("int32", (2, 3), VALUES),
+             "y = " + t.repro_from_dlpack("x"), "d = " + t.repro_describe("y"),
+             "expect(d['shape'] == (2, 3), 'LAY-11', 'shape')"]
+    record = {"target": "nanobind", "clause": "LAY-11", "test": "suites/test_layout.py::test_x", "verdict": "fail",
+              "message": "shape", "repro": _repro.snippet([], lines)}
+    text = markdown.render(markdown.Finding([record]), {"results": [record]})
+    script = markdown.standalone_script(text)
+    source, build = markdown.glue_files(text)
+    assert script is not None and "\nimport _nanobind  #" in script
+    assert not re.search(r"^\s*(from|import) dlconform\b", script, re.M)
+    assert source == open(standalone.GLUE_SOURCE, encoding="utf-8").read()
+    assert "module.cpp" in build and "_nanobind$EXT" in build

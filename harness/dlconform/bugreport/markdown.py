@@ -96,11 +96,18 @@ def render(finding, results, cat=None):
     out += ["- %s" % m.replace("\n", " ") for m in messages] or ["- %s" % finding.verdict]
     script, why = standalone.script(finding.repro, finding.target) if finding.repro else (None, "no reproducer")
     out += ["", "## Reproducer", ""]
+    if script is not None and library == "nanobind":
+        source, build = standalone.glue()
+        out += ["The library under test is nanobind, through an extension built with it: `_nanobind`, whose "
+                "every DLPack behaviour is nanobind's (its type caster for an `nb::ndarray<>` argument, its "
+                "`nb::ndarray<nb::array_api>` export); the extension only passes addresses, shapes and dtypes "
+                "through. Save it as `module.cpp` beside `repro.py` and build it there:", "",
+                _fence(source) + "cpp", source.rstrip("\n"), _fence(source), "", "```sh", build, "```", ""]
     if script is not None:
         fence = _fence(script)
         out += ["Save as `repro.py` and run `python3 repro.py`. It needs only %s, Python and ctypes. It exits "
                 "1 and prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s." % (
-                    library, finding.clause, "; a crash dies by its signal" if finding.verdict == "crash" else ""),
+                    "the extension built above" if library == "nanobind" else library, finding.clause, "; a crash dies by its signal" if finding.verdict == "crash" else ""),
                 "", fence + "python", script.rstrip("\n"), fence]
     else:
         out += ["No standalone reproducer: %s. dlconform's reproducer (needs a dlconform checkout):" % why, ""]
@@ -114,6 +121,13 @@ def standalone_script(markdown_text):
     """The standalone reproducer a report carries, or None."""
     m = re.search(r"^(`{3,})python\n(#!/usr/bin/env python3\n.*?)\n\1$", markdown_text, re.S | re.M)
     return m.group(2) + "\n" if m else None
+
+
+def glue_files(markdown_text):
+    """(module.cpp, the build lines) a nanobind report carries, or None."""
+    src = re.search(r"^(`{3,})cpp\n(.*?)\n\1$", markdown_text, re.S | re.M)
+    build = re.search(r"^```sh\n(.*?)\n```$", markdown_text, re.S | re.M)
+    return (src.group(2) + "\n", build.group(1) + "\n") if src and build else None
 
 
 def write(results, out_dir, target=None, clause=None):

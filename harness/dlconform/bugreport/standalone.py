@@ -3,10 +3,16 @@
 The script is dlconform/snippet.py and kit.py, inlined as they are, then the snippet's body
 without its dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
+
+nanobind is a C++ binding library: what is under test is an extension built with it, here the
+glue dlconform builds (probes/nanobind/module.cpp, one page of C++ that only passes values to
+nanobind). Its script imports that extension as the top-level module `_nanobind`; the report
+carries the glue's source and the lines that build it beside the script (glue()).
 """
 import os
 import re
 
+from .. import REPO_DIR
 from .. import snippet as _snippet
 from . import kit as _kit
 
@@ -33,6 +39,30 @@ def attempt(call):
         exc = detach(LOST[-1])
     return result, exc
 """
+
+
+#: the glue a nanobind finding's script imports, and how it is built beside the script: the
+#: flags of probes/nanobind/nanobind.mk, against nanobind's own sources (Debian's nanobind-dev;
+#: a pip install of nanobind has them in the folder `python3 -m nanobind --cmake_dir` names
+#: the parent of, with robin_map under ext/)
+GLUE_SOURCE = os.path.join(REPO_DIR, "probes", "nanobind", "module.cpp")
+GLUE_BUILD = """NB=/usr/share/nanobind   # nanobind's sources (include/, src/nb_combined.cpp)
+PY=python3
+INC=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+EXT=$($PY -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+FLAGS="-std=c++17 -O2 -g -fPIC -fvisibility=hidden -DNDEBUG -I$NB/include -I$NB/ext/robin_map/include -I$INC"
+g++ $FLAGS -c -o nb_combined.o "$NB/src/nb_combined.cpp"
+g++ $FLAGS -c -o module.o module.cpp
+g++ -shared -o "_nanobind$EXT" module.o nb_combined.o"""
+
+
+def glue():
+    """(module.cpp's text, the build lines) of the nanobind glue, or None outside a checkout."""
+    try:
+        with open(GLUE_SOURCE, encoding="utf-8") as f:
+            return f.read(), GLUE_BUILD
+    except OSError:
+        return None
 
 
 def _source(module):
@@ -70,6 +100,11 @@ def script(snippet, target):
             if library == "pyref" and "pyref" in names:
                 body.append("import pyref")  # pyref imports nothing from dlconform: its folder stands alone
                 names.discard("pyref")
+            if library == "nanobind" and "_nanobind" in names:
+                if glue() is None:
+                    return None, "the glue's source (%s) is not here to go with the script" % GLUE_SOURCE
+                body.append("import _nanobind  # the glue built from module.cpp beside this script")
+                names.discard("_nanobind")
             if names - {"_ref", "_probe"}:
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
@@ -83,10 +118,11 @@ def script(snippet, target):
     missing = sorted("%s.%s" % u for u in used if u[1] not in KIT_NAMES[u[0]] and not (library == "ref" and u[0] == "_ref"))
     if missing:
         return None, "it uses dlconform's %s, which the standalone kit does not have" % ", ".join(missing)
+    needs = library if library != "nanobind" else "the nanobind extension _nanobind (module.cpp, built beside it)"
     head = ("#!/usr/bin/env python3\n"
             "# Standalone reproducer: needs only %s, Python and ctypes. Run: python3 repro.py\n"
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
-            "# A crash (death by a signal) reproduces a crash finding.\n" % library)
+            "# A crash (death by a signal) reproduces a crash finding.\n" % needs)
     return "\n".join([head, "# ---- assertions (dlconform/snippet.py)", _source(_snippet),
                       "# ---- ctypes kit (dlconform/bugreport/kit.py)", _source(_kit), GLUE,
                       "# ---- the reproducer", text, ""]), None
