@@ -1,8 +1,9 @@
 """tvm_ffi: producer (tvm_ffi.Tensor.__dlpack__) and consumer (tvm_ffi.from_dlpack).
 
-tvm_ffi has no array constructors of its own: `make` imports a numpy array (or, without
-numpy, a dlconform._ref tensor) with tvm_ffi.from_dlpack, so the tensor under test is a
-tvm_ffi.Tensor that owns the memory through DLPack. It has no view operations."""
+tvm_ffi has no array constructors of its own: `make` imports a dlconform._ref tensor with
+tvm_ffi.from_dlpack, so the tensor under test is a tvm_ffi.Tensor that owns the memory through
+DLPack. It has no view operations: transpose and slice import a _ref view of the tensor's own
+export."""
 from . import _inline
 from .base import LibraryTarget
 from .dtypes import DTYPES, STANDARD_DTYPES
