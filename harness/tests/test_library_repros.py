@@ -135,10 +135,13 @@ def test_tvm_make_exports_what_the_adapter_imports(dtype, shape):
     values = bytes(range(numel(shape) * itemsize(dtype)))
     if dtype == "bool":
         values = bytes(v & 1 for v in values)
-    t, ns = _bare(TvmFfiTarget), _helpers(TVM_HELPERS, tvm_ffi=_fake_tvm())
-    exec("\n".join(t.repro_make(dtype, shape, values, "x")), ns)
     seen = []
-    ns["tvm_ffi"] = types.SimpleNamespace(from_dlpack=lambda cap: seen.append(_probe.inspect(cap)) or _ref.from_dlpack(cap))
+
+    def import_noting(cap):
+        seen.append(_probe.inspect(cap))
+        return _ref.from_dlpack(cap)
+
+    t, ns = _bare(TvmFfiTarget), _helpers(TVM_HELPERS, tvm_ffi=types.SimpleNamespace(from_dlpack=import_noting))
     exec("\n".join(t.repro_make(dtype, shape, values, "x")), ns)
     mine, theirs = seen[0], _probe.inspect(t._source(dtype, shape, values).__dlpack__(max_version=(1, 3)))
     keys = ("kind", "version", "flags", "device", "ndim", "dtype", "shape", "strides", "byte_offset")
