@@ -203,7 +203,7 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
             "class P:", "    def __dlpack_device__(self): return (1, 0)",
             "    def __dlpack__(self, **kw): return cap",
             "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("cap" if route == "capsule" else "P()"),
-            rp.expect("e is not None", "CAP-04", rp.Code("%r + repr(y)[:200]" % ("%s was imported: " % what,))),
+            rp.expect("e is not None", "CAP-04", rp.Code("%r + type(y).__name__" % ("%s was imported, as a " % what,))),
             rp.expect_clean("e", "CAP-04", what),
             rp.expect_equal("f.deleter_calls", 0, "OWN-03", "%s: deleter calls by the refusing consumer" % what),
             "e = None; h.release(); del h, cap; gc.collect()",

@@ -33,6 +33,17 @@ def _short(v, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+#: the types of returned values a finding's message shows by repr(). Another object is shown by
+#: its type's name: it may be a library's import of malformed metadata (a NULL shape, a
+#: version it cannot read), and the library's repr() may read that metadata and crash.
+_SHOWN = (bool, int, float, complex, str, bytes, bytearray, type(None))
+
+
+def _returned(v):
+    """A returned value as a finding's message shows it."""
+    return _short(v) if type(v) in _SHOWN else "a %s object" % type(v).__name__
+
+
 def describe(exc):
     """'Type: first line of the message' of an exception."""
     text = str(exc).splitlines()[0][:300] if str(exc) else ""
@@ -122,7 +133,7 @@ def expect_raises(call, clause, what, kinds=Exception):
     """The exception call() raises: one of `kinds`, raised cleanly. A result is the finding."""
     result, exc = attempt(call)
     if exc is None:
-        finding(clause, "%s returned %s; expected it to raise %s" % (what, _short(result), _names(kinds)))
+        finding(clause, "%s returned %s; expected it to raise %s" % (what, _returned(result), _names(kinds)))
     expect_clean(exc, clause, what)
     if not isinstance(exc, kinds):
         finding(clause, "%s raised %s; expected %s" % (what, describe(exc), _names(kinds)))

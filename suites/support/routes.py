@@ -182,7 +182,9 @@ def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, expec
     out += ["y, e = attempt(lambda: %s)" % target.repro_from_dlpack(call % arg)]
     if arg == "cap":
         out += ["del cap"]
-    out += ["print('imported' if e is None else 'refused', repr(y)[:200] if e is None else describe(e))"]
+    # the result by its type's name: repr() of an import of malformed metadata may read it and
+    # crash (tvm_ffi's does for a NULL shape), where the check itself never calls it
+    out += ["print('imported' if e is None else 'refused', type(y).__name__ if e is None else describe(e))"]
     if route == "xapi":
         out += ["print('exchange table calls', a.calls)"]
         if ex.plain_only:
@@ -195,8 +197,8 @@ def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, expec
                 "%r + (describe(e) if e is not None else '')" % (
                     "%s: a refusal other than BufferError (%s recommends it): " % (what, ex.clause),)))]
         if ex.imported == "refuse":
-            out += [rp.expect("e is not None", ex.clause, rp.Code("%r + repr(y)[:200]" % (
-                "%s was imported: " % what,)))]
+            out += [rp.expect("e is not None", ex.clause, rp.Code("%r + type(y).__name__" % (
+                "%s was imported, as a " % what,)))]
     if ex.imported == "values":
         out += ["if e is None:",
                 "    " + rp.expect_equal("elements(%s)" % target.repro_describe("y"),

@@ -97,14 +97,24 @@ def render(finding, results, cat=None):
     script, why = (standalone.script(finding.repro, finding.target, finding.clause) if finding.repro
                    else (None, "no reproducer"))
     out += ["", "## Reproducer", ""]
+    glue = standalone.glue() if script is not None and library == "nanobind" else None
+    if script is not None and library == "nanobind" and glue is None:
+        script, why = None, "the nanobind glue's source (probes/nanobind/module.cpp) is not in this installation"
+    if glue is not None:
+        source, build = glue
+        out += ["The library under test is nanobind, through an extension built with it: `_nanobind`, whose "
+                "every DLPack behaviour is nanobind's (its type caster for an `nb::ndarray<>` argument, its "
+                "`nb::ndarray<nb::array_api>` export); the extension only passes addresses, shapes and dtypes "
+                "through. Save it as `module.cpp` beside `repro.py` and build it there:", "",
+                _fence(source) + "cpp", source.rstrip("\n"), _fence(source), "", "```sh", build, "```", ""]
     if script is not None:
         fence = _fence(script)
         also = (" What the same check found on other clauses prints as `ALSO ...` and does not stop it."
                 if "\nFOCUS = " in script else "")
         out += ["Save as `repro.py` and run `python3 repro.py`. It needs only %s, Python and ctypes. It exits "
                 "1 and prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s.%s" % (
-                    library, finding.clause, "; a crash dies by its signal" if finding.verdict == "crash" else "",
-                    also),
+                    "the extension built above" if library == "nanobind" else library, finding.clause,
+                    "; a crash dies by its signal" if finding.verdict == "crash" else "", also),
                 "", fence + "python", script.rstrip("\n"), fence]
     else:
         out += ["No standalone reproducer: %s. dlconform's reproducer (needs a dlconform checkout):" % why, ""]
@@ -118,6 +128,13 @@ def standalone_script(markdown_text):
     """The standalone reproducer a report carries, or None."""
     m = re.search(r"^(`{3,})python\n(#!/usr/bin/env python3\n.*?)\n\1$", markdown_text, re.S | re.M)
     return m.group(2) + "\n" if m else None
+
+
+def glue_files(markdown_text):
+    """(module.cpp, the build lines) a nanobind report carries, or None."""
+    src = re.search(r"^(`{3,})cpp\n(.*?)\n\1$", markdown_text, re.S | re.M)
+    build = re.search(r"^```sh\n(.*?)\n```$", markdown_text, re.S | re.M)
+    return (src.group(2) + "\n", build.group(1) + "\n") if src and build else None
 
 
 def write(results, out_dir, target=None, clause=None):

@@ -4,6 +4,11 @@ The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconfor
 and seedrules.py where the snippet imports from them), then the snippet's body without its
 dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
+
+nanobind is a C++ binding library: what is under test is an extension built with it, here the
+glue dlconform builds (probes/nanobind/module.cpp, one page of C++ that only passes values to
+nanobind). Its script imports that extension as the top-level module `_nanobind`; the report
+carries the glue's source and the lines that build it beside the script (glue()).
 """
 import ast
 import io
@@ -11,6 +16,7 @@ import os
 import re
 import tokenize
 
+from .. import REPO_DIR
 from .. import producers as _producers
 from .. import seedrules as _seedrules
 from .. import snippet as _snippet
@@ -59,6 +65,30 @@ def _undetermined(kind, value, tb, _hook=sys.excepthook):
 
 sys.excepthook = _undetermined
 """
+
+
+#: the glue a nanobind finding's script imports, and how it is built beside the script: the
+#: flags of probes/nanobind/nanobind.mk, against nanobind's own sources (Debian's nanobind-dev;
+#: a pip install of nanobind has them in the folder `python3 -m nanobind --cmake_dir` names
+#: the parent of, with robin_map under ext/)
+GLUE_SOURCE = os.path.join(REPO_DIR, "probes", "nanobind", "module.cpp")
+GLUE_BUILD = """NB=/usr/share/nanobind   # nanobind's sources (include/, src/nb_combined.cpp)
+PY=python3
+INC=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+EXT=$($PY -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+FLAGS="-std=c++17 -O2 -g -fPIC -fvisibility=hidden -DNDEBUG -I$NB/include -I$NB/ext/robin_map/include -I$INC"
+g++ $FLAGS -c -o nb_combined.o "$NB/src/nb_combined.cpp"
+g++ $FLAGS -c -o module.o module.cpp
+g++ -shared -o "_nanobind$EXT" module.o nb_combined.o"""
+
+
+def glue():
+    """(module.cpp's text, the build lines) of the nanobind glue, or None outside a checkout."""
+    try:
+        with open(GLUE_SOURCE, encoding="utf-8") as f:
+            return f.read(), GLUE_BUILD
+    except OSError:
+        return None
 
 
 def _source(module):
@@ -140,6 +170,11 @@ def script(snippet, target, clause=None):
             if library == "pyref" and "pyref" in names:
                 body.append("import pyref")  # pyref imports nothing from dlconform: its folder stands alone
                 names.discard("pyref")
+            if library == "nanobind" and "_nanobind" in names:
+                if glue() is None:
+                    return None, "the glue's source (%s) is not here to go with the script" % GLUE_SOURCE
+                body.append("import _nanobind  # the glue built from module.cpp beside this script")
+                names.discard("_nanobind")
             if names - {"_ref", "_probe"}:
                 return None, "the library under test is part of dlconform (%s)" % line
             continue
@@ -157,10 +192,11 @@ def script(snippet, target, clause=None):
     if missing:
         return None, "it uses dlconform's %s, which the standalone kit does not have" % ", ".join(missing)
     focus = clause if clause and re.search(r"""['"]%s['"]""" % re.escape(clause), text) else None
+    needs = library if library != "nanobind" else "the nanobind extension _nanobind (module.cpp, built beside it)"
     head = ("#!/usr/bin/env python3\n"
             "# Standalone reproducer: needs only %s, Python and ctypes. Run: python3 repro.py\n"
             "# Exit 0: the library behaves. Exit 1: 'REPRODUCED <clause>: ...' names what differed.\n"
-            "# A crash (death by a signal) reproduces a crash finding.\n" % library)
+            "# A crash (death by a signal) reproduces a crash finding.\n" % needs)
     if focus:
         head += ("# It is about %s: another clause's finding is printed as ALSO and the script goes on\n"
                  "# (exit 3, UNDETERMINED, when it cannot).\n" % focus)

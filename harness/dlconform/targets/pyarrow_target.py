@@ -41,3 +41,41 @@ class PyarrowTarget(LibraryTarget):
 
     def describe(self, y):
         raise NotImplementedError("pyarrow is not a consumer")
+
+    # ---- reproducers: pyarrow and numpy, as the adapter makes its tensors
+    def repro_setup(self):
+        return ["import numpy as np", "import pyarrow as pa",
+                "def _pa_not_a_consumer(*args, **kw):  # from_dlpack() and describe() of the adapter",
+                "    raise NotImplementedError('pyarrow is not a consumer')"]
+
+    def repro_make(self, dtype, shape, values, var="x"):
+        from ..repro import bytes_literal
+
+        arr = "np.frombuffer(%s, dtype=%r).reshape(%r).copy()" % (bytes_literal(values), dtype, tuple(shape))
+        return ["%s = %s(%s)" % (var, "pa.array" if len(shape) == 1 else "pa.Tensor.from_numpy", arr)]
+
+    def repro_view(self, op, x, v, src, dst):
+        """Array.slice(offset, length) with the bounds slice() computed."""
+        if v is None or op[0] != "slice":
+            return "%s = None  # pyarrow has no such view" % dst
+        start = op[2] or 0
+        stop = len(x) if op[3] is None else min(op[3], len(x))
+        return "%s = %s.slice(%d, %d)" % (dst, src, start, max(stop - start, 0))
+
+    def repro_readonly(self, src="x", var="ro"):
+        return "%s = None  # pyarrow has no read-only views" % var
+
+    def repro_from_dlpack(self, arg="p"):
+        return "_pa_not_a_consumer(%s)" % arg
+
+    def repro_describe(self, var="y"):
+        return "_pa_not_a_consumer(%s)" % var
+
+    def repro_unexportable(self, var="u"):
+        return ["%s = None  # every pyarrow tensor the adapter makes exports" % var]
+
+    def repro_sparse(self, var="s"):
+        return ["%s = None  # the adapter makes no sparse pyarrow tensors" % var]
+
+    def repro_byteswapped(self, src="x", var="y"):
+        return ["%s = None  # pyarrow has no byte-swapped arrays" % var]
