@@ -145,7 +145,8 @@ def library(target):
 def repro_lines(target, name, facts):
     """The reproducer of one seed's check: the record's facts written out, the library's
     from_dlpack and describe() in its own idiom, and seedrules.judge; every breach is printed,
-    the first is the finding. A bug report's standalone script inlines seedrules.py for it."""
+    the first is the finding (in a bug report's script, the first of its clause). A bug
+    report's standalone script inlines seedrules.py for it."""
     lines = rp.setup(target, "from dlconform.producers import RecordingProducer",
                      "from dlconform.seedrules import judge", "import types")
     if facts["offer_minor"] is not None:
@@ -163,7 +164,7 @@ def repro_lines(target, name, facts):
               "found = judge(FACTS, lib)",
               "for clause, verdict, message in found[1:]:  # every breach is shown; the first is the finding",
               "    print('also %%s: seed %s: %%s (%%s)' %% (clause, message, verdict))" % name,
-              "for clause, verdict, message in found[:1]:",
+              "for clause, verdict, message in found:  # the first ends it (a bug report's script: its clause's)",
               "    finding(clause, 'seed %s: %%s (%%s)' %% (message, verdict))" % name]
     return lines
 
