@@ -169,7 +169,7 @@ def _judge(check, target, reason, att, what):
 def test_consumer_refusal_and_deleter(target, check, reason, route):
     """One reason to refuse through one route: a clean refusal or a sound import, and the
     deleter once, never while the result lives."""
-    rt.require(target, route)
+    rt.require(target, route, check)
     versioned = _versioned_for(target, reason, route)
     what = "%s through %s (%s capsule)" % (reason.id, rt.WHAT[route], "versioned" if versioned else "legacy")
     kw = dict(reason.kw)
@@ -192,7 +192,7 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
     """A capsule named used_* (another consumer owns it) is refused through every route that
     takes capsules, and the refusing consumer never calls its deleter; the owner's release is
     the one call."""
-    rt.require(target, route)
+    rt.require(target, route, check)
     kinds = [False] + ([True] if route == "capsule" or tries.consumer_takes_versioned(target) else [])
     for versioned in kinds:
         kind = "versioned" if versioned else "legacy"
@@ -338,7 +338,7 @@ def _each(target, check, route, cases, feeds="valid", imported=None):
     """Imports each (what, forge kwargs, producer device, clause) through route: deleter
     accounting (OWN-03), the refusal rule under the case's clause when it has one, and
     `imported(check, target, attempt, what, clause)` for an import when given."""
-    rt.require(target, route)
+    rt.require(target, route, check)
     for what, kw, device, clause in cases:
         what = "%s through %s" % (what, rt.WHAT[route])
         lines = rt.lines(target, route, kw, device, expect=rt.Expect(

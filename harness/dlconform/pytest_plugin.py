@@ -254,8 +254,11 @@ class Check:
         self.record(clause, verdict, "%s raised %s" % (what, why))
         return False
 
-    def repro(self, lines):
-        """Sets the reproducer snippet for every non-pass result of this test."""
+    def repro(self, lines, crash_as=None):
+        """Sets the reproducer snippet for every non-pass result of this test. `crash_as`
+        ({"clauses": [...], "input": kind, "doing": "probing ..."}) is for a snippet of a step
+        that is not the test's own case (a probe of what the consumer takes): a death during it
+        is recorded under those clauses, not the test's. The next repro() call ends it."""
         if lines is None:
             self.repro_text = None
         elif isinstance(lines, str) and "\n" in lines:
@@ -263,7 +266,7 @@ class Check:
         else:
             self.repro_text = _repro.snippet([], lines)
         if self._on_repro is not None and self.repro_text:
-            self._on_repro(self.repro_text)
+            self._on_repro(self.repro_text, crash_as)
 
 
 class _ItemState:
@@ -477,10 +480,13 @@ class _State:
         if st is None:
             streamed = {}
 
-            def on_repro(text, nodeid=item.nodeid):
-                if streamed.get("text") != text:
-                    streamed["text"] = text
-                    self.write({"event": "repro", "test": nodeid, "repro": text})
+            def on_repro(text, crash_as=None, nodeid=item.nodeid):
+                if streamed.get("text") != text or streamed.get("crash_as") != crash_as:
+                    streamed["text"], streamed["crash_as"] = text, crash_as
+                    ev = {"event": "repro", "test": nodeid, "repro": text}
+                    if crash_as:
+                        ev["crash_as"] = crash_as
+                    self.write(ev)
 
             st = _ItemState(Check(self.level, on_repro), item_clauses(item) or [UNMARKED], item_role(item))
             st.check.feeds = item_feeds(item)

@@ -117,6 +117,10 @@ class _Test:
     done: set = field(default_factory=set)  # clauses with a result
     finished: bool = False  # every clause has its result
     repro: str = ""  # the snippet it streamed, for a crash
+    # what the test was doing when it streamed that snippet, where it is not the test's own case
+    # (Check.repro(..., crash_as=...)): a death from then on is recorded under these clauses,
+    # with this input kind, and the message says what was being done
+    crash_as: Optional[dict] = None
 
     def expected(self):
         return set(self.clauses or [SESSION])
@@ -251,14 +255,20 @@ class Runner:
     def _lost_test(self, run, current, verdict, message, evidence=""):
         """crash/timeout records for the clauses of a begun test that has no result."""
         elapsed = time.monotonic() - current.t0
-        for clause in current.clauses or [SESSION]:
+        clauses, input_kind = current.clauses or [SESSION], current.input
+        if current.crash_as:
+            clauses = [str(c) for c in current.crash_as.get("clauses") or []] or clauses
+            input_kind = str(current.crash_as.get("input") or input_kind)
+            if current.crash_as.get("doing"):
+                message = "%s while %s" % (message, current.crash_as["doing"])
+        for clause in clauses:
             if clause in current.done:
                 continue
             self._emit(run, {
                 "clause": clause, "role": current.role, "verdict": verdict, "message": message,
                 "test": current.test, "duration": elapsed, "evidence": evidence,
                 "repro": self._lost_repro(run, clause, current),
-                "input": current.input if current.input != "valid" else None,
+                "input": input_kind if input_kind != "valid" else None,
             })
 
     def _record_stop(self, run, att, reason, evidence):
@@ -462,6 +472,8 @@ class Runner:
             cur = att.current
             if cur is not None and ev.get("test") == cur.test and isinstance(ev.get("repro"), str):
                 cur.repro = ev["repro"]
+                crash_as = ev.get("crash_as")
+                cur.crash_as = crash_as if isinstance(crash_as, dict) else None
         elif kind == "end":
             att.ended = ev
             att.ended_t = time.monotonic()

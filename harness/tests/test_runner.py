@@ -153,6 +153,38 @@ def test_usage_error_in_child_is_crash_with_stderr(tmp_path):
     assert "no-such-flag" in run.records[0]["message"]
 
 
+PROBE_SUITE = '''
+import os, pytest
+
+@pytest.mark.clause("T-01", "T-02")
+def test_dies_in_a_probe(check):
+    check.repro(["print('the probe')"], crash_as={"clauses": ["T-09"], "input": "invalid", "doing": "probing x"})
+    os.abort()
+
+@pytest.mark.clause("T-01")
+def test_dies_in_its_own_case(check):
+    check.repro(["print('the probe')"], crash_as={"clauses": ["T-09"], "doing": "probing x"})
+    check.repro(["print('the case')"])  # the probe is over: a death is the test's own again
+    os.abort()
+'''
+
+
+def test_a_death_in_a_probe_is_the_probes_clause(tmp_path):
+    """Check.repro(crash_as=...): a death while the probe's snippet is the test's reproducer is
+    recorded under the probe's clauses and input kind, saying what was being done; the next
+    repro() call gives deaths back to the test's own clauses."""
+    suite = write_suite(str(tmp_path / "suite"), {"test_probe.py": PROBE_SUITE}, {"T-01": "MUST", "T-02": "MUST",
+                                                                                "T-09": "MUST"})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=20).run_target(FAKE)
+    got = sorted((r["test"].split("::")[-1], r["clause"], r["verdict"], r.get("input")) for r in run.records)
+    assert got == [("test_dies_in_a_probe", "T-09", "crash", "invalid"),
+                   ("test_dies_in_its_own_case", "T-01", "crash", None)], got
+    probe = [r for r in run.records if r["clause"] == "T-09"][0]
+    assert probe["message"].endswith("while probing x") and "print('the probe')" in probe["repro"]
+    own = [r for r in run.records if r["clause"] == "T-01"][0]
+    assert "while" not in own["message"] and "print('the case')" in own["repro"]
+
+
 def test_crash_after_session_end_is_reported(tmp_path):
     src = '''
 import atexit, os, signal, pytest

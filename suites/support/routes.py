@@ -243,8 +243,26 @@ WHAT = {"dlpack": "__dlpack__", "unasked": "__dlpack__ handing out the kind not 
         "capsule": "from_dlpack(capsule)", "xapi": "the C exchange API"}
 
 
-def require(target, route):
-    """Unsupported unless the consumer imports through `route` (offered())."""
+def _probe_crash(target, route):
+    """What a death while offered() probes `route` is (Check.repro's crash_as): through
+    "unasked", VER-05's (a consumer reads the capsule's name and version, whatever it asked
+    for): on valid input where the consumer asked for versioned capsules and got a legacy one
+    (what a DLPack 0.x producer answers, VER-03), on invalid input where it asked for none and
+    got a versioned one (the producer broke VER-02). Elsewhere the checks' own clauses."""
+    doing = "probing whether the consumer imports a plain tensor through %s" % WHAT[route]
+    if route != "unasked":
+        return {"doing": doing}
+    return {"doing": doing, "clauses": ["VER-05"],
+            "input": "valid" if unasked_kind(target) == "legacy" else "invalid"}
+
+
+def require(target, route, check=None):
+    """Unsupported unless the consumer imports through `route` (offered()). With `check`, the
+    probe's snippet is the test's reproducer while it runs, so that a death in it is reported
+    with the plain import that caused it (the caller sets its own snippet afterwards)."""
+    if check is not None and route != "dlpack" and (target.name, route) not in _OFFERED:
+        check.repro(lines(target, route, {"shape": (2, 3)}, expect=Expect(
+            None, "a plain import through %s" % WHAT[route])), crash_as=_probe_crash(target, route))
     ok, why = offered(target, route)
     if not ok:
         raise Unsupported("route %s not offered: %s%s" % (WHAT[route], why, {
