@@ -66,6 +66,26 @@ def _evidence(err_path, out_path, lines=25):
     return _tail(err_path, lines) or _tail(out_path, lines)
 
 
+#: tests whose death is confirmed by running them alone, per target at most
+MAX_CONFIRMATIONS = 20
+
+
+def frames_of_dying_thread(err_text):
+    """The files of the frames faulthandler printed for the thread that died (the block after
+    the last 'Fatal Python error'), innermost first; [] without such a dump."""
+    i = err_text.rfind("Fatal Python error")
+    if i < 0:
+        return []
+    out = []
+    for line in err_text[i:].splitlines()[1:]:
+        m = re.match(r'\s+File "([^"]+)", line \d+', line)
+        if m:
+            out.append(m.group(1))
+        elif out and not line.strip():
+            break  # the end of the dying thread's block
+    return out
+
+
 def kill_group(proc):
     """SIGKILL to the process group of `proc` (started with start_new_session=True), then reap
     it. Nothing the child started outlives it."""
@@ -328,6 +348,7 @@ class Runner:
         start = time.monotonic()
         deadline = start + self.target_timeout
         tested = 0
+        confirming, confirmations = None, 0  # (the test that died, its message, evidence) being rerun alone
         while not self.interrupted:
             run.attempts += 1
             n = run.attempts
@@ -341,7 +362,8 @@ class Runner:
             try:
                 with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
                     proc = subprocess.Popen(
-                        self.command(spec, results_path, exclude_path if begun else None, paths),
+                        self.command(spec, results_path, exclude_path if begun else None,
+                                     [os.path.join(self.suites, confirming[0].test)] if confirming else paths),
                         stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=self.env,
                         cwd=os.path.dirname(self.suites), start_new_session=True,
                     )
@@ -362,7 +384,31 @@ class Runner:
                 break
             evidence = _evidence(err_path, out_path)
             restart = False
-            for reason in stop_reasons(att):
+            reasons = stop_reasons(att)
+            if confirming is not None:
+                restart = True  # back to the rest of the suite after the test ran alone
+                died, message, first_evidence = confirming
+                confirming = None
+                again = "died_in_test" in reasons and att.current is not None and att.current.test == died.test
+                if again:
+                    reasons = [r for r in reasons if r != "died_in_test"]
+                    self._lost_test(run, att.current, "crash", "%s (again when the test ran alone)" % message,
+                                    first_evidence)
+                elif att.begun:
+                    self._session_record(run, "<before %s>" % died.test, "crash", (
+                        "%s during %s, which ran alone without dying: leftovers of an earlier test died then (a "
+                        "deferred deleter or finalizer, or memory an earlier check corrupted); not a verdict of "
+                        "this check" % (message, died.test)), first_evidence)
+            elif ("died_in_test" in reasons and confirmations < MAX_CONFIRMATIONS and att.current is not None
+                  and self._not_the_checks_death(err_path)):
+                # the dying thread ran no code of the suites: the death may be an earlier test's
+                # leftovers; the test runs alone to tell (its records come from that run)
+                confirmations += 1
+                confirming = (att.current, describe_status(att.rc), evidence)
+                begun.pop(att.current.test, None)
+                reasons = [r for r in reasons if r != "died_in_test"]
+                restart = True
+            for reason in reasons:
                 restart = self._record_stop(run, att, reason, evidence) or restart
             if not restart:
                 break
@@ -383,6 +429,12 @@ class Runner:
         elif run.notes:
             run.reason = "; ".join(run.notes)
         return run
+
+    def _not_the_checks_death(self, err_path):
+        """True when faulthandler shows the dying thread and none of its frames is in the suites."""
+        frames = frames_of_dying_thread(_read_end(err_path, 256 * 1024))
+        root = os.path.realpath(self.suites) + os.sep
+        return bool(frames) and not any(os.path.realpath(f).startswith(root) for f in frames)
 
     def _watch(self, run, proc, path, att, begun, deadline):
         """Follows the child's results file until it exits or a limit makes the runner kill it

@@ -185,6 +185,70 @@ def test_a_death_in_a_probe_is_the_probes_clause(tmp_path):
     assert "while" not in own["message"] and "print('the case')" in own["repro"]
 
 
+LEFTOVER = '''
+import os, threading, time
+
+def die_later(delay):
+    """A library's deferred death: a thread of its own aborts the process later."""
+    threading.Thread(target=lambda: (time.sleep(delay), os.abort()), daemon=True).start()
+'''
+LEFTOVER_SUITE = '''
+import sys, time, pytest
+sys.path.insert(0, %r)
+import leftover
+
+@pytest.mark.clause("T-01")
+def test_a_leaves_a_death_behind():
+    leftover.die_later(1.0)
+
+@pytest.mark.clause("T-02")
+def test_b_innocent():
+    time.sleep(3)
+
+@pytest.mark.clause("T-03")
+def test_c_dies_in_the_library_every_time():
+    leftover.die_later(0)
+    time.sleep(3)
+
+@pytest.mark.clause("T-04")
+def test_d_last():
+    pass
+'''
+
+
+def test_a_death_no_check_frame_explains_is_confirmed_alone(tmp_path):
+    """A death in a thread that ran no code of the suites is rerun alone: a test that then
+    passes keeps its own verdict, and the death is a session record naming it as an earlier
+    test's leftovers; a test that dies again alone is the crash, saying so."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "leftover.py").write_text(LEFTOVER)
+    suite = write_suite(str(tmp_path / "suite"), {"test_left.py": LEFTOVER_SUITE % str(lib)},
+                        {"T-0%d" % i: "MUST" for i in range(1, 5)})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=20).run_target(FAKE)
+    by = {}
+    for r in run.records:
+        by.setdefault(r["test"].split("::")[-1], []).append((r["clause"], r["verdict"]))
+    assert by["test_a_leaves_a_death_behind"] == [("T-01", "pass")]
+    assert by["test_b_innocent"] == [("T-02", "pass")], by
+    assert by["test_b_innocent>"] == [("*", "crash")], by  # the session record "<before ...::test_b_innocent>"
+    assert by["test_c_dies_in_the_library_every_time"] == [("T-03", "crash")], by
+    assert by["test_d_last"] == [("T-04", "pass")]
+    msgs = {r["test"].split("::")[-1]: r["message"] for r in run.records}
+    assert "leftovers of an earlier test" in msgs["test_b_innocent>"]
+    assert msgs["test_c_dies_in_the_library_every_time"].endswith("(again when the test ran alone)")
+
+
+def test_frames_of_the_dying_thread():
+    from dlconform.runner import frames_of_dying_thread
+
+    err = ("noise\nFatal Python error: Aborted\n\nThread 0x1 (most recent call first):\n"
+           '  File "/lib/x.py", line 3 in f\n  File "/usr/lib/threading.py", line 9 in run\n\n'
+           'Current thread 0x2 (most recent call first):\n  File "/s/test_a.py", line 1 in t\n')
+    assert frames_of_dying_thread(err) == ["/lib/x.py", "/usr/lib/threading.py"]
+    assert frames_of_dying_thread("no dump") == []
+
+
 def test_crash_after_session_end_is_reported(tmp_path):
     src = '''
 import atexit, os, signal, pytest
