@@ -147,7 +147,7 @@ def test_producer_native_byte_order(target, check):
 def test_producer_subbyte_dtypes(target, check):
     """fp6 exports bits 6, fp4 bits 4 (lanes 1); packed data (no PADDED flag) is little
     bit-endian, padded data holds one element per byte."""
-    done = set()
+    done, skipped = set(), []
     for name in dty.SUBBYTE:
         n = 5
         vals = _values(name, n)
@@ -167,6 +167,11 @@ def test_producer_subbyte_dtypes(target, check):
         info = pycap.fields(cap)
         code, bits, lanes = info["dtype"]
         cl = clause_of(name)
+        if bits * lanes % 8 == 0 and cl not in ("DT-07", "DT-08"):
+            # int4/uint4 exported as whole bytes (torch: (0, 8, 1)): no sub-byte storage, so no
+            # element order for DT-09 to judge (fp6/fp4 fix their bits: DT-07/DT-08 below)
+            skipped.append("%s exports as %r" % (name, (code, bits, lanes)))
+            continue
         rp.keep_first(check, rp.attempt_setup(target) + target.repro_make(name, (n,), vals) + [
             "cap = x.__dlpack__(max_version=(1, 3))" if info["kind"] == "versioned" else "cap = x.__dlpack__()",
             "i = _probe.inspect(cap)"] + (
@@ -194,7 +199,7 @@ def test_producer_subbyte_dtypes(target, check):
             check.equal(got, expected, "DT-09", "%s packed elements (little bit-endian)" % name)
         done.add("DT-09")
     if not done:
-        raise Unsupported("%s has no sub-byte dtype" % target.name)
+        raise Unsupported("%s exports no sub-byte dtype%s" % (target.name, " (%s)" % "; ".join(skipped) if skipped else ""))
     for cl in ("DT-07", "DT-08", "DT-09"):
         if cl not in done:
             check.record(cl, "unsupported", "%s has no dtype of this kind" % target.name)
