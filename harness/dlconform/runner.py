@@ -68,6 +68,9 @@ def _evidence(err_path, out_path, lines=25):
 
 #: tests whose death is confirmed by running them alone, per target at most
 MAX_CONFIRMATIONS = 20
+#: the test machinery's files: a death with one of them innermost happened outside any call of
+#: a check into the library
+_MACHINERY = re.compile(r"/(_pytest|pluggy|hypothesis)/")
 
 
 def frames_of_dying_thread(err_text):
@@ -431,10 +434,17 @@ class Runner:
         return run
 
     def _not_the_checks_death(self, err_path):
-        """True when faulthandler shows the dying thread and none of its frames is in the suites."""
+        """True when faulthandler shows a dying thread that was not calling the library for a
+        check: none of its frames is in the suites, or its innermost frame is the test machinery
+        (pytest, pluggy, hypothesis: code that never calls a library, where a garbage collection
+        runs the finalizers of earlier tests' objects)."""
         frames = frames_of_dying_thread(_read_end(err_path, 256 * 1024))
+        if not frames:
+            return False
         root = os.path.realpath(self.suites) + os.sep
-        return bool(frames) and not any(os.path.realpath(f).startswith(root) for f in frames)
+        if not any(os.path.realpath(f).startswith(root) for f in frames):
+            return True
+        return bool(_MACHINERY.search(frames[0].replace(os.sep, "/")))
 
     def _watch(self, run, proc, path, att, begun, deadline):
         """Follows the child's results file until it exits or a limit makes the runner kill it

@@ -249,6 +249,21 @@ def test_frames_of_the_dying_thread():
     assert frames_of_dying_thread("no dump") == []
 
 
+@pytest.mark.parametrize("frames, confirm", [
+    (["/x/suites/support/attempts.py", "/x/suites/test_a.py"], False),  # a check calling the library
+    (["/usr/lib/python3/dist-packages/torch/utils/dlpack.py", "/x/suites/test_a.py"], False),
+    (["/usr/lib/python3/dist-packages/_pytest/python.py", "/x/suites/test_a.py"], True),  # a GC in pytest
+    (["/usr/lib/python3/dist-packages/hypothesis/core.py", "/x/suites/support/strategies.py"], True),
+    (["/lib/leftover.py", "/usr/lib/python3.11/threading.py"], True),  # a thread of the library alone
+])
+def test_which_deaths_are_confirmed_alone(tmp_path, frames, confirm):
+    err = tmp_path / "err"
+    err.write_text("Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
+                   + "".join('  File "%s", line 1 in f\n' % f for f in frames) + "\n")
+    runner = Runner("/x/suites", str(tmp_path / "out"), python=sys.executable)
+    assert runner._not_the_checks_death(str(err)) is confirm
+
+
 def test_crash_after_session_end_is_reported(tmp_path):
     src = '''
 import atexit, os, signal, pytest
