@@ -278,3 +278,24 @@ def test_nanobind_report_carries_the_glue_and_how_to_build_it():
     assert not re.search(r"^\s*(from|import) dlconform\b", script, re.M)
     assert source == open(standalone.GLUE_SOURCE, encoding="utf-8").read()
     assert "module.cpp" in build and "_nanobind$EXT" in build
+
+
+def test_torch_make_lines_make_what_the_adapter_makes():
+    """torch's repro_make lines, run, give the tensor make() gives: dtype, shape, strides and
+    bytes, for every dtype torch has (quantized ones included)."""
+    torch = pytest.importorskip("torch")
+    from dlconform.targets.loader import load
+
+    target = load("torch")
+    for dtype, (_, n) in target.discover_dtypes().items():
+        values = bytes((7 * i + 1) & 0x7F for i in range(6 * n))
+        try:
+            want = target.make(dtype, (2, 3), values)
+        except Exception:  # noqa: BLE001 - a dtype torch cannot make tensors of at all
+            continue
+        ns = {}
+        exec("\n".join(target.repro_setup() + target.repro_make(dtype, (2, 3), values, var="got")), ns)
+        got = ns["got"]
+        assert (got.dtype, tuple(got.shape), got.stride()) == (want.dtype, tuple(want.shape), want.stride()), dtype
+        if not dtype.startswith(("qint", "quint")):
+            assert bytes(got.reshape(-1).view(torch.uint8).tolist()) == values, dtype

@@ -141,6 +141,8 @@ class TorchTarget(LibraryTarget):
     def repro_make(self, dtype, shape, values, var="x"):
         from ..repro import bytes_literal
 
+        if dtype.startswith(("qint", "quint")):  # as make(): a quantized tensor of zeros
+            return ["%s = torch.quantize_per_tensor(torch.zeros(%r), 1.0, 0, torch.%s)" % (var, tuple(shape), dtype)]
         if not values:
             return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype)]
         return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype),
