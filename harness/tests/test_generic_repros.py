@@ -149,3 +149,36 @@ def test_generic_views_read_the_elements_of_the_adapters_views():
     ns = _run_lines(t, lines)
     assert [_probe.read_elements(ns["v%d" % i].capsule) for i in range(len(want))] == want
     assert len(set(want)) == len(want)  # the views differ, so the comparison tells them apart
+
+
+@pytest.mark.parametrize("max_version", [(1, 3), None], ids=["versioned", "legacy"])
+def test_generic_copy_requests_get_the_adapters_copies(max_version):
+    """A consumer asking the lines' tensors for copy=True gets what ref's tensors give it: a
+    compact row-major copy (same elements, memory of its own), flagged IS_COPIED (2) when
+    versioned and never READ_ONLY (CPY-01..03), read-only sources included."""
+    def from_dlpack(x, **kw):
+        cap = x.__dlpack__(max_version=max_version, copy=True)
+        return _Seen(_probe.inspect(cap), cap)
+
+    mod = types.ModuleType("_gen_rec_c")
+    mod.from_dlpack = from_dlpack
+    sys.modules["_gen_rec_c"] = mod
+    plain = GenericTarget("_gen_rec_v", module=_recording_module("_gen_rec_v", (1, 3)))
+    t = GenericTarget("_gen_rec_c", module=mod)
+    x = plain.make("int32", (2, 3), VALUES)
+    v = plain.transpose(x, (1, 0))
+    ro = plain.readonly(v)
+    lines = plain.repro_make("int32", (2, 3), VALUES, "x") + [plain.repro_view(("transpose", (1, 0)), x, v, "x", "v"),
+                                                              plain.repro_readonly("v", "ro")]
+    lines += ["c%d = _gen_mod_c.from_dlpack(_gen_made[id(%s)][1])" % (i, n) for i, n in enumerate(("x", "v", "ro"))]
+    ns = _run_lines(plain, ["import importlib", "_gen_mod_c = importlib.import_module('_gen_rec_c')"] + lines)
+
+    def fields(seen, src):
+        f = seen.fields
+        return ({k: f.get(k) for k in ("kind", "flags", "shape", "strides", "byte_offset")},
+                _probe.read_elements(seen.capsule), f["data"] != src.fields["data"] + src.fields["byte_offset"])
+
+    want = [fields(t.from_dlpack(plain._ref_of(o)), o) for o in (x, v, ro)]
+    got = [fields(ns["c%d" % i], ns[n]) for i, n in enumerate(("x", "v", "ro"))]
+    assert got == want
+    assert all(w[0]["flags"] == (2 if max_version else None) and w[2] for w in want), want

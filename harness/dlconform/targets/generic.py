@@ -223,19 +223,46 @@ class GenericTarget(Target):
 
 
 #: the reproducers' tensors and describe() (after _inline.READER, RecordingProducer and forges).
-#: _gen_made maps id(tensor) to (tensor, producer, dtype tuple, data address, what views of it
-#: need), keeping both alive as the adapter's side table does: the imported tensor views the
+#: _gen_made maps id(tensor) to (tensor, producer, dtype, data address, byte_offset, shape,
+#: strides), keeping both alive as the adapter's side table does: the imported tensor views the
 #: producer's memory. _gen_make is make(), _gen_view _view(), _gen_readonly readonly(): a
-#: compact copy of src's elements whose versioned export carries READ_ONLY (FLG-02) and whose
-#: legacy export raises ref's BufferError. _gen_describe is GenericTarget.describe:
+#: compact copy of x's elements (_gen_gather, row-major) whose versioned export carries
+#: READ_ONLY (FLG-02) and whose legacy export raises ref's BufferError. As ref's, an export
+#: asked for copy=True is a compact row-major copy in memory of its own, flagged IS_COPIED when
+#: versioned and never READ_ONLY (CPY-01..03). _gen_describe is GenericTarget.describe:
 #: __array_interface__, else the PEP 3118 buffer, else the fields of a re-export's capsule.
 GEN_HELPERS = '''_gen_made = {}
-class _gen_ReadOnly(RecordingProducer):
+def _gen_gather(dtype, shape, strides, data, byte_offset):
+    size, count = max(1, (dtype[1] * dtype[2] + 7) // 8), 1
+    for n in shape:
+        count *= n
+    values = []
+    for i in range(count):
+        at, rest = 0, i
+        for n, s in zip(reversed(shape), reversed(strides)):
+            at, rest = at + (rest % n) * s, rest // n
+        values.append(ctypes.string_at(data + byte_offset + at * size, size))
+    return b''.join(values)
+class _gen_Producer(RecordingProducer):
+    readonly = False
     def __dlpack__(self, *args, **kw):
         cap = RecordingProducer.__dlpack__(self, *args, **kw)
-        if self.last_kind == 'legacy':
+        if kw.get('copy') is True:
+            i = _dlp_fields(cap)
+            shape = tuple(i['shape'] or ())
+            empty = any(n == 0 for n in shape)
+            fill = b'' if empty else _gen_gather(i['dtype'], shape, i['strides'] or _dlp_row_major(shape),
+                                                 i['data'], i['byte_offset'])
+            f = _ref.Forge(dtype=i['dtype'], shape=shape, strides=_dlp_row_major(shape) if shape else None,
+                           data='null' if empty else 'alloc', fill=fill, shape_null=not shape,
+                           versioned=self.last_kind == 'versioned', flags=2)
+            self.copies = getattr(self, 'copies', []) + [f]
+            return f.capsule()
+        if self.readonly and self.last_kind == 'legacy':
             raise BufferError('a read-only tensor needs the READ_ONLY flag: ask for max_version >= (1, 0)')
         return cap
+class _gen_ReadOnly(_gen_Producer):
+    readonly = True
 def _gen_import(dtype, shape, strides, data, byte_offset, fill=None, readonly=False):
     empty = any(n == 0 for n in shape)
     kw = dict(dtype=dtype, shape=shape, strides=strides if shape else None, byte_offset=byte_offset,
@@ -243,7 +270,7 @@ def _gen_import(dtype, shape, strides, data, byte_offset, fill=None, readonly=Fa
     kw['data'] = 'null' if empty else 'alloc' if fill is not None else data or 'null'
     if fill is not None:
         kw['fill'] = fill
-    p = (_gen_ReadOnly if readonly else RecordingProducer)(forges(**kw))
+    p = (_gen_ReadOnly if readonly else _gen_Producer)(forges(**kw))
     y = _gen_mod.from_dlpack(p)
     if fill is not None and not empty and p.last_kind is not None:
         data = p.forges[p.last_kind].buffer_address
@@ -257,16 +284,7 @@ def _gen_view(x, shape, strides, byte_offset):
 def _gen_readonly(x):
     try:
         _, _, dtype, data, byte_offset, shape, strides = _gen_made[id(x)]
-        size, count = max(1, (dtype[1] * dtype[2] + 7) // 8), 1
-        for n in shape:
-            count *= n
-        values = []
-        for i in range(count):
-            at, rest = 0, i
-            for n, s in zip(reversed(shape), reversed(strides)):
-                at, rest = at + (rest % n) * s, rest // n
-            values.append(ctypes.string_at(data + byte_offset + at * size, size))
-        return _gen_make(dtype, shape, b''.join(values), readonly=True)
+        return _gen_make(dtype, shape, _gen_gather(dtype, shape, strides, data, byte_offset), readonly=True)
     except Exception:
         return None
 class _gen_Py_buffer(ctypes.Structure):
