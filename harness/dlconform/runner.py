@@ -270,7 +270,7 @@ class Runner:
         """The dead test alone under plain pytest, in this process (to run under a debugger: the
         crash ends pytest). Absolute paths, so it works from any directory, installed or not."""
         return ("# in-process, e.g. under gdb (the crash ends pytest): PYTHONPATH=%s %s -m pytest %s "
-                "-p dlconform.pytest_plugin --rootdir %s --dlconform-target %s" % (
+                "-p dlconform.pytest_plugin --rootdir %s --dlc-target %s" % (
                     shlex.quote(HARNESS_DIR), shlex.quote(self.python),
                     shlex.quote(os.path.join(self.suites, current.test)), shlex.quote(self.suites),
                     shlex.quote(run.spec)))
