@@ -50,6 +50,8 @@ def build_parser():
     r.add_argument("--max-restarts", type=int, default=100, metavar="N",
                    help="restarts of a target's child after crashes (default 100)")
     r.add_argument("--suites", default=SUITES_DIR, metavar="DIR", help="the suites folder (default: <repo>/suites)")
+    r.add_argument("--tests", action="append", default=None, metavar="FILE",
+                   help="run only this test file of the suites folder, e.g. test_layout.py (repeatable)")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="targets run at once, each in its own child (default: the CPU count, at most 4)")
@@ -215,6 +217,10 @@ def cmd_run(args):
     if not os.path.isdir(suites):
         _say("error: no suites folder %s" % suites)
         return EXIT_USAGE
+    missing = [t for t in args.tests or () if not os.path.isfile(os.path.join(suites, t))]
+    if missing:
+        _say("error: --tests %s: no such file in %s" % (", ".join(missing), suites))
+        return EXIT_USAGE
     python = args.python
     if os.sep not in python:
         python = shutil.which(python) or python
@@ -327,7 +333,8 @@ def cmd_run(args):
                 spec = queue.pop(0)
             if not args.quiet:
                 print("dlconform: running %s ..." % spec, flush=True)
-            run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"])
+            run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],
+                                    paths=[os.path.join(suites, t) for t in args.tests] if args.tests else None)
             with lock:
                 runs[spec] = run
                 targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts,

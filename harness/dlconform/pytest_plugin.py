@@ -6,8 +6,9 @@ It writes the results protocol of harness/README.md to --dlc-results: a `begin` 
 each test, one `result` line per clause after it, `end` when the session finishes; each line
 is flushed as it is written so that nothing is lost when the process dies.
 """
-import dis
+import ast
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -19,9 +20,8 @@ import pytest
 from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
-from . import snippet as _snippet
+from .kit.check import FAILING, FEEDS, HARNESS_ERROR, Check, Unsupported, Warn, breach, truncate, worst
 from .records import SESSION, Record
-from .verdicts import FAILING, HARNESS_ERROR, CheckFailure, Unsupported, Warn, breach, check_verdict, worst
 
 UNMARKED = "UNMARKED"
 
@@ -118,28 +118,6 @@ def check(request):
 
 
 # ---------------------------------------------------------------------------- helpers
-def _short(value, limit=200):
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        value = bytes(value)
-        text = value.hex() if len(value) <= limit // 2 else value[: limit // 2].hex() + "...(%d bytes)" % len(value)
-        return "bytes " + text
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _first_difference(a, b):
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n if len(a) != len(b) else None
-
-
-def _truncate(text, limit=_MAX_MESSAGE):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit] + " ...[truncated]"
-
-
 def item_clauses(item):
     ids = []
     for mark in reversed(list(item.iter_markers("clause"))):  # outermost (module/class) first
@@ -148,15 +126,6 @@ def item_clauses(item):
                 if cid not in ids:
                     ids.append(str(cid))
     return ids
-
-
-#: what a check may feed the library (suites/README.md, "Grading"), and the reading that makes
-#: accepting invalid input or an invalid argument a warn rather than a breach
-FEEDS = ("valid", "invalid", "argument")
-_UNSPECIFIED = ("the array API leaves behaviour on %s unspecified and dlpack.h obliges no consumer to "
-                "validate it: accepting it is a warn, a clean refusal passes, dying is a robustness crash "
-                "(suites/README.md, Grading)")
-_WHAT = {"invalid": "invalid input (malformed metadata)", "argument": "an invalid argument"}
 
 
 def item_feeds(item):
@@ -173,100 +142,6 @@ def item_role(item):
     if mark is None or not mark.args:
         return None
     return str(mark.args[0])
-
-
-class Check:
-    """The `check` fixture: explicit verdicts for a test's clauses."""
-
-    def __init__(self, level_of, on_repro=None):
-        self._level_of = level_of
-        self._on_repro = on_repro  # streams the snippet, so a crash still has its reproducer
-        self.records = []  # (clause, verdict, message)
-        self.repro_text = None
-        self.peer = None  # the other library of an interop check (reports/README.md: `peer`)
-        self.feeds = "valid"  # what the test feeds the library (its `feeds` marker)
-
-    def set_peer(self, name):
-        """Names the other library of this test (the producer when the target consumes):
-        every record of the test then carries `peer`."""
-        self.peer = None if name is None else str(name)
-
-    def level(self, clause):
-        return self._level_of(clause)
-
-    def record(self, clause, verdict, message=""):
-        check_verdict(verdict)
-        self.records.append((str(clause), verdict, _truncate(message)))
-
-    def that(self, cond, clause, message=""):
-        """Records pass, or fail (MUST) / warn (SHOULD, MAY, INFO); returns bool(cond)."""
-        ok = bool(cond)
-        self.record(clause, "pass" if ok else breach(self._level_of(clause)), message if not ok else "")
-        return ok
-
-    def require(self, cond, clause, message=""):
-        """Like that(), but stops the test when the check fails."""
-        if not self.that(cond, clause, message):
-            raise CheckFailure("%s: %s" % (clause, message))
-        return True
-
-    def equal(self, actual, expected, clause, message=""):
-        try:
-            ok = bool(actual == expected)
-        except Exception:
-            ok = False
-        if ok:
-            return self.that(True, clause)
-        detail = "got %s, expected %s" % (_short(actual), _short(expected))
-        if isinstance(actual, (bytes, bytearray)) and isinstance(expected, (bytes, bytearray)):
-            i = _first_difference(actual, expected)
-            detail += " (first difference at byte %s; lengths %d and %d)" % (i, len(actual), len(expected))
-        return self.that(False, clause, "%s: %s" % (message, detail) if message else detail)
-
-    def accepted(self, clause, message):
-        """The library accepted what the check fed it, where it should have refused: a breach
-        of the clause on valid input (fail for MUST, warn otherwise); on invalid input or an
-        invalid argument a warn that cites the reading (the behaviour is unspecified)."""
-        if self.feeds == "valid":
-            self.record(clause, breach(self._level_of(clause)), message)
-        else:
-            self.record(clause, "warn", "%s; it is %s: %s" % (message, _WHAT[self.feeds],
-                                                              _UNSPECIFIED % _WHAT[self.feeds]))
-
-    def warn(self, clause, message=""):
-        self.record(clause, "warn", message)
-
-    @staticmethod
-    def unclean(refusal):
-        """Why a refusal is not clean, or None when it is. `refusal` is the exception that
-        refused, or an object holding it as `.exc`. Never clean: a SystemError, and an exception
-        whose message is CPython's for a C function that failed without setting an exception
-        or returned a result with one set."""
-        exc = refusal if isinstance(refusal, BaseException) or refusal is None else refusal.exc
-        return _snippet.unclean(exc)  # the rule a reproducer asserts (expect_clean)
-
-    def refusal(self, clause, refusal, what, verdict=None):
-        """The clean-refusal rule (unclean()): records pass, or "WHAT raised WHY" as `verdict`
-        (default: the clause's breach, as that() records it); returns True when clean."""
-        why = self.unclean(refusal)
-        if why is None or verdict is None:
-            return self.that(why is None, clause, "%s raised %s" % (what, why))
-        self.record(clause, verdict, "%s raised %s" % (what, why))
-        return False
-
-    def repro(self, lines, crash_as=None):
-        """Sets the reproducer snippet for every non-pass result of this test. `crash_as`
-        ({"clauses": [...], "input": kind, "doing": "probing ..."}) is for a snippet of a step
-        that is not the test's own case (a probe of what the consumer takes): a death during it
-        is recorded under those clauses, not the test's. The next repro() call ends it."""
-        if lines is None:
-            self.repro_text = None
-        elif isinstance(lines, str) and "\n" in lines:
-            self.repro_text = lines if lines.endswith("\n") else lines + "\n"
-        else:
-            self.repro_text = _repro.snippet([], lines)
-        if self._on_repro is not None and self.repro_text:
-            self._on_repro(self.repro_text, crash_as)
 
 
 class _ItemState:
@@ -287,8 +162,6 @@ def _location(excinfo):
         return "?"
 
 
-_CALLS = ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW")
-_RAISES = ("RAISE_VARARGS", "RERAISE")
 _BINDING = re.compile(r"^([\w.]+)\(\) (missing \d+ required|got an unexpected keyword|takes \d+ positional|takes no "
                       r"|got multiple values)")
 
@@ -318,25 +191,47 @@ def _ours_by_name(qualname, roots):
     return False
 
 
+@functools.lru_cache(maxsize=64)
+def _nodes_by_span(path):
+    """{(lineno, end_lineno, col, end_col): AST node} of a source file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    out = {}
+    for node in ast.walk(tree):
+        if hasattr(node, "end_col_offset") and node.end_col_offset is not None:
+            out.setdefault((node.lineno, node.end_lineno, node.col_offset, node.end_col_offset), node)
+    return out
+
+
+def raising_node(tb):
+    """The AST node of the expression or statement that raised in the traceback entry `tb`
+    (from the code object's source positions), or None when it cannot be found."""
+    code = tb.tb_frame.f_code
+    try:
+        positions = list(code.co_positions())[tb.tb_lasti // 2]
+        return _nodes_by_span(code.co_filename).get(tuple(positions))
+    except Exception:  # noqa: BLE001 - no positions, no file: unknown
+        return None
+
+
 def harness_error(excinfo, roots):
     """True when an exception the test did not expect is the suite's own fault rather than the
-    library's: an operation of the suites' or the harness's code raised it (a lookup, an index,
-    arithmetic: not a call into the library, not a `raise`), or one of our functions was called
-    with the wrong arguments. Exceptions a library raises inside a call pass through a call
-    instruction and stay the library's."""
+    library's, judged by where it was raised:
+    - in a file of the library (its innermost frame is not ours): the library's;
+    - by a `raise` of ours: a deliberate verdict, not an error;
+    - by a call in our code (into the library, whose C functions have no frame): the library's,
+      unless it is a TypeError saying that one of our own functions was called wrongly;
+    - by any other operation of our code (a lookup, an index, arithmetic, a name): ours."""
     tb = excinfo.tb
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     if tb is None or not _ours(tb.tb_frame.f_code.co_filename, roots):
         return False
     e = excinfo.value
-    try:
-        op = next((i.opname for i in dis.get_instructions(tb.tb_frame.f_code) if i.offset == tb.tb_lasti), "")
-    except Exception:  # noqa: BLE001 - an unreadable frame is not evidence
+    node = raising_node(tb)
+    if node is None or isinstance(node, (ast.Raise, ast.Assert)):
         return False
-    if op in _RAISES:
-        return False
-    if op in _CALLS:
+    if isinstance(node, ast.Call):
         m = _BINDING.match(str(e)) if isinstance(e, TypeError) else None
         return bool(m) and _ours_by_name(m.group(1), roots)
     return True
@@ -478,20 +373,40 @@ class _State:
     def item_state(self, item):
         st = getattr(item, "_dlc", None)
         if st is None:
-            streamed = {}
-
-            def on_repro(text, crash_as=None, nodeid=item.nodeid):
-                if streamed.get("text") != text or streamed.get("crash_as") != crash_as:
-                    streamed["text"], streamed["crash_as"] = text, crash_as
-                    ev = {"event": "repro", "test": nodeid, "repro": text}
-                    if crash_as:
-                        ev["crash_as"] = crash_as
-                    self.write(ev)
-
-            st = _ItemState(Check(self.level, on_repro), item_clauses(item) or [UNMARKED], item_role(item))
-            st.check.feeds = item_feeds(item)
+            check = Check(self.level, item_feeds(item), on_case=functools.partial(self._stream_case, item))
+            st = _ItemState(check, item_clauses(item) or [UNMARKED], item_role(item))
             item._dlc = st
         return st
+
+    def case_of(self, item, st):
+        """(function, arguments, environment) that reproduce the test: the case it set last, else
+        the test function with its parameters."""
+        if st.check.case is not None:
+            return st.check.case
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        return item.function, dict(params), {}
+
+    def levels(self, st, clauses):
+        return {c: self.level(c) for c in clauses if c not in (UNMARKED, SESSION)}
+
+    def script(self, item, st, case, focus=None):
+        """The reproducer of `case` ((function, arguments)), about `focus`; a rerun command where
+        the case cannot be written out."""
+        fn, args, env = case
+        try:
+            return _repro.script(fn, args, self.spec, focus=focus, levels=self.levels(st, st.clauses),
+                                 feeds=st.check.feeds, where=item.nodeid, env=env)
+        except _repro.NotReproducible as e:
+            return _repro.run_command(self.spec, focus or "*", item.nodeid) + "\n# (no script: %s)" % e
+
+    def _stream_case(self, item, case, crash_as=None):
+        """Streams the reproducer of what the test runs from now on, so that a test that dies has
+        one (the runner records it with the crash)."""
+        st = self.item_state(item)
+        ev = {"event": "repro", "test": item.nodeid, "repro": self.script(item, st, case or self.case_of(item, st))}
+        if crash_as:
+            ev["crash_as"] = crash_as
+        self.write(ev)
 
     # ---- hooks
     @pytest.hookimpl(trylast=True)
@@ -529,6 +444,8 @@ class _State:
         self.write({"event": "begin", "test": item.nodeid, "clauses": st.clauses, "role": st.role or "any",
                     "input": st.check.feeds,
                     "time": time.time()})
+        if self._out is not None:
+            self._stream_case(item, None)
         yield
         try:
             for rec in self.results(item, st):
@@ -615,12 +532,12 @@ class _State:
                 return "skip", "xfail: %s" % _exc_message(e), None
             if isinstance(e, AssertionError):
                 text = str(e).strip() or "assertion failed"
-                return "assert", _truncate("%s (at %s%s)" % (text, _location(excinfo), where)), None
+                return "assert", truncate("%s (at %s%s)" % (text, _location(excinfo), where)), None
             if harness_error(excinfo, self.roots):
-                return HARNESS_ERROR, _truncate("harness error: the suite's own code raised %s%s: %s (at %s); "
+                return HARNESS_ERROR, truncate("harness error: the suite's own code raised %s%s: %s (at %s); "
                                                 "this says nothing about the library" % (
                                                     type(e).__name__, where, _exc_message(e), _location(excinfo))), None
-            return "unexpected", _truncate("unexpected %s%s: %s (at %s)" % (
+            return "unexpected", truncate("unexpected %s%s: %s (at %s)" % (
                 type(e).__name__, where, _exc_message(e), _location(excinfo))), None
         return "pass", "", None
 
@@ -664,9 +581,9 @@ class _State:
                 verdict, msg = kind, message
             repro = ""
             if verdict != "pass":
-                repro = st.check.repro_text or _repro.run_command(self.spec, clause if clause != UNMARKED else "*",
-                                                                  item.nodeid)
-            rec = self._record(item.nodeid, clause, st.role, verdict, _truncate(msg), repro, duration)
+                repro = (self.script(item, st, self.case_of(item, st), focus=clause) if clause != UNMARKED
+                         else _repro.run_command(self.spec, "*", item.nodeid))
+            rec = self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration)
             if st.check.peer is not None:
                 rec["peer"] = st.check.peer
             if st.check.feeds != "valid":

@@ -1,59 +1,362 @@
-"""Self-contained Python reproducer snippets.
+"""Reproducers: a check's own function, written out as a script.
 
-A snippet is a Python script whose first line (run_header()) names the interpreter and the
-PYTHONPATH it needs. It exits non-zero when the finding is there (dlconform.snippet).
+A reproducer is generated, never written by hand: `script()` takes the function a check ran
+(the test function, or the case function a hypothesis search settled on), the arguments it
+ran with as literals, and the target, and writes
+- the function's source as it stands in the suite (decorators dropped);
+- the module-level helpers, constants and imports it uses, found by name, each as written;
+- a main block that runs it through `dlconform.kit.reproduce`, which exits 1 printing
+  `REPRODUCED CLAUSE: what differed` at the check's first finding on the script's clause.
+
+So the script runs the same code as the check: the two cannot disagree. Its first line says
+how to run it (`# run: PYTHONPATH=... python3 repro.py`).
+
+`standalone(text)` makes a script that needs no dlconform on the path: the dlconform and
+suite modules its imports reach are embedded (generated from their files) and served by a
+small import hook, and the native modules it needs (dlconform._ref, _probe) are taken from
+beside the script. `standalone_problem(text)` says why a script cannot stand alone, or None.
 """
+import ast
+import functools
+import inspect
+import os
 import shlex
 import sys
 
-from . import HARNESS_DIR
+from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
 
-#: the first words of a snippet's run line
+#: the first words of a script's run line
 RUN_PREFIX = "# run: "
+#: our pure-Python module roots: (folder, the dotted prefix of its modules or "" for a folder
+#: on the path)
+_ROOTS = ((PACKAGE_DIR, "dlconform"), (SUITES_DIR, ""))
+#: native modules of dlconform: a standalone script loads them from beside itself
+NATIVE = ("dlconform._probe", "dlconform._ref", "dlconform._nanobind")
 
 
-def run_header(python=None):
-    """`# run: PYTHONPATH=<harness> <python> repro.py`: how to run a snippet saved as repro.py."""
-    return "%sPYTHONPATH=%s %s repro.py" % (RUN_PREFIX, shlex.quote(HARNESS_DIR), shlex.quote(python or sys.executable))
+class NotReproducible(Exception):
+    """The check cannot be written out (a nested function, an argument with no literal)."""
 
 
-def _lines(x):
-    if x is None:
-        return []
-    if isinstance(x, str):
-        return x.splitlines()
-    out = []
-    for item in x:
-        out.extend(str(item).splitlines() or [""])
+def run_header(python=None, standalone=False, env=None):
+    """`# run: [NAME=value ...] PYTHONPATH=<harness>:<suites> <python> repro.py`: how to run a
+    script saved as repro.py."""
+    python = shlex.quote(python or sys.executable)
+    assignments = "".join("%s=%s " % (k, shlex.quote(str(v))) for k, v in sorted((env or {}).items()))
+    if standalone:
+        return "%s%s%s repro.py" % (RUN_PREFIX, assignments, python)
+    return "%s%sPYTHONPATH=%s %s repro.py" % (RUN_PREFIX, assignments,
+                                             shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))), python)
+
+
+def header_env(text):
+    """The NAME=value assignments of a script's run line, other than PYTHONPATH."""
+    first = text.split("\n", 1)[0]
+    if not first.startswith(RUN_PREFIX):
+        return {}
+    out = {}
+    for word in shlex.split(first[len(RUN_PREFIX):]):
+        name, eq, value = word.partition("=")
+        if not eq or not name.isidentifier():
+            break
+        if name != "PYTHONPATH":
+            out[name] = value
     return out
 
 
-def snippet(setup_lines, body_lines):
-    """Setup lines (deduplicated, order kept) followed by the body, as one text."""
-    seen = set()
-    setup = []
-    for line in _lines(setup_lines):
-        if line in seen and line.strip():
-            continue
-        seen.add(line)
-        setup.append(line)
-    body = []
-    for line in _lines(body_lines):
-        # a repeated top-level import adds nothing; other repeated lines may matter
-        if line in seen and line.startswith(("import ", "from ")):
-            continue
-        if line.startswith(("import ", "from ")):
-            seen.add(line)
-        body.append(line)
-    return "\n".join(setup + body).strip("\n") + "\n"
-
-
 def bytes_literal(data):
-    """A Python expression for `data` that stays short in a snippet."""
+    """A Python expression for `data` that stays short in a script."""
     data = bytes(data)
-    if len(data) <= 16:
-        return repr(data)
-    return "bytes.fromhex(%r)" % data.hex()
+    return repr(data) if len(data) <= 16 else "bytes.fromhex(%r)" % data.hex()
+
+
+def literal(value):
+    """A Python expression that evaluates to `value` (None, bool, numbers, text, bytes, and
+    tuples, lists, sets and dicts of them); NotReproducible for anything else."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes_literal(value)
+    if type(value) is tuple:
+        return "(%s%s)" % (", ".join(literal(v) for v in value), "," if len(value) == 1 else "")
+    if type(value) is list:
+        return "[%s]" % ", ".join(literal(v) for v in value)
+    if type(value) is dict:
+        return "{%s}" % ", ".join("%s: %s" % (literal(k), literal(v)) for k, v in value.items())
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        text = repr(value)
+        if type(value) in (bool, int, str, type(None)) or ast.literal_eval(text) == value:
+            return text
+    raise NotReproducible("no literal for %s %r" % (type(value).__name__, value))
+
+
+# ---------------------------------------------------------------------------- reading the suites
+class _Module:
+    """A module's top-level statements by the names they bind."""
+
+    def __init__(self, module):
+        self.module = module
+        self.name = module.__name__
+        self.lines = inspect.getsource(module).splitlines()
+        tree = ast.parse("\n".join(self.lines))
+        self.binders = {}  # name -> statement
+        for stmt in tree.body:
+            for name in _bound(stmt):
+                self.binders.setdefault(name, stmt)
+
+    def segment(self, stmt, decorators=True):
+        """The statement's text, with the comment lines just above it."""
+        first = stmt.lineno
+        if decorators and getattr(stmt, "decorator_list", None):
+            first = min(d.lineno for d in stmt.decorator_list)
+        start = first - 1
+        while start > 0 and self.lines[start - 1].lstrip().startswith("#"):
+            start -= 1
+        return "\n".join(self.lines[start:stmt.end_lineno])
+
+
+def _bound(stmt):
+    """The names a top-level statement binds."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(stmt, (ast.If, ast.Try, ast.With)):
+        return [n for s in ast.walk(stmt) if s is not stmt and isinstance(s, ast.stmt) for n in _bound(s)]
+    return []
+
+
+def _used(node):
+    """The names a statement reads (a superset: locals that shadow nothing are filtered later)."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and n.id not in out:
+            out.append(n.id)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _module(name):
+    return _Module(sys.modules[name])
+
+
+def _import_text(mod, stmt, name):
+    """The import statement of `stmt` cut to the one name it binds, relative imports made absolute."""
+    if isinstance(stmt, ast.Import):
+        alias = next(a for a in stmt.names if (a.asname or a.name).split(".")[0] == name)
+        return "import %s%s" % (alias.name, " as %s" % alias.asname if alias.asname else "")
+    alias = next(a for a in stmt.names if (a.asname or a.name) == name)
+    base = stmt.module or ""
+    if stmt.level:
+        package = mod.module.__package__ or ""
+        parts = package.split(".") if package else []
+        base = ".".join(parts[:len(parts) - stmt.level + 1] + ([base] if base else []))
+    return "from %s import %s%s" % (base, alias.name, " as %s" % alias.asname if alias.asname else "")
+
+
+@functools.lru_cache(maxsize=None)
+def _closure(fn):
+    """(the function's text without decorators, [helper texts in module order], [import lines])."""
+    if "<locals>" in fn.__qualname__:
+        raise NotReproducible("%s is nested in another function: a reproducer calls module-level functions only"
+                              % fn.__qualname__)
+    mod = _module(fn.__module__)
+    root = mod.binders.get(fn.__name__)
+    if not isinstance(root, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise NotReproducible("%s is not a module-level function of %s" % (fn.__name__, mod.name))
+    seen, helpers, imports = {root}, [], []
+    todo = [n for n in _used(root.args) + [n for s in root.body for n in _used(s)] if n != fn.__name__]
+    while todo:
+        name = todo.pop(0)
+        stmt = mod.binders.get(name)
+        if stmt is None or stmt in seen and not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            line = _import_text(mod, stmt, name)
+            if line not in imports:
+                imports.append(line)
+            continue
+        seen.add(stmt)
+        helpers.append(stmt)
+        todo += [n for n in _used(stmt) if n not in todo]
+    helpers.sort(key=lambda s: s.lineno)
+    return (mod.segment(root, decorators=False), tuple(mod.segment(s) for s in helpers), tuple(imports))
+
+
+# ---------------------------------------------------------------------------- the script
+def target_lines(spec):
+    """(import lines, expression) that give the target of `spec` in a script."""
+    from .targets.loader import construction
+
+    return construction(spec)
+
+
+def script(fn, args, spec, focus=None, levels=None, feeds="valid", python=None, where=None, env=None):
+    """The reproducer of fn(target, check, **args) against the target `spec`, about the clause
+    `focus` (every clause when None). `levels`: {clause: level} of the check's clauses; `where`:
+    the test it comes from, for the header; `env`: variables its run line sets."""
+    body, helpers, imports = _closure(fn)
+    target_imports, target_expr = target_lines(spec)
+    call = ["reproduce(%s, target, %s," % (fn.__name__, literal(dict(args or {}))),
+            "          focus=%s, levels=%s, feeds=%r)" % (literal(focus), literal(dict(levels or {})), feeds)]
+    head = [run_header(python, env=env),
+            "# dlconform reproducer%s: %s of the target %s, as the check %s runs it." % (
+                "" if focus is None else " of %s" % focus, "the check's findings" if focus is None else focus,
+                spec, where or "%s.%s" % (fn.__module__, fn.__name__)),
+            "# It exits 1 printing 'REPRODUCED CLAUSE: what differed' while the finding is there, 0 once it is",
+            "# fixed; a crash kills it. The check's code follows as the suite has it."]
+    main = (["", "", "if __name__ == \"__main__\":"]
+            + ["    " + line for line in list(imports) + list(target_imports)
+               + ["from dlconform.kit import reproduce", "target = %s" % target_expr] + call])
+    return "\n\n\n".join(["\n".join(head), body] + list(helpers)) + "\n" + "\n".join(main) + "\n"
+
+
+# ---------------------------------------------------------------------------- standalone scripts
+def _module_file(name):
+    """(path, is_package) of one of our pure-Python modules, or None."""
+    for folder, prefix in _ROOTS:
+        if prefix and not (name == prefix or name.startswith(prefix + ".")):
+            continue
+        rel = name[len(prefix) + 1:] if prefix and name != prefix else ("" if prefix else name)
+        base = os.path.join(folder, *rel.split(".")) if rel else folder
+        if os.path.isfile(os.path.join(base, "__init__.py")):
+            return os.path.join(base, "__init__.py"), True
+        if os.path.isfile(base + ".py"):
+            return base + ".py", False
+    return None
+
+
+def _imports_of(source, name, is_package):
+    """[(absolute module name, eager)] of the import statements in a module's source, each
+    `from X import y` also as X.y (y may be a module); eager: run when the module is imported
+    (not inside a function)."""
+    out = []
+    package = name if is_package else name.rpartition(".")[0]
+
+    def visit(node, eager):
+        if isinstance(node, ast.Import):
+            out.extend((a.name, eager) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            out.append((base, eager))
+            out.extend((base + "." + a.name, eager) for a in node.names)
+        lazy = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, eager and not lazy)
+
+    visit(ast.parse(source), True)
+    return [(m, eager) for m, eager in out if m]
+
+
+def _bundle(text):
+    """({module: (source, is_package)} of our modules the script reaches, {native modules} and
+    {third-party modules} imported as the script starts (at module level, all the way down)."""
+    sources, native, third = {}, set(), set()
+    todo = [(m, True) for m, _ in _imports_of(text, "__main__", False)]  # the main block runs
+    while todo:
+        name, eager = todo.pop()
+        if name in sources:
+            continue
+        if name in NATIVE:
+            if eager:
+                native.add(name)
+            continue
+        found = _module_file(name)
+        if found is None:
+            top = name.split(".")[0]
+            if top in ("dlconform", "support") or top in getattr(sys, "stdlib_module_names", ()):
+                continue  # a name imported from a module, or the standard library
+            if eager:
+                third.add(top)
+            continue
+        path, is_package = found
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+        sources[name] = (src, is_package)
+        parts = name.split(".")
+        todo += [(".".join(parts[:i]), eager) for i in range(1, len(parts))]  # parent packages
+        todo += [(m, eager and lvl) for m, lvl in _imports_of(src, name, is_package)]
+    return sources, native, third
+
+
+def standalone_problem(text, library=None):
+    """Why `text` cannot run without dlconform (a native module it needs, a module other than the
+    library under test that it imports), or None."""
+    _, native, third = _bundle(text)
+    third.discard(library)
+    if native:
+        return "it needs dlconform's native module%s %s" % ("s" if len(native) > 1 else "", ", ".join(sorted(native)))
+    if third:
+        return "it imports %s" % ", ".join(sorted(third))
+    return None
+
+
+_HOOK = '''
+# ---- dlconform's modules that this script uses, embedded from their files ----------------
+import importlib.abc as _abc
+import importlib.machinery as _machinery
+import importlib.util as _util
+import os as _os
+import sys as _sys
+
+
+class _Embedded(_abc.MetaPathFinder, _abc.Loader):
+    """Serves the embedded modules; dlconform's native modules come from beside the script."""
+
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.sources:
+            return _util.spec_from_loader(name, self, is_package=self.sources[name][1])
+        if name in %(native)r:
+            here = _os.path.dirname(_os.path.abspath(__file__))
+            for suffix in _machinery.EXTENSION_SUFFIXES:
+                where = _os.path.join(here, name.rpartition(".")[2] + suffix)
+                if _os.path.exists(where):
+                    return _util.spec_from_file_location(name, where)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        source, package = self.sources[module.__name__]
+        module.__file__ = "<embedded %%s>" %% module.__name__
+        if package:
+            module.__path__ = []
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+
+
+_sys.meta_path.insert(0, _Embedded({
+%(sources)s
+}))
+'''
+
+
+def _source_literal(src):
+    if "'''" not in src and not src.endswith("\\"):
+        return "r'''" + src.replace("\r", "") + "'''"
+    return repr(src)
+
+
+def standalone(text, python=None):
+    """The script `text` with the modules it reaches embedded, so that it runs with only the
+    library under test, Python and ctypes (and dlconform's native modules beside it, where
+    standalone_problem() names them)."""
+    sources, _, _ = _bundle(text)
+    lines = text.splitlines()
+    if lines and lines[0].startswith(RUN_PREFIX):
+        lines[0] = run_header(python, standalone=True, env=header_env(text))
+    main = next(i for i, line in enumerate(lines) if line.startswith("if __name__ == "))
+    entries = ",\n".join("    %r: (%s, %r)" % (name, _source_literal(src), pkg)
+                         for name, (src, pkg) in sorted(sources.items()))
+    hook = _HOOK % {"native": NATIVE, "sources": entries}
+    return "\n".join(lines[:main]).rstrip("\n") + "\n\n" + hook + "\n\n" + "\n".join(lines[main:]) + "\n"
 
 
 def run_command(target, clause, nodeid=None, python=None):

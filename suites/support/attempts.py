@@ -7,15 +7,12 @@ the capsules are let go while the result still lives (drop_capsules), then the f
 calls are counted while the result lives and after it died.
 """
 import gc
+import sys
 
-from dlconform import _probe
-from dlconform import seedrules as sr
-from dlconform import snippet as _snippet
-from dlconform.producers import RecordingProducer, forges
-from dlconform.verdicts import Unsupported
+from dlconform import kit
+from dlconform.kit import RecordingProducer, Unsupported, forges
 
 from . import capsules as pycap
-from . import repros as rp
 from .dtypes import row_major_strides
 
 
@@ -26,8 +23,7 @@ def settle():
 
 def describe_exc(e, limit=None):
     """'Type: first line of the message', the line cut at `limit` characters."""
-    text = str(e).splitlines()[0] if str(e) else ""
-    return "%s: %s" % (type(e).__name__, text[:limit] if limit else text)
+    return kit.describe(e, limit or 10 ** 9)
 
 
 class Attempt:
@@ -46,11 +42,8 @@ class Attempt:
         self.target = target
         self.producer = producer
         self.forge_kwargs = None
-        self.result, self.exc = None, None
-        try:
-            self.result = self.import_(target, producer, kw)
-        except Exception as e:  # noqa: BLE001 - the tests classify it
-            self.exc = _snippet.detach(e)  # a consumer's frames may hold the capsule
+        # a consumer's frames may hold the capsule: attempt() drops the tracebacks
+        self.result, self.exc = kit.attempt(lambda: self.import_(target, producer, kw))
 
     def import_(self, target, producer, kw):
         """The import itself; a subclass hands the consumer something else (routes.py)."""
@@ -136,121 +129,49 @@ def valid_kwargs(kw):
     return kw
 
 
-def forged(target, forge_kwargs=None, forge=None, check=None, expect=None):
-    """The Attempt of a RecordingProducer(keep=True) handing out `_ref.Forge(**forge_kwargs)`
-    capsules (valid_kwargs), or the capsules of `forge` (any RecordingProducer forge). With a
-    `check`, the attempt's reproducer (attempt_lines, asserting the Outcome `expect`) is set
-    first, unless an earlier case did not pass (repros.keep_first): a consumer that dies in the
-    import still has its snippet."""
-    if check is not None:
-        rp.keep_first(check, attempt_lines(target, forge_kwargs, expect=expect))
+def forged(target, forge_kwargs=None, forge=None):
+    """The Attempt of a RecordingProducer(keep=True) handing out `kit.Forge(**forge_kwargs)`
+    capsules (valid_kwargs), or the capsules of `forge` (any RecordingProducer forge)."""
     kw = valid_kwargs(forge_kwargs or {})
     att = Attempt(target, RecordingProducer(forge if forge is not None else forges(**kw), keep=True))
     att.forge_kwargs = kw
     return att
 
 
-class Outcome:
-    """What a check requires of one import, as its reproducer asserts it (attempt_lines).
-
-    - `want`: "import" (a refusal is the finding), "refuse" (an import is the finding; the
-      refusal must be clean), "either" (a clean refusal, or an import that meets the rest);
-    - on an import: the result's element bytes are the forge's (`values`), its `shape`,
-      `itemsize`, and with `zero_copy` its first element is the forge's buffer; `checks`: lines
-      of the check's own (on `y`, its describe() `d` and the forge `f`) in their place;
-    - `deleter`: None (not counted), "once" (exactly one call once everything is gone),
-      "lifetime" (none while the result lives, then exactly one), "never" (a NULL deleter:
-      no call recorded), recorded under `deleter_clause`.
-    """
-
-    def __init__(self, clause, what, want="import", values=True, shape=None, itemsize=None, zero_copy=False,
-                 deleter=None, deleter_clause="OWN-03", checks=None):
-        if want not in ("import", "refuse", "either"):
-            raise ValueError("want is import, refuse or either, not %r" % (want,))
-        self.clause, self.what, self.want = clause, what, want
-        self.values, self.shape, self.itemsize, self.zero_copy = values, shape, itemsize, zero_copy
-        self.deleter, self.deleter_clause = deleter, deleter_clause
-        self.checks = checks
-
-    def import_lines(self, target, result="y"):
-        """The expectations on an imported `result` of forge `f`."""
-        c, w = self.clause, self.what
-        out = ["f = p.forges[p.last_kind]", "d = %s" % target.repro_describe(result)]
-        if self.checks is not None:
-            out += list(self.checks)
-        else:
-            if self.shape is not None:
-                out.append(rp.expect_equal("tuple(d['shape'])", tuple(self.shape), c, "%s: result shape" % w))
-            if self.itemsize is not None:
-                out.append(rp.expect_equal("d['itemsize']", self.itemsize, c, "%s: result item size" % w))
-            if self.values:
-                out.append(rp.expect_equal("elements(d)", rp.Code("f.expected_elements()"), c,
-                                           "%s: result elements" % w))
-            if self.zero_copy:
-                out.append(rp.expect_equal("d['ptr']", rp.Code("f.buffer_address"), c,
-                                           "%s: result address (zero-copy: the producer's buffer)" % w))
-        if self.deleter == "lifetime":
-            out.append(rp.expect_equal(CALLS, 0, self.deleter_clause,
-                                       "%s: deleter calls while the result is alive" % w))
-        return out
-
-    def lines(self, target, call):
-        """The import of `call` (an expression) and every expectation."""
-        c, w = self.clause, self.what
-        if self.want == "import":
-            out = ["y = " + rp.expect_returns(call, c, w)] + self.import_lines(target)
-        elif self.want == "refuse":
-            out = ["e = " + rp.expect_raises(call, c, w)]
-        else:
-            out = ["y, e = attempt(lambda: %s)" % call, rp.expect_clean("e", c, w), "if e is None:"]
-            out += ["    " + line for line in self.import_lines(target)]
-        if self.deleter is None:
-            return out
-        want = 0 if self.deleter == "never" else 1
-        return out + ["y = e = d = None; gc.collect()",
-                      rp.expect_equal(CALLS, want, self.deleter_clause, "%s: deleter calls in all, once the result "
-                                      "and the capsules are gone" % w)]
-
-
-#: the deleter calls of a snippet's producer `p` so far
-CALLS = rp.Code("sum(f.deleter_calls for f in p.forges.values())")
-
-
-def attempt_lines(target, forge_kwargs, legacy_only=False, expect=None, producer=None):
-    """The reproducer of forged(target, forge_kwargs): the import through a RecordingProducer of
-    those forges (or through `p` as the lines `producer` make it), then what `expect` (an
-    Outcome) requires. Without `expect` the import must succeed with the forge's values."""
-    forge_kwargs = valid_kwargs(forge_kwargs or {})
-    expect = expect or Outcome("OWN-03", "import of a valid capsule")
-    if producer is None:
-        kw = ", ".join("%s=%r" % kv for kv in sorted(forge_kwargs.items()))
-        producer = ["fac = forges(%s)" % kw,
-                    "p = RecordingProducer(fac%s)" % (", legacy_only=True" if legacy_only else "")]
-    return rp.attempt_setup(target) + list(producer) + expect.lines(target, target.repro_from_dlpack("p"))
-
-
-def held_lines(target, forge_kwargs, size, offset, expect):
-    """attempt_lines() of forge_kwargs whose `data` is `offset` bytes into a buffer of `size`
-    bytes (`holder`, a uint8 forge that the snippet keeps)."""
-    kw = valid_kwargs(forge_kwargs)
-    lines = attempt_lines(target, kw, expect=expect)
-    head = len(rp.attempt_setup(target))
-    return (lines[:head] + ["holder = _ref.Forge(dtype=(1, 8, 1), shape=(%d,))" % size]
-            + [line.replace("data=%r" % kw["data"], "data=holder.buffer_address + %d" % offset)
-               for line in lines[head:]])
-
-
 # ---------------------------------------------------------------------------- the capsules' fate
+def held_elsewhere(caps):
+    """For each object of the list `caps` (the only reference the caller keeps to each), whether
+    something else holds it too: after an import, the consumer's result keeping the capsule.
+    Measured against a control object referenced the same way (one list, one local)."""
+    ctl = object()
+    pool = [ctl] + list(caps)
+    counts = [sys.getrefcount(o) for o in pool]
+    del pool
+    return [n > counts[0] for n in counts[1:]]
+
+
 def drop_capsules(p, imported):
-    """seedrules.drop_capsules with the capsules' names read by _probe: lets go of the capsules a
-    producer handed out, while the imported result still lives; one the consumer neither
-    renamed nor holds is kept for good (its destructor's deleter call is the CAP-03 breach's
-    doing). Returns [(name, held)] of the capsules."""
-    return sr.drop_capsules(p, imported, _name_of)
-
-
-def _name_of(capsule):
-    return _probe.inspect(capsule)["name"]
+    """Lets go of the capsules a producer handed out; call it while the imported result is still
+    alive, so the deleter accounting that follows sees what really happens. A capsule the
+    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
+    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
+      when the result dies: the consumer's ownership goes through the producer's destructor) is
+      let go, so OWN-03 judges what the consumer really does;
+    - not held: kept alive for the life of the process. Its destructor would run the deleter
+      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
+      not a second fault; the consumer's own deleter calls are then counted alone.
+    Returns [(name, held)] of the capsules."""
+    caps = list(getattr(p, "capsules", []))
+    if hasattr(p, "capsules"):
+        p.capsules.clear()
+    names = [kit.inspect(c)["name"] for c in caps]
+    held = held_elsewhere(caps)
+    if imported:
+        for c, name, h in zip(caps, names, held):
+            if name not in pycap.USED_NAMES and not h:
+                kit.keep_forever(c)
+    del caps
+    return list(zip(names, held))
 
 
 _PLAIN_LIFETIME = {}
@@ -314,23 +235,6 @@ def departures(obs, plain, what=""):
     return out
 
 
-def lifetime_lines(plain, clause, what=""):
-    """Reproducer lines that hold what departures() holds for the import `y` from the producer
-    `p` (a RecordingProducer with keep=True): the capsules renamed used_*, no deleter call while
-    `y` lives, exactly one after. None of them when the consumer's plain import departs too
-    (that is one CAP-03/OWN-03 fault, judged there)."""
-    want = {"renamed": True, "alive": 0, "after": 1}
-    if plain is not None and any(plain[k] != want[k] for k in want):
-        return []
-    return [
-        rp.expect("all(_probe.inspect(c)['name'] in %r for c in p.capsules)" % (pycap.USED_NAMES,), clause,
-                  "%scapsule renamed used_* after import" % what),
-        "p.capsules.clear(); gc.collect()",
-        rp.expect_equal(CALLS, 0, clause, "%sdeleter calls while the result is alive" % what),
-        "y = d = None; gc.collect()",
-        rp.expect_equal(CALLS, 1, clause, "%sdeleter calls after the result died" % what)]
-
-
 def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
     """Records `clause`: 0 deleter calls while the result lived (alive_calls, counted by the
     caller) unless the result is a copy (Attempt.copied), exactly 1 once the capsules and the
@@ -355,8 +259,7 @@ def deleted_once(check, att, clause, what, after_what):
 def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
     """The consumer must refuse the forged capsule `kw` cleanly (check.refusal), and the deleter
     must then run exactly once (recorded under count_clause)."""
-    att = forged(target, kw, check=check, expect=Outcome(clause, "import of " + what, want="refuse", deleter="once",
-                                                         deleter_clause=count_clause))
+    att = forged(target, kw)
     if not att.refused:
         check.accepted(clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
     else:
@@ -408,12 +311,19 @@ def require_versioned_consumer(target):
 def result_elements(target, y):
     """(logical row-major element bytes of consumer result y, its describe() dict)."""
     d = target.describe(y)
-    if any(int(n) == 0 for n in d["shape"]):
-        return b"", d
-    return _probe.gather(d["ptr"], tuple(d["shape"]), tuple(d["strides"]), d["itemsize"]), d
+    return kit.elements(d), d
 
 
-result_device = sr.result_device
+def result_device(y):
+    """y.__dlpack_device__() as (int, int), or None when y has no such method."""
+    m = getattr(y, "__dlpack_device__", None)
+    if m is None:
+        return None
+    try:
+        dev = m()
+        return (int(dev[0]), int(dev[1]))
+    except Exception:  # noqa: BLE001 - a result that cannot say has no device
+        return None
 
 
 def result_dtype(target, y):

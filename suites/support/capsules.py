@@ -2,36 +2,20 @@
 where a capsule's name string lives, and the ABI offsets of the managed structs."""
 import ctypes
 
-from dlconform import _probe
-from dlconform.seedrules import pin_forever  # noqa: F401 - kept for the life of the process
-from dlconform.verdicts import Unsupported
-
-LEGACY = "dltensor"
-VERSIONED = "dltensor_versioned"
-USED_LEGACY = "used_dltensor"
-USED_VERSIONED = "used_dltensor_versioned"
-USED_NAMES = (USED_LEGACY, USED_VERSIONED)
-
-FLAG_READ_ONLY = 1 << 0
-FLAG_IS_COPIED = 1 << 1
-FLAG_SUBBYTE_PADDED = 1 << 2
-DEFINED_FLAGS = FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_SUBBYTE_PADDED
+from dlconform import kit
+from dlconform.kit.abi import (DEFINED_FLAGS, FLAG_IS_COPIED, FLAG_READ_ONLY, FLAG_SUBBYTE_PADDED,  # noqa: F401
+                               LEGACY, USED_LEGACY, USED_NAMES, USED_VERSIONED, VERSIONED, capsule_name_pointer,
+                               is_capsule, keep_forever)
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
-SUITE_VERSION = (1, 3)
+SUITE_VERSION = kit.DLPACK_VERSION
 #: max_version values a consumer at DLPack 1.x may pass
 MAX_VERSIONS = ((1, 0), (1, 3), (1, 99), (2, 0), (99, 99))
-
-# Private prototypes: the function objects of ctypes.pythonapi are shared by the whole process.
-_get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
-def is_capsule(obj):
-    t = type(obj)
-    return t.__name__ == "PyCapsule" and t.__module__ == "builtins"
 
 
 def name_pointer(capsule):
     """The address of the capsule's name string (PyCapsule_GetName); 0 for a NULL name."""
-    return _get_name(capsule) or 0
+    return capsule_name_pointer(capsule) or 0
 
 
 # ---------------------------------------------------------------------------- exports
@@ -50,7 +34,7 @@ def export_versioned(x, max_version=SUITE_VERSION, **kw):
         return x.__dlpack__(max_version=max_version, **kw)
     except TypeError as e:
         if keyword_rejected(e, "max_version"):
-            raise Unsupported("legacy-only producer: __dlpack__ rejects max_version (%s: %s); it predates "
+            raise kit.Unsupported("legacy-only producer: __dlpack__ rejects max_version (%s: %s); it predates "
                               "DLPack 1.0 / array API 2023.12" % (type(e).__name__, e))
         raise
 
@@ -63,7 +47,7 @@ def export_kind(x, versioned):
     try:
         return x.__dlpack__(max_version=(1, 3))
     except TypeError as e:
-        raise Unsupported("legacy-only producer: __dlpack__(max_version=(1, 3)) raised TypeError (%s)" % e)
+        raise kit.Unsupported("legacy-only producer: __dlpack__(max_version=(1, 3)) raised TypeError (%s)" % e)
 
 
 def producer_is_legacy_only(x):
@@ -90,16 +74,16 @@ def versioned_supported(x):
 
 
 def fields(cap):
-    """_probe.inspect(cap) of a producer's export whose fields a check reads. An export that is
+    """kit.inspect(cap) of a producer's export whose fields a check reads. An export that is
     not a DLPack capsule (another name: CAP-01, CAP-02 judge it) or whose fields may not be
     read (another major version: VER-07, VER-08) leaves the check nothing to judge: Unsupported,
     naming why, rather than a lookup of fields the capsule does not have."""
-    info = _probe.inspect(cap)
+    info = kit.inspect(cap)
     if info["kind"] not in ("legacy", "versioned"):
-        raise Unsupported("the export is not a DLPack capsule (name %r): its fields cannot be read; CAP-01 "
+        raise kit.Unsupported("the export is not a DLPack capsule (name %r): its fields cannot be read; CAP-01 "
                           "and CAP-02 judge the name" % (info["name"],))
     if not info.get("readable", True):
-        raise Unsupported("the export carries version %r: its fields are not read (VER-07, VER-08)"
+        raise kit.Unsupported("the export carries version %r: its fields are not read (VER-07, VER-08)"
                           % (info.get("version"),))
     return info
 
@@ -108,11 +92,11 @@ def versioned_with_flags(x, **kw):
     """A versioned capsule of x with its inspect() dict; Unsupported for legacy-only producers
     and when the producer returned a legacy capsule anyway."""
     cap = export_versioned(x, **kw)
-    info = _probe.inspect(cap)
+    info = kit.inspect(cap)
     if info["kind"] != "versioned":
-        raise Unsupported("the producer returned a %r capsule for max_version=%r" % (info["name"], SUITE_VERSION))
+        raise kit.Unsupported("the producer returned a %r capsule for max_version=%r" % (info["name"], SUITE_VERSION))
     if not info.get("readable", True):
-        raise Unsupported("the versioned capsule carries version %r: its fields are not read (VER-07)"
+        raise kit.Unsupported("the versioned capsule carries version %r: its fields are not read (VER-07)"
                           % (info.get("version"),))
     return cap, info
 

@@ -10,7 +10,7 @@ exist because reproducers embed them byte for byte:
 from dlconform.targets.dtypes import (
     ARRAY_API_DTYPES, DTYPES, EXTENDED_FLOATS, FLOAT8, KINDS, STANDARD_DTYPES, SUBBYTE, VECTOR_DTYPES, itemsize,
     numel, row_major_strides)
-from dlconform.verdicts import Unsupported
+from dlconform.kit import Unsupported
 
 __all__ = ["ARRAY_API_DTYPES", "DTYPES", "EXTENDED_FLOATS", "FLOAT8", "KINDS", "STANDARD_DTYPES", "SUBBYTE",
            "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values", "distinct_values", "pick",

@@ -24,10 +24,10 @@ and put a self-contained snippet into `check.repro(...)`.
 import sys
 from collections import namedtuple
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from . import repros as rp
 
 
 def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
@@ -123,19 +123,19 @@ def view_ops(ndim, allow_flip=True, max_ops=3):
 def settings_bounded(max_examples=20, **kw):
     """Bounded and reproducible: derandomized, no deadline, no example database."""
     return settings(max_examples=min(max_examples, 20), derandomize=True, deadline=None, database=None,
+                    report_multiple_bugs=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
                     **kw)
 
 
-# ---------------------------------------------------------------------------- shrinking glue
+# ---------------------------------------------------------------------------- exploring a case
 class Finding(Exception):
-    """Raised inside a hypothesis body for a fail-level finding so the example shrinks."""
+    """Raised inside a hypothesis example for a fail-level finding, so that the example shrinks."""
 
-    def __init__(self, records, lines):
+    def __init__(self, records, args):
         super().__init__("; ".join("%s %s: %s" % r for r in records))
-        self.records = records
-        self.lines = lines
+        self.records, self.args_ = records, args
 
 
 def _at_recursion_limit(fn, limit):
@@ -150,29 +150,43 @@ def _at_recursion_limit(fn, limit):
     return inner
 
 
-def run_cases(check, clauses, given_fn):
-    """Runs a @given-decorated zero-argument function whose body raises Finding for fails;
-    records the shrunk finding, or pass for every clause. The body runs at the recursion limit
-    of the process: hypothesis raises it while it draws, and the library under test must see
-    the process as it is (the inner test is hypothesis's documented hook for wrapping)."""
-    given_fn.hypothesis.inner_test = _at_recursion_limit(given_fn.hypothesis.inner_test, sys.getrecursionlimit())
+def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
+    """Runs the case function `case(target, check, **fixed, **drawn)` on examples drawn from
+    `strategy` (a strategy of argument dicts). A fail-level finding shrinks to the smallest
+    failing example, whose records are recorded and which becomes the check's reproducer
+    (check.set_case); warn-level records are recorded as they come, the first example that
+    made one being the reproducer. `case` must be a module-level function: the reproducer
+    calls it with the example's arguments as literals. `seed` fixes the examples drawn. The
+    examples run at the recursion limit of the process: hypothesis raises it while it draws, and
+    the library under test must see the process as it is."""
+    first_warn = []
+
+    @settings_bounded(max_examples)
+    @given(strategy)
+    def body(drawn):
+        args = dict(fixed, **drawn)
+        check.set_case(case, args)
+        sub = check.child()
+        case(target, sub, **args)
+        if any(v in ("fail", "crash") for _, v, _ in sub.records):
+            raise Finding(sub.records, args)
+        noted = [r for r in sub.records if r[1] != "pass"]
+        if noted and not first_warn:
+            first_warn.append(args)
+        for rec in noted:
+            check.record(*rec)
+
+    if seed is not None:
+        body = hypothesis_seed(seed)(body)
+    body.hypothesis.inner_test = _at_recursion_limit(body.hypothesis.inner_test, sys.getrecursionlimit())
     try:
-        given_fn()
+        body()
     except Finding as f:
-        check.repro(f.lines)
-        for clause, verdict, message in f.records:
-            check.record(clause, verdict, message)
-    for clause in clauses:
-        check.record(clause, "pass", "")
-
-
-def report_case(check, records, lines):
-    """The records of one case: fail-level ones raise Finding; warn-level ones are recorded,
-    with the reproducer of the first case that recorded any (repros.keep_first)."""
-    fails = [r for r in records if r[1] in ("fail", "crash")]
-    if fails:
-        raise Finding(fails, lines)
-    if records:
-        rp.keep_first(check, lines)
-    for clause, verdict, message in records:
-        check.record(clause, verdict, message)
+        check.set_case(case, f.args_)
+        for rec in f.records:
+            check.record(*rec)
+        return
+    if first_warn:
+        check.set_case(case, first_warn[0])
+    else:
+        check.set_case(None)

@@ -1,19 +1,16 @@
-"""The producer side: native tensors with the reproducer lines that build them, native views,
-and the native layout that exported metadata is compared with before any byte is read."""
-from dlconform.verdicts import Unsupported
-
-from . import repros as rp
+"""The producer side: native tensors, native views, and the native layout that exported metadata
+is compared with before any byte is read."""
+from dlconform.kit import Unsupported
 
 from .dtypes import row_major_strides, safe_values
 
 
-def make(target, dtype="float32", shape=(2, 3), var="x", seed=0):
-    """(native tensor, its values (safe_values), reproducer lines that build it as `var`)."""
+def make(target, dtype="float32", shape=(2, 3), seed=0):
+    """(native tensor, its values (safe_values))."""
     if dtype not in target.dtypes():
         raise Unsupported("target %s cannot make %s tensors" % (target.name, dtype))
     values = safe_values(dtype, shape, seed)
-    x = target.make(dtype, shape, values)
-    return x, values, list(target.repro_make(dtype, shape, values, var))
+    return target.make(dtype, shape, values), values
 
 
 def native_ptr(target, x):
@@ -24,12 +21,11 @@ def native_ptr(target, x):
         return None
 
 
-def apply_views(target, x, ops, var="x"):
-    """Applies native view ops (strategies.view_ops) to x, named `var` in the reproducer; the
-    views are named v0, v1, ... Returns (view, lines, the op the target lacks or None)."""
-    cur, name, lines = x, var, []
-    for i, op in enumerate(ops):
-        dst = "v%d" % i
+def apply_views(target, x, ops):
+    """Applies native view ops (strategies.view_ops) to x. Returns (view, None), or (None, the op
+    the target lacks)."""
+    cur = x
+    for op in ops:
         if op[0] == "transpose":
             v = target.transpose(cur, op[1])
         elif op[0] == "slice":
@@ -38,10 +34,9 @@ def apply_views(target, x, ops, var="x"):
         else:
             v = target.flip(cur, op[1])
         if v is None:
-            return None, lines, op
-        lines.append(target.repro_view(op, cur, v, name, dst))
-        cur, name = v, dst
-    return cur, lines, None
+            return None, op
+        cur = v
+    return cur, None
 
 
 def native_layout(target, x):
@@ -82,24 +77,3 @@ def compare_layout(target, x, info, itemsize):
         out.append(("LAY-03", "data + byte_offset = %#x, but the first element is at %#x (%+d bytes)"
                     % (info["data"] + info["byte_offset"], first, info["data"] + info["byte_offset"] - first)))
     return out
-
-
-def layout_lines(target, x, info="i", var="x"):
-    """Reproducer lines that hold what compare_layout() holds for the inspect() dict `info` of
-    an export of the native tensor `var` (x): the shape, the strides of dims of extent > 1, and
-    data + byte_offset at the first element. None when the adapter does not know the layout."""
-    nat = native_layout(target, x)
-    if nat is None:
-        return []
-    shape, strides, _ = nat
-    out = [rp.expect_equal("tuple(%s['shape'] or ())" % info, tuple(shape), "LAY-09", "exported shape")]
-    if any(n == 0 for n in shape):
-        return out
-    dims = [d for d, n in enumerate(shape) if n > 1]
-    return out + [
-        "_st = %s['strides'] if %s['strides'] is not None else %r" % (info, info, row_major_strides(shape)),
-        rp.expect_equal("tuple(_st[d] for d in %r)" % (dims,), tuple(strides[d] for d in dims), "LAY-05",
-                        "exported strides of the dims of extent > 1 (the tensor's element strides)"),
-        rp.expect("%s['data'] is None or %s['data'] + %s['byte_offset'] == %s['ptr']"
-                  % (info, info, info, target.repro_describe(var)), "LAY-03",
-                  "data + byte_offset is not the tensor's first element")]

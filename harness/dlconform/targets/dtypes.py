@@ -4,21 +4,10 @@ Names are spelled as `_ref` (dlc_dtype_classify) spells them. Sizes follow the h
 GetDataSize per element: ceil(bits * lanes / 8) bytes, so a sub-byte type padded to one byte
 per element (FLG-06) has itemsize 1. Strides are in elements.
 """
+from ..kit import abi
 
 #: name -> (code, bits, lanes)
-DTYPES = {
-    "bool": (6, 8, 1),
-    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
-    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
-    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
-    "bfloat16": (4, 16, 1),
-    "complex32": (5, 32, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
-    "float8_e3m4": (7, 8, 1), "float8_e4m3": (8, 8, 1), "float8_e4m3b11fnuz": (9, 8, 1),
-    "float8_e4m3fn": (10, 8, 1), "float8_e4m3fnuz": (11, 8, 1), "float8_e5m2": (12, 8, 1),
-    "float8_e5m2fnuz": (13, 8, 1), "float8_e8m0fnu": (14, 8, 1),
-    "float6_e2m3fn": (15, 6, 1), "float6_e3m2fn": (16, 6, 1), "float4_e2m1fn": (17, 4, 1),
-    "int4": (0, 4, 1), "uint4": (1, 4, 1),
-}
+DTYPES = abi.DTYPES
 #: the byte-sized standard types, in the order the adapters list them
 STANDARD_DTYPES = (
     "bool",
@@ -67,12 +56,6 @@ def numel(shape):
     return n
 
 
-def row_major_strides(shape):
-    """Compact C-order strides in elements; a dim of extent 0 counts as 1, so the strides of
-    a zero-size shape are those of the same shape with its zeros made ones."""
-    strides = []
-    acc = 1
-    for n in reversed(tuple(shape)):
-        strides.append(acc)
-        acc *= max(int(n), 1)
-    return tuple(reversed(strides))
+#: compact C-order strides in elements; a dim of extent 0 counts as 1, so the strides of a
+#: zero-size shape are those of the same shape with its zeros made ones
+row_major_strides = abi.row_major

@@ -16,56 +16,48 @@ import sys
 
 from .base import Target, TargetError
 
-BUILTIN = ("ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py", "nanobind", "onnxruntime")
-#: module each built-in library target needs, checked before anything is imported
-BUILTIN_MODULES = {"numpy": "numpy", "torch": "torch", "tvm_ffi": "tvm_ffi", "pyarrow": "pyarrow", "mpi4py": "mpi4py",
-                   "nanobind": "dlconform._nanobind", "onnxruntime": "onnxruntime"}
+#: the built-in targets, in the default run's order: name -> (the adapter's module, its class,
+#: the module the library needs, checked before anything is imported; None for ours)
+BUILTIN = {
+    "ref": ("dlconform.targets.ref", "RefTarget", None),
+    "pyref": ("dlconform.targets.pyref_target", "PyrefTarget", None),
+    "numpy": ("dlconform.targets.numpy_target", "NumpyTarget", "numpy"),
+    "torch": ("dlconform.targets.torch_target", "TorchTarget", "torch"),
+    "tvm_ffi": ("dlconform.targets.tvm_ffi_target", "TvmFfiTarget", "tvm_ffi"),
+    "pyarrow": ("dlconform.targets.pyarrow_target", "PyarrowTarget", "pyarrow"),
+    "mpi4py": ("dlconform.targets.mpi4py_target", "Mpi4pyTarget", "mpi4py"),
+    "nanobind": ("dlconform.targets.nanobind_target", "NanobindTarget", "dlconform._nanobind"),
+    "onnxruntime": ("dlconform.targets.onnxruntime_target", "OnnxruntimeTarget", "onnxruntime"),
+}
+#: the targets that take a built-in fault (`NAME:fault=FAULT`)
+WITH_FAULTS = ("ref", "pyref")
 
 
 def _exc_name(e):
     return type(e).__name__
 
 
-def _builtin(name):
-    if name == "numpy":
-        from .numpy_target import NumpyTarget
-
-        return NumpyTarget()
-    if name == "torch":
-        from .torch_target import TorchTarget
-
-        return TorchTarget()
-    if name == "tvm_ffi":
-        from .tvm_ffi_target import TvmFfiTarget
-
-        return TvmFfiTarget()
-    if name == "pyarrow":
-        from .pyarrow_target import PyarrowTarget
-
-        return PyarrowTarget()
-    if name == "mpi4py":
-        from .mpi4py_target import Mpi4pyTarget
-
-        return Mpi4pyTarget()
-    if name == "nanobind":
-        from .nanobind_target import NanobindTarget
-
-        return NanobindTarget()
-    if name == "onnxruntime":
-        from .onnxruntime_target import OnnxruntimeTarget
-
-        return OnnxruntimeTarget()
-    raise KeyError(name)
-
-
-def _fault_of(spec, base):
-    """The fault NAME of a `BASE:fault=NAME` spec; None for plain `BASE` (ref, pyref)."""
-    if spec == base:
-        return None
-    rest = spec[len(base) + 1:]
+def _split(spec):
+    """(built-in name, fault or None) of a built-in spec; (None, None) for any other spec."""
+    name, _, rest = spec.partition(":")
+    if name not in BUILTIN or (rest and name not in WITH_FAULTS):
+        return None, None
+    if not rest:
+        return name, None
     if not rest.startswith("fault=") or not rest[len("fault="):]:
-        raise TargetError("bad %s spec %r (expected %s or %s:fault=NAME)" % (base, spec, base, base))
-    return rest[len("fault="):]
+        raise TargetError("bad %s spec %r (expected %s or %s:fault=NAME)" % (name, spec, name, name))
+    return name, rest[len("fault="):]
+
+
+def construction(spec):
+    """(import lines, expression) that give the target of `spec` in a reproducer script."""
+    name, fault = _split(spec)
+    if name is not None:
+        module, cls, _ = BUILTIN[name]
+        return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, "" if fault is None else "fault=%r" % fault)
+    if ":" not in spec:
+        return ("from dlconform.targets.generic import GenericTarget",), "GenericTarget(%r)" % spec
+    return ("from dlconform.targets.loader import load",), "load(%r)" % spec
 
 
 def _load_file(path, attr):
@@ -106,16 +98,11 @@ def load(spec, check_available=True):
     """The Target for spec; TargetError with a one-line reason otherwise."""
     if not spec or not isinstance(spec, str):
         raise TargetError("empty target spec")
-    if spec == "ref" or spec.startswith("ref:"):
-        from .ref import RefTarget
-
-        target = RefTarget(fault=_fault_of(spec, "ref"))
-    elif spec == "pyref" or spec.startswith("pyref:"):
-        from .pyref_target import PyrefTarget
-
-        target = PyrefTarget(fault=_fault_of(spec, "pyref"))
-    elif spec in BUILTIN:
-        target = _builtin(spec)
+    name, fault = _split(spec)
+    if name is not None:
+        module, cls, _ = BUILTIN[name]
+        adapter = getattr(importlib.import_module(module), cls)
+        target = adapter(fault=fault) if name in WITH_FAULTS else adapter()
     elif ":" in spec:
         left, attr = spec.rsplit(":", 1)
         if not left or not attr:
@@ -184,8 +171,8 @@ def quick_check(spec, python=None):
     """A reason when spec certainly cannot load (decided without importing), else None."""
     if python not in (None, sys.executable):
         return None
-    if spec in BUILTIN or spec.startswith("ref:") or ":" in spec:
-        mod = BUILTIN_MODULES.get(spec)
+    if _split(spec)[0] is not None or ":" in spec:
+        mod = BUILTIN[spec][2] if spec in BUILTIN else None
         return None if mod is None else _not_found(mod, mod)
     return _not_found(spec.split(".")[0], spec)
 
