@@ -93,7 +93,7 @@ _PASSTHROUGH = {
     "report": "one Markdown bug report per finding, with a reproducer that needs no dlconform",
 }
 _PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro",
-                        "report": ".bugreport.cli"}
+                        "report": ".report.bugreport"}
 
 
 def _positive(text):

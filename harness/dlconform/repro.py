@@ -283,11 +283,12 @@ def _bundle(text):
     return sources, native, third
 
 
-def standalone_problem(text, library=None):
-    """Why `text` cannot run without dlconform (a native module it needs, a module other than the
-    library under test that it imports), or None."""
+def standalone_problem(text, library=None, native_ok=None):
+    """Why `text` cannot run without dlconform (a native module it needs, other than `native_ok`;
+    a module other than the library under test that it imports), or None."""
     _, native, third = _bundle(text)
     third.discard(library)
+    native.discard(native_ok)
     if native:
         return "it needs dlconform's native module%s %s" % ("s" if len(native) > 1 else "", ", ".join(sorted(native)))
     if third:

@@ -25,4 +25,13 @@ from .forge import (CapsuleProducer, CopyingProducer, Forge, RecordingProducer, 
 from .xapi import (exchange_api, xapi_alloc, xapi_current_stream, xapi_dltensor_from, xapi_managed_from,
                    xapi_to_py)
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("abi", "capsules", "check", "forge", "xapi")]
+__all__ = [
+    "DEFINED_FLAGS", "DLPACK_VERSION", "DTYPES", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED",
+    "LEGACY", "USED_LEGACY", "USED_NAMES", "USED_VERSIONED", "VERSIONED", "XAPI_NAME", "capsule_name",
+    "is_capsule", "itemsize", "keep_forever", "row_major", "Handle", "Tracker", "consume", "elements", "extent",
+    "gather", "inspect", "instrument", "layout_extent", "read_elements", "rename", "FAILING", "FINDINGS",
+    "HARNESS_ERROR", "VERDICTS", "Check", "CheckFailure", "Unsupported", "Warn", "breach", "describe", "detach",
+    "reproduce", "unclean", "worst", "CapsuleProducer", "CopyingProducer", "Forge", "RecordingProducer",
+    "StreamDeviceProducer", "attempt", "forges", "legacy_producer", "exchange_api", "xapi_alloc",
+    "xapi_current_stream", "xapi_dltensor_from", "xapi_managed_from", "xapi_to_py",
+]

@@ -2,7 +2,7 @@
 
 It exchanges arrays with any DLPack library: `Array.__dlpack__` and `__dlpack_device__`
 export them (producer), `from_dlpack` imports anything that offers both (consumer). The
-structs of dlpack.h v1.3 are ctypes types (`pyref.dlpack`); capsules go through
+structs of dlpack.h v1.3 are dlconform's one ctypes declaration of them (`pyref.dlpack`, dlconform.kit.abi); capsules go through
 `ctypes.pythonapi`. Storage is ctypes buffers pyref owns, or memory it imported.
 
     >>> import pyref
@@ -15,7 +15,7 @@ There is no C exchange API (`__dlpack_c_exchange_api__`): pure Python has no C f
 put in its table. Built-in faults (`FAULTS`, `set_fault`) turn pyref into a library that
 breaks one DLPack rule, for testing test suites.
 """
-from . import _dlpack as dlpack
+from ..kit import abi as dlpack
 from ._array import Array, flip, frombuffer, zeros
 from ._consumer import from_dlpack
 from ._dtypes import NAMES as DTYPES
@@ -23,7 +23,7 @@ from ._faults import FAULTS, current as current_fault, set_fault
 from ._producer import live_exports
 
 __version__ = "1.0"
-DLPACK_VERSION = (dlpack.DLPACK_MAJOR_VERSION, dlpack.DLPACK_MINOR_VERSION)
+DLPACK_VERSION = dlpack.DLPACK_VERSION
 
 __all__ = ["Array", "DLPACK_VERSION", "DTYPES", "FAULTS", "current_fault", "dlpack", "flip", "from_dlpack",
            "frombuffer", "live_exports", "set_fault", "zeros"]

@@ -14,7 +14,7 @@ import math
 import operator
 
 from . import _dtypes, _faults
-from ._dlpack import DLDeviceType
+from ..kit.abi import DLDeviceType
 from ._producer import export
 
 ALIGN = 256

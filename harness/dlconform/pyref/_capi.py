@@ -10,7 +10,7 @@ sets (PyCapsule_GetPointer with a wrong name raises ValueError).
 """
 import ctypes
 
-from ._dlpack import CapsuleDestructor
+from ..kit.abi import CapsuleDestructor
 
 api = ctypes.pythonapi
 

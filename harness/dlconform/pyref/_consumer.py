@@ -19,11 +19,11 @@ import ctypes
 
 from . import _capi, _dtypes, _faults
 from ._array import MAX_NDIM, Array, numel, row_major_strides
-from ._dlpack import (
-    DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, KNOWN_FLAGS, DLDeviceType,
-    DLManagedTensor, DLManagedTensorVersioned)
+from ..kit.abi import DEFINED_FLAGS as KNOWN_FLAGS
+from ..kit.abi import DLPACK_VERSION as MAX_VERSION
+from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned
 
-MAX_VERSION = (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)
+DLPACK_MAJOR_VERSION = MAX_VERSION[0]
 INT64_MAX = (1 << 63) - 1
 ADDRESS_LIMIT = 1 << (8 * ctypes.sizeof(ctypes.c_void_p))
 

@@ -6,7 +6,7 @@ types (fp6, fp4). Elements are storage only; pyref computes nothing with them.
 """
 import collections
 
-from ._dlpack import DLDataTypeCode as C
+from ..kit.abi import DLDataTypeCode as C
 
 DType = collections.namedtuple("DType", "name code bits lanes")
 DType.itemsize = property(lambda self: self.bits * self.lanes // 8)

@@ -20,9 +20,10 @@ import ctypes
 import itertools
 
 from . import _array, _capi, _faults  # _array: partly loaded here; read at call time
-from ._dlpack import (
-    DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, CapsuleDestructor, Deleter,
-    DLDataTypeCode, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
+from ..kit.abi import (DLPACK_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, CapsuleDestructor, Deleter, DLDataTypeCode,
+                       DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
+
+DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION = DLPACK_VERSION
 
 LEGACY_NAME = _capi.keep_forever(b"dltensor")  # CAP-01
 VERSIONED_NAME = _capi.keep_forever(b"dltensor_versioned")  # CAP-02

@@ -34,10 +34,3 @@ def index(ndim, dim, sl):
     idx = [slice(None)] * ndim
     idx[dim] = sl
     return tuple(idx)
-
-
-def index_text(ndim, dim, start, stop, step):
-    """The subscript text of index(ndim, dim, slice(start, stop, step)), for reproducers."""
-    idx = [":"] * ndim
-    idx[dim] = "%s:%s:%s" % (start, "" if stop is None else stop, step)
-    return ", ".join(idx) + ("," if ndim == 1 else "")

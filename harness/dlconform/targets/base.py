@@ -17,16 +17,11 @@ class Target:
 
     Members (see harness/README.md):
       name, roles, available(), versions(), dtypes(), make(), transpose(), slice(), flip(),
-      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), repro_setup(),
-      discover_dtypes().
-    Optional hooks (None when the library has no such thing): readonly_ways(), native_layout(), dtype_kind(),
-    unexportable(), sparse(), byteswapped(), stream_device().
-    Reproducer lines: repro_setup(), repro_make(), repro_view(), repro_readonly(),
-    repro_from_dlpack(), repro_describe(), repro_unexportable(), repro_sparse(),
-    repro_byteswapped(). The defaults
-    go through the loader (`T = load(name)`), so every adapter's reproducers run; an adapter
-    whose library has its own idioms overrides all of them together. `library` names the
-    module under test.
+      readonly(), expected(), from_dlpack(), consumer_keywords(), describe(), discover_dtypes().
+    Optional hooks (None when the library has no such thing): readonly_ways(), native_layout(),
+    dtype_kind(), unexportable(), sparse(), byteswapped(), stream_device().
+    `library` names the module under test. A reproducer calls these same methods: it builds the
+    adapter as dlconform.targets.loader.construction() says and runs the check's own code.
     """
 
     name = "target"
@@ -83,12 +78,12 @@ class Target:
     def readonly(self, x):
         return None
 
-    def readonly_ways(self, x, src="x"):
-        """Every way the library holds read-only data like x: [(what, tensor, reproducer lines
-        that make it from `src`)]. The default is readonly(x), when the library has it; an
-        import of a READ_ONLY capsule is the suites' own way (test_flags.py)."""
+    def readonly_ways(self, x):
+        """Every way the library holds read-only data like x: [(what, tensor)]. The default is
+        readonly(x), when the library has it; an import of a READ_ONLY capsule is the suites'
+        own way (test_flags.py)."""
         ro = self.readonly(x)
-        return [] if ro is None else [("a read-only view", ro, [self.repro_readonly(src, "ro")])]
+        return [] if ro is None else [("a read-only view", ro)]
 
     def expected(self, x):
         raise NotImplementedError("%s has no value oracle" % self.name)
@@ -139,49 +134,6 @@ class Target:
     def byteswapped(self, x):
         """x in non-native byte order (DT-02), or None when the library has no such arrays."""
         return None
-
-    # ---- reproducers: Python lines that redo what a check did, runnable with only dlconform
-    # on PYTHONPATH and the library. The defaults use the adapter itself through the loader.
-    def repro_setup(self):
-        return ["from dlconform.targets.loader import load", "T = load(%r)" % (self.spec or self.name)]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = T.make(%r, %r, %s)" % (var, dtype, tuple(shape), bytes_literal(values))]
-
-    def repro_view(self, op, x, v, src, dst):
-        """The line that makes `dst`, the view `v` of `x` (named `src`), by op ("transpose",
-        perm), ("slice", dim, start, stop, step) or ("flip", dim)."""
-        if op[0] == "transpose":
-            return "%s = T.transpose(%s, %r)" % (dst, src, tuple(op[1]))
-        if op[0] == "slice":
-            return "%s = T.slice(%s, %d, %r, %r, %r)" % ((dst, src) + tuple(op[1:]))
-        return "%s = T.flip(%s, %d)" % (dst, src, op[1])
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = T.readonly(%s)" % (var, src)
-
-    def repro_from_dlpack(self, arg="p"):
-        """An expression that imports `arg` with the library's from_dlpack."""
-        return "T.from_dlpack(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        """An expression for describe(var) of a consumer result, in the library's idiom: a dict
-        with at least "ptr", "shape", "strides" (elements), "itemsize" and "readonly"."""
-        if type(self).repro_setup is Target.repro_setup:
-            return "T.describe(%s)" % var
-        return "__import__('dlconform.targets.loader', fromlist=['load']).load(%r).describe(%s)" % (
-            self.spec or self.name, var)
-
-    def repro_unexportable(self, var="u"):
-        return ["%s = T.unexportable()[1]" % var]
-
-    def repro_sparse(self, var="s"):
-        return ["%s = T.sparse()" % var]
-
-    def repro_byteswapped(self, src="x", var="y"):
-        return ["%s = T.byteswapped(%s)" % (var, src)]
 
 
 class LibraryTarget(Target):

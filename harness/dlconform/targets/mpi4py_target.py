@@ -11,7 +11,6 @@ the flat byte count is reported instead. The buffer keeps no element type (`form
 `itemsize` 1, whatever the capsule's dtype): `describe` says so with "dtype": "bytes", so the
 dtype checks judge mpi4py as a byte-buffer consumer (it forms no elements; it sizes the buffer
 with the header's GetDataSize formula)."""
-from . import _inline
 from .base import LibraryTarget, import_library
 from .dtypes import numel, row_major_strides
 
@@ -27,11 +26,11 @@ class _Announced:
         return self._obj.__dlpack_device__()
 
     def __dlpack__(self, *args, **kw):
-        from .. import _probe
+        from .. import kit
 
         cap = self._obj.__dlpack__(*args, **kw)
         try:
-            self.info = _probe.inspect(cap)
+            self.info = kit.inspect(cap)
         except Exception:  # noqa: BLE001 - a capsule the probe cannot read is mpi4py's to judge
             self.info = None
         return cap
@@ -83,81 +82,4 @@ class Mpi4pyTarget(LibraryTarget):
         return {"ptr": y.address, "shape": (nbytes,), "strides": (1,), "itemsize": 1, "readonly": bool(y.readonly),
                 "dtype": dtype}
 
-    # ---- reproducers: mpi4py and ctypes only. The setup lines define the adapter's import and
-    # describe() as _mpi_buffer and _mpi_describe, over the capsule reader _dlp_fields
-    # (targets/_inline.py) in place of _probe.inspect. mpi4py makes no tensors (no producer
-    # role): the producer-side hooks are never reached, and give the None of their methods.
-    def repro_setup(self):
-        return ["from mpi4py import MPI"] + _inline.lines(_inline.READER) + _inline.lines(MPI_HELPERS)
 
-    def repro_make(self, dtype, shape, values, var="x"):
-        return ["%s = None  # mpi4py makes no tensors" % var]
-
-    def repro_view(self, op, x, v, src, dst):
-        return "%s = None  # mpi4py has no tensors to view" % dst
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = None  # mpi4py has no tensors to view" % var
-
-    def repro_from_dlpack(self, arg="p"):
-        return "_mpi_buffer(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return "_mpi_describe(%s)" % var
-
-    def repro_unexportable(self, var="u"):
-        return ["%s = None  # mpi4py makes no tensors" % var]
-
-    def repro_sparse(self, var="s"):
-        return ["%s = None  # mpi4py makes no tensors" % var]
-
-    def repro_byteswapped(self, src="x", var="y"):
-        return ["%s = None  # mpi4py makes no tensors" % var]
-
-
-#: the reproducers' from_dlpack and describe (after _inline.READER), line for line the
-#: adapter's: _mpi_Announced is _Announced, _mpi_buffer is Mpi4pyTarget.from_dlpack,
-#: _mpi_describe is Mpi4pyTarget.describe.
-MPI_HELPERS = '''class _mpi_Announced:
-    def __init__(self, obj):
-        self._obj, self.info = obj, None
-    def __dlpack_device__(self):
-        return self._obj.__dlpack_device__()
-    def __dlpack__(self, *args, **kw):
-        cap = self._obj.__dlpack__(*args, **kw)
-        try:
-            self.info = _dlp_fields(cap)
-        except Exception:
-            self.info = None
-        return cap
-_mpi_announced = {}
-def _mpi_buffer(obj, **kw):
-    if kw:
-        raise TypeError("mpi4py's buffer import takes no keywords (%s)" % ", ".join(kw))
-    wrapped = _mpi_Announced(obj)
-    buf = MPI.buffer(wrapped)
-    if len(_mpi_announced) >= 64:
-        _mpi_announced.clear()
-    _mpi_announced[id(buf)] = (wrapped.info, buf.address, buf.nbytes)
-    return buf
-def _mpi_describe(y):
-    info, address, nbytes = _mpi_announced.get(id(y), (None, None, None))
-    if (address, nbytes) != (y.address, y.nbytes):
-        info = None
-    nbytes = y.nbytes
-    untyped = getattr(y, 'format', 'B') == 'B' and getattr(y, 'itemsize', 1) == 1
-    dtype = 'bytes' if untyped else None
-    if info and info.get('dtype') and (info.get('shape') is not None or info.get('ndim') == 0):
-        code, bits, lanes = info['dtype']
-        itemsize = max(1, (bits * lanes + 7) // 8)
-        shape = tuple(info['shape'] or ())
-        strides = (tuple(info['strides']) if info.get('strides') and len(info['strides']) == len(shape)
-                   else _dlp_row_major(shape))
-        numel = 1
-        for n in shape:
-            numel *= int(n)
-        if numel * itemsize == nbytes and all(s >= 0 for s in strides):
-            return {'ptr': y.address, 'shape': shape, 'strides': strides, 'itemsize': itemsize,
-                    'readonly': bool(y.readonly), 'dtype': dtype}
-    return {'ptr': y.address, 'shape': (nbytes,), 'strides': (1,), 'itemsize': 1, 'readonly': bool(y.readonly),
-            'dtype': dtype}'''

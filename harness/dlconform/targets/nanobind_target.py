@@ -17,7 +17,6 @@ Which behaviour is whose:
   compile-time choice (`view_ro`: `nb::ndarray<nb::array_api, nb::ro>`). Memory is the glue's
   `Buffer` (CPU only: the glue has no device memory, so device checks skip).
 """
-from . import _inline
 from .base import Target, TargetError
 from .dtypes import STANDARD_DTYPES, SUBBYTE, itemsize, row_major_strides
 
@@ -51,10 +50,10 @@ class NanobindTarget(Target):
     def _code(self, dtype):
         """(code, bits, lanes) of a dtype name, as the reference tensor spells it."""
         if dtype not in self._codes:
-            from .. import _probe, _ref
+            from .. import _ref, kit
 
             t = _ref.Tensor(dtype, (1,), data=bytes(itemsize(dtype)))
-            self._codes[dtype] = tuple(_probe.inspect(t.__dlpack__(max_version=(1, 3)))["dtype"])
+            self._codes[dtype] = tuple(kit.inspect(t.__dlpack__(max_version=(1, 3)))["dtype"])
         return self._codes[dtype]
 
     # ---- producer
@@ -67,9 +66,9 @@ class NanobindTarget(Target):
         return self.nb.view(buf, buf.address, list(shape), list(row_major_strides(shape)), *self._code(dtype))
 
     def _geometry(self, x):
-        from .. import _probe
+        from .. import kit
 
-        info = _probe.inspect(x.__dlpack__(max_version=(1, 3)))
+        info = kit.inspect(x.__dlpack__(max_version=(1, 3)))
         shape = tuple(info["shape"] or ())
         strides = tuple(info["strides"]) if info["strides"] is not None else row_major_strides(shape)
         return info, shape, strides
@@ -105,9 +104,9 @@ class NanobindTarget(Target):
         return self._view(x, (shape, strides, 0), readonly=True)
 
     def expected(self, x):
-        from .. import _probe
+        from .. import kit
 
-        return _probe.read_elements(x.__dlpack__())
+        return kit.read_elements(x.__dlpack__())
 
     # ---- consumer
     def from_dlpack(self, obj, **kw):
@@ -120,59 +119,4 @@ class NanobindTarget(Target):
         return {"ptr": y.data, "shape": tuple(y.shape), "strides": tuple(y.strides),
                 "itemsize": max(1, bits * lanes // 8), "readonly": False, "dtype": (code, bits, lanes)}
 
-    # ---- reproducers: the glue module, Python and ctypes. The glue is imported by its name in
-    # the package; a standalone bug report imports it as the top-level module `_nanobind` built
-    # from probes/nanobind/module.cpp beside the script (bugreport/standalone.py). The views'
-    # address is read at run time from the source's export (_nb_first, over the capsule reader
-    # _dlp_fields of targets/_inline.py), as _view reads it.
-    def repro_setup(self):
-        return ["from dlconform import _nanobind"] + _inline.lines(_inline.READER) + _inline.lines(NB_HELPERS)
 
-    def repro_from_dlpack(self, arg="p"):
-        return "_nanobind.take(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return ("{'ptr': %(v)s.data, 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.strides), "
-                "'itemsize': max(1, %(v)s.dtype[1] * %(v)s.dtype[2] // 8), 'readonly': False, 'dtype': tuple(%(v)s.dtype)}"
-                % {"v": var})
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        code = self._code(dtype)
-        return ["_buf = _nanobind.Buffer(%s)" % bytes_literal(values),
-                "%s = _nanobind.view(_buf, _buf.address, %r, %r, %d, %d, %d)"
-                % (var, list(shape), list(row_major_strides(shape)), code[0], code[1], code[2])]
-
-    def repro_view(self, op, x, v, src, dst):
-        """nanobind's view of src with v's layout, its first element as far from src's as in v."""
-        if v is None:
-            return "%s = None  # no %s view of this tensor" % (dst, op[0])
-        (i, shape, strides), (j, _, _) = self._geometry(v), self._geometry(x)
-        delta = (i["data"] or 0) + i["byte_offset"] - (j["data"] or 0) - j["byte_offset"]
-        return "%s = _nanobind.view(%s, _nb_first(%s) + %d, %r, %r, %d, %d, %d)" % (
-            dst, src, src, delta, list(shape), list(strides), *i["dtype"])
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = _nb_readonly(%s)" % (var, src)
-
-    def repro_unexportable(self, var="u"):
-        return ["%s = None  # the glue makes no tensor that cannot export" % var]
-
-    def repro_sparse(self, var="s"):
-        return ["%s = None  # nb::ndarray is dense" % var]
-
-    def repro_byteswapped(self, src="x", var="y"):
-        return ["%s = None  # nb::ndarray has no byte order" % var]
-
-
-#: the reproducers' view helpers (after _inline.READER): _nb_first(x) is the address of x's
-#: first element as _view reads it (from a versioned export); _nb_readonly is readonly().
-NB_HELPERS = '''def _nb_first(x):
-    i = _dlp_fields(x.__dlpack__(max_version=(1, 3)))
-    return (i['data'] or 0) + i['byte_offset']
-def _nb_readonly(x):
-    i = _dlp_fields(x.__dlpack__(max_version=(1, 3)))
-    shape = tuple(i['shape'] or ())
-    strides = tuple(i['strides']) if i['strides'] is not None else _dlp_row_major(shape)
-    return _nanobind.view_ro(x, (i['data'] or 0) + i['byte_offset'], list(shape), list(strides), *i['dtype'])'''

@@ -1,5 +1,5 @@
 """numpy: producer (ndarray.__dlpack__) and consumer (numpy.from_dlpack)."""
-from ._util import index, index_text, keywords_of, version_tuple
+from ._util import index, keywords_of, version_tuple
 from .base import LibraryTarget
 from .dtypes import DTYPES, by_dlpack_order, row_major_strides
 
@@ -59,17 +59,15 @@ class NumpyTarget(LibraryTarget):
         v.setflags(write=False)
         return v
 
-    def readonly_ways(self, x, src="x"):
+    def readonly_ways(self, x):
         """A view with the write flag cleared, an array over an immutable bytes object, a
         broadcast view and an as_strided view made unwritable."""
         np = self.np
         ways = [
-            ("a view with setflags(write=False)", self.readonly(x), [self.repro_readonly(src, "ro")]),
-            ("np.frombuffer over bytes", np.frombuffer(x.tobytes(), dtype=x.dtype).reshape(x.shape),
-             ["ro = np.frombuffer(%s.tobytes(), dtype=%s.dtype).reshape(%s.shape)" % (src, src, src)]),
-            ("np.broadcast_to", np.broadcast_to(x, x.shape), ["ro = np.broadcast_to(%s, %s.shape)" % (src, src)]),
-            ("as_strided(writeable=False)", np.lib.stride_tricks.as_strided(x, writeable=False),
-             ["ro = np.lib.stride_tricks.as_strided(%s, writeable=False)" % src]),
+            ("a view with setflags(write=False)", self.readonly(x)),
+            ("np.frombuffer over bytes", np.frombuffer(x.tobytes(), dtype=x.dtype).reshape(x.shape)),
+            ("np.broadcast_to", np.broadcast_to(x, x.shape)),
+            ("as_strided(writeable=False)", np.lib.stride_tricks.as_strided(x, writeable=False)),
         ]
         return [w for w in ways if not w[1].flags.writeable]
 
@@ -108,31 +106,3 @@ class NumpyTarget(LibraryTarget):
     def byteswapped(self, x):
         return x.astype(x.dtype.newbyteorder())
 
-    def repro_setup(self):
-        return ["import numpy as np"]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = np.frombuffer(%s, dtype=%r).reshape(%r).copy()" % (var, bytes_literal(values), dtype, tuple(shape))]
-
-    def repro_view(self, op, x, v, src, dst):
-        if op[0] == "transpose":
-            return "%s = %s.transpose(%r)" % (dst, src, tuple(op[1]))
-        if op[0] == "slice":
-            return "%s = %s[%s]" % (dst, src, index_text(x.ndim, *op[1:]))
-        return "%s = np.flip(%s, %d)" % (dst, src, op[1])
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = %s.view(); %s.setflags(write=False)" % (var, src, var)
-
-    def repro_from_dlpack(self, arg="p"):
-        return "np.from_dlpack(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return ("{'ptr': %(v)s.__array_interface__['data'][0], 'shape': %(v)s.shape, 'strides': tuple(s // %(v)s.itemsize "
-                "for s in %(v)s.strides) if %(v)s.itemsize else (0,) * %(v)s.ndim, 'itemsize': %(v)s.itemsize, "
-                "'readonly': not %(v)s.flags.writeable}" % {"v": var})
-
-    def repro_byteswapped(self, src="x", var="y"):
-        return ["%s = %s.astype(%s.dtype.newbyteorder())" % (var, src, src)]

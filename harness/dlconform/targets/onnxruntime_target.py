@@ -13,7 +13,6 @@ the values in (update_inplace), so the memory under test is onnxruntime's, not n
 OrtValue is always dense and row-major: there are no views (transpose, slice, flip and
 read-only are unsupported).
 """
-from . import _inline
 from .base import Target, TargetError
 from .dtypes import row_major_strides
 
@@ -54,9 +53,9 @@ class OnnxruntimeTarget(Target):
         return x
 
     def expected(self, x):
-        from .. import _probe
+        from .. import kit
 
-        return _probe.read_elements(x.__dlpack__())
+        return kit.read_elements(x.__dlpack__())
 
     def from_dlpack(self, obj, **kw):
         """kw is always empty: consumer_keywords() is."""
@@ -65,9 +64,9 @@ class OnnxruntimeTarget(Target):
 
     def describe(self, y):
         """Read through y's own export (an OrtValue has a data pointer but no strides)."""
-        from .. import _probe
+        from .. import kit
 
-        info = _probe.inspect(y.__dlpack__())
+        info = kit.inspect(y.__dlpack__())
         bits, lanes = info["dtype"][1], info["dtype"][2]
         shape = tuple(info["shape"] or ())
         # onnxruntime exports NULL strides: row-major (LAY-07)
@@ -76,47 +75,4 @@ class OnnxruntimeTarget(Target):
                 "strides": strides, "itemsize": max(1, bits * lanes // 8),
                 "readonly": False, "dtype": tuple(info["dtype"])}
 
-    # ---- reproducers: onnxruntime, numpy and ctypes. describe() reads y's own export with the
-    # capsule reader _dlp_fields (targets/_inline.py) in place of _probe.inspect. An OrtValue
-    # has no views: those hooks give the None of the adapter's methods.
-    def repro_setup(self):
-        return (["import numpy as np", "from onnxruntime.capi import _pybind_state as C",
-                 "cpu = C.OrtDevice(C.OrtDevice.cpu(), C.OrtDevice.default_memory(), 0)"]
-                + _inline.lines(_inline.READER) + _inline.lines(ORT_HELPERS))
 
-    def repro_from_dlpack(self, arg="p"):
-        return "C.OrtValue.from_dlpack(%s if type(%s).__name__ == 'PyCapsule' else %s.__dlpack__(), False)" % (arg, arg, arg)
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["_a = np.frombuffer(%s, dtype=%r).reshape(%r)" % (bytes_literal(values), dtype, tuple(shape)),
-                "%s = C.OrtValue.ortvalue_from_shape_and_type(%r, _a.dtype.type, cpu)" % (var, list(shape)),
-                "%s.update_inplace(_a)" % var]
-
-    def repro_view(self, op, x, v, src, dst):
-        return "%s = None  # an OrtValue has no views" % dst
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = None  # an OrtValue has no read-only views" % var
-
-    def repro_describe(self, var="y"):
-        return "_ort_describe(%s)" % var
-
-    def repro_unexportable(self, var="u"):
-        return ["%s = None  # the adapter makes no OrtValue that cannot export" % var]
-
-    def repro_sparse(self, var="s"):
-        return ["%s = None  # the adapter makes no sparse OrtValue" % var]
-
-    def repro_byteswapped(self, src="x", var="y"):
-        return ["%s = None  # an OrtValue has no byte-swapped form" % var]
-
-
-#: the reproducers' describe() (after _inline.READER), line for line OnnxruntimeTarget.describe
-ORT_HELPERS = '''def _ort_describe(y):
-    i = _dlp_fields(y.__dlpack__())
-    shape = tuple(i['shape'] or ())
-    strides = tuple(i['strides']) if i['strides'] is not None else _dlp_row_major(shape)
-    return {'ptr': (i['data'] or 0) + i['byte_offset'], 'shape': shape, 'strides': strides,
-            'itemsize': max(1, i['dtype'][1] * i['dtype'][2] // 8), 'readonly': False, 'dtype': tuple(i['dtype'])}'''

@@ -61,36 +61,6 @@ class PyrefTarget(Target):
         return {"ptr": y.address, "shape": y.shape, "strides": y.strides, "itemsize": y.itemsize,
                 "readonly": y.readonly, "dtype": y.dl_dtype}
 
-    def repro_setup(self):
-        lines = ["from dlconform import pyref"]
-        if self.fault:
-            lines.append("pyref.set_fault(%r)" % self.fault)
-        return lines
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = pyref.frombuffer(%s, %r, %r)" % (var, bytes_literal(values), dtype, tuple(shape))]
-
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.address
 
-    def repro_view(self, op, x, v, src, dst):
-        if op[0] == "transpose":
-            return "%s = %s.transpose(%r)" % (dst, src, tuple(op[1]))
-        if op[0] == "slice":
-            _, dim, start, stop, step = op
-            index = ["slice(None)"] * len(x.shape)
-            index[dim] = "slice(%r, %r, %r)" % (start, stop, step)
-            return "%s = %s[(%s,)]" % (dst, src, ", ".join(index))
-        return "%s = %s.flip(%d)" % (dst, src, op[1])
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = %s.as_readonly()" % (var, src)
-
-    def repro_from_dlpack(self, arg="p"):
-        return "pyref.from_dlpack(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return ("{'ptr': %(v)s.address, 'shape': %(v)s.shape, 'strides': %(v)s.strides, 'itemsize': %(v)s.itemsize, "
-                "'readonly': %(v)s.readonly, 'dtype': %(v)s.dl_dtype}" % {"v": var})

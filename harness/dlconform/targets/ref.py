@@ -111,33 +111,6 @@ class RefTarget(Target):
     def unexportable(self):
         return "ref tensor with exportable=False", self._ref.Tensor("float32", (2, 3), exportable=False)
 
-    def repro_setup(self):
-        lines = ["from dlconform import _ref, _probe"]
-        if self.fault:
-            lines.append("_ref.set_fault(%r)" % self.fault)
-        return lines
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = _ref.Tensor(%r, %r, data=%s)" % (var, dtype, tuple(shape), bytes_literal(values))]
-
-    def repro_view(self, op, x, v, src, dst):
-        return "%s = %s.view(%r, %r, %d)" % (dst, src, tuple(v.shape), tuple(v.strides), v.byte_offset)
-
-    def repro_readonly(self, src="x", var="ro"):
-        return "%s = _ref.Tensor(%s.dtype, %s.shape, data=%s.tobytes(), readonly=True)" % (var, src, src, src)
-
-    def repro_from_dlpack(self, arg="p"):
-        return "_ref.from_dlpack(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return ("{'ptr': %(v)s.data_ptr + %(v)s.byte_offset, 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.strides), "
-                "'itemsize': %(v)s.itemsize, 'readonly': bool(%(v)s.readonly)}" % {"v": var})
-
-    def repro_unexportable(self, var="u"):
-        return ["%s = _ref.Tensor('float32', (2, 3), exportable=False)" % var]
-
 
 class RefStreamDevice:
     """The reference's virtual stream device (kDLExtDev, probes/ref/vstream.c): software
@@ -175,24 +148,3 @@ class RefStreamDevice:
         ("sync", producer), ("copy", stream, or 0 for the host), ("destroy", stream)."""
         return [tuple(e) for e in self._ref.vstream_log(clear=True)]
 
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        return ["%s = _ref.DeviceTensor(_ref.Tensor(%r, %r, data=%s))" % (var, dtype, tuple(shape), bytes_literal(values)),
-                "_ref.vstream_log(clear=True)"]
-
-    def repro_events(self):
-        """An expression for events() in a reproducer."""
-        return "[tuple(e) for e in _ref.vstream_log(clear=True)]"
-
-    def repro_producer_stream(self, var="x"):
-        """An expression for producer_stream(var) in a reproducer."""
-        return "%s.stream" % var
-
-    def repro_new_stream(self):
-        """An expression for new_stream() in a reproducer."""
-        return "_ref.vstream_new()"
-
-    def repro_alive(self, handle="h"):
-        """An expression for alive(handle) in a reproducer."""
-        return "_ref.vstream_alive(%s)" % handle

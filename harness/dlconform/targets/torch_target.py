@@ -1,5 +1,5 @@
 """torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack)."""
-from ._util import index, index_text, keywords_of
+from ._util import index, keywords_of
 from .base import LibraryTarget, import_library
 from .dtypes import DTYPES, by_dlpack_order
 
@@ -81,7 +81,7 @@ class TorchTarget(LibraryTarget):
     def readonly(self, x):
         return None  # torch tensors have no read-only flag
 
-    def readonly_ways(self, x, src="x"):
+    def readonly_ways(self, x):
         """torch has no read-only tensors, but torch.frombuffer over an immutable bytes object
         holds read-only memory (torch warns that writing to it is undefined)."""
         import warnings
@@ -93,9 +93,7 @@ class TorchTarget(LibraryTarget):
         with warnings.catch_warnings():  # "The given buffer is not writable": that is the point
             warnings.simplefilter("ignore")
             ro = torch.frombuffer(raw, dtype=torch.uint8).view(x.dtype).reshape(x.shape)
-        return [("torch.frombuffer over bytes", ro,
-                 ["ro = torch.frombuffer(bytes(%s.contiguous().view(torch.uint8).numpy().tobytes()), "
-                  "dtype=torch.uint8).view(%s.dtype).reshape(%s.shape)" % (src, src, src)])]
+        return [("torch.frombuffer over bytes", ro)]
 
     def expected(self, x):
         c = x.contiguous().reshape(-1)
@@ -135,33 +133,3 @@ class TorchTarget(LibraryTarget):
     def sparse(self):
         return self.torch.zeros(3, 3).to_sparse()
 
-    def repro_setup(self):
-        return ["import torch", "import torch.utils.dlpack"]
-
-    def repro_make(self, dtype, shape, values, var="x"):
-        from ..repro import bytes_literal
-
-        if dtype.startswith(("qint", "quint")):  # as make(): a quantized tensor of zeros
-            return ["%s = torch.quantize_per_tensor(torch.zeros(%r), 1.0, 0, torch.%s)" % (var, tuple(shape), dtype)]
-        if not values:
-            return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype)]
-        return ["%s = torch.empty(%r, dtype=torch.%s)" % (var, tuple(shape), dtype),
-                "%s.reshape(-1).view(torch.uint8).copy_(torch.frombuffer(bytearray(%s), dtype=torch.uint8))"
-                % (var, bytes_literal(values))]
-
-    def repro_view(self, op, x, v, src, dst):
-        if op[0] == "transpose":
-            return "%s = %s.permute(*%r)" % (dst, src, tuple(op[1]))
-        if op[0] == "slice":
-            return "%s = %s[%s]" % (dst, src, index_text(x.dim(), *op[1:]))
-        return super().repro_view(op, x, v, src, dst)  # torch has no flipped views
-
-    def repro_from_dlpack(self, arg="p"):
-        return "torch.utils.dlpack.from_dlpack(%s)" % arg
-
-    def repro_describe(self, var="y"):
-        return ("{'ptr': %(v)s.data_ptr(), 'shape': tuple(%(v)s.shape), 'strides': tuple(%(v)s.stride()), "
-                "'itemsize': %(v)s.element_size(), 'readonly': False}" % {"v": var})
-
-    def repro_sparse(self, var="s"):
-        return ["%s = torch.zeros(3, 3).to_sparse()" % var]

@@ -1,17 +1,27 @@
-"""One Markdown bug report per finding of a results.json, ready to file upstream.
+"""`dlconform report`: one Markdown bug report per finding of a results.json, ready to file upstream.
 
 A finding is the non-pass records (fail, warn, crash, timeout) of one test on one clause of
 one target. Its report has a title; the versions (library, Python, OS, dlpack header); the
 clause with its requirement and where the spec writes it (suites/clauses.json); expected and
-actual behaviour; and a reproducer that needs only the library, Python and ctypes
-(standalone.script), or, where it has no standalone form, dlconform's reproducer and why.
+actual behaviour; and the finding's reproducer made to stand alone (dlconform.repro.standalone:
+the check's own code, with the dlconform modules it uses embedded), which needs only the
+library, Python and ctypes; where it cannot stand alone, dlconform's reproducer and why.
+
+nanobind is a C++ binding library: what is under test is an extension built with it, here the
+glue dlconform builds (probes/nanobind/module.cpp, one page of C++ that only passes values to
+nanobind). Its report carries the glue's source and the lines that build it beside the script,
+which loads it from there.
 """
+import argparse
 import fnmatch
+import json
 import os
 import re
+import sys
 
+from .. import REPO_DIR
 from .. import catalogue as _catalogue
-from . import standalone
+from .. import repro as _repro
 
 #: the verdicts a report is written for
 FINDINGS = ("fail", "warn", "crash", "timeout")
@@ -72,7 +82,7 @@ def render(finding, results, cat=None):
     """The Markdown text of one finding."""
     cat = cat or _catalogue.load()
     c = cat.get(finding.clause)
-    library = standalone.library_of(finding.target)
+    library = library_of(finding.target)
     messages = [r["message"] for r in finding.records if r.get("message")]
     summary = (messages[0] if messages else finding.verdict).splitlines()[0]
     if len(summary) > 100:
@@ -94,14 +104,10 @@ def render(finding, results, cat=None):
                 finding.clause, ", and does not crash" if finding.verdict == "crash" else ""),
             "", "## Actual behaviour", ""]
     out += ["- %s" % m.replace("\n", " ") for m in messages] or ["- %s" % finding.verdict]
-    script, why = (standalone.script(finding.repro, finding.target, finding.clause) if finding.repro
-                   else (None, "no reproducer"))
+    script, why = standalone_script_of(finding, library)
     out += ["", "## Reproducer", ""]
-    glue = standalone.glue() if script is not None and library == "nanobind" else None
-    if script is not None and library == "nanobind" and glue is None:
-        script, why = None, "the nanobind glue's source (probes/nanobind/module.cpp) is not in this installation"
-    if glue is not None:
-        source, build = glue
+    if script is not None and library == "nanobind":
+        source, build = glue()
         out += ["The library under test is nanobind, through an extension built with it: `_nanobind`, whose "
                 "every DLPack behaviour is nanobind's (its type caster for an `nb::ndarray<>` argument, its "
                 "`nb::ndarray<nb::array_api>` export); the extension only passes addresses, shapes and dtypes "
@@ -109,12 +115,13 @@ def render(finding, results, cat=None):
                 _fence(source) + "cpp", source.rstrip("\n"), _fence(source), "", "```sh", build, "```", ""]
     if script is not None:
         fence = _fence(script)
-        also = (" What the same check found on other clauses prints as `ALSO ...` and does not stop it."
-                if "\nFOCUS = " in script else "")
-        out += ["Save as `repro.py` and run `python3 repro.py`. It needs only %s, Python and ctypes. It exits "
-                "1 and prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s.%s" % (
-                    "the extension built above" if library == "nanobind" else library, finding.clause,
-                    "; a crash dies by its signal" if finding.verdict == "crash" else "", also),
+        needs = {"nanobind": "the extension built above", "ref": "dlconform's `_ref` extension beside it"}
+        out += ["Save as `repro.py` and run `python3 repro.py`. It needs only %s, Python and ctypes: it is the "
+                "check's own code, with the parts of dlconform it uses embedded at its end. It exits 1 and "
+                "prints `REPRODUCED %s: ...` while the bug is there, 0 once it is fixed%s. What the same check "
+                "found on other clauses prints as `ALSO ...` and does not stop it." % (
+                    needs.get(library, library), finding.clause,
+                    "; a crash dies by its signal" if finding.verdict == "crash" else ""),
                 "", fence + "python", script.rstrip("\n"), fence]
     else:
         out += ["No standalone reproducer: %s. dlconform's reproducer (needs a dlconform checkout):" % why, ""]
@@ -126,7 +133,8 @@ def render(finding, results, cat=None):
 
 def standalone_script(markdown_text):
     """The standalone reproducer a report carries, or None."""
-    m = re.search(r"^(`{3,})python\n(#!/usr/bin/env python3\n.*?)\n\1$", markdown_text, re.S | re.M)
+    m = re.search(r"^(`{3,})python\n(# run: (?!PYTHONPATH=)\S*python\S* repro\.py\n.*?)\n\1$", markdown_text,
+                  re.S | re.M)
     return m.group(2) + "\n" if m else None
 
 
@@ -149,3 +157,86 @@ def write(results, out_dir, target=None, clause=None):
         os.replace(path + ".tmp", path)
         paths.append(path)
     return paths
+
+
+# ---------------------------------------------------------------------------- standalone scripts
+#: the glue a nanobind finding's script imports, and how it is built beside the script: the
+#: flags of probes/nanobind/nanobind.mk, against nanobind's own sources (Debian's nanobind-dev;
+#: a pip install of nanobind has them in the folder `python3 -m nanobind --cmake_dir` names
+#: the parent of, with robin_map under ext/)
+GLUE_SOURCE = os.path.join(REPO_DIR, "probes", "nanobind", "module.cpp")
+GLUE_BUILD = """NB=/usr/share/nanobind   # nanobind's sources (include/, src/nb_combined.cpp)
+PY=python3
+INC=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+EXT=$($PY -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+FLAGS="-std=c++17 -O2 -g -fPIC -fvisibility=hidden -DNDEBUG -I$NB/include -I$NB/ext/robin_map/include -I$INC"
+g++ $FLAGS -c -o nb_combined.o "$NB/src/nb_combined.cpp"
+g++ $FLAGS -c -o module.o module.cpp
+g++ -shared -o "_nanobind$EXT" module.o nb_combined.o"""
+#: the native module each library under test brings beside its script, where it is ours
+NATIVE_LIBRARY = {"ref": "dlconform._ref", "nanobind": "dlconform._nanobind"}
+
+
+def glue():
+    """(module.cpp's text, the build lines) of the nanobind glue, or None outside a checkout."""
+    try:
+        with open(GLUE_SOURCE, encoding="utf-8") as f:
+            return f.read(), GLUE_BUILD
+    except OSError:
+        return None
+
+
+def library_of(target):
+    """The module under test named by a target spec: 'ref' for ref and its faults."""
+    return target.split(":", 1)[0]
+
+
+def standalone_script_of(finding, library):
+    """(the finding's reproducer made standalone, None), or (None, why it has none)."""
+    text = finding.repro
+    if not text.startswith(_repro.RUN_PREFIX):
+        return None, "the reproducer is a rerun command, not a script"
+    problem = _repro.standalone_problem(text, library=library, native_ok=NATIVE_LIBRARY.get(library))
+    if problem is not None:
+        return None, problem
+    if library == "nanobind" and glue() is None:
+        return None, "the nanobind glue's source (probes/nanobind/module.cpp) is not in this installation"
+    return _repro.standalone(text, python="python3"), None
+
+
+# ---------------------------------------------------------------------------- the command
+DEFAULT_RESULTS = os.path.join(REPO_DIR, "reports", "out", "results.json")
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="dlconform report", description=(
+        "Write one Markdown bug report per finding (fail, warn, crash, timeout) of a results.json into "
+        "OUT_DIR: versions, the clause and its source, expected and actual behaviour, and a reproducer that "
+        "needs only the library, Python and ctypes."))
+    p.add_argument("out_dir", metavar="OUT_DIR", help="folder the reports go to")
+    p.add_argument("--results", default=DEFAULT_RESULTS, metavar="FILE",
+                   help="results.json of a run (default: reports/out/results.json)")
+    p.add_argument("--target", metavar="T", help="the findings of this target (as in results.json)")
+    p.add_argument("--clause", metavar="C", help="the findings on this clause (a glob: 'LAY-*')")
+    p.add_argument("--all-findings", action="store_true", help="every finding (of --target, if given)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no list of the files written")
+    return p
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.all_findings and not (args.target and args.clause):
+        parser.error("name a finding with --target T --clause C, or give --all-findings")
+    try:
+        with open(args.results, encoding="utf-8") as f:
+            results = json.load(f)
+    except (OSError, ValueError) as e:
+        print("dlconform report: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+        return 2
+    paths = write(results, args.out_dir, args.target, args.clause)
+    if not args.quiet:
+        for path in paths:
+            print(path)
+    print("dlconform report: %d report(s) in %s" % (len(paths), args.out_dir), file=sys.stderr)
+    return 0 if paths else 1
