@@ -25,6 +25,8 @@ from . import abi
 #: the largest ndim whose shape and strides are read (probes/probe/probe.h)
 MAX_NDIM = 1024
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: the extent statuses of probes/check.h, in the order of their codes
+EXTENT_STATUSES = ("ok", "bad_ndim", "null_shape", "neg_shape", "overflow", "bad_itemsize")
 #: device types whose memory the host can read (probes/probe/read.c)
 HOST_READABLE = (abi.DLDeviceType.kDLCPU, abi.DLDeviceType.kDLCUDAHost, abi.DLDeviceType.kDLROCMHost,
                  abi.DLDeviceType.kDLCUDAManaged)

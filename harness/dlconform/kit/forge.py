@@ -20,7 +20,7 @@ import ctypes
 from collections.abc import Mapping
 
 from . import abi
-from .capsules import call_deleter, gather_at, layout_extent
+from .capsules import EXTENT_STATUSES, call_deleter, gather_at, layout_extent
 from .check import detach
 
 #: the alignment of a forge's buffer (REF_ALIGN)
@@ -204,7 +204,7 @@ class Forge:
         strides = None if self.strides is None else (self.strides + (0,) * self.ndim)[:self.ndim]
         e = layout_extent(self.ndim, shape, strides, self.dtype)
         if e["status"] != "ok":
-            raise ValueError("invalid extent (status %s)" % e["status"])
+            raise ValueError("invalid extent (status %d)" % EXTENT_STATUSES.index(e["status"]))
         if e["zero_size"]:
             return b""
         if not self.data:
