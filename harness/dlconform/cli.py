@@ -2,6 +2,7 @@
 usage error or when no target can be run."""
 import argparse
 import datetime
+import json
 import os
 import shutil
 import signal
@@ -123,7 +124,7 @@ class _Sink:
         self.lock = threading.Lock()
 
     def __call__(self, rec):
-        line = rec.to_json() + "\n"
+        line = json.dumps(rec, default=str) + "\n"
         with self.lock:
             self.f.write(line)
             self.f.flush()
@@ -317,11 +318,15 @@ def cmd_run(args):
 
     done = [threading.Event() for _ in runners]  # set when a worker has returned
 
+    failures = []  # internal errors of the workers: re-raised here, the run exits 2
+
     def worker(runner, finished):
         # One Runner per thread: a Runner drives one child at a time. Each target still has
         # its own process; the threads only wait on them.
         try:
             work(runner)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            failures.append(e)
         finally:
             finished.set()
 
@@ -375,6 +380,8 @@ def cmd_run(args):
         return code
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if failures:
+        raise failures[0]
     for spec in runnable:  # report order is the command line's, whatever finished first
         results.extend(runs[spec].records)
     errors = [r for r in results if r["verdict"] == HARNESS_ERROR]
@@ -417,6 +424,6 @@ def main(argv=None):
         except OSError:
             where = ""
         _say("internal error: %s: %s%s" % (type(e).__name__, e, where))
-        return EXIT_FAIL
+        return EXIT_USAGE
     parser.error("unknown command")
     return EXIT_USAGE

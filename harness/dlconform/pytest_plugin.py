@@ -151,6 +151,7 @@ class _ItemState:
         self.role = role
         self.forced = None  # (verdict, message): decided without running the test
         self.phases = {}  # when -> (report, excinfo)
+        self.results = None  # (phases seen, result events): results() makes them once
         self.start = time.perf_counter()
 
 
@@ -541,12 +542,21 @@ class _State:
                 type(e).__name__, where, _exc_message(e), _location(excinfo))), None
         return "pass", "", None
 
-    def _record(self, nodeid, clause, role, verdict, message, repro, duration):
+    def _record(self, nodeid, clause, role, verdict, message, repro, duration, **optional):
+        """The result event of one record: the record is made here, once, and every later stage
+        (the runner, the reports) passes it on as it is."""
         rec = Record(target=self.spec, role=role, clause=clause, verdict=verdict, message=message, repro=repro,
-                     test=nodeid, duration=round(duration, 6), catalogue=self.catalogue)
+                     test=nodeid, duration=round(duration, 6), catalogue=self.catalogue, **optional)
         return dict(event="result", **rec)
 
     def results(self, item, st):
+        """The test's result events, made once its phases are known (pytest's report of the call
+        and the protocol's end both ask)."""
+        if st.results is None or st.results[0] != len(st.phases):
+            st.results = (len(st.phases), self._results(item, st))
+        return st.results[1]
+
+    def _results(self, item, st):
         duration = sum(rep.duration for rep, _ in st.phases.values()) if st.phases else time.perf_counter() - st.start
         explicit = {}
         for clause, verdict, message in st.check.records:
@@ -583,10 +593,6 @@ class _State:
             if verdict != "pass":
                 repro = (self.script(item, st, self.case_of(item, st), focus=clause) if clause != UNMARKED
                          else _repro.run_command(self.spec, "*", item.nodeid))
-            rec = self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration)
-            if st.check.peer is not None:
-                rec["peer"] = st.check.peer
-            if st.check.feeds != "valid":
-                rec["input"] = st.check.feeds
-            out.append(rec)
+            out.append(self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration,
+                                    peer=st.check.peer, input=st.check.feeds if st.check.feeds != "valid" else None))
         return out

@@ -61,5 +61,3 @@ class Record(dict):
         return cls(target=target, clause=SESSION, verdict=verdict, message=message, test=test,
                    repro=repro, evidence=evidence)
 
-    def to_json(self):
-        return json.dumps(self, default=str)

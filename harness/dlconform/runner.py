@@ -248,8 +248,8 @@ class Runner:
         self.current = None  # the TargetRun in progress
 
     # ---- records
-    def _emit(self, run, fields):
-        rec = Record(fields, self.catalogue, target=run.spec)
+    def _emit(self, run, rec):
+        """Adds a complete record (a Record, or one the child made) to the run, as it is."""
         run.records.append(rec)
         if self.sink is not None:
             self.sink(rec)
@@ -287,12 +287,10 @@ class Runner:
         for clause in clauses:
             if clause in current.done:
                 continue
-            self._emit(run, {
-                "clause": clause, "role": current.role, "verdict": verdict, "message": message,
-                "test": current.test, "duration": elapsed, "evidence": evidence,
-                "repro": self._lost_repro(run, clause, current),
-                "input": input_kind if input_kind != "valid" else None,
-            })
+            self._emit(run, Record(
+                target=run.spec, clause=clause, role=current.role, verdict=verdict, message=message,
+                test=current.test, duration=elapsed, evidence=evidence, repro=self._lost_repro(run, clause, current),
+                input=input_kind if input_kind != "valid" else None, catalogue=self.catalogue))
 
     def _record_stop(self, run, att, reason, evidence):
         """Records what the way of stopping `reason` (a key of STOPS) says; True to restart."""
@@ -523,7 +521,7 @@ class Runner:
                 run.total = ev["count"]
         elif kind == "result":
             att.results += 1
-            self._emit(run, ev)
+            self._emit(run, {k: v for k, v in ev.items() if k != "event"})
             cur = att.current
             if cur is not None and ev.get("test") == cur.test:
                 cur.done.add(ev.get("clause"))

@@ -2,7 +2,6 @@
 import datetime
 import json
 
-from ..records import FIELDS
 from ..verdicts import VERDICTS
 
 SCHEMA = "dlconform-results/1"
@@ -17,12 +16,9 @@ def summarize(results, targets=()):
 
 
 def build(targets, results, environment, run=None, generated=None):
-    """targets: {spec: {"status", "reason", "roles", "versions", ...}}; results: records."""
-    results = [dict(r) for r in results]
-    for r in results:
-        r.pop("event", None)
-        for k in FIELDS:
-            r.setdefault(k, "" if k != "duration" else 0.0)
+    """targets: {spec: {"status", "reason", "roles", "versions", ...}}; results: complete records
+    (dlconform.records.Record), taken as they are."""
+    results = list(results)
     generated = generated or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return {
         "schema": SCHEMA,
