@@ -281,14 +281,20 @@ def cmd_run(args):
 
     def finish(code):
         if args.known:
-            fixed = _known.apply(known_entries, results, targets)
-            run_info["known"] = {"file": os.path.abspath(args.known), "fixed": [e.text() for e in fixed]}
+            used, fixed = _known.apply(known_entries, results, targets)
+            run_info["known"] = {"file": os.path.abspath(args.known), "used": [e.text() for e in used],
+                                 "fixed": [e.text() for e in fixed]}
             for e in fixed:
                 _say("fixed, remove from %s (line %d): %s" % (args.known, e.line, e.text()))
             if code == EXIT_FAIL and not any(r["verdict"] in FAILING and not r.get("known") for r in results):
                 code = EXIT_OK
+        lines = _known.summary(results, gated=bool(args.known))
+        for line in lines[:40]:
+            _say(line)
+        if len(lines) > 40:
+            _say("... and %d more findings: %s" % (len(lines) - 41, os.path.join(out, "results.md")))
         if args.write_known:
-            n = _known.write(args.write_known, results, targets)
+            n = _known.write(args.write_known, results)
             _say("wrote %d findings to %s" % (n, args.write_known))
         run_info["duration"] = round(time.time() - started, 3)
         run_info["exit_status"] = code

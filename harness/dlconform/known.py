@@ -1,50 +1,86 @@
 """Known failures: a file of findings a library's CI already knows, so that CI fails only on
 new ones (`dlconform run --known FILE`, `make conformance KNOWN=FILE`).
 
-The format is the one of fuzz/known/: one finding a line, `#` starts a comment, blank lines
-are ignored. A line has four fields separated by white space:
+One finding a line, `#` starts a comment, blank lines are ignored. A line has four fields
+separated by white space:
 
-    TARGET@VERSION ROLE CLAUSE TEST
+    TARGET[@VERSIONS] ROLE CLAUSE TEST
 
 - TARGET is the target spec as given to --target (`numpy`, `mylib`, `ref:fault=NAME`).
-- VERSION is the library's version as the run reports it, or `*` for any version.
+- VERSIONS, when given, limits the line to those versions of the library: `1.24.2` (that
+  version), `*` (any), or comparisons joined by commas: `>=2.0,<2.3`. Without it the line holds
+  for every version: a release that still has the finding keeps it known.
 - ROLE is producer, consumer, both or any, as in results.json.
 - TEST is the pytest node id (`test_layout.py::test_consumer_huge_shape`), or `*` for every
   test of that clause.
 
 A finding of the run (a fail, crash or timeout) that a line matches keeps its verdict and
-gains `known: true`; it no longer makes the run exit 1. A line that matches no finding of a
-target the run tested is reported as fixed: remove it from the file. `--write-known FILE`
-writes a file from a run's findings.
+gains `known: true`; it no longer makes the run exit 1. A line is reported as fixed when the
+run checked what it names and found it passing: the check ran, on a version the line covers,
+and gave `pass`. A line whose check did not run (another clause filter, an unsupported
+feature) is neither used nor fixed. `--write-known FILE` writes a file from a run's findings,
+without versions.
 """
 import os
+import re
 from dataclasses import dataclass
 
-from .verdicts import FAILING
+from .kit.check import FAILING
 
 HEADER = ("# dlconform known failures: one finding a line (harness/dlconform/known.py).\n"
-          "# TARGET@VERSION ROLE CLAUSE TEST   (VERSION or TEST may be *)\n")
+          "# TARGET[@VERSIONS] ROLE CLAUSE TEST   (VERSIONS: 1.2.3, >=1.2,<2 or *; TEST may be *)\n")
+_COMPARISON = re.compile(r"^(==|!=|>=|<=|>|<)?\s*([0-9][0-9A-Za-z.+-]*)$")
 
 
 class KnownFileError(ValueError):
     """A known file that cannot be read; str() is one line naming the file and line."""
 
 
+def version_key(text):
+    """A version as a tuple that compares as versions do: numbers numerically, other parts as
+    text after numbers ('2.6.0+cu130' is 2, 6, 0, then 'cu130'), trailing zeros dropped."""
+    out = []
+    for part in re.split(r"[.+-]", str(text)):
+        m = re.match(r"^(\d+)(.*)$", part)
+        out += [(0, int(m.group(1)), "")] if m and not m.group(2) else \
+            [(0, int(m.group(1)), m.group(2))] if m else [(1, 0, part)]
+    while out and out[-1] == (0, 0, ""):  # 1.2 is 1.2.0
+        out.pop()
+    return tuple(out)
+
+
+def _holds(op, have, want):
+    a, b = version_key(have), version_key(want)
+    return {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op or "=="]
+
+
 @dataclass(frozen=True)
 class Entry:
     target: str
-    version: str
+    versions: str  # "" for every version
     role: str
     clause: str
     test: str
     line: int
 
-    def matches(self, rec, version):
-        return (rec["target"] == self.target and self.version in ("*", version) and rec["role"] == self.role
-                and rec["clause"] == self.clause and self.test in ("*", rec["test"]))
+    def covers(self, version):
+        """Whether the line holds for this version of the library."""
+        if self.versions in ("", "*"):
+            return True
+        for part in self.versions.split(","):
+            op, want = _COMPARISON.match(part.strip()).groups()
+            if not _holds(op, version, want):
+                return False
+        return True
+
+    def names(self, rec, version):
+        """Whether the record is of the check this line names, on a version it covers."""
+        return (rec["target"] == self.target and rec["role"] == self.role and rec["clause"] == self.clause
+                and self.test in ("*", rec["test"]) and self.covers(version))
 
     def text(self):
-        return "%s@%s %s %s %s" % (self.target, self.version, self.role, self.clause, self.test)
+        head = self.target + ("@" + self.versions if self.versions else "")
+        return "%s %s %s %s" % (head, self.role, self.clause, self.test)
 
 
 def parse(path):
@@ -60,18 +96,21 @@ def parse(path):
         if not text:
             continue
         fields = text.split(None, 3)  # TEST is the rest of the line (a session record's has spaces)
-        if len(fields) != 4 or "@" not in fields[0]:
-            raise KnownFileError("known file %s, line %d: expected 'TARGET@VERSION ROLE CLAUSE TEST', got %r"
+        if len(fields) != 4:
+            raise KnownFileError("known file %s, line %d: expected 'TARGET[@VERSIONS] ROLE CLAUSE TEST', got %r"
                                  % (path, n, raw.strip()))
-        target, version = fields[0].rsplit("@", 1)
-        if not target or not version:
+        target, _, versions = fields[0].partition("@")
+        if not target or ("@" in fields[0] and not versions):
             raise KnownFileError("known file %s, line %d: empty target or version in %r" % (path, n, fields[0]))
-        entries.append(Entry(target, version, fields[1], fields[2], fields[3], n))
+        if versions not in ("", "*") and not all(_COMPARISON.match(p.strip()) for p in versions.split(",")):
+            raise KnownFileError("known file %s, line %d: versions %r are not VERSION, *, or comparisons like "
+                                 ">=1.2,<2" % (path, n, versions))
+        entries.append(Entry(target, versions, fields[1], fields[2], fields[3], n))
     return entries
 
 
 def library_version(spec, info):
-    """The version a target's findings are keyed by: its library's own version when the run
+    """The version a target's findings are judged at: its library's own version when the run
     lists it, the only version listed, or `?`."""
     versions = (info or {}).get("versions") or {}
     own = versions.get(spec.split(":", 1)[0].split("@", 1)[0])
@@ -86,31 +125,44 @@ def is_finding(rec):
 
 
 def apply(entries, results, targets):
-    """Marks the findings the entries match (`known: True`). Returns the entries that matched
-    no finding of a target this run tested: fixed, to be removed from the file."""
-    used = set()
+    """Marks the findings the entries name (`known: True`). Returns (the entries that matched a
+    finding, the entries whose check ran and passed: fixed, to be removed from the file)."""
+    used, passed = set(), set()
     for rec in results:
-        if not is_finding(rec):
-            continue
         version = library_version(rec["target"], targets.get(rec["target"]))
         for e in entries:
-            if e.matches(rec, version):
+            if not e.names(rec, version):
+                continue
+            if is_finding(rec):
                 rec["known"] = True
                 used.add(e)
-    tested = {t for t, info in targets.items() if info.get("status") not in ("skipped", "pending")}
-    return [e for e in entries if e not in used and e.target in tested]
+            elif rec["verdict"] == "pass":
+                passed.add(e)
+    return ([e for e in entries if e in used], [e for e in entries if e in passed and e not in used])
 
 
-def write(path, results, targets):
-    """A known file listing every finding of the run, one line each, in run order."""
+def write(path, results):
+    """A known file listing every finding of the run, one line each, in run order, for every
+    version of the library."""
     seen = []
     for rec in results:
         if is_finding(rec):
-            line = "%s@%s %s %s %s" % (rec["target"], library_version(rec["target"], targets.get(rec["target"])),
-                                      rec["role"], rec["clause"], rec["test"] or "*")
+            line = "%s %s %s %s" % (rec["target"], rec["role"], rec["clause"], rec["test"] or "*")
             if line not in seen:
                 seen.append(line)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(HEADER + "".join(line + "\n" for line in seen))
     return len(seen)
+
+
+def summary(results, gated=False):
+    """The console's lines on a run's findings: those no known file lists (`new` ones when a
+    known file gates the run) by clause and test, and how many known ones were seen."""
+    new = [r for r in results if is_finding(r) and not r.get("known")]
+    known = [r for r in results if is_finding(r) and r.get("known")]
+    out = ["%s finding: %s %s %s %s (%s)" % ("new" if gated else "a", r["target"], r["role"], r["clause"], r["test"],
+                                            r["verdict"]) for r in new]
+    if known:
+        out.append("%d known finding%s seen (not new)" % (len(known), "" if len(known) == 1 else "s"))
+    return out

@@ -21,14 +21,27 @@ def run(tmp_path, name, *args):
 def test_parse_format_and_errors(tmp_path):
     f = tmp_path / "known.txt"
     f.write_text("# comment\n\nnumpy@1.24.2 consumer LAY-09 test_layout.py::test_x  # why\n"
-                 "torch@* consumer LAY-10 *\nref@? any * <between tests>\n")
+                 "torch@* consumer LAY-10 *\nref any * <between tests>\n")
     entries = known.parse(str(f))
-    assert [(e.target, e.version, e.role, e.clause, e.test, e.line) for e in entries] == [
+    assert [(e.target, e.versions, e.role, e.clause, e.test, e.line) for e in entries] == [
         ("numpy", "1.24.2", "consumer", "LAY-09", "test_layout.py::test_x", 3),
-        ("torch", "*", "consumer", "LAY-10", "*", 4), ("ref", "?", "any", "*", "<between tests>", 5)]
+        ("torch", "*", "consumer", "LAY-10", "*", 4), ("ref", "", "any", "*", "<between tests>", 5)]
     f.write_text("numpy consumer LAY-09\n")
     with pytest.raises(known.KnownFileError, match="line 1: expected"):
         known.parse(str(f))
+    f.write_text("numpy@banana consumer LAY-09 *\n")
+    with pytest.raises(known.KnownFileError, match="line 1: versions"):
+        known.parse(str(f))
+
+
+def test_versions_a_line_covers(tmp_path):
+    f = tmp_path / "known.txt"
+    f.write_text("a consumer X-01 *\nb@1.2.0 consumer X-01 *\nc@>=2.0,<2.3 consumer X-01 *\n")
+    every, exact, span = known.parse(str(f))
+    assert every.covers("0.4.0") and every.covers("0.4.1")
+    assert exact.covers("1.2.0") and exact.covers("1.2") and not exact.covers("1.2.1")
+    assert span.covers("2.0.1") and span.covers("2.2.9+cu130") and not span.covers("2.3.0")
+    assert not span.covers("1.13.1")
     with pytest.raises(known.KnownFileError, match="cannot read"):
         known.parse(str(tmp_path / "missing.txt"))
 
@@ -38,7 +51,7 @@ def test_a_run_gates_only_on_new_findings(tmp_path):
     p, doc = run(tmp_path, "first", "--target", old, "--clause", CAP, "--write-known", str(tmp_path / "k.txt"))
     assert p.returncode == 1 and doc is not None
     lines = [l for l in (tmp_path / "k.txt").read_text().splitlines() if not l.startswith("#")]
-    assert lines and all(l.startswith(old + "@") and " CAP-01 " in l for l in lines)
+    assert lines and all(l.startswith(old + " ") and " CAP-01 " in l for l in lines)  # no version
     # the same findings again: known, exit 0
     p, doc = run(tmp_path, "again", "--target", old, "--clause", CAP, "--known", str(tmp_path / "k.txt"))
     assert p.returncode == 0, p.stderr
