@@ -199,18 +199,33 @@ def _unmatched_clauses(suites, globs):
     return [g for g in globs if not cat.matching(g)]
 
 
-def _extensions_missing(python, env):
-    """Why `python` cannot import dlconform._probe and _ref (the C extensions every target
-    needs), or "" when it can."""
-    code = "import dlconform._probe, dlconform._ref"
+#: what the children's interpreter must import, and what to do when it cannot
+_NEEDS = (("pytest", "install pytest for it (Debian: apt-get install python3-pytest)"),
+          ("hypothesis", "install hypothesis for it (Debian: apt-get install python3-hypothesis)"),
+          ("dlconform._probe", "run `make build` in the repository (or `pip install .`)"),
+          ("dlconform._ref", "run `make build` in the repository (or `pip install .`)"))
+
+
+def _environment_problem(python, env):
+    """Why `python` cannot run the suites (a module it cannot import: pytest, hypothesis,
+    dlconform's C extensions built for another Python), with what to do; "" when it can. This is
+    the environment's fault, never a library's: the run stops before any target."""
+    code = ("import importlib, sys\nfor n in %r:\n    try:\n        importlib.import_module(n)\n"
+            "    except Exception as e:\n        print(n + ': ' + type(e).__name__ + ': ' + str(e).splitlines()[0]"
+            " if str(e) else n + ': ' + type(e).__name__)\n        sys.exit(3)\n" % ([n for n, _ in _NEEDS],))
     try:
         p = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        return str(e)
+        return "cannot start %s: %s" % (python, e)
     if p.returncode == 0:
         return ""
-    lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "exit status %d" % p.returncode
+    what = (p.stdout.strip().splitlines() or [""])[-1]
+    name = what.split(":", 1)[0]
+    fix = dict(_NEEDS).get(name)
+    if fix is None:
+        lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
+        return "%s does not start (%s)" % (python, lines[-1] if lines else "exit status %d" % p.returncode)
+    return "%s cannot import %s (%s): %s" % (python, name, what.split(": ", 1)[-1], fix)
 
 
 def cmd_run(args):
@@ -247,10 +262,9 @@ def cmd_run(args):
         _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
              "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         return EXIT_USAGE
-    why = _extensions_missing(python, env)
+    why = _environment_problem(python, env)
     if why:
-        _say("error: dlconform's C extensions do not import with %s (%s): run `make build` in the "
-             "repository (or `pip install .`)" % (python, why))
+        _say("error: %s" % why)
         return EXIT_USAGE
 
     explicit = bool(args.target)
