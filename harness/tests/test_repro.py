@@ -1,0 +1,178 @@
+"""Reproducers written from a check's own code (dlconform/repro.py) and run as checks
+(dlconform.kit.reproduce).
+
+A sample suite module is written into a temporary folder and imported: its check uses a helper,
+a constant and an import of its own, so the script must carry each by name. The scripts then
+run in fresh interpreters: linked (dlconform on the path) and standalone (an empty folder,
+`python3 -I`, nothing but the script).
+"""
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dlconform import kit
+from dlconform import repro as R
+
+SAMPLE = '''
+"""A sample check module."""
+import json
+
+import pytest
+
+from dlconform import kit
+from support import dtypes as dty
+
+#: the shape every case uses
+SHAPE = (2, 3)
+UNUSED = object()
+
+
+def _values(dtype):
+    """A helper the check calls."""
+    return dty.safe_values(dtype, SHAPE)
+
+
+@pytest.mark.skipif(False, reason="a decorator the script drops")
+def test_sample(target, check, bug=None):
+    f = kit.Forge(shape=SHAPE, dtype=dty.DTYPES["uint8"], fill=_values("uint8"))
+    got = kit.read_elements(f.capsule())
+    check.equal(got, _values("uint8"), "SAMPLE-01", "the forged elements")
+    if bug == "also":
+        check.record("SAMPLE-02", "warn", "a warn on another clause")
+    if bug in ("one", "also"):
+        check.record("SAMPLE-01", "fail", "planted " + json.dumps(bug))
+    if bug == "raise":
+        raise RuntimeError("planted")
+    if bug == "unsupported":
+        raise kit.Unsupported("no such feature")
+
+
+def test_nested(target, check):
+    def inner(target, check):
+        pass
+    return inner
+'''
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("suite")
+    (folder / "sample_checks.py").write_text(SAMPLE)
+    sys.path.insert(0, str(folder))
+    try:
+        yield importlib.import_module("sample_checks")
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("sample_checks", None)
+
+
+def _run(text, folder, standalone=False):
+    path = os.path.join(folder, "repro.py")
+    with open(path, "w") as f:
+        f.write(text)
+    if standalone:
+        cmd, env = [sys.executable, "-I", path], {"PATH": "/usr/bin:/bin"}
+    else:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([R.HARNESS_DIR, R.SUITES_DIR,
+                                                            os.path.dirname(sys.modules["sample_checks"].__file__)]))
+        cmd = [sys.executable, path]
+    p = subprocess.run(cmd, env=env, cwd=folder, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_script_carries_the_check_its_helpers_constants_and_imports(sample):
+    text = R.script(sample.test_sample, {"bug": "one"}, "ref", focus="SAMPLE-01", levels={"SAMPLE-01": "MUST"})
+    assert text.startswith(R.RUN_PREFIX + "PYTHONPATH=")
+    for piece in ("def test_sample(target, check, bug=None):", "def _values(dtype):", "SHAPE = (2, 3)",
+                  "#: the shape every case uses", "import json", "from dlconform import kit",
+                  "from support import dtypes as dty", "from dlconform.targets.ref import RefTarget",
+                  "reproduce(test_sample, target, {'bug': 'one'},"):
+        assert piece in text, piece
+    # what the check does not use stays out: the marker's decorator, pytest, another constant
+    for piece in ("@pytest.mark", "import pytest", "UNUSED", "def test_nested"):
+        assert piece not in text, piece
+    compile(text, "repro.py", "exec")
+
+
+@pytest.mark.parametrize("bug, focus, rc, line", [
+    (None, "SAMPLE-01", 0, "not reproduced"),
+    ("one", "SAMPLE-01", 1, 'REPRODUCED SAMPLE-01: planted "one"'),
+    ("also", "SAMPLE-01", 1, "ALSO SAMPLE-02: a warn on another clause"),
+    ("also", "SAMPLE-02", 1, "REPRODUCED SAMPLE-02: a warn on another clause"),
+    ("raise", "SAMPLE-01", 1, "REPRODUCED SAMPLE-01: unexpected exception RuntimeError: planted"),
+    ("unsupported", "SAMPLE-01", 0, "UNSUPPORTED: no such feature"),
+])
+def test_linked_and_standalone_scripts_exit_as_the_check_finds(sample, tmp_path, bug, focus, rc, line):
+    text = R.script(sample.test_sample, {"bug": bug}, "pyref", focus=focus)
+    for standalone in (False, True):
+        code, out = _run(R.standalone(text) if standalone else text, tmp_path, standalone)
+        assert (code, line in out) == (rc, True), (standalone, out)
+
+
+def test_a_finding_on_another_clause_then_an_exception_is_undetermined(tmp_path):
+    text = textwrap.dedent('''
+        from dlconform.kit import reproduce
+        def check_fn(target, check):
+            check.record("B-01", "fail", "first")
+            raise ValueError("then this")
+        reproduce(check_fn, None, focus="A-01")
+    ''')
+    code, out = _run(text, tmp_path)
+    assert code == kit.check.EXIT_UNDETERMINED and "UNDETERMINED A-01" in out and "ALSO B-01: first" in out
+
+
+def test_standalone_script_needs_nothing_but_python(sample, tmp_path):
+    text = R.script(sample.test_sample, {"bug": "one"}, "pyref", focus="SAMPLE-01")
+    assert R.standalone_problem(text, library="pyref") is None
+    sa = R.standalone(text)
+    assert sa.startswith(R.RUN_PREFIX + sys.executable)
+    assert "'dlconform.kit.abi': (" in sa and "'support.dtypes': (" in sa
+    assert "'dlconform.runner'" not in sa and "'dlconform.pytest_plugin'" not in sa
+    assert _run(sa, tmp_path, standalone=True)[0] == 1
+
+
+def test_native_modules_and_other_libraries_are_named():
+    needs_ref = R.script(sample_function_using_ref, {}, "ref")
+    assert "dlconform._ref" in R.standalone_problem(needs_ref)
+    assert R.standalone_problem(needs_ref, native_ok="dlconform._ref") is None
+
+
+def sample_function_using_ref(target, check):
+    """A check that needs dlconform's native module at module level of what it imports."""
+    from dlconform import _ref
+    check.that(_ref is not None, "X-01")
+
+
+def test_what_cannot_be_written_out_says_so(sample):
+    with pytest.raises(R.NotReproducible, match="nested"):
+        R.script(sample.test_nested(None, None), {}, "ref")
+    with pytest.raises(R.NotReproducible, match="no literal"):
+        R.script(sample.test_sample, {"bug": object()}, "ref")
+    with pytest.raises(R.NotReproducible, match="no literal"):
+        R.literal(kit.Forge)
+
+
+@pytest.mark.parametrize("value", [None, True, 3, -2.5, "text", b"\x00\x01", bytes(range(40)), (1,), (1, (2, 3)),
+                                   [("slice", 0, 1, None, 2)], {"a": (1, 2), "b": [b"x"]}])
+def test_literals_give_the_value_back(value):
+    assert eval(R.literal(value)) == value
+
+
+def test_run_line_carries_the_environment():
+    text = R.script(sample_function_using_ref, {}, "ref", env={"PYTHONMALLOC": "debug"})
+    assert text.splitlines()[0].startswith(R.RUN_PREFIX + "PYTHONMALLOC=debug PYTHONPATH=")
+    assert R.header_env(text) == {"PYTHONMALLOC": "debug"}
+    assert R.standalone(text).splitlines()[0] == R.RUN_PREFIX + "PYTHONMALLOC=debug %s repro.py" % sys.executable
+
+
+def test_targets_are_built_as_the_loader_builds_them():
+    from dlconform.targets.loader import construction
+
+    assert construction("numpy") == (("from dlconform.targets.numpy_target import NumpyTarget",), "NumpyTarget()")
+    assert construction("ref:fault=x") == (("from dlconform.targets.ref import RefTarget",), "RefTarget(fault='x')")
+    assert construction("mylib") == (("from dlconform.targets.generic import GenericTarget",), "GenericTarget('mylib')")
+    assert construction("a/b.py:T") == (("from dlconform.targets.loader import load",), "load('a/b.py:T')")
