@@ -30,6 +30,8 @@ RUN_PREFIX = "# run: "
 #: our pure-Python module roots: (folder, the dotted prefix of its modules or "" for a folder
 #: on the path)
 _ROOTS = ((PACKAGE_DIR, "dlconform"), (SUITES_DIR, ""))
+#: the line above a script's imports (and above the embedded modules of a standalone one)
+IMPORTS_MARK = "# ---- what the check imports, and its module-level definitions that run as they are made"
 #: native modules of dlconform: a standalone script loads them from beside itself
 NATIVE = ("dlconform._probe", "dlconform._ref", "dlconform._nanobind")
 
@@ -181,7 +183,15 @@ def _closure(fn):
         helpers.append(stmt)
         todo += [n for n in _used(stmt) if n not in todo]
     helpers.sort(key=lambda s: s.lineno)
-    return (mod.segment(root, decorators=False), tuple(mod.segment(s) for s in helpers), tuple(imports))
+    plain = tuple(mod.segment(s) for s in helpers if _late_bound(s))
+    eager = tuple(mod.segment(s) for s in helpers if not _late_bound(s))
+    return mod.segment(root, decorators=False), plain, tuple(imports), eager
+
+
+def _late_bound(stmt):
+    """True for a plain function: defining it runs none of its names, so it may stand before the
+    imports; a class, an assignment or a decorated function runs names as it is defined."""
+    return isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not stmt.decorator_list
 
 
 # ---------------------------------------------------------------------------- the script
@@ -196,7 +206,7 @@ def script(fn, args, spec, focus=None, levels=None, feeds="valid", python=None, 
     """The reproducer of fn(target, check, **args) against the target `spec`, about the clause
     `focus` (every clause when None). `levels`: {clause: level} of the check's clauses; `where`:
     the test it comes from, for the header; `env`: variables its run line sets."""
-    body, helpers, imports = _closure(fn)
+    body, helpers, imports, eager = _closure(fn)
     target_imports, target_expr = target_lines(spec)
     call = ["reproduce(%s, target, %s," % (fn.__name__, literal(dict(args or {}))),
             "          focus=%s, levels=%s, feeds=%r)" % (literal(focus), literal(dict(levels or {})), feeds)]
@@ -207,9 +217,10 @@ def script(fn, args, spec, focus=None, levels=None, feeds="valid", python=None, 
             "# It exits 1 printing 'REPRODUCED CLAUSE: what differed' while the finding is there, 0 once it is",
             "# fixed; a crash kills it. The check's code follows as the suite has it."]
     main = (["", "", "if __name__ == \"__main__\":"]
-            + ["    " + line for line in list(imports) + list(target_imports)
+            + ["    " + line for line in list(target_imports)
                + ["from dlconform.kit import reproduce", "target = %s" % target_expr] + call])
-    return "\n\n\n".join(["\n".join(head), body] + list(helpers)) + "\n" + "\n".join(main) + "\n"
+    defined = "\n".join([IMPORTS_MARK] + list(imports)) + "".join("\n\n\n" + text for text in eager)
+    return "\n\n\n".join(["\n".join(head), body] + list(helpers) + [defined]) + "\n" + "\n".join(main) + "\n"
 
 
 # ---------------------------------------------------------------------------- standalone scripts
@@ -353,7 +364,7 @@ def standalone(text, python=None):
     lines = text.splitlines()
     if lines and lines[0].startswith(RUN_PREFIX):
         lines[0] = run_header(python, standalone=True, env=header_env(text))
-    main = next(i for i, line in enumerate(lines) if line.startswith("if __name__ == "))
+    main = lines.index(IMPORTS_MARK)
     entries = ",\n".join("    %r: (%s, %r)" % (name, _source_literal(src), pkg)
                          for name, (src, pkg) in sorted(sources.items()))
     hook = _HOOK % {"native": NATIVE, "sources": entries}

@@ -29,6 +29,12 @@ from support import dtypes as dty
 #: the shape every case uses
 SHAPE = (2, 3)
 UNUSED = object()
+#: computed from an import as the module loads
+UINT8 = dty.DTYPES["uint8"]
+
+
+class _Producer(kit.RecordingProducer):
+    """A class whose base is imported."""
 
 
 def _values(dtype):
@@ -38,7 +44,8 @@ def _values(dtype):
 
 @pytest.mark.skipif(False, reason="a decorator the script drops")
 def test_sample(target, check, bug=None):
-    f = kit.Forge(shape=SHAPE, dtype=dty.DTYPES["uint8"], fill=_values("uint8"))
+    f = kit.Forge(shape=SHAPE, dtype=UINT8, fill=_values("uint8"))
+    _Producer(f)
     got = kit.read_elements(f.capsule())
     check.equal(got, _values("uint8"), "SAMPLE-01", "the forged elements")
     if bug == "also":
@@ -88,6 +95,7 @@ def test_script_carries_the_check_its_helpers_constants_and_imports(sample):
     text = R.script(sample.test_sample, {"bug": "one"}, "ref", focus="SAMPLE-01", levels={"SAMPLE-01": "MUST"})
     assert text.startswith(R.RUN_PREFIX + "PYTHONPATH=")
     for piece in ("def test_sample(target, check, bug=None):", "def _values(dtype):", "SHAPE = (2, 3)",
+                  "class _Producer(kit.RecordingProducer):", 'UINT8 = dty.DTYPES["uint8"]',
                   "#: the shape every case uses", "import json", "from dlconform import kit",
                   "from support import dtypes as dty", "from dlconform.targets.ref import RefTarget",
                   "reproduce(test_sample, target, {'bug': 'one'},"):
