@@ -11,7 +11,7 @@ One run of the whole suite against ref, pyref and every built-in fault of both (
   check over several inputs (interop's producer x layout x dtype cases): its pair is caught
   when one of its cases is.
 
-A fault runs in the role of its side only (calibration_targets.py): a producer fault can
+A fault runs in the role of its side only (`ref:fault=NAME,role=SIDE`): a producer fault can
 upset a consumer check through the forged producers, which share ref's code, and that check
 would then be charged for a producer's breach. The data races of TSAN_FAULTS are invisible
 from Python; the TSan stress of ref's cache catches them instead.
@@ -20,14 +20,12 @@ import concurrent.futures
 import os
 import subprocess
 import threading
-from pathlib import Path
 
 import pytest
 
 from dlconform import _ref, pyref
 from test_meta import REPO, run_dlconform
 
-ADAPTER = Path(__file__).resolve().with_name("calibration_targets.py")
 #: the verdicts that say a check saw the fault
 CAUGHT = frozenset({"fail", "warn", "crash", "timeout"})
 
@@ -44,10 +42,11 @@ UNCATCHABLE = {
 def _fault_specs():
     """{target spec: (base, fault)} of every fault the suite can see."""
     specs = {}
-    for base, names in (("ref", _ref.FAULTS), ("pyref", pyref.FAULTS)):
+    for base, names, side in (("ref", _ref.FAULTS, lambda n: _ref.FAULT_SIDES[n]),
+                              ("pyref", pyref.FAULTS, lambda n: pyref.FAULTS[n].side)):
         for name in sorted(names):
             if not (base == "ref" and name in TSAN_FAULTS):
-                specs["%s:%s__%s" % (ADAPTER, base, name)] = (base, name)
+                specs["%s:fault=%s,role=%s" % (base, name, side(name))] = (base, name)
     return specs
 
 

@@ -179,3 +179,10 @@ def import_library(name):
 def roles_of(producer, consumer):
     """The roles set of a library that can export (producer) and import (consumer)."""
     return frozenset(r for r, has in (("producer", producer), ("consumer", consumer)) if has)
+
+
+def spec_name(base, fault=None, role=None):
+    """The spec of ref or pyref with a fault and a role: `ref`, `ref:fault=NAME`,
+    `ref:fault=NAME,role=consumer` (dlconform.targets.loader parses it back)."""
+    options = ",".join("%s=%s" % kv for kv in (("fault", fault), ("role", role)) if kv[1])
+    return base + (":" + options if options else "")

@@ -1,6 +1,6 @@
 """Resolve a target spec string to a Target.
 
-Specs: `ref`, `ref:fault=NAME`, `pyref`, `pyref:fault=NAME`, `numpy`, `torch`, `module:attr`,
+Specs: `ref`, `ref:fault=NAME[,role=R]`, `pyref`, `pyref:fault=NAME[,role=R]`, `numpy`, `torch`, `module:attr`,
 `path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 
-from .base import Target, TargetError
+from .base import ROLES, Target, TargetError
 
 #: the built-in targets, in the default run's order: name -> (the adapter's module, its class,
 #: the module the library needs, checked before anything is imported; None for ours)
@@ -38,23 +38,31 @@ def _exc_name(e):
 
 
 def _split(spec):
-    """(built-in name, fault or None) of a built-in spec; (None, None) for any other spec."""
+    """(built-in name, its options) of a built-in spec; (None, None) for any other spec. ref and
+    pyref take `fault=NAME` (a built-in fault) and `role=producer|consumer` (the target offers
+    that role alone: a fault's checks of its own side), joined by commas:
+    `ref:fault=NAME,role=consumer`."""
     name, _, rest = spec.partition(":")
     if name not in BUILTIN or (rest and name not in WITH_FAULTS):
         return None, None
-    if not rest:
-        return name, None
-    if not rest.startswith("fault=") or not rest[len("fault="):]:
-        raise TargetError("bad %s spec %r (expected %s or %s:fault=NAME)" % (name, spec, name, name))
-    return name, rest[len("fault="):]
+    options = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if key not in ("fault", "role") or not eq or not value or key in options or (
+                key == "role" and value not in ROLES):
+            raise TargetError("bad %s spec %r (expected %s, %s:fault=NAME or %s:fault=NAME,role=producer|consumer)"
+                              % (name, spec, name, name, name))
+        options[key] = value
+    return name, options
 
 
 def construction(spec):
     """(import lines, expression) that give the target of `spec` in a reproducer script."""
-    name, fault = _split(spec)
+    name, options = _split(spec)
     if name is not None:
         module, cls, _ = BUILTIN[name]
-        return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, "" if fault is None else "fault=%r" % fault)
+        args = ", ".join("%s=%r" % kv for kv in sorted(options.items()))
+        return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, args)
     if ":" not in spec:
         return ("from dlconform.targets.generic import GenericTarget",), "GenericTarget(%r)" % spec
     return ("from dlconform.targets.loader import load",), "load(%r)" % spec
@@ -98,11 +106,10 @@ def load(spec, check_available=True):
     """The Target for spec; TargetError with a one-line reason otherwise."""
     if not spec or not isinstance(spec, str):
         raise TargetError("empty target spec")
-    name, fault = _split(spec)
+    name, options = _split(spec)
     if name is not None:
         module, cls, _ = BUILTIN[name]
-        adapter = getattr(importlib.import_module(module), cls)
-        target = adapter(fault=fault) if name in WITH_FAULTS else adapter()
+        target = getattr(importlib.import_module(module), cls)(**options)
     elif ":" in spec:
         left, attr = spec.rsplit(":", 1)
         if not left or not attr:

@@ -3,7 +3,7 @@
 What `ref` is to the C path, pyref is to the generic one: a producer and a consumer written
 in Python with ctypes, as a small library would be. It has no C exchange API.
 """
-from .base import Target, TargetError
+from .base import Target, TargetError, spec_name
 
 
 class PyrefTarget(Target):
@@ -11,12 +11,16 @@ class PyrefTarget(Target):
     library = "dlconform.pyref"
     roles = frozenset({"producer", "consumer"})
 
-    def __init__(self, name=None, fault=None):
-        super().__init__(name or ("pyref:fault=%s" % fault if fault else "pyref"))
+    def __init__(self, name=None, fault=None, role=None):
+        """`fault`: one of the built-in faults; `role`: producer or consumer, the target offering
+        that role alone (a fault's checks of its own side)."""
+        super().__init__(name or spec_name("pyref", fault, role))
         from .. import pyref
 
         self.pyref = pyref
         self.fault = fault
+        if role is not None:
+            self.roles = frozenset({role})
         if fault and fault not in pyref.FAULTS:
             raise TargetError("unknown pyref fault %r (known: %s)" % (fault, ", ".join(sorted(pyref.FAULTS))))
         pyref.set_fault(fault)

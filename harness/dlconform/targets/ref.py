@@ -1,6 +1,6 @@
 """The reference target: dlconform._ref, optionally with a built-in fault active."""
 from . import _views
-from .base import Target, TargetError
+from .base import Target, TargetError, spec_name
 from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
 
 
@@ -30,10 +30,14 @@ class RefTarget(Target):
     library = "dlconform._ref"
     roles = frozenset({"producer", "consumer"})
 
-    def __init__(self, name=None, fault=None):
-        super().__init__(name or ("ref:fault=%s" % fault if fault else "ref"))
+    def __init__(self, name=None, fault=None, role=None):
+        """`fault`: one of the built-in faults; `role`: producer or consumer, the target offering
+        that role alone (a fault's checks of its own side)."""
+        super().__init__(name or spec_name("ref", fault, role))
         self._ref = _import_ref()
         self.fault = fault
+        if role is not None:
+            self.roles = frozenset({role})
         if fault:
             faults = getattr(self._ref, "FAULTS", {})
             if fault not in faults:
