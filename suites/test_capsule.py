@@ -18,6 +18,7 @@ from support import readings as rd
 from support import repros as rp
 from support import tensors as tns
 
+
 def _exports(target, x, dtype="float32", shape=(2, 3)):
     """[(kind, capsule factory)] for the capsule kinds the producer offers. Each call exports a
     fresh tensor equal to x (versioned exports may share one cached struct per tensor, and the
@@ -61,11 +62,6 @@ def _export_cases(target):
 def _export(x, kind):
     """x.__dlpack__() for a legacy capsule, with max_version for a versioned one."""
     return x.__dlpack__() if kind == "legacy" else x.__dlpack__(max_version=pycap.SUITE_VERSION)
-
-
-def _found_since(check, start):
-    """Whether the check recorded a finding after its first `start` records."""
-    return any(v in kit.FINDINGS for _, v, _ in check.records[start:])
 
 
 def _views(target, x):
