@@ -12,7 +12,9 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import tensors as tns
 
-SUBBYTE_NAME = re.compile(r"^(float4_|float6_)|^u?int[124]$")
+#: sub-byte dtype names (a pattern, not a compiled one: a reproducer script defines its
+#: constants before its imports run)
+SUBBYTE_NAME = r"^(float4_|float6_)|^u?int[124]$"
 
 
 def _copied(target, x, info):
@@ -183,7 +185,7 @@ def test_copy_sets_is_copied(target, check):
 def test_subbyte_padding_flag(target, check):
     """Sub-byte dtypes: IS_SUBBYTE_TYPE_PADDED is set exactly when elements are padded to a byte.
     Byte-sized dtypes never need it."""
-    sub = [d for d in target.dtypes() if SUBBYTE_NAME.search(d)]
+    sub = [d for d in target.dtypes() if re.search(SUBBYTE_NAME, d)]
     if not sub:
         raise kit.Unsupported("target %s has no sub-byte dtypes" % target.name)
     for dtype in sub:
