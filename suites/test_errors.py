@@ -6,12 +6,10 @@ exceptions through unchanged. ERR-03 (MUST): no DLPack methods -> AttributeError
 """
 import pytest
 
-from dlconform import _ref
-from dlconform.verdicts import Unsupported
+from dlconform import kit
 from support import attempts as tries
 from support import dtypes as dty
 from support import readings as rd
-from support import repros as rp
 from support import tensors as tns
 
 
@@ -50,38 +48,36 @@ def _capsule_asked_for(max_version=None, **_):
     major 1 or more, legacy otherwise (VER-02), so the consumer meets no other fault than the
     exception under test."""
     versioned = isinstance(max_version, tuple) and len(max_version) == 2 and max_version[0] >= 1
-    return _ref.Forge(shape=(2,), versioned=versioned).capsule()
+    return kit.Forge(shape=(2,), versioned=versioned).capsule()
 
 
 def _unexportable(target):
-    """[(label, native tensor, export call, reproducer lines that make it, the export call as
-    reproducer text)] of tensors this target's producer cannot export: dtypes whose legacy
-    export raises, read-only tensors exported legacy (where that raises), and the adapter's own
-    unexportable() tensor."""
+    """[(label, native tensor, export call)] of tensors this target's producer cannot export:
+    dtypes whose legacy export raises, read-only tensors exported legacy (where that raises),
+    and the adapter's own unexportable() tensor."""
     out = []
     for dtype in target.dtypes():
-        x, values, mk = tns.make(target, dtype, (2,))
+        x, values = tns.make(target, dtype, (2,))
         try:
             cap = x.__dlpack__()
         except Exception:  # noqa: BLE001
-            out.append(("%s tensor" % dtype, x, lambda x=x: x.__dlpack__(), mk, "x.__dlpack__()"))
+            out.append(("%s tensor" % dtype, x, lambda x=x: x.__dlpack__()))
         else:
             del cap
     dtype = dty.pick(target)[0]
-    x, values, mk = tns.make(target, dtype, (2, 3))
+    x, values = tns.make(target, dtype, (2, 3))
     ro = target.readonly(x)
     if ro is not None:
         try:
             cap = ro.__dlpack__()
         except Exception:  # noqa: BLE001
-            out.append(("read-only tensor, legacy export", ro, lambda: ro.__dlpack__(),
-                        mk + [target.repro_readonly()], "ro.__dlpack__()"))
+            out.append(("read-only tensor, legacy export", ro, lambda: ro.__dlpack__()))
         else:
             del cap
     unexportable = target.unexportable()
     if unexportable is not None:
         what, u = unexportable
-        out.append((what, u, lambda: u.__dlpack__(), target.repro_unexportable("u"), "u.__dlpack__()"))
+        out.append((what, u, lambda: u.__dlpack__()))
     return out
 
 
@@ -91,15 +87,9 @@ def test_unexportable_raises_buffererror(target, check):
     """__dlpack__ of a tensor that cannot be exported raises BufferError."""
     cases = _unexportable(target)
     if not cases:
-        raise Unsupported("found no tensor that %s cannot export through the adapter (every dtype exports, no "
-                          "read-only tensors that fail)" % target.name)
-    for label, x, call, lines, call_text in cases:
-        rp.keep_first(check, rp.setup(target) + lines + [
-            "cap, e = attempt(lambda: %s)" % call_text,
-            rp.expect_clean("e", "ERR-01", "%s: __dlpack__" % label),
-            rp.expect("e is None or isinstance(e, BufferError)", "ERR-01", rp.Code(
-                "%r %% (type(e).__name__, e)" % ("%s: __dlpack__ raised %%s: %%s; data that cannot be exported "
-                                                 "should raise BufferError" % label)))])
+        raise kit.Unsupported("found no tensor that %s cannot export through the adapter (every dtype exports, no "
+                              "read-only tensors that fail)" % target.name)
+    for label, x, call in cases:
         try:
             cap = call()
         except BufferError:
@@ -121,14 +111,7 @@ def test_unexportable_raises_buffererror(target, check):
 def test_bad_argument_not_buffererror(target, check):
     """A bad argument (max_version that is not a tuple of ints, VER-01) is not an export
     failure: any error but BufferError (warn) or SystemError (fail); accepting it warns."""
-    x, values, mk = tns.make(target)
-    check.repro(rp.setup(target) + mk + [
-        "cap, e = attempt(lambda: x.__dlpack__(max_version='1.0'))",
-        rp.expect_clean("e", "ERR-01", "max_version='1.0' (a bad argument)"),
-        rp.expect("not isinstance(e, BufferError)", "ERR-01", "max_version='1.0' (a bad argument) raised BufferError, "
-                  "which means 'cannot export this data'"),
-        rp.expect("e is not None", "VER-01", "max_version='1.0' was accepted; max_version is a (major, minor) "
-                  "tuple of ints")])
+    x, values = tns.make(target)
     try:
         cap = x.__dlpack__(max_version="1.0")
     except BufferError as e:
@@ -143,28 +126,6 @@ def test_bad_argument_not_buffererror(target, check):
     check.record("VER-01", "pass")
 
 
-def _consumer_lines(target, where, base):
-    return rp.setup(target) + [
-        "class Boom(%s): pass" % base,
-        "boom = Boom('raised by the producer in %s')" % where,
-        "events = []",
-        "class P:",
-        "    def __dlpack_device__(self):",
-        "        events.append('__dlpack_device__')",
-        "        %s" % ("raise boom" if where == "__dlpack_device__" else "return (1, 0)"),
-        "    def __dlpack__(self, **kw):",
-        "        events.append('__dlpack__')",
-        "        %s" % ("raise boom" if where == "__dlpack__" else
-                    "return _ref.Forge(shape=(2,), versioned=(kw.get('max_version') or (0,))[0] >= 1).capsule()"),
-        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("P()"),
-        "if %r in events:" % where,
-        "    " + rp.expect("e is boom", "ERR-02", rp.Code("%r %% (e if e is None else describe(e))" % (
-            "%s raised %s; from_dlpack gave %%s instead" % (where, base)))),
-        "else:",
-        "    " + rp.expect_clean("e", "ERR-02", "from_dlpack"),
-    ]
-
-
 @pytest.mark.clause("ERR-02")
 @pytest.mark.role("consumer")
 @pytest.mark.parametrize("where", ["__dlpack__", "__dlpack_device__"])
@@ -173,8 +134,6 @@ def test_producer_exception_propagates(target, check, where):
     from_dlpack unchanged (same class, same object), for a plain Exception subclass and a
     BufferError subclass."""
     for cls in (ProducerError, ProducerBufferError):
-        base = "Exception" if cls is ProducerError else "BufferError"
-        rp.keep_first(check, _consumer_lines(target, where, base))
         raised = cls("raised by the producer's %s" % where)
         p = RaisingProducer(raised, where, capsule_factory=_capsule_asked_for)
         att = tries.Attempt(target, p)
@@ -204,12 +163,6 @@ def test_missing_methods_attributeerror(target, check):
     text speaks of the methods, plural). Reading: the array API gives the exception types of a
     Raises section as a should (design_topics/exceptions.rst), so another ordinary exception is
     warn; a result or a SystemError is fail."""
-    check.repro(rp.setup(target) + [
-        "class NoDLPack: pass",
-        "class DeviceOnly:", "    def __dlpack_device__(self): return (1, 0)",
-        "for obj in (NoDLPack(), object(), 3, DeviceOnly()):",
-        "    " + rp.expect_raises(target.repro_from_dlpack("obj"), "ERR-03", rp.Code(
-            "'from_dlpack(%r), an object without __dlpack__' % (obj,)"), "AttributeError")])
     for obj in (rd.NoDLPack(), object(), 3):
         att = tries.Attempt(target, obj)
         verdict, message = rd.missing_methods_verdict(obj, att.result, att.exc)
