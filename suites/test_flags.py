@@ -106,7 +106,7 @@ def test_readonly_every_way_exported_flagged(target, check):
     made writable (FLG-03 lets a library ignore the flag) re-exported without READ_ONLY is warn:
     the memory its producer marked read-only travels on as writable."""
     x, values = tns.make(target)
-    ways = [(what, ro, True) for what, ro, _ in target.readonly_ways(x)]
+    ways = [(what, ro, True) for what, ro in target.readonly_ways(x)]
     imported = _imported_readonly(target)
     if imported:
         ways.append(imported)
