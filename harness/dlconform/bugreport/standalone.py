@@ -1,7 +1,7 @@
 """A reproducer snippet as a script that needs only the library under test, Python and ctypes.
 
 The script is dlconform/snippet.py and kit.py, inlined as they are (and dlconform/producers.py
-and seedrules.py where the snippet imports from them), then the snippet's body without its
+where the snippet imports from it), then the snippet's body without its
 dlconform imports. A body that uses something the kit does not have (a target
 loaded through dlconform, `_probe.consume`, ...) has no standalone form: script() says why.
 
@@ -18,7 +18,6 @@ import tokenize
 
 from .. import REPO_DIR
 from .. import producers as _producers
-from .. import seedrules as _seedrules
 from .. import snippet as _snippet
 from . import kit as _kit
 
@@ -27,7 +26,7 @@ KIT_NAMES = {"_probe": {"inspect", "extent", "read_elements", "rename", "instrum
                         "xapi_managed_from", "xapi_dltensor_from", "xapi_alloc", "xapi_to_py"}, "_ref": {"Forge"}}
 #: dlconform modules that import nothing from dlconform: a body that imports names of one gets
 #: the module inlined (after the kit), under its own names
-INLINED = {"dlconform.producers": _producers, "dlconform.seedrules": _seedrules}
+INLINED = {"dlconform.producers": _producers}
 #: the line that starts a crash reproducer's rerun comments (dlconform commands, never standalone)
 RERUN = "# rerun the check:"
 #: the reference library's own module, imported by its file name (the test puts it beside the
