@@ -4,7 +4,7 @@ Producer side: discovery on the type, the capsule, the superseded int form, the 
 table, the prev_api chain, the NULL rules, and each function's contract (allocator with a
 real SetError, managed/dltensor export, import that steals, current_work_stream on CPU,
 agreement with __dlpack__, hostile input in child processes). Consumer side: forged tables
-(`_ref.ApiForge` through `dlconform.xapi_forge`) show whether the consumer looks on the
+(`_ref.ApiForge` through support/xapi_forge.py) show whether the consumer looks on the
 type, checks the major and copes with a NULL dltensor_from. XAPI-20 is informative.
 
 Readings (clauses.json): the table's `minor` may differ (XAPI-06); a wrong-type object to
@@ -15,14 +15,14 @@ import ctypes
 
 import pytest
 
-from dlconform import _probe, _ref
-from dlconform.verdicts import Unsupported
+from dlconform import _ref, kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 from support import exchange as xa
 from support import repros as rp
 from support import tensors as tns
+from support.xapi_forge import forged, used_table
 
 P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
@@ -33,21 +33,14 @@ C = pytest.mark.role("consumer")
 @P
 def test_table_is_a_class_attribute(target, check):
     """The table is found on type(x), and every instance sees that same object."""
-    x, _, mk = xa.sample(target)
-    check.repro(rp.setup(target) + mk + [
-        "on_type, on_inst = getattr(type(x), %r, None), getattr(x, %r, None)" % (xa.ATTR, xa.ATTR),
-        rp.expect("on_type is not None", "XAPI-01", "%s is set on the instance only, not on the type" % xa.ATTR),
-        rp.expect("any(%r in k.__dict__ for k in type(x).__mro__)" % xa.ATTR, "XAPI-01",
-                  "%s is not in the class dict of the type or its bases" % xa.ATTR),
-        rp.expect("on_inst is on_type", "XAPI-01", "instances see another object than the type: the table is not a "
-                  "static class attribute")])
+    x, _ = xa.sample(target)
     on_type = getattr(type(x), xa.ATTR, None)
     on_inst = getattr(x, xa.ATTR, None)
     if on_type is None and on_inst is None:
         v12 = getattr(type(x), xa.ATTR_V12, None)
-        raise Unsupported("%s has no %s%s" % (target.name, xa.ATTR,
-                                              " (only the superseded v1.2 %s, see XAPI-03)" % xa.ATTR_V12
-                                              if v12 is not None else ""))
+        raise kit.Unsupported("%s has no %s%s" % (target.name, xa.ATTR,
+                                                  " (only the superseded v1.2 %s, see XAPI-03)" % xa.ATTR_V12
+                                                  if v12 is not None else ""))
     if on_type is None:
         check.that(False, "XAPI-01", "%s is set on the instance only, not on %s" % (xa.ATTR, type(x).__name__))
         return
@@ -65,20 +58,14 @@ def test_table_is_a_class_attribute(target, check):
 @P
 def test_capsule_name(target, check):
     """The attribute is a PyCapsule named exactly "dlpack_exchange_api" with a table pointer."""
-    x, _, mk = xa.sample(target)
-    check.repro(rp.setup(target) + mk + [
-        rp.expect("type(getattr(type(x), %r)).__name__ == 'PyCapsule'" % xa.ATTR, "XAPI-02",
-                  "%s is not a PyCapsule" % xa.ATTR),
-        "info = _probe.exchange_api(type(x))",
-        rp.expect_equal("info['capsule_name']", xa.CAPSULE_NAME, "XAPI-02", "capsule name"),
-        rp.expect("info['form'] != 'capsule' or info['pointer'] != 0", "XAPI-02", "the capsule's pointer is NULL")])
+    x, _ = xa.sample(target)
     value = getattr(type(x), xa.ATTR, None)
     if value is None:
-        raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
+        raise kit.Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
     if not pycap.is_capsule(value):
         check.that(False, "XAPI-02", "%s is a %s, not a PyCapsule" % (xa.ATTR, type(value).__name__))
         return
-    info = _probe.exchange_api(type(x))
+    info = kit.exchange_api(type(x))
     check.equal(info["capsule_name"], xa.CAPSULE_NAME, "XAPI-02", "capsule name")
     if info["form"] == "capsule":
         check.that(info["pointer"] != 0, "XAPI-02", "the capsule's pointer is NULL")
@@ -88,24 +75,17 @@ def test_capsule_name(target, check):
 @P
 def test_superseded_int_form(target, check):
     """Only the v1.2 int `__c_dlpack_exchange_api__` is superseded by the v1.3 capsule: warn."""
-    x, _, mk = xa.sample(target)
-    check.repro(rp.setup(target) + mk + [
-        "v13, v12 = getattr(type(x), %r, None), getattr(type(x), %r, None)" % (xa.ATTR, xa.ATTR_V12),
-        rp.expect("v13 is not None", "XAPI-03", "only the superseded v1.2 int %s is offered; v1.3 names it %s, a "
-                  "capsule" % (xa.ATTR_V12, xa.ATTR)),
-        "if v12 is not None and type(v13).__name__ == 'PyCapsule' and isinstance(v12, int):",
-        "    " + rp.expect_equal("v12", rp.Code("_probe.exchange_api(type(x))['pointer']"), "XAPI-03",
-                                "the v1.2 int and the v1.3 capsule name different tables")])
+    x, _ = xa.sample(target)
     v13 = getattr(type(x), xa.ATTR, None)
     v12 = getattr(type(x), xa.ATTR_V12, None)
     if v13 is None and v12 is None:
-        raise Unsupported("%s offers no exchange API in either form" % target.name)
+        raise kit.Unsupported("%s offers no exchange API in either form" % target.name)
     if v13 is None:
         check.warn("XAPI-03", "only the superseded v1.2 int %s is offered; v1.3 names it %s, a capsule "
                    "(reading in clauses.json)" % (xa.ATTR_V12, xa.ATTR))
         return
     if v12 is not None and pycap.is_capsule(v13) and isinstance(v12, int):
-        p13 = _probe.exchange_api(type(x))["pointer"]
+        p13 = kit.exchange_api(type(x))["pointer"]
         check.that(v12 == p13, "XAPI-03", "the v1.2 int (0x%x) and the v1.3 capsule (0x%x) name different tables"
                    % (v12, p13))
     else:
@@ -116,23 +96,12 @@ def test_superseded_int_form(target, check):
 @P
 def test_table_is_static(target, check):
     """Repeated lookups give the same table pointer, also after tensors died (static table)."""
-    x, values, mk = xa.sample(target)
+    x, _ = xa.sample(target)
     if getattr(type(x), xa.ATTR, None) is None:
-        raise Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
-    y_mk = target.repro_make(dty.pick(target)[0], (4,), dty.safe_values(dty.pick(target)[0], (4,)), "y")
-    z_mk = target.repro_make(dty.pick(target)[0], (1,), dty.safe_values(dty.pick(target)[0], (1,)), "z")
-    check.repro(rp.setup(target) + mk + [
-        "def table(x):  # as support/exchange.py: Table: (the attribute held, the table pointer)",
-        "    _probe.exchange_api(type(x)); keep = getattr(type(x), %r, None)" % xa.ATTR,
-        "    return keep, _probe.exchange_api(type(x))['pointer']",
-        "k1, p1 = table(x); k2, p2 = table(x)",
-        rp.expect_equal("p2", rp.Code("p1"), "XAPI-05", "two lookups held at once give different tables")] + y_mk + [
-        "del x, y; gc.collect()"] + z_mk + [
-        "k3, p3 = table(z)",
-        rp.expect_equal("p3", rp.Code("p1"), "XAPI-05", "the table pointer after the first tensors died")])
+        raise kit.Unsupported("%s has no %s on its type" % (target.name, xa.ATTR))
     t1, t2 = xa.Table(x), xa.Table(x)  # each holds its own attribute value
     if not (t1.info and t1.info["form"] == "capsule"):
-        raise Unsupported("the attribute is not a dlpack_exchange_api capsule (XAPI-02)")
+        raise kit.Unsupported("the attribute is not a dlpack_exchange_api capsule (XAPI-02)")
     check.equal(t2.ptr, t1.ptr, "XAPI-05", "two lookups held at once give different tables")
     y = target.make(dty.pick(target)[0], (4,), dty.safe_values(dty.pick(target)[0], (4,)))
     del x, y
@@ -141,30 +110,33 @@ def test_table_is_static(target, check):
     check.equal(t3.ptr, t1.ptr, "XAPI-05", "the table pointer after the first tensors died")
 
 
+def walk_prev_api(target, check):
+    """Follows header.prev_api of the table: each header strictly older than the last, NULL
+    within 9 (an unknown pointer may crash: run in a child process)."""
+    x, t = xa.table(target)
+    p, last = t.info["prev_api"], tuple(t.info["version"])
+    for _ in range(9):
+        if not p:
+            return
+        v = (ctypes.c_uint32.from_address(p).value, ctypes.c_uint32.from_address(p + 4).value)
+        if not check.that(v < last, "XAPI-07", "prev_api leads to the header %r, not older than %r" % (v, last)):
+            return
+        last, p = v, ctypes.c_void_p.from_address(p + 8).value
+    check.that(False, "XAPI-07", "prev_api is a chain of more than 9 headers")
+
+
 @pytest.mark.clause("XAPI-07")
 @P
 def test_prev_api_chain(target, check):
     """header.prev_api is NULL, or a chain of strictly older headers that ends in NULL."""
     x, t = xa.table(target)
     prev = t.info["prev_api"]
-    # Following an unknown pointer may crash: walk it in a child process.
-    walk = xa.sample(target)[2] + [
-            "import ctypes", "info = _probe.exchange_api(type(x))",
-            "p = info['prev_api']; last = tuple(info['version'])",
-            "for _ in range(9):",
-            "    if not p: print('END'); break",
-            "    v = (ctypes.c_uint32.from_address(p).value, ctypes.c_uint32.from_address(p + 4).value)",
-            "    " + rp.expect("v < last", "XAPI-07", rp.Code(
-                "'prev_api leads to the header %r, not older than %r' % (v, last)")),
-            "    last = v; p = ctypes.c_void_p.from_address(p + 8).value",
-            "else:", "    finding('XAPI-07', 'prev_api is a chain of more than 9 headers')"]
-    check.repro(rp.setup(target) + walk)
     if not prev:
         check.record("XAPI-07", "pass")
         return
-    rc, out, err = xa.run_child(target, walk)
-    check.that(rc == 0 and out.strip() == "END", "XAPI-07",
-               "prev_api 0x%x is not a chain of older headers ending in NULL: %s" % (prev, out.strip() or rp.describe_exit(rc, err)))
+    run = rp.run_case(check, target, walk_prev_api)
+    check.that(run.rc == 0 and not run.findings, "XAPI-07", "prev_api 0x%x is not a chain of older headers ending "
+               "in NULL: %s" % (prev, "; ".join(m for _, m in run.findings) or run.describe()))
 
 
 # ============================================================================ NULL rules
@@ -173,10 +145,6 @@ def test_prev_api_chain(target, check):
 def test_required_pointers(target, check):
     """The allocator, both managed conversions and current_work_stream are non-NULL."""
     x, t = xa.table(target)
-    check.repro(rp.setup(target) + xa.sample(target)[2] + ["fns = _probe.exchange_api(type(x))['functions']"] + [
-        rp.expect("fns[%r] != 0" % name, clause, "%s is NULL" % name) for clause, name in (
-            ("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
-            ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream"))])
     fns = t.info["functions"]
     for clause, name in (("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
                          ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream")):
@@ -187,49 +155,6 @@ def test_required_pointers(target, check):
 _SHAPES = ((2, 3), (0,), (3, 0, 2), ())
 
 
-def _dtype_tuple(name):
-    return tuple(_ref.Tensor(name, (1,)).dtype)
-
-
-def _alloc_line(dt, shape, dev=(1, 0)):
-    return "rc, h, errors = _probe.xapi_alloc(api, %r, %r, %r)  # SetError calls in errors" % (dt, shape, dev)
-
-
-def _alloc_success_lines(name, dt, shape):
-    """What test_allocator_success requires of the allocation in _alloc_line()."""
-    what = "%s %r" % (name, shape)
-    return [
-        "if rc != 0:",
-        "    " + rp.expect_equal("len(errors)", 1, "XAPI-13", "%s: SetError calls of the failed allocator" % what),
-        "else:",
-        "    " + rp.expect("not errors", "XAPI-13", "%s: success, yet SetError was called" % what),
-        "    " + rp.expect("h is not None", "XAPI-13", "%s: rc 0 but no tensor in out" % what),
-        "    info = h.inspect()",
-        "    " + rp.expect_equal("(info.get('version') and info['version'][0], tuple(info.get('dtype') or ()), "
-                                "tuple(info.get('shape') or ()), tuple(info.get('device') or ()))",
-                                (1, dt, tuple(shape), (1, 0)), "XAPI-13",
-                                "%s: (version major, dtype, shape, device) of the allocated tensor" % what)] + (
-        [] if 0 in shape else [
-            "    " + rp.expect("h.extent()['status'] == 'ok' and info['data']", "XAPI-13",
-                              "%s: the allocated tensor has no valid memory" % what)]) + ["    h.release()"]
-
-
-def _alloc_failure_lines(label, must_fail):
-    """What test_allocator_failure_calls_seterror_once requires of the call in _alloc_line()."""
-    return [
-        "calls = [e for e in errors if e[0] != '<python exception pending>']",
-        "if rc == 0:",
-        "    " + rp.expect("not calls", "XAPI-13", "%s: success, yet SetError was called" % label),
-        "    h is not None and h.release()"] + (
-        ["    finding('XAPI-13', %r)" % ("%s: the allocator succeeded on an invalid prototype" % label)]
-        if must_fail else []) + [
-        "else:",
-        "    " + rp.expect("calls", "XAPI-13", "%s: the allocator failed without calling SetError" % label),
-        "    " + rp.expect("len(calls) == 1", "XAPI-13", rp.Code("%r %% len(calls)" % (
-            "%s: SetError called %%d times for one failure (reading: once)" % label))),
-        "    " + rp.expect("h is None", "XAPI-13", "%s: failed, yet a tensor came back" % label)]
-
-
 @pytest.mark.clause("XAPI-13")
 @P
 def test_allocator_success(target, check):
@@ -237,17 +162,14 @@ def test_allocator_success(target, check):
     that dtype, shape and device, and SetError not called."""
     x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_allocator"]:
-        raise Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
+        raise kit.Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
     failed = []
     for name in target.dtypes():
-        try:
-            dt = _dtype_tuple(name)
-        except Exception:  # noqa: BLE001
+        dt = kit.DTYPES.get(name)
+        if dt is None:
             continue
         for shape in _SHAPES:
-            rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
-                                  [_alloc_line(dt, shape)] + _alloc_success_lines(name, dt, shape))
-            rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, (1, 0))
+            rc, h, errors = kit.xapi_alloc(t.ptr, dt, shape, (1, 0))
             if rc != 0:
                 check.that(len(errors) == 1, "XAPI-13", "%s %r: the allocator failed (rc %d) and called SetError "
                            "%d times: %r" % (name, shape, rc, len(errors), errors))
@@ -287,11 +209,9 @@ def test_allocator_failure_calls_seterror_once(target, check):
     zero times; success with invalid input is warn."""
     x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_allocator"]:
-        raise Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
+        raise kit.Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
     for label, dt, shape, dev, must_fail in _BAD_PROTOTYPES:
-        rp.keep_first(check, rp.setup(target) + xa.sample(target)[2] + xa.table_lines() +
-                              [_alloc_line(dt, shape, dev)] + _alloc_failure_lines(label, must_fail))
-        rc, h, errors = _probe.xapi_alloc(t.ptr, dt, shape, dev)
+        rc, h, errors = kit.xapi_alloc(t.ptr, dt, shape, dev)
         calls = [e for e in errors if e[0] != "<python exception pending>"]
         if rc == 0:
             check.that(not calls, "XAPI-13", "%s: success, yet SetError was called: %r" % (label, calls))
@@ -312,26 +232,17 @@ def test_allocator_failure_calls_seterror_once(target, check):
 
 # ============================================================================ managed_tensor_from_py_object_no_sync
 def _layouts(target):
-    """[(label, x, reproducer lines)] of a few layouts, views where the adapter offers them."""
+    """[(label, x)] of a few layouts, views where the adapter offers them."""
     dtype = dty.pick(target)[0]
     out = []
     for shape in ((2, 3), (), (0, 3), (5,)):
-        x, _, mk = tns.make(target, dtype, shape)
-        out.append(("%s %r" % (dtype, shape), x, mk))
-    x, _, mk = tns.make(target, dtype, (3, 4))
+        out.append(("%s %r" % (dtype, shape), tns.make(target, dtype, shape)[0]))
+    x = tns.make(target, dtype, (3, 4))[0]
     for label, op in (("transposed (3, 4)", ("transpose", (1, 0))), ("sliced [:, 1:4:2]", ("slice", 1, 1, 4, 2))):
-        v, lines, _ = tns.apply_views(target, x, [op])
+        v = tns.apply_views(target, x, [op])[0]
         if v is not None:
-            out.append((label, v, mk + lines + ["x = v0"]))
+            out.append((label, v))
     return out
-
-
-_NORM_STRIDES = ["def norm_strides(i):  # as support/exchange.py: row-major when NULL, dims of extent <= 1 left out",
-                 "    shape = tuple(i.get('shape') or ())",
-                 "    st = i.get('strides') or tuple(__import__('math').prod(shape[k + 1:]) for k in range(len(shape)))",
-                 "    return tuple(s if n > 1 else None for n, s in zip(shape, st))",
-                 "def address(i):",
-                 "    return None if i.get('data') is None else i['data'] + (i.get('byte_offset') or 0)"]
 
 
 @pytest.mark.clause("XAPI-14")
@@ -342,35 +253,10 @@ def test_managed_from_owning_versioned(target, check):
     with __dlpack__ on data, shape, strides, dtype and flags."""
     x0, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
-        raise Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
-    for label, x, mk in _layouts(target):
+        raise kit.Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
+    for label, x in _layouts(target):
         expected = target.expected(x)
-        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + _NORM_STRIDES + [
-            "rc, h, exc = _probe.xapi_managed_from(api, x)",
-            rp.expect("rc == 0 and h is not None", "XAPI-14", rp.Code("%r %% (rc, exc)" % ("%s: rc %%d, exception %%r"
-                                                                                          % label))),
-            "info = h.inspect()",
-            rp.expect_equal("info['version'] and info['version'][0]", 1, "XAPI-14", "%s: version major" % label),
-            rp.expect_equal("(info['flags'] or 0) & ~%d" % pycap.DEFINED_FLAGS, 0, "XAPI-14",
-                            "%s: undefined flag bits" % label),
-            rp.expect_equal("h.read_elements()", expected, "XAPI-14", "%s: values through the C path" % label),
-            "cap, e = attempt(lambda: x.__dlpack__(max_version=(1, 3)))",
-            "r = _probe.inspect(cap) if e is None else None",
-            "if r and r['kind'] == 'versioned':",
-            "    for field in ('dtype', 'shape', 'device'):",
-            "        " + rp.expect_equal("tuple(info[field] or ())", rp.Code("tuple(r[field] or ())"), "XAPI-14",
-                                        rp.Code("%r %% field" % ("%s: %%s of the C path vs __dlpack__" % label))),
-            "    " + rp.expect_equal("norm_strides(info)", rp.Code("norm_strides(r)"), "XAPI-14",
-                                    "%s: strides (dims of extent > 1) of the C path vs __dlpack__" % label),
-            "    " + rp.expect_equal("(info['flags'] or 0) & 1", rp.Code("(r['flags'] or 0) & 1"), "XAPI-14",
-                                    "%s: READ_ONLY of the C path vs __dlpack__" % label),
-            "    " + rp.expect("0 in (info['shape'] or ()) or address(info) == address(r)", "XAPI-14",
-                              "%s: the C path and __dlpack__ give different memory" % label),
-            "    del cap",
-            "h.release()",
-            rp.expect_equal("_probe.read_elements(x.__dlpack__())", expected, "XAPI-14",
-                            "%s: the tensor's values after the deleter ran" % label)])
-        rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
+        rc, h, exc = kit.xapi_managed_from(t.ptr, x)
         if not check.that(rc == 0 and h is not None, "XAPI-14", "%s: rc %d, exception %r" % (label, rc, exc)):
             continue
         info = h.inspect()
@@ -400,8 +286,18 @@ def test_managed_from_owning_versioned(target, check):
         check.equal(target.expected(x), expected, "XAPI-14", "%s: the tensor's values after the deleter ran" % label)
 
 
-_WRONG_OBJECTS = (("object()", "object()"), ("the int 42", "42"), ("a str", "'not a tensor'"),
-                  ("a bytearray", "bytearray(64)"))
+#: objects of other types than the producer's, by label
+WRONG_OBJECTS = {"object()": object, "the int 42": lambda: 42, "a str": lambda: "not a tensor",
+                 "a bytearray": lambda: bytearray(64), "a dlconform._ref.Tensor": lambda: _ref.Tensor("float32", (2,))}
+
+
+def managed_from_wrong_object(target, check, label):
+    """managed_tensor_from_py_object_no_sync of WRONG_OBJECTS[label]: an error with an exception
+    (it may crash the process: run in a child)."""
+    x, t = xa.table(target)
+    rc, h, exc = kit.xapi_managed_from(t.ptr, WRONG_OBJECTS[label]())
+    check.that(rc != 0 and exc is not None, "XAPI-14", "%s: rc %s, tensor %s, exception %s: expected an error with "
+               "an exception" % (label, rc, h is not None, type(exc).__name__ if exc is not None else None))
 
 
 @pytest.mark.clause("XAPI-14")
@@ -411,25 +307,22 @@ def test_managed_from_wrong_type(target, check):
     caller's precondition, so anything else is warn. Each call runs in a child process."""
     x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
-        raise Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
-    objs = list(_WRONG_OBJECTS)
-    if not isinstance(x, _ref.Tensor):  # a tensor of another library
-        objs.append(("a dlconform._ref.Tensor", "_ref.Tensor('float32', (2,))"))
+        raise kit.Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
+    labels = [k for k in WRONG_OBJECTS if k != "a dlconform._ref.Tensor" or not isinstance(x, _ref.Tensor)]
     check.record("XAPI-14", "pass")
-    for label, expr in objs:
-        lines = xa.sample(target)[2] + xa.table_lines() + [
-            "rc, h, exc = _probe.xapi_managed_from(api, %s)" % expr,
-            "print('RESULT', rc, h is not None, type(exc).__name__ if exc is not None else None)",
-            rp.expect("rc != 0 and exc is not None", "XAPI-14", "%s: expected an error with an exception" % label)]
-        rp.keep_first(check, rp.setup(target) + lines)
-        rc, out, err = xa.run_child(target, lines)
-        res = [l.split()[1:] for l in out.splitlines() if l.startswith("RESULT")]
-        if not res or (rc != 0 and rp.MARK not in out):
+    first = None
+    for label in labels:
+        run = rp.run_case(check, target, managed_from_wrong_object, {"label": label})
+        if run.findings:
+            check.warn("XAPI-14", run.findings[0][1])
+        elif run.rc != 0:
             check.warn("XAPI-14", "%s: the process died (%s); the header requires the object to be of the API's "
-                       "type, so this is robustness, not a breach" % (label, rp.describe_exit(rc, err)))
-        elif res[0][0] == "0" or res[0][2] == "None":
-            check.warn("XAPI-14", "%s: rc %s, tensor %s, exception %s: expected an error with an exception"
-                       % (label, res[0][0], res[0][1], res[0][2]))
+                       "type, so this is robustness, not a breach" % (label, run.describe()))
+        else:
+            continue
+        first = first or check.case
+    if first is not None:  # the reproducer: the first object that broke the rule
+        check.set_case(first[0], first[1], env=first[2])
 
 
 @pytest.mark.clause("XAPI-14")
@@ -440,15 +333,9 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
     x0, t = xa.table(target)
     unexportable = target.unexportable()
     if unexportable is None:
-        raise Unsupported("no tensor %s cannot describe is known to the adapter" % target.name)
+        raise kit.Unsupported("no tensor %s cannot describe is known to the adapter" % target.name)
     label, x = unexportable
-    rp.keep_first(check, rp.setup(target) + target.repro_unexportable("x") + xa.table_lines() + [
-        "rc, h, exc = _probe.xapi_managed_from(api, x)",
-        "if rc != 0:",
-        "    " + rp.expect("exc is not None", "XAPI-14", "%s: failed without a Python exception" % label),
-        "    " + rp.expect("isinstance(exc, BufferError)", "XAPI-14", rp.Code("%r %% type(exc).__name__" % (
-            "%s: %%s instead of BufferError (the header: 'should be a BufferError if possible')" % label)))])
-    rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
+    rc, h, exc = kit.xapi_managed_from(t.ptr, x)
     if rc == 0:
         if h is not None:
             h.release()
@@ -467,30 +354,14 @@ def test_dltensor_from_matches_managed_path(target, check):
     """The non-owning fill describes the producer's own memory exactly as the owning export."""
     x0, t = xa.table(target)
     if not t.info["functions"]["dltensor_from_py_object_no_sync"]:
-        raise Unsupported("dltensor_from_py_object_no_sync is NULL, which XAPI-11 allows")
-    for label, x, mk in _layouts(target):
-        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + _NORM_STRIDES + [
-            "res = _probe.xapi_dltensor_from(api, x)",
-            rp.expect_equal("res[0]", 0, "XAPI-15", "%s: rc of dltensor_from_py_object_no_sync" % label),
-            "d = res[1]",
-            rp.expect_equal("d['elements']", target.expected(x), "XAPI-15", "%s: values" % label),
-            "rc, h, exc = _probe.xapi_managed_from(api, x)",
-            "if rc == 0 and h is not None:",
-            "    m = h.inspect()",
-            "    for field in ('dtype', 'shape', 'device'):",
-            "        " + rp.expect_equal("tuple(d[field] or ())", rp.Code("tuple(m[field] or ())"), "XAPI-15", rp.Code(
-                "%r %% field" % ("%s: %%s vs managed_tensor_from_py_object_no_sync" % label))),
-            "    " + rp.expect_equal("norm_strides(d)", rp.Code("norm_strides(m)"), "XAPI-15",
-                                    "%s: strides vs the managed path" % label),
-            "    " + rp.expect("0 in (d['shape'] or ()) or address(d) == address(m)", "XAPI-15",
-                              "%s: data + byte_offset must be the producer's memory, as in the owning export" % label),
-            "    h.release()"])
-        res = _probe.xapi_dltensor_from(t.ptr, x)
+        raise kit.Unsupported("dltensor_from_py_object_no_sync is NULL, which XAPI-11 allows")
+    for label, x in _layouts(target):
+        res = kit.xapi_dltensor_from(t.ptr, x)
         if not check.that(res[0] == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, res[0], res[1])):
             continue
         d = res[1]
         check.equal(d["elements"], target.expected(x), "XAPI-15", "%s: values" % label)
-        rc, h, exc = _probe.xapi_managed_from(t.ptr, x)
+        rc, h, exc = kit.xapi_managed_from(t.ptr, x)
         if rc != 0 or h is None:
             continue
         m = h.inspect()
@@ -518,16 +389,8 @@ def test_current_work_stream_cpu(target, check):
     x, t = xa.table(target)
     fn = t.info["functions"]["current_work_stream"]
     if not fn:
-        raise Unsupported("current_work_stream is NULL (XAPI-12)")
-    check.repro(rp.setup(target) + xa.sample(target)[2] + xa.table_lines() + [
-        "import ctypes",
-        "f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))("
-        "_probe.exchange_api(type(x))['functions']['current_work_stream'])",
-        "out = ctypes.c_void_p(%d)" % _UNSET,
-        "rc = " + rp.expect_returns("f(1, 0, ctypes.byref(out))", "XAPI-16", "current_work_stream(kDLCPU, 0)"),
-        rp.expect_equal("rc", 0, "XAPI-16", "kDLCPU: the return code"),
-        rp.expect("out.value != %d" % _UNSET, "XAPI-16", "kDLCPU: returned 0 without writing out_current_stream"),
-        rp.expect("not out.value", "XAPI-16", "kDLCPU: wrote a non-NULL stream (the header: NULL for kDLCPU)")])
+        raise kit.Unsupported("current_work_stream is NULL (XAPI-12)")
+    # called here, not through kit.xapi_current_stream: the check tells an unwritten output apart
     f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))(fn)
     out = ctypes.c_void_p(_UNSET)
     try:
@@ -553,52 +416,41 @@ def test_current_work_stream_cpu(target, check):
 
 
 # ============================================================================ managed_tensor_to_py_object_no_sync
+
+
+# ============================================================================ managed_tensor_to_py_object_no_sync
 @pytest.mark.clause("XAPI-17")
 @P
 def test_to_py_steals_and_returns_producer_type(target, check):
     """The import steals the tensor (its deleter runs once, when the result dies, not before)
     and gives an object of the producer's type with the same values and metadata. Sources:
-    the producer's own versioned export, and a foreign tensor from _ref.Forge."""
+    the producer's own versioned export, and a foreign tensor from kit.Forge."""
     x, t = xa.table(target)
     if not t.info["functions"]["managed_tensor_to_py_object_no_sync"]:
-        raise Unsupported("managed_tensor_to_py_object_no_sync is NULL (XAPI-10)")
+        raise kit.Unsupported("managed_tensor_to_py_object_no_sync is NULL (XAPI-10)")
     dtype = dty.pick(target)[0]
-    x, values, mk = tns.make(target, dtype, (2, 3))
+    x = tns.make(target, dtype, (2, 3))[0]
     sources = []
     try:
-        sources.append(("its own export", x.__dlpack__(max_version=(1, 3)), target.expected(x),
-                        mk + ["cap = x.__dlpack__(max_version=(1, 3))"], None))
+        sources.append(("its own export", x.__dlpack__(max_version=(1, 3)), target.expected(x), None))
     except Exception:  # noqa: BLE001
         pass
     if dtype == "float32":
-        forge = _ref.Forge(dtype=(2, 32, 1), shape=(2, 3))
-        sources.append(("a _ref.Forge float32 (2, 3)", forge.capsule(), forge.expected_elements(),
-                        ["forge = _ref.Forge(dtype=(2, 32, 1), shape=(2, 3)); cap = forge.capsule()"], forge))
-    for label, cap, expected, lines, forge in sources:
-        rp.keep_first(check, rp.setup(target) + mk + xa.table_lines() + lines + [
-            "tr = _probe.instrument(cap); h = _probe.consume(cap)",
-            "rc, y = _probe.xapi_to_py(api, h)",
-            rp.expect("rc == 0 and y is not None", "XAPI-17", rp.Code("%r %% (rc, y)" % ("%s: rc %%d, %%r" % label))),
-            rp.expect("isinstance(y, type(x))", "XAPI-17", rp.Code("%r %% type(y).__name__" % (
-                "%s: returned a %%s, not the producer's type" % label))),
-            rp.expect_equal("tr.calls", 0, "XAPI-17", "%s: deleter calls while the result lives" % label),
-            rp.expect_equal("_probe.read_elements(y.__dlpack__(max_version=(1, 3)))", expected, "XAPI-17",
-                            "%s: values of the result" % label),
-            "del y; gc.collect()",
-            rp.expect_equal("tr.calls", 1, "XAPI-17", "%s: deleter calls after the result died (it was stolen)"
-                            % label)])
-        if _probe.inspect(cap)["kind"] != "versioned":
+        forge = kit.Forge(dtype=(2, 32, 1), shape=(2, 3))
+        sources.append(("a kit.Forge float32 (2, 3)", forge.capsule(), forge.expected_elements(), forge))
+    for label, cap, expected, forge in sources:
+        if kit.inspect(cap)["kind"] != "versioned":
             continue
-        tr = _probe.instrument(cap)
-        h = _probe.consume(cap)
-        rc, y = _probe.xapi_to_py(t.ptr, h)
+        tr = kit.instrument(cap)
+        h = kit.consume(cap)
+        rc, y = kit.xapi_to_py(t.ptr, h)
         if not check.that(rc == 0 and y is not None, "XAPI-17", "%s: rc %d, %r" % (label, rc, y)):
             continue
         check.that(isinstance(y, type(x)), "XAPI-17", "%s: returned a %s, not the producer's %s"
                    % (label, type(y).__name__, type(x).__name__))
         check.equal(tr.calls, 0, "XAPI-17", "%s: deleter calls while the result lives" % label)
         try:
-            got = _probe.read_elements(y.__dlpack__(max_version=(1, 3)))
+            got = kit.read_elements(y.__dlpack__(max_version=(1, 3)))
         except Exception as e:  # noqa: BLE001
             got = "export failed: %r" % e
         check.equal(got, expected, "XAPI-17", "%s: values of the result" % label)
@@ -608,27 +460,43 @@ def test_to_py_steals_and_returns_producer_type(target, check):
 
 
 # ============================================================================ hostile input
-def _hostile_cases():
-    """(label, lines using `api` and `x`, in_contract). In-contract values are well-formed
-    arguments the producer may not support: any crash there is a breach. A malformed tensor
-    breaks the caller's side, so only an escaped C++ exception is judged there."""
-    cases = []
-    for label, dt, shape, dev, _ in _BAD_PROTOTYPES + (
-            ("a shape whose size overflows", (2, 32, 1), (2 ** 62, 4), (1, 0), True),
-            ("kDLCUDA device -1", (2, 32, 1), (2,), (2, -1), False),
-            ("lanes 0", (2, 32, 0), (2,), (1, 0), True)):
-        cases.append(("allocator, " + label, ["r = _probe.xapi_alloc(api, %r, %r, %r)" % (dt, shape, dev),
-                                              "r[1] is not None and r[1].release()"], True))
-    for dev in ((2, 0), (2, -1), (10, 0), (999, 0), (1, -1), (1, 7)):
-        cases.append(("current_work_stream%r" % (dev,), ["_probe.xapi_current_stream(api, %d, %d)" % dev], True))
-    for label, kw, ok in (("unknown dtype (250, 32, 1)", "dtype=(250, 32, 1)", True),
-                          ("kDLCUDA device with a host pointer", "device=(2, 0)", True),
-                          ("0-d with NULL shape", "shape=(), shape_null=True", True),
-                          ("negative extent", "shape=(-2, 3)", False)):
-        cases.append(("to_py_object, " + label, [
-            "forge = _ref.Forge(%s)" % kw, "h = _probe.consume(forge.capsule())",
-            "r = _probe.xapi_to_py(api, h); print(r[0])"], ok))
-    return cases
+#: (label, call, in_contract); a call is ("alloc", dtype, shape, device), ("stream", device) or
+#: ("to_py", forge keywords). In-contract values are well-formed arguments the producer may not
+#: support: any crash there is a breach. A malformed tensor breaks the caller's side, so only an
+#: escaped C++ exception is judged there.
+HOSTILE = ([("allocator, " + label, ("alloc", dt, shape, dev), True) for label, dt, shape, dev, _ in _BAD_PROTOTYPES + (
+    ("a shape whose size overflows", (2, 32, 1), (2 ** 62, 4), (1, 0), True),
+    ("kDLCUDA device -1", (2, 32, 1), (2,), (2, -1), False),
+    ("lanes 0", (2, 32, 0), (2,), (1, 0), True))]
+    + [("current_work_stream%r" % (dev,), ("stream", dev), True)
+       for dev in ((2, 0), (2, -1), (10, 0), (999, 0), (1, -1), (1, 7))]
+    + [("to_py_object, " + label, ("to_py", kw), ok) for label, kw, ok in (
+        ("unknown dtype (250, 32, 1)", {"dtype": (250, 32, 1)}, True),
+        ("kDLCUDA device with a host pointer", {"device": (2, 0)}, True),
+        ("0-d with NULL shape", {"shape": (), "shape_null": True}, True),
+        ("negative extent", {"shape": (-2, 3)}, False))])
+
+
+def _hostile_call(api, kind, *args):
+    if kind == "alloc":
+        rc, h, errors = kit.xapi_alloc(api, *args)
+        if h is not None:
+            h.release()
+    elif kind == "stream":
+        kit.xapi_current_stream(api, *args[0])
+    else:
+        kit.xapi_to_py(api, kit.consume(kit.Forge(**args[0]).capsule()))
+
+
+def hostile_calls(target, check, first=0, last=None):
+    """The calls HOSTILE[first:last], each between the lines 'BEGIN n' and 'END n' (a child
+    process runs them: the parent tells which call killed it). A refusal or a Python error
+    (a NULL function: XAPI-08..12 judge that) is no crash."""
+    x, t = xa.table(target)
+    for n in range(first, len(HOSTILE) if last is None else last):
+        print("BEGIN %d" % n, flush=True)
+        kit.attempt(lambda: _hostile_call(t.ptr, *HOSTILE[n][1]))
+        print("END %d" % n, flush=True)
 
 
 @pytest.mark.clause("XAPI-18")
@@ -639,58 +507,45 @@ def test_hostile_arguments_do_not_crash(target, check):
     or crash on well-formed arguments."""
     x, t = xa.table(target)
     check.record("XAPI-18", "pass")
-    cases = _hostile_cases()
-    head = xa.sample(target)[2] + xa.table_lines() + ["import sys"]
-    start = 0
-    while start < len(cases):
-        body = list(head)
-        for n, (label, lines, _) in enumerate(cases[start:], start):
-            body += ["print('BEGIN %d', flush=True)" % n] + lines + ["print('END %d', flush=True)" % n]
-        rc, out, err = xa.run_child(target, body, timeout=240)
-        begun = [int(l.split()[1]) for l in out.splitlines() if l.startswith("BEGIN ")]
-        ended = {int(l.split()[1]) for l in out.splitlines() if l.startswith("END ")}
-        if rc == 0 and len(ended) == len(cases) - start:
+    start, first = 0, None
+    while start < len(HOSTILE):
+        run = rp.run_case(check, target, hostile_calls, {"first": start}, timeout=240)
+        begun = [int(l.split()[1]) for l in run.out.splitlines() if l.startswith("BEGIN ")]
+        ended = {int(l.split()[1]) for l in run.out.splitlines() if l.startswith("END ")}
+        if run.rc == 0 and len(ended) == len(HOSTILE) - start:
             break
-        if not begun or begun[-1] in ended:  # died outside a case, or raised: judge no case
-            if rc != 0 and "NotImplementedError" not in err:
-                check.that(False, "XAPI-18", "the child failed outside the cases: %s" % rp.describe_exit(rc, err))
+        if not begun or begun[-1] in ended:  # died outside a call: judge no call
+            if run.rc != 0 and "NotImplementedError" not in run.err:
+                check.that(False, "XAPI-18", "the child failed outside the cases: %s" % run.describe())
+                first = first or (start, None)
             break
         n = begun[-1]
-        label, lines, in_contract = cases[n]
-        check.repro(rp.setup(target) + head + lines + ["print('survived')"])
-        if "NotImplementedError" in err or (rc == 1 and "Traceback" in err):
-            pass  # a NULL function (XAPI-08..12 judge that) or a Python error: no crash
+        label, _, in_contract = HOSTILE[n]
+        what = run.describe()
+        if xa.escaped_cxx(run.err) or in_contract:
+            check.that(False, "XAPI-18", "%s: the process died (%s)%s" % (
+                label, what, ": a C++ exception escaped" if xa.escaped_cxx(run.err) else ""))
         else:
-            what = rp.describe_exit(rc, err)
-            if xa.escaped_cxx(err) or in_contract:
-                check.that(False, "XAPI-18", "%s: the process died (%s)%s" % (
-                    label, what, ": a C++ exception escaped" if xa.escaped_cxx(err) else ""))
-            else:
-                check.warn("XAPI-18", "%s: the process died (%s) on a malformed tensor the caller should not "
-                           "pass" % (label, what))
+            check.warn("XAPI-18", "%s: the process died (%s) on a malformed tensor the caller should not "
+                       "pass" % (label, what))
+        first = first or (n, n + 1)
         start = n + 1
+    if first is not None:  # the reproducer: the first call that killed the process
+        check.set_case(hostile_calls, {"first": first[0], "last": first[1]})
 
 
 # ============================================================================ consumer side
-def _consumer_uses_tables(target, check):
+def _consumer_uses_tables(target):
     """Unsupported unless target.from_dlpack uses a valid forged type table."""
-    from dlconform.xapi_forge import forged, used_table
     a = _ref.ApiForge(0)
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     try:
         target.from_dlpack(forged(x, type_table=a))
     except Exception as e:  # noqa: BLE001
-        raise Unsupported("%s.from_dlpack refused a producer with a valid forged table: %s: %s"
-                          % (target.name, type(e).__name__, e))
+        raise kit.Unsupported("%s.from_dlpack refused a producer with a valid forged table: %s: %s"
+                              % (target.name, type(e).__name__, e))
     if not used_table(a):
-        raise Unsupported("%s.from_dlpack does not use the C exchange API" % target.name)
-
-
-def _forge_lines(target, table_kw, where="type_table", extra=()):
-    return rp.setup(target, "from dlconform.xapi_forge import forged, used_table") + [
-        "x = _ref.Tensor('float32', (2, 3), data=bytes(range(24)))",
-        "a = _ref.ApiForge(0%s)" % ("".join(", %s=%r" % kv for kv in table_kw.items())),
-        "obj = forged(x, %s=a)" % where] + list(extra)
+        raise kit.Unsupported("%s.from_dlpack does not use the C exchange API" % target.name)
 
 
 def _import_ok(target, obj, x, **kw):
@@ -711,20 +566,9 @@ def _import_ok(target, obj, x, **kw):
 def test_consumer_looks_on_the_type(target, check):
     """With one table on the type and another only on the instance, the consumer uses the
     type's (SHOULD); with a table on the instance only, it does not use it."""
-    _consumer_uses_tables(target, check)
-    from dlconform.xapi_forge import forged, used_table
+    _consumer_uses_tables(target)
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
-    check.repro(_forge_lines(target, {}, extra=[
-        "b = _ref.ApiForge(1)",
-        "obj = forged(x, type_table=a, instance_table=b)",
-        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("obj"),
-        rp.expect("not used_table(b)", "XAPI-04", rp.Code(
-            "'the consumer used the instance table, not the one on the type: %r' % (b.calls,)")),
-        "b = _ref.ApiForge(1)",
-        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("forged(x, instance_table=b)"),
-        rp.expect("not used_table(b)", "XAPI-04", rp.Code(
-            "'the consumer used a table found on the instance only (none on the type): %r' % (b.calls,)"))]))
     _import_ok(target, forged(x, type_table=a, instance_table=b), x)
     if used_table(b):
         check.warn("XAPI-04", "the consumer used the instance's table, not the one on the type: %r" % b.calls)
@@ -741,19 +585,9 @@ def test_consumer_looks_on_the_type(target, check):
 def test_consumer_checks_the_major(target, check):
     """A table whose major is 2 is never used (its layout is unknown); a different minor is
     fine, and refusing the import over it is stricter than the spec (warn)."""
-    _consumer_uses_tables(target, check)
-    from dlconform.xapi_forge import forged, used_table
+    _consumer_uses_tables(target)
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     a = _ref.ApiForge(0, major=2, minor=0)
-    check.repro(_forge_lines(target, {"major": 2, "minor": 0}, extra=[
-        "y, e = attempt(lambda: %s)" % target.repro_from_dlpack("obj"),
-        rp.expect("not used_table(a)", "XAPI-06", rp.Code(
-            "'the consumer called functions of a major-2 table: %r' % (a.calls,)")),
-        "for minor in (0, 99):",
-        "    " + rp.expect_returns(target.repro_from_dlpack("forged(x, type_table=_ref.ApiForge(0, major=1, "
-                                                           "minor=minor))"),
-                                  "XAPI-06", rp.Code("'import with a table of version (1, %d) (only the major must "
-                                                     "match)' % minor"))]))
     y, exc, same = _import_ok(target, forged(x, type_table=a), x)
     check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
     for minor in (0, 99):
@@ -769,17 +603,11 @@ def test_consumer_checks_the_major(target, check):
 def test_consumer_handles_null_dltensor_from(target, check):
     """A table without dltensor_from_py_object_no_sync still imports correctly (with copy=True
     too, where the consumer takes it)."""
-    _consumer_uses_tables(target, check)
-    from dlconform.xapi_forge import forged
+    _consumer_uses_tables(target)
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])
-        call = target.repro_from_dlpack("obj%s" % "".join(", %s=%r" % i for i in kw.items()))
-        check.repro(_forge_lines(target, {"null": ["dltensor_from_py_object_no_sync"]}, extra=[
-            "y = " + rp.expect_returns(call, "XAPI-11", "%s with a table whose optional dltensor_from is NULL" % call),
-            rp.expect_equal("elements(%s)" % target.repro_describe("y"), rp.Code("x.tobytes()"), "XAPI-11",
-                            "%s: values with a NULL dltensor_from" % call)]))
         y, exc, same = _import_ok(target, forged(x, type_table=a), x, **kw)
         if exc is not None:
             check.warn("XAPI-11", "from_dlpack(%s) failed on a table whose optional dltensor_from is NULL: %s: %s"

@@ -16,15 +16,12 @@ prev_api). The tensors are generated (dtypes the library has x views of them).
 | header.version | VER-07 | the version the capsules carry (prev_api: test_exchange_api.py) |
 """
 import pytest
-from hypothesis import given, note, seed
 from hypothesis import strategies as st
 
-from dlconform import _probe
-from dlconform.verdicts import Unsupported
+from dlconform import kit
 from support import capsules as pycap
 from support import dtypes as dty
 from support import exchange as xa
-from support import repros as rp
 from support import strategies as hh
 from support import tensors as tns
 
@@ -69,57 +66,6 @@ def _fields(target, v, info, path, dtype, own_version):
     return out
 
 
-def _field_lines(target, v, path, dtype, own_version, i="i"):
-    """Snippet lines that hold what _fields() holds for the inspect() dict `i` of one export of
-    `v` on `path`, in its order."""
-    def ind(lines):
-        return ["    " + line for line in lines]
-
-    out = []
-    if path == "legacy":
-        out.append(rp.expect_equal("%s.get('name')" % i, pycap.LEGACY, "CAP-01", "the legacy capsule's name"))
-    if path == "versioned":
-        out.append(rp.expect_equal("%s.get('name')" % i, pycap.VERSIONED, "CAP-02", "the versioned capsule's name"))
-    device = rp.Code("tuple(int(d) for d in v.__dlpack_device__())")
-    rest = [rp.expect_equal("tuple(%s.get('device') or ())" % i, device, "DEV-03",
-                            "%s: device, against __dlpack_device__" % path),
-            rp.expect_equal("tuple(%s.get('dtype') or ())" % i, dty.DTYPES[dtype], dty.clause_of(dtype),
-                            "%s: %s exported as (code, bits, lanes)" % (path, dtype))]
-    rest += tns.layout_lines(target, v, info=i, var="v")
-    if path in ("versioned", "xapi managed"):
-        head = []
-        if own_version:
-            head.append(rp.expect_equal("tuple(%s.get('version') or ())" % i, tuple(own_version), "VER-07",
-                                        "%s: version, against the producer's versioned capsules'" % path))
-        rest = [rp.expect("not (%s.get('flags') or 0) & ~%d" % (i, pycap.DEFINED_FLAGS), "FLG-01",
-                          rp.Code("%r %% (%s.get('flags') or 0)" % ("%s: flags %%#x set undefined bits" % path, i))),
-                rp.expect("not (%s.get('ndim', 0) > 0 and %s.get('strides') is None)" % (i, i), "LAY-06",
-                          "%s: NULL strides for ndim > 0" % path)] + rest
-        rest = head + ["if %s.get('readable', True):" % i] + ind(rest)
-    return out + ["if %s.get('kind') != 'unknown':  # a capsule of another name is not read" % i] + ind(rest)
-
-
-def _export_lines(target, v, table, dtype, own_version):
-    """The reproducer's exports of `v` on each path _exports() takes, each held to _fields()."""
-    out = []
-    for path, call in (("legacy", "v.__dlpack__()"), ("versioned", "v.__dlpack__(max_version=%r)"
-                                                       % (pycap.SUITE_VERSION,))):
-        out += ["i, e = attempt(lambda: _probe.inspect(%s))  # a path that refuses is not judged" % call,
-                "if e is None:"] + ["    " + line for line in _field_lines(target, v, path, dtype, own_version)]
-    if table is not None:
-        fns = table.info["functions"]
-        out += xa.table_lines()
-        if fns["managed_tensor_from_py_object_no_sync"]:
-            out += ["rc, h, exc = _probe.xapi_managed_from(api, v)", "if rc == 0 and h is not None:",
-                    "    i = h.inspect()"]
-            out += ["    " + line for line in _field_lines(target, v, "xapi managed", dtype, own_version)]
-            out += ["    h.release()"]
-        if fns["dltensor_from_py_object_no_sync"]:
-            out += ["rc, i = _probe.xapi_dltensor_from(api, v)", "if rc == 0:"]
-            out += ["    " + line for line in _field_lines(target, v, "xapi dltensor", dtype, own_version)]
-    return out
-
-
 def _exports(target, v, table):
     """(path, inspect()-like dict, release) of each way the producer describes v; a path that
     refuses v is left out (refusing is the keyword and dtype checks' business)."""
@@ -129,15 +75,15 @@ def _exports(target, v, table):
             cap = v.__dlpack__(**kw)
         except Exception:  # noqa: BLE001
             continue
-        out.append((path, _probe.inspect(cap), cap))
+        out.append((path, kit.inspect(cap), cap))
     if table is not None:
         fns = table.info["functions"]
         if fns["managed_tensor_from_py_object_no_sync"]:
-            rc, h, exc = _probe.xapi_managed_from(table.ptr, v)
+            rc, h, exc = kit.xapi_managed_from(table.ptr, v)
             if rc == 0 and h is not None:
                 out.append(("xapi managed", h.inspect(), h))
         if fns["dltensor_from_py_object_no_sync"]:
-            rc, d = _probe.xapi_dltensor_from(table.ptr, v)
+            rc, d = kit.xapi_dltensor_from(table.ptr, v)
             if rc == 0:
                 out.append(("xapi dltensor", d, None))
     return out
@@ -146,8 +92,30 @@ def _exports(target, v, table):
 def _table(target, x):
     try:
         return xa.table(target, x)[1]
-    except Unsupported:
+    except kit.Unsupported:
         return None
+
+
+@st.composite
+def _views_of(draw, names):
+    """A dtype of `names`, a shape and native view operations on it (drawn in this order)."""
+    dtype = draw(st.sampled_from(names))
+    shape = draw(hh.shapes(0, 3, 4, max_numel=60))
+    return {"dtype": dtype, "shape": shape, "ops": draw(hh.view_ops(len(shape)))}
+
+
+def fields_of_view(target, check, dtype, shape, ops, own_version):
+    """One generated tensor (dtype, shape, view operations) described on every path: each
+    field that breaks its rule is a fail."""
+    x = target.make(dtype, shape, dty.distinct_values(dtype, shape))
+    v = tns.apply_views(target, x, ops)[0]
+    if v is None:
+        return
+    for path, info, keep in _exports(target, v, _table(target, x)):
+        for clause, message in _fields(target, v, info, path, dtype, own_version):
+            check.record(clause, "fail", message)
+        if path == "xapi managed":
+            keep.release()
 
 
 @pytest.mark.clause(*CLAUSES)
@@ -157,41 +125,17 @@ def test_producer_fields_on_every_path(target, check):
     """Generated tensors (dtype x views) described on every path: each field obeys its clause."""
     names = _byte_dtypes(target)
     if not names:
-        raise Unsupported("%s has no byte-sized dtype" % target.name)
+        raise kit.Unsupported("%s has no byte-sized dtype" % target.name)
     x0 = target.make(names[0], (2,), dty.distinct_values(names[0], (2,)))
     table = _table(target, x0)
     own_version = None
     try:
-        own_version = tuple(_probe.inspect(pycap.export_versioned(x0)).get("version") or ()) or None
+        own_version = tuple(kit.inspect(pycap.export_versioned(x0)).get("version") or ()) or None
     except Exception:  # noqa: BLE001 - a legacy-only producer has no version to keep
         pass
-
-    @hh.settings_bounded(15)
-    @seed(0x5ad2b1f0e7c4493d8e0a6b1c2d3f4a5b)
-    @given(st.data())
-    def body(data):
-        dtype = data.draw(st.sampled_from(names), "dtype")
-        shape = data.draw(hh.shapes(0, 3, 4, max_numel=60), "shape")
-        ops = data.draw(hh.view_ops(len(shape)), "ops")
-        vals = dty.distinct_values(dtype, shape)
-        x = target.make(dtype, shape, vals)
-        v, oplines, bad = tns.apply_views(target, x, ops)
-        if v is None:
-            return
-        lines = (rp.setup(target) + target.repro_make(dtype, shape, vals) + oplines +
-                 ["v = %s" % ("v%d" % (len(ops) - 1) if ops else "x")]
-                 + _export_lines(target, v, table, dtype, own_version))
-        note("\n".join(lines))
-        recs = []
-        for path, info, keep in _exports(target, v, table):
-            recs += [(c, "fail", m) for c, m in _fields(target, v, info, path, dtype, own_version)]
-            if path == "xapi managed":
-                keep.release()
-        hh.report_case(check, recs, lines)
-
-    idle = _unchecked(own_version, table)
-    hh.run_cases(check, [c for c in CLAUSES if c not in idle], body)
-    for clause, why in idle.items():
+    hh.explore(check, fields_of_view, target, _views_of(names), max_examples=15,
+               seed=0x5ad2b1f0e7c4493d8e0a6b1c2d3f4a5b, own_version=own_version)
+    for clause, why in _unchecked(own_version, table).items():
         check.record(clause, "unsupported", why)
 
 
@@ -214,15 +158,10 @@ def _unchecked(own_version, table):
 def test_exchange_table_header_version(target, check):
     """The table's header.version is the producer's version, the one its versioned capsules
     carry (prev_api is test_exchange_api.py's XAPI-07)."""
-    x, values, mk = xa.sample(target)
-    x, table = xa.table(target, x)
-    info = _probe.inspect(pycap.export_versioned(x))
+    x, table = xa.table(target)
+    info = kit.inspect(pycap.export_versioned(x))
     if info["kind"] != "versioned":
-        raise Unsupported("the producer answers max_version=(1, 3) with a %r capsule" % (info["name"],))
+        raise kit.Unsupported("the producer answers max_version=(1, 3) with a %r capsule" % (info["name"],))
     own = tuple(info["version"])
-    check.repro(rp.setup(target) + mk + [
-        "own = tuple(_probe.inspect(x.__dlpack__(max_version=%r))['version'])" % (pycap.SUITE_VERSION,),
-        rp.expect_equal("tuple(_probe.exchange_api(type(x))['version'])", rp.Code("own"), "VER-07",
-                        "the exchange table's header.version against the versioned capsule's version")])
     check.equal(tuple(table.info["version"]), own, "VER-07",
                 "the exchange table's header.version against the versioned capsule's version")

@@ -14,37 +14,19 @@ import pytest
 from dlconform import _probe
 from support import dtypes as dty
 from support import exchange as xa
-from support import repros as rp
 from support import tensors as tns
 
 THREADS, ITERATIONS = 8, 200
 
 
-def _run(target, check, with_table, error_clause):
-    """The stress counters of x, with its reproducer set first (a crash keeps it)."""
-    dtype = dty.pick(target)[0]
-    x, values, mk = tns.make(target, dtype, (3, 5))
-    api = 0
-    table = None
+def _run(target, with_table):
+    """The stress counters of a tensor x of the target (`_probe.stress`: C threads)."""
+    x = tns.make(target, dty.pick(target)[0], (3, 5))[0]
+    api, table = 0, None
     if with_table:
         x, table = xa.table(target, x)  # Unsupported without a usable table
         api = table.ptr
-    expected = target.expected(x)
-    lines = rp.setup(target) + mk + (xa.table_lines() if with_table else ["api = 0"]) + [
-        "r = _probe.stress(x, %s, %d, %d, api=api)" % (rp.lit(expected), THREADS, ITERATIONS),
-        rp.expect_equal("r['errors']", 0, error_clause, rp.Code("'exports that failed; first: %s' % r['first_error']"))]
-    if with_table:
-        lines.append(rp.expect_equal("r['xapi_handouts']", 2 * THREADS * ITERATIONS, "XAPI-14",
-                                     "owning tensors from the C path"))
-    lines += [
-        rp.expect_equal("r['bad_values']", 0, "OWN-05", rp.Code(
-            "'hand-outs that read wrong values before their own deleter ran; first: %s' % r['first_bad']")),
-        rp.expect_equal("r['poison_failures']", 0, "OWN-05",
-                        "times releasing one of two identical (cached) hand-outs broke the other"),
-        rp.expect_equal("r['deleter_calls'] + r['null_deleters']", rp.Code("r['handouts']"), "OWN-04",
-                        "deleter calls (+ NULL deleters) vs hand-outs, from threads without the GIL")]
-    check.repro(lines)
-    r = _probe.stress(x, expected, THREADS, ITERATIONS, api=api)
+    r = _probe.stress(x, target.expected(x), THREADS, ITERATIONS, api=api)
     del table
     return r
 
@@ -66,7 +48,7 @@ def _judge(check, r, clauses):
 @pytest.mark.role("producer")
 def test_dlpack_from_many_c_threads(target, check):
     """__dlpack__ from 8 C threads (PyGILState), deleters without the GIL."""
-    r = _run(target, check, False, "OWN-05")
+    r = _run(target, False)
     check.that(r["errors"] == 0, "OWN-05", "%d exports failed; first: %s" % (r["errors"], r["first_error"]))
     _judge(check, r, ("OWN-05", "OWN-04"))
 
@@ -75,7 +57,7 @@ def test_dlpack_from_many_c_threads(target, check):
 @pytest.mark.role("producer")
 def test_exchange_api_and_dlpack_from_many_c_threads(target, check):
     """managed_tensor_from_py_object_no_sync (twice per round) and __dlpack__ from 8 C threads."""
-    r = _run(target, check, True, "XAPI-14")
+    r = _run(target, True)
     check.that(r["errors"] == 0, "XAPI-14", "%d exports failed; first: %s" % (r["errors"], r["first_error"]))
     check.equal(r["xapi_handouts"], 2 * THREADS * ITERATIONS, "XAPI-14", "owning tensors from the C path")
     _judge(check, r, ("OWN-05", "OWN-04"))

@@ -847,7 +847,10 @@ def _to_py_steals():
 
 
 def _forged_used(**kw):
-    from dlconform.xapi_forge import forged, used_table
+    from dlconform import SUITES_DIR
+    if SUITES_DIR not in sys.path:
+        sys.path.insert(0, SUITES_DIR)
+    from support.xapi_forge import forged, used_table
     a, b = _ref.ApiForge(0, **kw), _ref.ApiForge(1)
     _ref.from_dlpack(forged(_t(), type_table=a, instance_table=b))
     return used_table(a), used_table(b)

@@ -1,11 +1,8 @@
 """The C exchange API of a producer (`__dlpack_c_exchange_api__`, dlpack.h v1.3): finding its
-table on the type, the reproducer line that finds it, and reading what its functions give.
-Hostile calls run in child processes (repros.run_snippet); the consumer side forges tables
-with dlconform.xapi_forge."""
-from dlconform import _probe
-from dlconform.verdicts import Unsupported
+table on the type and reading what its functions give. Hostile calls run in child processes
+(repros.run_case); the consumer side forges tables with support/xapi_forge.py."""
+from dlconform import kit
 
-from . import repros as rp
 from .dtypes import pick, row_major_strides
 from .tensors import make
 
@@ -15,22 +12,22 @@ CAPSULE_NAME = "dlpack_exchange_api"
 
 
 def sample(target, dtype=None, shape=(2, 3), seed=0):
-    """(x, values, reproducer lines) of a small tensor the target makes."""
+    """(x, values) of a small tensor the target makes."""
     dtype = dtype or pick(target)[0]
     return make(target, dtype, shape, seed=seed)
 
 
 class Table:
-    """A usable table of type(x): `info` (from _probe.exchange_api), `ptr` (int), and the
+    """A usable table of type(x): `info` (from kit.exchange_api), `ptr` (int), and the
     attribute value held for as long as this object lives (a table may be owned by it)."""
 
     def __init__(self, x):
         self.type = type(x)
-        self.info = _probe.exchange_api(self.type)
+        self.info = kit.exchange_api(self.type)
         self.keep = getattr(self.type, self.info["attr"], None) if self.info else None
         if self.info and self.info["form"] == "capsule" and self.keep is not None:
             try:  # re-read the pointer from the capsule we hold (it may be a fresh table)
-                self.info = _probe.exchange_api(self.type)
+                self.info = kit.exchange_api(self.type)
             except Exception:  # noqa: BLE001
                 pass
         self.ptr = self.info["pointer"] if self.info else 0
@@ -47,16 +44,11 @@ def table(target, x=None):
         x = sample(target)[0]
     t = Table(x)
     if t.info is None:
-        raise Unsupported("%s has no C exchange API (%s on the type is absent)" % (target.name, ATTR))
+        raise kit.Unsupported("%s has no C exchange API (%s on the type is absent)" % (target.name, ATTR))
     if not t.usable():
-        raise Unsupported("%s has no usable exchange table on its type (attr %s, form %s, on_type %s, version %s)"
-                          % (target.name, t.info["attr"], t.info["form"], t.info["on_type"], t.info["version"]))
+        raise kit.Unsupported("%s has no usable exchange table on its type (attr %s, form %s, on_type %s, version %s)"
+                              % (target.name, t.info["attr"], t.info["form"], t.info["on_type"], t.info["version"]))
     return x, t
-
-
-def table_lines(var="api"):
-    """Reproducer lines that find the table of type(x) as `var` (its address)."""
-    return ["%s = _probe.exchange_api(type(x))['pointer']" % var]
 
 
 def norm_strides(info):
@@ -72,11 +64,6 @@ def address(info):
     if info.get("data") is None:
         return None
     return info["data"] + (info.get("byte_offset") or 0)
-
-
-def run_child(target, lines, timeout=60):
-    """repros.run_snippet of the lines after the target's setup: (returncode, stdout, stderr)."""
-    return rp.run_snippet(rp.setup(target) + list(lines), timeout=timeout)
 
 
 def escaped_cxx(stderr):

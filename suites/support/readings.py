@@ -1,7 +1,7 @@
 """Catalogue readings that decide a verdict or a misreading from what a check observed. Each
 returns a (verdict, message) or (misread, how) pair for the test to record; the readings
 themselves are in suites/clauses.json."""
-from dlconform import seedrules as sr
+from . import seedrules as sr
 
 from .attempts import describe_exc
 

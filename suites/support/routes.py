@@ -18,11 +18,11 @@ with its deleter accounting (attempts.py).
 from dlconform import _ref
 from dlconform.producers import RecordingProducer, forges
 from dlconform.verdicts import Unsupported
-from dlconform.xapi_forge import handout_producer
 
 from . import capsules as pycap
 from . import repros as rp
 from .attempts import Attempt, consumer_takes_versioned, describe_exc, settle, valid_kwargs
+from .xapi_forge import handout_producer
 
 ROUTES = ("dlpack", "unasked", "capsule", "xapi")
 #: the exchange table of the "xapi" route: no dltensor_from (XAPI-11 allows it), so that every
@@ -174,7 +174,7 @@ def lines(target, route, forge_kwargs=None, device=(1, 0), versioned=None, expec
                     "cap = p.__dlpack__()"]
             arg = "cap"
     else:
-        out += ["from dlconform.xapi_forge import handout_producer",
+        out += ["from support.xapi_forge import handout_producer",
                 "a = _ref.ApiForge(0, null=%r)" % (list(TABLE_NULL),),
                 "p = handout_producer(forges(%s), a%s)  # its type offers the table a" % (args, dev)]
         arg = "p"

@@ -3,8 +3,8 @@
 capsule behind a recording producer, the consumer gets the record's keywords, and the
 suite's own rules judge what it does (the same rules as test_refusals.py: the refusal rule of
 each reason, values of a legal export, the rename, exact deleter accounting). Input reads a
-record into literals (`facts`); the rules are dlconform.seedrules, which imports nothing from
-dlconform, so that a bug report's standalone script inlines them and judges the same facts.
+record into literals (`facts`); the rules are support/seedrules.py, and a seed's reproducer is
+the check's case with those facts written out.
 The fuzz target judges the same input with its oracles (dlconform.fuzz.consumer_oracles);
 harness/tests/test_fuzz_flow_back.py holds the two to one verdict.
 
@@ -13,18 +13,13 @@ majors, a NULL dltensor_from) are inputs of test_exchange_api.py's consumer chec
 forge those tables themselves: `judge` leaves them out (`offers_table_checks`).
 """
 import os
-import pprint
-import types
 
-from dlconform import REPO_DIR, _probe, _ref
-from dlconform import seedrules as sr
+from dlconform import REPO_DIR, _probe
 from dlconform.fuzz import record as R
 from dlconform.fuzz.exchange import DANGLING
-from dlconform.producers import RecordingProducer
-from dlconform.xapi_forge import handout_producer
 
 from . import capsules as pycap
-from . import repros as rp
+from . import seedrules as sr
 from .attempts import copy_breach
 
 #: the fuzzer's shared seeds: in a clone, fuzz/corpus/seeds; installed, the package's copy
@@ -130,49 +125,10 @@ class Input:
                 "has_readonly": _has_readonly(target) if read_only else None}
 
 
-def library(target):
-    """seedrules' `lib` for a target: its from_dlpack and describe(), ref's Forge, the
-    recording producers, _probe's names."""
-    def handout(forge, minor, device):
-        table = _ref.ApiForge(0, minor=minor)
-        return table, handout_producer(forge, table, device=device)
-
-    return types.SimpleNamespace(from_dlpack=target.from_dlpack, describe=target.describe, Forge=_ref.Forge,
-                                 RecordingProducer=RecordingProducer, handout=handout,
-                                 name_of=lambda c: _probe.inspect(c)["name"])
-
-
-def repro_lines(target, name, facts):
-    """The reproducer of one seed's check: the record's facts written out, the library's
-    from_dlpack and describe() in its own idiom, and seedrules.judge; every breach is printed,
-    the first is the finding (in a bug report's script, the first of its clause). A bug
-    report's standalone script inlines seedrules.py for it."""
-    lines = rp.setup(target, "from dlconform.producers import RecordingProducer",
-                     "from dlconform.seedrules import judge", "import types")
-    if facts["offer_minor"] is not None:
-        lines += ["from dlconform.xapi_forge import handout_producer",
-                  "def handout(forge, minor, device):  # a producer whose type offers an exchange table",
-                  "    table = _ref.ApiForge(0, minor=minor)",
-                  "    return table, handout_producer(forge, table, device=device)"]
-    lines += ["# seed %s (fuzz/corpus/seeds) as the suite reads it (support/seeds.py: Input.facts)" % name]
-    lines += ("FACTS = " + pprint.pformat(facts, width=110, sort_dicts=True)).splitlines()
-    lines += ["lib = types.SimpleNamespace(",
-              "    from_dlpack=lambda p, **kw: %s," % target.repro_from_dlpack("p, **kw"),
-              "    describe=lambda y: %s," % target.repro_describe("y"),
-              "    Forge=_ref.Forge, RecordingProducer=RecordingProducer, name_of=lambda c: _probe.inspect(c)['name']%s)"
-              % (", handout=handout" if facts["offer_minor"] is not None else ""),
-              "found = judge(FACTS, lib)",
-              "for clause, verdict, message in found[1:]:  # every breach is shown; the first is the finding",
-              "    print('also %%s: seed %s: %%s (%%s)' %% (clause, message, verdict))" % name,
-              "for clause, verdict, message in found:  # the first ends it (a bug report's script: its clause's)",
-              "    finding(clause, 'seed %s: %%s (%%s)' %% (message, verdict))" % name]
-    return lines
-
-
 def judge(target, data):
     """[(clause, verdict, message)] of the suite's rules for one record against `target`'s
     consumer; empty when every rule holds (seedrules.judge)."""
-    return sr.judge(Input(data).facts(target), library(target))
+    return sr.judge(Input(data).facts(target), target)
 
 
 def _plain(inp):

@@ -3,92 +3,24 @@ the calls it makes, the refusal rules, a legal export's values, and the exact de
 
 support/seeds.py reads a seed into `facts`, a dict of literals (Input.facts: the export's
 forge keywords, its memory plan, the keywords from_dlpack gets, the reasons to refuse it, and
-two facts the suite established about the library), and judge(facts, lib) runs the import and
-applies the rules. Whatever depends on the library comes in `lib`: `from_dlpack(obj, **kw)`,
-`describe(y)` (a Target's describe()), `Forge`, `RecordingProducer`, `name_of(capsule)` and,
-for seeds that offer an exchange table, `handout(forge, minor, device)`.
-
-Like snippet.py, this file imports nothing from dlconform: a bug report's standalone script
-(dlconform.bugreport.standalone) inlines it after snippet.py and the kit, and calls judge()
-with the seed's facts written out, so the script and the check apply one set of rules.
+two facts the suite established about the library), and judge(facts, target) runs the import
+through the target's from_dlpack and describe() and applies the rules. The facts are literals,
+so a seed's reproducer is the check's case with its facts written out.
 """
-import ctypes
 import gc
-import sys
 
-try:
-    attempt  # a standalone script inlines dlconform/snippet.py before this file
-except NameError:  # imported as dlconform.seedrules, next to dlconform.snippet
-    from .snippet import attempt, describe, elements, unclean
+from dlconform import kit
 
-USED_NAMES = ("used_dltensor", "used_dltensor_versioned")
-FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
+from .attempts import drop_capsules, result_device
+from .xapi_forge import handout_producer
+
 #: what the messages call the import
 WHAT = "the seed's export"
 _INVALID = ("dlpack.h does not oblige a consumer to validate malformed metadata (issue 12 grading: accepting "
             "invalid input is warn)")
 
-# ---------------------------------------------------------------------------- the capsules' fate
-_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
-# Objects that must never be deallocated (a capsule whose destructor would run a deleter behind
-# the consumer's back): an extra reference keeps them alive past interpreter exit.
-_PINNED = []
-
-
-def pin_forever(obj):
-    """Keeps obj alive for the life of the process, also through module teardown."""
-    _PINNED.append(obj)
-    _incref(obj)
-
-
-def held_elsewhere(caps):
-    """For each object of the list `caps` (the only reference the caller keeps to each), whether
-    something else holds it too: after an import, the consumer's result keeping the capsule.
-    Measured against a control object referenced the same way (one list, one local)."""
-    ctl = object()
-    pool = [ctl] + list(caps)
-    counts = [sys.getrefcount(o) for o in pool]
-    del pool
-    return [n > counts[0] for n in counts[1:]]
-
-
-def drop_capsules(p, imported, name_of):
-    """Lets go of the capsules a producer handed out; call it while the imported result is still
-    alive, so the deleter accounting that follows sees what really happens. A capsule the
-    consumer renamed used_* is inert. One it did not rename (CAP-03) after a successful import:
-    - held by the consumer (its result keeps the capsule, whose destructor then runs the deleter
-      when the result dies: the consumer's ownership goes through the producer's destructor) is
-      let go, so OWN-03 judges what the consumer really does;
-    - not held: kept alive for the life of the process. Its destructor would run the deleter
-      behind the consumer's back, which is the consequence of the CAP-03 breach reported there,
-      not a second fault; the consumer's own deleter calls are then counted alone.
-    `name_of(capsule)` reads a capsule's name. Returns [(name, held)] of the capsules."""
-    caps = list(getattr(p, "capsules", []))
-    if hasattr(p, "capsules"):
-        p.capsules.clear()
-    names = [name_of(c) for c in caps]
-    held = held_elsewhere(caps)
-    if imported:
-        for c, name, h in zip(caps, names, held):
-            if name not in USED_NAMES and not h:
-                pin_forever(c)
-    del caps
-    return list(zip(names, held))
-
 
 # ---------------------------------------------------------------------------- readings
-def result_device(y):
-    """y.__dlpack_device__() as (int, int), or None when y has no such method."""
-    m = getattr(y, "__dlpack_device__", None)
-    if m is None:
-        return None
-    try:
-        dev = m()
-        return (int(dev[0]), int(dev[1]))
-    except Exception:  # noqa: BLE001 - a result that cannot say has no device
-        return None
-
-
 def unknown_dtype_reading(describe_result, y, forged, expected):
     """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
     element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
@@ -105,9 +37,9 @@ def unknown_dtype_reading(describe_result, y, forged, expected):
         return True, "imported as dtype %r" % (held,)
     try:
         d = describe_result(y)
-        got = b"" if any(int(n) == 0 for n in d["shape"]) else elements(d)
+        got = b"" if any(int(n) == 0 for n in d["shape"]) else kit.elements(d)
     except Exception as e:  # noqa: BLE001
-        return True, "imported, but its bytes cannot be read (%s)" % describe(e)
+        return True, "imported, but its bytes cannot be read (%s)" % kit.describe(e)
     if got != expected:
         return True, "imported with other bytes (%s, expected %s)" % (got[:16].hex(), expected[:16].hex())
     if held == "bytes":
@@ -128,41 +60,44 @@ def unknown_device_reading(y, forged):
 
 
 # ---------------------------------------------------------------------------- one seed
-def build(facts, lib):
+def build(facts):
     """(holder, forge, producer, table) of the seed's export: the forge over the holder's buffer
     (or NULL, or an address never mapped), behind a recording producer, or behind one whose type
-    offers an exchange table (`table`, else None)."""
+    offers an exchange table (`table`, an `_ref.ApiForge`, else None)."""
     holder, kw = None, dict(facts["forge"])
     if facts["data"] == "buffer":
-        holder = lib.Forge(dtype=(1, 8, 1), shape=(facts["size"],))
+        holder = kit.Forge(dtype=(1, 8, 1), shape=(facts["size"],))
         kw["data"] = holder.buffer_address + facts["pad"]
     else:
         kw["data"] = facts["data"]  # "null", or an address that is never mapped
-    forge = lib.Forge(**kw)
+    forge = kit.Forge(**kw)
     if facts["offer_minor"] is not None:
-        table, producer = lib.handout(forge, facts["offer_minor"], tuple(facts["device"]))
+        from dlconform import _ref  # the C table forge: only seeds that offer a table need it
+
+        table = _ref.ApiForge(0, minor=facts["offer_minor"])
+        producer = handout_producer(forge, table, device=tuple(facts["device"]))
     else:
-        table, producer = None, lib.RecordingProducer(forge, keep=True, device=tuple(facts["device"]),
+        table, producer = None, kit.RecordingProducer(forge, keep=True, device=tuple(facts["device"]),
                                                       legacy_only=facts["old_producer"])
     return holder, forge, producer, table
 
 
-def judge(facts, lib):
-    """[(clause, verdict, message)] of the rules for one seed against lib's consumer; empty when
-    every rule holds."""
-    holder, forge, producer, table = build(facts, lib)
-    result, exc = attempt(lambda: lib.from_dlpack(producer, **facts["kwargs"]))
+def judge(facts, target):
+    """[(clause, verdict, message)] of the rules for one seed against the target's consumer;
+    empty when every rule holds."""
+    holder, forge, producer, table = build(facts)
+    result, exc = kit.attempt(lambda: target.from_dlpack(producer, **facts["kwargs"]))
     out, ptr = calls_rules(facts, producer.calls), None
     if exc is not None:
-        out += refusal_rules(facts, exc, producer.calls, lib)
+        out += refusal_rules(facts, exc, producer.calls, target)
     else:
         try:
-            d = lib.describe(result)
+            d = target.describe(result)
             ptr = int(d["ptr"])
         except Exception as e:  # noqa: BLE001 - a result the suite cannot read is the layout checks'
             d = None
-            out.append(("LAY-11", "warn", "%s: the result cannot be described (%s)" % (WHAT, describe(e))))
-        out += acceptance_rules(facts, result, d, forge, holder, lib)
+            out.append(("LAY-11", "warn", "%s: the result cannot be described (%s)" % (WHAT, kit.describe(e))))
+        out += acceptance_rules(facts, result, d, forge, holder, target)
         d = None
     # OWN-03 and CAP-03 as test_refusals.py has them: no deleter call while a result views the
     # memory, exactly one in all (none for a used_* capsule, which another consumer owns, or a
@@ -170,7 +105,7 @@ def judge(facts, lib):
     imported = exc is None
     lo = holder.buffer_address if holder is not None else 0
     zero_copy = imported and ptr is not None and lo <= ptr < lo + facts["size"]
-    kept = drop_capsules(producer, imported, lib.name_of)
+    kept = drop_capsules(producer, imported)
     gc.collect()
     alive = forge.deleter_calls
     result = None
@@ -184,7 +119,7 @@ def judge(facts, lib):
         out.append(("OWN-03", verdict, "%s: the deleter ran %d time(s) in all, expected %d" % (WHAT, after, expected)))
     names = [n for n, _ in kept]
     table_used = table is not None and table.calls["managed_tensor_from_py_object_no_sync"] > 0
-    if imported and not table_used and not facts["reasons"] and names and names[-1] not in USED_NAMES:
+    if imported and not table_used and not facts["reasons"] and names and names[-1] not in kit.USED_NAMES:
         out.append(("CAP-03", "fail", "%s: the capsule is still named %r after the import" % (WHAT, names[-1])))
     return out
 
@@ -211,14 +146,14 @@ def calls_rules(facts, calls):
     return out
 
 
-def refusal_rules(facts, exc, calls, lib):
-    """The refusal rules: clean (snippet.unclean's), BufferError for another device (DEV-07, or
+def refusal_rules(facts, exc, calls, target):
+    """The refusal rules: clean (kit.unclean's), BufferError for another device (DEV-07, or
     CPY-08 when device= asked for the host), a retry without the new keywords for an old
     producer (VER-06), and no refusal of a plain export over its NULL strides or zero-size
     NULL data alone (LAY-07, LAY-04: the same export over row-major strides and a buffer
     imports, `facts["control"]`)."""
     kwargs, device = facts["kwargs"], tuple(facts["device"])
-    why = unclean(exc)
+    why = kit.unclean(exc)
     if why:
         return [(facts["clause"], "fail", "%s refused uncleanly: %s" % (WHAT, why))]
     # a keyword the consumer does not take (a TypeError naming it)
@@ -226,35 +161,35 @@ def refusal_rules(facts, exc, calls, lib):
     if facts["clause"] == "DEV-07" and not isinstance(exc, BufferError) and not lacks:
         clause = "CPY-08" if kwargs.get("device") is not None else "DEV-07"
         return [(clause, "fail" if clause == "CPY-08" else "warn", "memory on device %r refused with %s; %s names "
-                 "BufferError" % (device, describe(exc), clause))]
+                 "BufferError" % (device, kit.describe(exc), clause))]
     if kwargs.get("device") == "cpu" and device[0] != 1 and not lacks and kwargs.get("copy") is not False and not any(
             c.get("dl_device") is not None and tuple(c["dl_device"]) == (1, 0) for c in calls):
         return [("DEV-06", "warn", "from_dlpack(device='cpu') refused memory on device %r without asking the "
-                 "producer for dl_device=(1, 0) (%s)" % (device, describe(exc)))]
+                 "producer for dl_device=(1, 0) (%s)" % (device, kit.describe(exc)))]
     if facts["old_producer"] and isinstance(exc, TypeError) and calls and not any(set(c) <= {"stream"} for c in calls):
         return [("VER-06", "warn", "an old producer's TypeError for the new keywords was not retried without "
-                 "them (%s)" % describe(exc))]
+                 "them (%s)" % kit.describe(exc))]
     if facts["control"] is not None:
         clause, forge_kwargs = facts["control"]
-        p = lib.RecordingProducer(lib.Forge(**forge_kwargs), keep=True)
-        y, e = attempt(lambda: lib.from_dlpack(p))
-        drop_capsules(p, e is None, lib.name_of)
+        p = kit.RecordingProducer(kit.Forge(**forge_kwargs), keep=True)
+        y, e = kit.attempt(lambda: target.from_dlpack(p))
+        drop_capsules(p, e is None)
         del y
         gc.collect()
         if e is None:
             return [(clause, "fail", "%s refused (%s), the same over row-major strides and a buffer imports"
-                     % (WHAT, describe(exc)))]
+                     % (WHAT, kit.describe(exc)))]
     return []
 
 
-def acceptance_rules(facts, y, d, forge, holder, lib):
+def acceptance_rules(facts, y, d, forge, holder, target):
     """The reasons' rules for an import, and a legal CPU export's values (LAY-11)."""
     out, device = [], tuple(facts["device"])
     for clause, must, why in facts["reasons"]:
         if must == "refuse":
             out.append((clause, "fail", "%s (%s) was imported" % (WHAT, why)))
         elif must == "read":
-            misread, how = (unknown_dtype_reading(lib.describe, y, facts["dtype"], b"") if device == (1, 0)
+            misread, how = (unknown_dtype_reading(target.describe, y, facts["dtype"], b"") if device == (1, 0)
                             else unknown_device_reading(y, device))
             out.append((clause, "fail" if misread else "warn", "%s (%s): %s" % (WHAT, why, how)))
         else:
@@ -268,7 +203,7 @@ def acceptance_rules(facts, y, d, forge, holder, lib):
     out += result_rules(facts, d, holder)
     if d.get("dtype") not in (None, tuple(facts["dtype"])):
         return out  # untyped bytes or another element type: the dtype checks judge that
-    got = b"" if any(int(n) == 0 for n in d["shape"]) else elements(d)
+    got = b"" if any(int(n) == 0 for n in d["shape"]) else kit.elements(d)
     expected = forge.expected_elements()
     if got != expected:
         out.append(("LAY-11", "fail", "%s imported with other values (%s, expected %s)"
@@ -290,9 +225,9 @@ def result_rules(facts, d, holder):
         verdict, reading = facts["copy_breach"]
         out.append(("SEM-01", verdict, "%s was copied: the result starts at %#x, the export at %#x%s"
                     % (WHAT, d["ptr"], first, reading)))
-    if copy is True and inside and not flags & FLAG_IS_COPIED:
+    if copy is True and inside and not flags & kit.FLAG_IS_COPIED:
         out.append(("CPY-06", "fail", "%s: copy=True returned a view of the producer's memory" % WHAT))
-    if flags & FLAG_READ_ONLY and inside and not d.get("readonly") and facts["has_readonly"]:
+    if flags & kit.FLAG_READ_ONLY and inside and not d.get("readonly") and facts["has_readonly"]:
         out.append(("FLG-03", "warn", "%s: a READ_ONLY export imported writable by a library with read-only "
                     "arrays" % WHAT))
     return out

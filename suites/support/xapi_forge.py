@@ -1,5 +1,6 @@
 """Producers with forged C exchange API tables, for the consumer-side XAPI checks.
 
+Suite support (test_exchange_api.py, routes.py, seeds.py):
 `forged(tensor, type_table=..., instance_table=...)` wraps a `_ref.Tensor` in an object of a
 fresh class: `__dlpack__` and `__dlpack_device__` delegate to the tensor (and count the
 `__dlpack__` calls), and `__dlpack_c_exchange_api__` is the capsule of an `_ref.ApiForge` set
@@ -13,7 +14,7 @@ offers `table`: its `managed_tensor_from_py_object_no_sync` hands out the tensor
 producer's versioned capsules as they are (renamed used_*), so a consumer's exchange-API
 path meets any forged metadata, and `__dlpack__` hands out the same tensors.
 """
-from .producers import RecordingProducer
+from dlconform.kit import RecordingProducer
 
 ATTR = "__dlpack_c_exchange_api__"
 
