@@ -194,13 +194,14 @@ def _ours_by_name(qualname, roots):
 
 @functools.lru_cache(maxsize=64)
 def _nodes_by_span(path):
-    """{(lineno, end_lineno, col, end_col): AST node} of a source file."""
+    """{(lineno, end_lineno, col, end_col): AST node} of a source file. Where nodes share a span
+    (a statement that is one call), the innermost one: ast.walk visits parents first."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read())
     out = {}
     for node in ast.walk(tree):
         if hasattr(node, "end_col_offset") and node.end_col_offset is not None:
-            out.setdefault((node.lineno, node.end_lineno, node.col_offset, node.end_col_offset), node)
+            out[(node.lineno, node.end_lineno, node.col_offset, node.end_col_offset)] = node
     return out
 
 
