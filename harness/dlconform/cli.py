@@ -20,7 +20,7 @@ from . import report as _report
 from .records import Record
 from .runner import Runner, child_env
 from .targets.loader import BUILTIN, probe
-from .verdicts import FAILING, HARNESS_ERROR, VERDICTS
+from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")

@@ -32,7 +32,7 @@ import time
 
 from ..records import Record
 from ..runner import kill_group
-from ..verdicts import breach
+from ..kit.check import breach
 from .triage import triage_log
 
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")

@@ -27,7 +27,7 @@ import sys
 from .. import catalogue as _catalogue
 from ..records import complete
 from ..report import atomic_write
-from ..verdicts import VERDICTS, rank
+from ..kit.check import VERDICTS, rank
 
 SCHEMA = "dlconform-matrix/1"
 RESULTS_SCHEMA = "dlconform-results/1"

@@ -1,7 +1,7 @@
 """results.md sections: the producer x consumer interop table and per-clause coverage."""
 import os
 
-from ..verdicts import worst
+from ..kit.check import worst
 
 
 def _cell(text):

@@ -2,7 +2,7 @@
 import datetime
 import json
 
-from ..verdicts import VERDICTS
+from ..kit.check import VERDICTS
 
 SCHEMA = "dlconform-results/1"
 

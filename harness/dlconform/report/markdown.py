@@ -1,5 +1,5 @@
 """results.md: counts per target, everything that did not pass, and a per-clause roll-up."""
-from ..verdicts import VERDICTS, worst
+from ..kit.check import VERDICTS, worst
 from . import coverage_md as _coverage
 from . import performance as _performance
 

@@ -13,7 +13,7 @@
 """
 import re
 
-from ..verdicts import rank
+from ..kit.check import rank
 
 QUIET = frozenset(("pass", "unsupported", "skip"))
 #: verdicts that break a MUST clause

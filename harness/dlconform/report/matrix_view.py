@@ -21,7 +21,7 @@ build(doc) returns plain JSON data:
 """
 import re
 
-from ..verdicts import VERDICTS
+from ..kit.check import VERDICTS
 from . import matrix_findings
 
 try:

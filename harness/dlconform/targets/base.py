@@ -90,7 +90,7 @@ class Target:
 
     # ---- consumer side
     def from_dlpack(self, obj, **kw):
-        from ..verdicts import Unsupported
+        from ..kit.check import Unsupported
 
         raise Unsupported("%s is not a consumer" % self.name)
 
