@@ -24,9 +24,6 @@ P = pytest.mark.role("producer")
 C = pytest.mark.role("consumer")
 
 
-clause_of = dty.clause_of
-
-
 def _values(name, n, seed=0):
     """n elements of `name`: distinct_values, and for a sub-byte type one element a byte, each
     within its bits."""
@@ -47,11 +44,11 @@ def test_producer_dtype_fields_and_bytes(target, check):
         if name not in dty.DTYPES or name in dty.SUBBYTE:
             continue
         x = target.make(name, (2, 3), _values(name, 6))
-        cl = clause_of(name)
+        cl = dty.clause_of(name)
         try:
             cap = x.__dlpack__()
         except Exception as e:  # noqa: BLE001 - coverage is DT-12's business
-            refused[clause_of(name)] = "%s export refused (%s: %s)" % (name, type(e).__name__, e)
+            refused[dty.clause_of(name)] = "%s export refused (%s: %s)" % (name, type(e).__name__, e)
             continue
         seen.add(cl)
         info = pycap.fields(cap)
@@ -146,7 +143,7 @@ def test_producer_subbyte_dtypes(target, check):
             continue
         info = pycap.fields(cap)
         code, bits, lanes = info["dtype"]
-        cl = clause_of(name)
+        cl = dty.clause_of(name)
         if bits * lanes % 8 == 0 and cl not in ("DT-07", "DT-08"):
             # int4/uint4 exported as whole bytes (torch: (0, 8, 1)): no sub-byte storage, so no
             # element order for DT-09 to judge (fp6/fp4 fix their bits: DT-07/DT-08 below)
@@ -256,7 +253,7 @@ def test_consumer_imports_dtypes(target, check):
     for name in list(dty.DTYPES):
         if name in dty.SUBBYTE:
             continue
-        cl = clause_of(name)
+        cl = dty.clause_of(name)
         kw = dict(dtype=dty.DTYPES[name], shape=(4,))
         if name == "bool":
             kw["fill"] = dty.distinct_values("bool", (4,))
