@@ -263,6 +263,17 @@ def _imports_of(source, name, is_package):
     return [(m, eager) for m, eager in out if m]
 
 
+def _dynamic():
+    """{module: the modules it imports by name at run time}: the loader imports the built-in
+    adapters from its table."""
+    from .targets.loader import BUILTIN
+
+    return {"dlconform.targets.loader": tuple(m for m, _, _ in BUILTIN.values()) + ("dlconform.targets.generic",)}
+
+
+_DYNAMIC = _dynamic()
+
+
 def _bundle(text):
     """({module: (source, is_package)} of our modules the script reaches, {native modules} and
     {third-party modules} imported as the script starts (at module level, all the way down)."""
@@ -291,6 +302,7 @@ def _bundle(text):
         parts = name.split(".")
         todo += [(".".join(parts[:i]), eager) for i in range(1, len(parts))]  # parent packages
         todo += [(m, eager and lvl) for m, lvl in _imports_of(src, name, is_package)]
+        todo += [(m, False) for m in _DYNAMIC.get(name, ())]
     return sources, native, third
 
 
