@@ -436,8 +436,11 @@ class _State:
         if report.failed:
             text = str(report.longrepr) if report.longrepr is not None else "collection failed"
             tail = "\n".join(text.strip().splitlines()[-15:])
-            self.write(self._record(report.nodeid or "<collection>", "*", None, "crash",
-                                    "collection error in %s: %s" % (report.nodeid or "suites", tail), "", 0.0))
+            # the suites import dlconform and their support, never the library (loaded before
+            # collection): a module that does not collect is the suite's own error
+            self.write(self._record(report.nodeid or "<collection>", "*", None, HARNESS_ERROR,
+                                    "collection error in %s (the suite's, not the library's): %s"
+                                    % (report.nodeid or "suites", tail), "", 0.0))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -20,8 +20,8 @@ from .capsules import (Handle, Tracker, consume, elements, extent, gather, inspe
                        read_elements, rename)
 from .check import (FAILING, FINDINGS, HARNESS_ERROR, VERDICTS, Check, CheckFailure, Unsupported, Warn, breach,
                     describe, detach, reproduce, unclean, worst)
-from .forge import (CapsuleProducer, CopyingProducer, Forge, RecordingProducer, StreamDeviceProducer, attempt,
-                    forges, legacy_producer)
+from .forge import (CapsuleProducer, CopyingProducer, Forge, HostTensor, RecordingProducer, StreamDeviceProducer,
+                    attempt, forges, legacy_producer)
 from .xapi import (exchange_api, xapi_alloc, xapi_current_stream, xapi_dltensor_from, xapi_managed_from,
                    xapi_to_py)
 
@@ -31,7 +31,7 @@ __all__ = [
     "is_capsule", "itemsize", "keep_forever", "row_major", "Handle", "Tracker", "consume", "elements", "extent",
     "gather", "inspect", "instrument", "layout_extent", "read_elements", "rename", "FAILING", "FINDINGS",
     "HARNESS_ERROR", "VERDICTS", "Check", "CheckFailure", "Unsupported", "Warn", "breach", "describe", "detach",
-    "reproduce", "unclean", "worst", "CapsuleProducer", "CopyingProducer", "Forge", "RecordingProducer",
+    "reproduce", "unclean", "worst", "CapsuleProducer", "CopyingProducer", "Forge", "HostTensor", "RecordingProducer",
     "StreamDeviceProducer", "attempt", "forges", "legacy_producer", "exchange_api", "xapi_alloc",
     "xapi_current_stream", "xapi_dltensor_from", "xapi_managed_from", "xapi_to_py",
 ]

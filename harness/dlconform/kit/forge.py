@@ -110,7 +110,8 @@ class Forge:
     `shape`, `strides`, `byte_offset`, `data` ("alloc": a buffer of the layout's extent filled
     with `fill` or the bytes 0, 1, 2, ...; "null"; or an address), `buffer_size`, `versioned`,
     `version`, `flags`, `device`, `null_deleter`, `ndim` (written as given), `shape_null`,
-    `capsule_name`, `manager_ctx`.
+    `capsule_name`, `manager_ctx`; `owner`: an object the forge keeps alive with its structs (the
+    owner of memory given as an address).
 
     `deleter_calls`, `capsules_made`, `log` (one dict per deleter call), `buffer_address`,
     `buffer_size`, `buffer` (a writable view, or None), `capsule()`, `expected_elements()`.
@@ -118,7 +119,7 @@ class Forge:
 
     def __init__(self, *, dtype=(2, 32, 1), shape=(4,), strides=None, byte_offset=0, data="alloc", fill=None,
                  buffer_size=None, versioned=True, version=abi.DLPACK_VERSION, flags=0, device=(1, 0),
-                 null_deleter=False, ndim=None, shape_null=False, capsule_name=None, manager_ctx=None):
+                 null_deleter=False, ndim=None, shape_null=False, capsule_name=None, manager_ctx=None, owner=None):
         self.dtype = abi.DTYPES[dtype] if isinstance(dtype, str) else tuple(int(v) for v in dtype)
         self.shape = tuple(int(n) for n in shape)
         self.strides = None if strides is None else tuple(int(s) for s in strides)
@@ -133,6 +134,7 @@ class Forge:
         self._name = abi.keep_forever(ctypes.c_char_p(self.capsule_name.encode()))  # outlives every capsule
         self.capsules_made = 0
         st = self._state = _State()
+        st.owner = owner
         self.buffer_size, self.buffer_address, self.buffer = 0, None, None
         if data == "alloc":
             size = buffer_size
@@ -403,3 +405,72 @@ def attempt(call):
         if LOST and "without setting an exception" in str(e):
             e = LOST[-1]
         return None, detach(e)
+
+
+class HostTensor:
+    """A strided CPU tensor over memory the kit owns, exported as a correct DLPack 1.3 producer
+    exports: versioned 1.3 capsules when asked for max_version >= (1, 0) (READ_ONLY for read-only
+    data), legacy ones otherwise (refused with BufferError for read-only data, which a legacy
+    capsule cannot mark), a compact IS_COPIED copy for copy=True, BufferError for a stream or a
+    device other than the CPU. A sub-byte type is stored one element per byte and flagged
+    IS_SUBBYTE_TYPE_PADDED (FLG-06). Each export is a fresh struct over the same memory, which lives
+    until the last one is given back. `view()` makes another tensor over the same memory.
+
+    `dtype` is a name of abi.DTYPES; `data` the logical row-major element bytes."""
+
+    def __init__(self, dtype, shape, data=b"", readonly=False, _base=None):
+        self.dtype, self.shape, self.readonly = dtype, tuple(int(n) for n in shape), bool(readonly)
+        self.code = abi.DTYPES[dtype]
+        self.itemsize = abi.itemsize(self.code)
+        if _base is None:
+            n = 1
+            for d in self.shape:
+                n *= d
+            size = max(n * self.itemsize, 1)
+            self._buffer = ctypes.create_string_buffer(size + ALIGN)
+            self._base = (ctypes.addressof(self._buffer) + ALIGN - 1) & ~(ALIGN - 1)
+            ctypes.memmove(self._base, bytes(data)[:size], min(len(data), size))
+            self.strides, self.byte_offset = abi.row_major(self.shape), 0
+        else:
+            self._buffer, self._base, self.strides, self.byte_offset = _base
+
+    @property
+    def address(self):
+        """The address of the first element."""
+        return self._base + self.byte_offset
+
+    def view(self, shape, strides, byte_offset, readonly=None):
+        """A tensor over the same memory with this layout (strides in elements, byte_offset from
+        the base)."""
+        t = HostTensor(self.dtype, shape, readonly=self.readonly if readonly is None else readonly,
+                       _base=(self._buffer, self._base, tuple(strides), int(byte_offset)))
+        return t
+
+    def tobytes(self):
+        """The logical row-major element bytes."""
+        if any(n == 0 for n in self.shape):
+            return b""
+        return gather_at(self.address, self.shape, self.strides, self.itemsize)
+
+    def __dlpack_device__(self):
+        return (abi.DLDeviceType.kDLCPU, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if stream is not None:
+            raise BufferError("stream must be None for a CPU tensor")
+        if dl_device is not None and tuple(dl_device) != (1, 0):
+            raise BufferError("this tensor exports to (1, 0) only")
+        if copy is not None and not isinstance(copy, bool):
+            raise TypeError("copy must be None or a bool")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        padded = abi.FLAG_SUBBYTE_PADDED if self.code[1] * self.code[2] < 8 else 0
+        if copy:
+            t = HostTensor(self.dtype, self.shape, self.tobytes())
+            return Forge(dtype=self.code, shape=t.shape, strides=t.strides, data=t._base, versioned=versioned,
+                         flags=(abi.FLAG_IS_COPIED | padded) if versioned else 0, owner=t).capsule()
+        if self.readonly and not versioned:
+            raise BufferError("a read-only tensor needs the READ_ONLY flag: ask for max_version >= (1, 0)")
+        flags = (abi.FLAG_READ_ONLY if self.readonly else 0) | padded
+        return Forge(dtype=self.code, shape=self.shape, strides=self.strides, byte_offset=self.byte_offset,
+                     data=self._base, versioned=versioned, flags=flags if versioned else 0,
+                     owner=self._buffer).capsule()

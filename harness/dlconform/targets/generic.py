@@ -1,8 +1,10 @@
 """A generic target: any importable module with `from_dlpack`.
 
-Its tensors are reference tensors imported through `module.from_dlpack`; views are taken on the
-reference tensor before importing. The value oracle is a side table keyed by id() that keeps
-both the imported object and its reference tensor alive.
+Its tensors are the kit's host tensors (dlconform.kit.HostTensor, a correct producer written in
+Python) imported through `module.from_dlpack`; views are taken on the host tensor before
+importing. The value oracle is a side table keyed by id() that keeps both the imported object
+and its host tensor alive. Nothing here needs dlconform's C extensions, so a finding's script
+stands alone with the library beside it.
 """
 import ctypes
 import importlib
@@ -11,8 +13,8 @@ from . import _views
 from ._util import keywords_of
 from .base import Target, TargetError
 from . import dtypes as _dtypes
-from .dtypes import row_major_strides
-from .ref import _import_ref
+from .dtypes import EXTENDED_FLOATS, STANDARD_DTYPES, row_major_strides
+from ..kit import HostTensor
 
 
 class _Py_buffer(ctypes.Structure):
@@ -60,12 +62,11 @@ class GenericTarget(Target):
             raise TargetError("module %r has no from_dlpack" % name)
         self.module = module
         self.library = module.__name__
-        self._ref = _import_ref()
         self._table = {}
         self._dtypes = None
         roles = {"consumer"}
         try:
-            probe = module.from_dlpack(self._ref.Tensor("float32", (2,)))
+            probe = module.from_dlpack(HostTensor("float32", (2,)))
             if hasattr(probe, "__dlpack__"):
                 roles.add("producer")
         except Exception:
@@ -82,24 +83,22 @@ class GenericTarget(Target):
             return {top: str(getattr(self.module, "__version__", "unknown"))}
 
     def dtypes(self):
+        """The DLPack dtypes (standard, float8, float6 and float4) whose import the library takes."""
         if self._dtypes is None:
-            from .ref import ref_dtypes
-
-            names = ref_dtypes(self._ref)
             ok = []
-            for name in names:
+            for name in STANDARD_DTYPES + EXTENDED_FLOATS:
                 try:
-                    self.module.from_dlpack(self._ref.Tensor(name, (1,)))
+                    self.module.from_dlpack(HostTensor(name, (1,)))
                 except Exception:
                     continue
                 ok.append(name)
             self._dtypes = ok
         return list(self._dtypes)
 
-    # ---- import ref tensors and remember them
-    def _import(self, ref_tensor):
-        y = self.module.from_dlpack(ref_tensor)
-        self._table[id(y)] = (y, ref_tensor)
+    # ---- import host tensors and remember them
+    def _import(self, host):
+        y = self.module.from_dlpack(host)
+        self._table[id(y)] = (y, host)
         return y
 
     def _ref_of(self, x):
@@ -109,7 +108,7 @@ class GenericTarget(Target):
         return entry[1]
 
     def make(self, dtype, shape, values):
-        return self._import(self._ref.Tensor(dtype, tuple(shape), data=bytes(values)))
+        return self._import(HostTensor(dtype, tuple(shape), bytes(values)))
 
     def _view(self, x, geometry):
         r = self._ref_of(x)
@@ -131,7 +130,7 @@ class GenericTarget(Target):
     def readonly(self, x):
         r = self._ref_of(x)
         try:
-            return self._import(self._ref.Tensor(r.dtype, tuple(r.shape), data=r.tobytes(), readonly=True))
+            return self._import(HostTensor(r.dtype, r.shape, r.tobytes(), readonly=True))
         except Exception:
             return None
 
