@@ -256,21 +256,22 @@ def test_consumer_skips_null_deleter(target, check):
         check.equal(after, 0, "OWN-01", "NULL deleter: recorded calls")
 
 
+class _NullCtxProducer(kit.RecordingProducer):
+    """Hands out forged capsules whose manager_ctx is NULL (the Forge deleter does not use it)."""
+
+    def __dlpack__(self, *args, **kw):
+        cap = super().__dlpack__(*args, **kw)
+        info = pycap.fields(cap)
+        ctypes.c_void_p.from_address(info["pointer"] + pycap.manager_ctx_offset(info["kind"])).value = None
+        return cap
+
+
 @pytest.mark.clause("OWN-06", "OWN-03")
 @C
 def test_consumer_accepts_null_manager_ctx(target, check):
     """manager_ctx is opaque and may be NULL: the import works and the deleter runs once."""
-    class NullCtxProducer(kit.RecordingProducer):
-        """Hands out forged capsules whose manager_ctx is NULL (the Forge deleter does not use it).
-        (Defined here: a reproducer defines module-level classes before its imports run.)"""
-
-        def __dlpack__(self, *args, **kw):
-            cap = super().__dlpack__(*args, **kw)
-            info = pycap.fields(cap)
-            ctypes.c_void_p.from_address(info["pointer"] + pycap.manager_ctx_offset(info["kind"])).value = None
-            return cap
-
-    p = NullCtxProducer(kit.forges(shape=(2, 3), strides=(3, 1)), keep=True)
+    fac = kit.forges(shape=(2, 3), strides=(3, 1))
+    p = _NullCtxProducer(fac, keep=True)
     att = tries.Attempt(target, p)
     err = None if att.exc is None else "%s: %s" % (type(att.exc).__name__, att.exc)
     ctx = [kit.inspect(c).get("manager_ctx") for c in p.capsules if kit.inspect(c)["kind"] in ("legacy",

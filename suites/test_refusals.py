@@ -15,6 +15,7 @@ accepting malformed metadata (feeds "invalid") is warn (check.accepted); accepti
 passes. OWN-03 is recorded explicitly, so that a consumer that dies on an input has the crash
 on the input's clause.
 """
+import collections
 import gc
 
 import pytest
@@ -28,43 +29,41 @@ from support import routes as rt
 
 C = pytest.mark.role("consumer")
 
-class Reason:
-    """A reason to refuse: `id`, `clause`, `feeds`, `must` ("refuse": a MUST clause says so;
-    "read": refusing or carrying it unread passes, misreading fails: VER-09; "invalid":
-    accepting is warn; "any": a valid input), `kind` of capsule, forge keywords `kw` and
-    `device`, the forged memory's and the producer's. (A plain class: a reproducer defines
-    REASONS before its main block runs the imports.)"""
+#: must: "refuse" (a MUST clause says so), "read" (refusing or carrying it unread passes,
+#: misreading fails: VER-09), "invalid" (accepting is warn), "any" (a valid input)
+Reason = collections.namedtuple("Reason", "id clause feeds must kind kw device")
 
-    def __init__(self, id_, clause, feeds, must, kind, device=(1, 0), **kw):
-        if tuple(device) != (1, 0):
-            kw["device"] = device
-        self.id, self.clause, self.feeds, self.must, self.kind, self.kw, self.device = (
-            id_, clause, feeds, must, kind, kw, device)
+
+def _r(id_, clause, feeds, must, kind, device=(1, 0), **kw):
+    """A reason; `device` is the forged memory's and the producer's."""
+    if tuple(device) != (1, 0):
+        kw["device"] = device
+    return Reason(id_, clause, feeds, must, kind, kw, device)
 
 
 REASONS = (
-    Reason("version-2.0", "VER-08", "valid", "refuse", "versioned", version=(2, 0), shape=(2, 3)),
-    Reason("version-0.9", "VER-08", "valid", "refuse", "versioned", version=(0, 9), shape=(2, 3)),
-    Reason("version-2.0-hostile", "VER-08", "valid", "refuse", "versioned", version=(2, 0), data="null",
-           shape_null=True, ndim=3, shape=(2, 3)),
-    Reason("version-1.99-dtype-99", "VER-09", "valid", "read", "versioned", version=(1, 99), dtype=(99, 32, 1),
-           shape=(2, 3)),
-    Reason("version-1.99-device-99", "VER-09", "valid", "read", "versioned", device=(99, 0), version=(1, 99),
-           shape=(2, 3)),
-    Reason("shape-bytes-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 62, 4), buffer_size=64),
-    Reason("shape-numel-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 31, 1 << 31, 1 << 31),
-           buffer_size=64),
-    Reason("shape-negative", "LAY-09", "invalid", "invalid", "both", shape=(2, -3), buffer_size=64),
-    Reason("ndim-negative", "LAY-09", "invalid", "invalid", "both", shape=(), ndim=-1, buffer_size=64),
-    Reason("shape-null", "LAY-09", "invalid", "invalid", "both", shape=(2, 3), shape_null=True, buffer_size=64),
-    Reason("ndim-40", "LAY-09", "valid", "any", "both", shape=(1,) * 40),
-    Reason("data-null", "LAY-04", "invalid", "invalid", "both", shape=(4,), data="null"),
-    Reason("strides-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(1 << 62,), buffer_size=64),
-    Reason("strides-negative-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(-(1 << 62),),
-           buffer_size=64),
-    Reason("strides-negative", "LAY-11", "valid", "any", "both", shape=(3,), strides=(-1,), byte_offset=8),
-    Reason("strides-zero", "LAY-11", "valid", "any", "both", shape=(3,), strides=(0,)),
-    Reason("device-99", "VER-09", "valid", "read", "both", device=(99, 0), shape=(2, 3)),
+    _r("version-2.0", "VER-08", "valid", "refuse", "versioned", version=(2, 0), shape=(2, 3)),
+    _r("version-0.9", "VER-08", "valid", "refuse", "versioned", version=(0, 9), shape=(2, 3)),
+    _r("version-2.0-hostile", "VER-08", "valid", "refuse", "versioned", version=(2, 0), data="null",
+       shape_null=True, ndim=3, shape=(2, 3)),
+    _r("version-1.99-dtype-99", "VER-09", "valid", "read", "versioned", version=(1, 99), dtype=(99, 32, 1),
+       shape=(2, 3)),
+    _r("version-1.99-device-99", "VER-09", "valid", "read", "versioned", device=(99, 0), version=(1, 99),
+       shape=(2, 3)),
+    _r("shape-bytes-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 62, 4), buffer_size=64),
+    _r("shape-numel-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 31, 1 << 31, 1 << 31),
+       buffer_size=64),
+    _r("shape-negative", "LAY-09", "invalid", "invalid", "both", shape=(2, -3), buffer_size=64),
+    _r("ndim-negative", "LAY-09", "invalid", "invalid", "both", shape=(), ndim=-1, buffer_size=64),
+    _r("shape-null", "LAY-09", "invalid", "invalid", "both", shape=(2, 3), shape_null=True, buffer_size=64),
+    _r("ndim-40", "LAY-09", "valid", "any", "both", shape=(1,) * 40),
+    _r("data-null", "LAY-04", "invalid", "invalid", "both", shape=(4,), data="null"),
+    _r("strides-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(1 << 62,), buffer_size=64),
+    _r("strides-negative-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(-(1 << 62),),
+       buffer_size=64),
+    _r("strides-negative", "LAY-11", "valid", "any", "both", shape=(3,), strides=(-1,), byte_offset=8),
+    _r("strides-zero", "LAY-11", "valid", "any", "both", shape=(3,), strides=(0,)),
+    _r("device-99", "VER-09", "valid", "read", "both", device=(99, 0), shape=(2, 3)),
 )
 #: the reasons by id: a test takes the id (a literal its reproducer can pass)
 REASON = {r.id: r for r in REASONS}
@@ -199,7 +198,7 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
         cap = forge.capsule()
         handle = kit.consume(cap)
         if route == "capsule":
-            att = rt.capsule_attempt(target, kit.CapsuleProducer(cap))
+            att = rt.CapsuleAttempt(target, kit.CapsuleProducer(cap))
         else:
             att = tries.Attempt(target, kit.CapsuleProducer(cap))
         if att.exc is None:

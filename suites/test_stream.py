@@ -10,13 +10,15 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import tensors as tns
 
+CUDA_PROBE = os.path.join(REPO_DIR, "build", "cuda", "stream_probe")
+
+
 def _no_stream_device_reason():
     """Why the producer-side stream checks cannot run for a target without a stream device:
     the answer of probes/cuda's stream_probe when `make cuda` built it, else that it is absent."""
-    probe = os.path.join(REPO_DIR, "build", "cuda", "stream_probe")
-    if os.access(probe, os.X_OK):
+    if os.access(CUDA_PROBE, os.X_OK):
         try:
-            p = subprocess.run([probe], capture_output=True, text=True, timeout=60)
+            p = subprocess.run([CUDA_PROBE], capture_output=True, text=True, timeout=60)
             said = (p.stdout.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
         except (OSError, subprocess.TimeoutExpired) as e:
             said = "the probe did not run (%s)" % e

@@ -26,18 +26,11 @@ ROUTES = ("dlpack", "unasked", "capsule", "xapi")
 TABLE_NULL = ("dltensor_from_py_object_no_sync",)
 
 
-def _capsule_import(target, producer, kw):
-    return target.from_dlpack(producer.__dlpack__(), **kw)
+class CapsuleAttempt(Attempt):
+    """from_dlpack(capsule): the capsule is the producer's next one, handed in directly."""
 
-
-def capsule_attempt(target, producer, **kw):
-    """The Attempt of from_dlpack(capsule): the capsule is the producer's next one, handed in
-    directly. (An Attempt with its own import_, not a subclass: a reproducer defines this
-    module's helpers before its main block imports Attempt.)"""
-    att = object.__new__(Attempt)
-    att.import_ = _capsule_import
-    att.__init__(target, producer, **kw)
-    return att
+    def import_(self, target, producer, kw):
+        return target.from_dlpack(producer.__dlpack__(), **kw)
 
 
 def unasked_kind(target):
@@ -59,7 +52,7 @@ def attempt(target, route, forge_kwargs=None, device=(1, 0), versioned=None, **k
             versioned = (unasked_kind(target) == "versioned" if route == "unasked"
                          else consumer_takes_versioned(target))
         p = kit.RecordingProducer(kit.Forge(versioned=versioned, **fk), keep=True, device=device)
-        att = (Attempt if route == "unasked" else capsule_attempt)(target, p, **kw)
+        att = (Attempt if route == "unasked" else CapsuleAttempt)(target, p, **kw)
     elif route == "xapi":
         table = _ref.ApiForge(0, null=TABLE_NULL)
         att = Attempt(target, handout_producer(kit.forges(**fk), table, device=device), **kw)
