@@ -11,12 +11,11 @@ import ctypes
 import gc
 import os
 import sys
+import threading
 
 import pytest
 
-from dlconform import _probe
-from dlconform.producers import RecordingProducer, forges
-from dlconform.verdicts import Unsupported
+from dlconform import _probe, kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
@@ -35,7 +34,7 @@ def _dtype(target):
                 return d
             except Exception:
                 continue
-    raise Unsupported("no dtype of %s exports" % target.name)
+    raise kit.Unsupported("no dtype of %s exports" % target.name)
 
 
 def _kinds(target, dtype):
@@ -43,19 +42,16 @@ def _kinds(target, dtype):
     return [False, True] if pycap.versioned_supported(x) else [False]
 
 
-def _case(target, dtype, shape, versioned, var="x", seed=0):
-    """(x, a fresh tensor of `shape`; the export call of `var` as text; reproducer lines that
-    make x) of one export."""
-    vals = dty.distinct_values(dtype, shape, seed)
-    call = "%s.__dlpack__(max_version=(1, 3))" % var if versioned else "%s.__dlpack__()" % var
-    return target.make(dtype, shape, vals), call, rp.attempt_setup(target) + target.repro_make(dtype, shape, vals)
+def _case(target, dtype, shape, seed=0):
+    """A fresh tensor of `shape` (distinct values) for one export."""
+    return target.make(dtype, shape, dty.distinct_values(dtype, shape, seed))
 
 
 def _cases(target, shape):
-    """_case() of each capsule kind the producer offers, with the kind: (versioned, x, call, lines)."""
+    """(versioned, _case()) of each capsule kind the producer offers."""
     dtype = _dtype(target)
     for versioned in _kinds(target, dtype):
-        yield (versioned,) + _case(target, dtype, shape, versioned)
+        yield versioned, _case(target, dtype, shape)
 
 
 # ============================================================================ producer
@@ -63,12 +59,9 @@ def _cases(target, shape):
 @P
 def test_unconsumed_capsule_runs_deleter_once(target, check):
     """An exported capsule nobody consumes runs its deleter exactly once when it dies."""
-    for versioned, x, call, mk in _cases(target, (4,)):
-        rp.keep_first(check, mk + ["cap = %s" % call, "tr = _probe.instrument(cap)", "del cap; gc.collect()",
-                                   rp.expect_equal("tr.calls", 1, "CAP-05", "%s capsule dropped unconsumed: deleter "
-                                                   "calls" % ("versioned" if versioned else "legacy"))])
+    for versioned, x in _cases(target, (4,)):
         cap = pycap.export_kind(x, versioned)
-        tr = _probe.instrument(cap)
+        tr = kit.instrument(cap)
         del cap
         gc.collect()
         check.equal(tr.calls, 1, "CAP-05", "%s capsule dropped unconsumed: deleter calls"
@@ -87,26 +80,10 @@ def test_deleter_releases_the_export(target, check):
     back to its value before the export, and export/release cycles do not grow memory."""
     dtype = _dtype(target)
     for versioned in _kinds(target, dtype):
-        x, call, mk = _case(target, dtype, (3, 2), versioned)
-        kind = "versioned" if versioned else "legacy"
-        lines = mk + [
-            "import os, sys", "gc.collect(); before = sys.getrefcount(x)",
-            "h = _probe.consume(%s); h.release(); del h; gc.collect()" % call,
-            rp.expect("sys.getrefcount(x) <= before", "OWN-02", "the refcount of the tensor is higher after the "
-                      "deleter ran than before the export: the deleter did not release manager_ctx's reference"),
-            "def rss(): return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')",
-            "growth = []",
-            "for r in range(3):",
-            "    a = rss()",
-            "    for i in range(20000): _probe.consume(%s).release()" % call,
-            "    growth.append(rss() - a)",
-            rp.expect("not all(g > 32 * 20000 for g in growth[1:])", "OWN-02", rp.Code(
-                "'%s export+release cycles grow memory by %%s bytes per 20000 cycles: the deleter does not free the "
-                "managed struct' %% (growth,)" % kind))]
-        rp.keep_first(check, lines)
+        x = _case(target, dtype, (3, 2))
         gc.collect()
         before = sys.getrefcount(x)
-        h = _probe.consume(pycap.export_kind(x, versioned))
+        h = kit.consume(pycap.export_kind(x, versioned))
         h.release()
         del h
         gc.collect()
@@ -118,7 +95,7 @@ def test_deleter_releases_the_export(target, check):
         for r in range(3):
             a = _rss()
             for _ in range(n):
-                _probe.consume(pycap.export_kind(x, versioned)).release()
+                kit.consume(pycap.export_kind(x, versioned)).release()
             growth.append(_rss() - a)
         # a leaked managed struct (>= 64 bytes with shape and strides) grows >= 1.2 MiB per round
         leaking = all(g > 32 * n for g in growth[1:])
@@ -136,28 +113,15 @@ def test_consumed_tensor_outlives_producer_object(target, check):
     cases = [[], [("transpose", (1, 0))], [("slice", 1, 1, None, 2)], [("flip", 0)]]
     for versioned in _kinds(target, dtype):
         for ops in cases:
-            x, call, mk = _case(target, dtype, shape, versioned, var="v", seed=5)
-            v, oplines, bad = tns.apply_views(target, x, ops)
+            x = _case(target, dtype, shape, seed=5)
+            v, _ = tns.apply_views(target, x, ops)
             if v is None:
                 continue
             expected = target.expected(v)
-            rp.keep_first(check, mk + oplines + [
-                "v = %s" % ("v%d" % (len(ops) - 1) if ops else "x"),
-                "cap = %s" % call, "i = _probe.inspect(cap)",
-                "h = _probe.consume(cap)",
-                "del cap, x, v" + ("".join(", v%d" % i for i in range(len(ops)))), "gc.collect()",
-                "junk = [bytearray(b'\\xee' * 4096) for _ in range(256)]",
-                "a = h.inspect()",
-                rp.expect_equal("(a['data'], a['shape'], a['strides'], a['byte_offset'])",
-                                rp.Code("(i['data'], i['shape'], i['strides'], i['byte_offset'])"), "OWN-05",
-                                "metadata after the producer object died (view %r)" % (ops,)),
-                rp.expect_equal("h.read_elements()", expected, "OWN-05",
-                                "values after the producer object died (view %r)" % (ops,)),
-                "h.release()"])
             cap = pycap.export_kind(v, versioned)
             info = pycap.fields(cap)
             layout = tns.compare_layout(target, v, info, dty.itemsize(dtype))
-            h = _probe.consume(cap)
+            h = kit.consume(cap)
             del cap, v, x
             gc.collect()
             junk = [bytearray(b"\xee" * 4096) for _ in range(256)]
@@ -172,22 +136,30 @@ def test_consumed_tensor_outlives_producer_object(target, check):
             h.release()
 
 
-_GIL_SCRIPT = r'''
-import ctypes, os, sys, threading
-cap = {call}
-tr = _probe.instrument(cap)           # counts calls, logs whether the caller held the GIL
-info = _probe.inspect(cap)
-fn_addr, ptr = info["deleter"], info["pointer"]
-_probe.rename(cap, "used_" + info["name"])   # consumed: nothing else may call the deleter
-del x
-gc.collect()
-fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(fn_addr)   # a ctypes call releases the GIL
-t = threading.Thread(target=fn, args=(ptr,)); t.start(); t.join()
-print("RESULT", tr.calls, [e["gil_held"] for e in tr.log]); sys.stdout.flush()
-expect_equal(tr.calls, 1, "OWN-04", "deleter calls through the no-GIL thread")
-expect(not any(e["gil_held"] for e in tr.log), "OWN-04", "the deleter was called with the GIL held")
-os._exit(0)   # the capsule is never touched again
-'''
+#: the environment of the OWN-04 child: a Python allocation without the GIL is a fatal error
+GIL_ENV = {"PYTHONMALLOC": "debug"}
+
+
+def gil_case(target, check, dtype, versioned):
+    """OWN-04's case, run in a child with GIL_ENV: the deleter of a consumed capsule called from
+    a thread that does not hold the GIL (a ctypes call releases it). The C tracker tells
+    whether the caller held the GIL (the kit's cannot)."""
+    x = _case(target, dtype, (4, 3))
+    cap = pycap.export_kind(x, versioned)
+    tr = _probe.instrument(cap)  # counts calls, logs whether the caller held the GIL
+    info = kit.inspect(cap)
+    kit.rename(cap, "used_" + info["name"])  # consumed: nothing else may call the deleter
+    del x
+    gc.collect()
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(info["deleter"])
+    t = threading.Thread(target=fn, args=(info["pointer"],))
+    t.start()
+    t.join()
+    check.equal(tr.calls, 1, "OWN-04", "deleter calls through the no-GIL thread")
+    check.that(not any(e["gil_held"] for e in tr.log), "OWN-04", "the deleter was called with the GIL held: the "
+               "check did not exercise the no-GIL path (log %r)" % (tr.log,))
+    sys.stdout.flush()
+    os._exit(0)  # the capsule is never touched again
 
 
 @pytest.mark.clause("OWN-04")
@@ -197,22 +169,23 @@ def test_deleter_runs_without_the_gil(target, check):
     would): it must take the GIL before touching Python. Run in a child with
     PYTHONMALLOC=debug, where a Python allocation without the GIL is a fatal error."""
     dtype = _dtype(target)
+    first = None
     for versioned in _kinds(target, dtype):
-        _, call, mk = _case(target, dtype, (4, 3), versioned)
-        script = "\n".join(rp.with_env(mk, "PYTHONMALLOC=debug")) + _GIL_SCRIPT.format(call=call)
-        rp.keep_first(check, script)
-        rc, stdout, stderr = rp.run_snippet(script, env={"PYTHONMALLOC": "debug"}, unset=("PYTHONFAULTHANDLER",))
-        out = stdout + stderr
-        tail = " | ".join(out.strip().splitlines()[-4:])
-        line = [l for l in stdout.splitlines() if l.startswith("RESULT")]
-        if not line or (rc != 0 and rp.MARK not in stdout):
-            check.record("OWN-04", "fail", "%s deleter called on a thread without the GIL: the process died (rc %s): %s"
-                         % ("versioned" if versioned else "legacy", rc, tail[-600:]))
+        args = {"dtype": dtype, "versioned": versioned}
+        run = rp.run_case(check, target, gil_case, args, env=GIL_ENV, unset=("PYTHONFAULTHANDLER",))
+        found = [(c, m) for c, m in run.findings if c != "*"]  # "*": an exception stopped the case
+        for clause, message in found:
+            check.that(False, clause, message)
+        if not found and run.rc != 0:
+            check.record("OWN-04", "fail", "%s deleter called on a thread without the GIL: the process died (%s)"
+                         % ("versioned" if versioned else "legacy",
+                            "; ".join(m for c, m in run.findings if c == "*") or run.describe()[-600:]))
+        elif not found:
+            check.record("OWN-04", "pass")
             continue
-        calls = int(line[0].split()[1])
-        check.equal(calls, 1, "OWN-04", "deleter calls through the no-GIL thread")
-        check.that("True" not in line[0], "OWN-04", "the deleter was called with the GIL held: the check did not "
-                   "exercise the no-GIL path (%s)" % line[0])
+        first = first or args
+    if first:  # the reproducer is the first case that found something
+        check.set_case(gil_case, first, env=GIL_ENV)
 
 
 @pytest.mark.clause("OWN-01")
@@ -221,19 +194,11 @@ def test_producer_deleter_field(target, check):
     """A NULL deleter is allowed (then nothing is released) and a non-NULL one is called once by
     a consumer. (manager_ctx is the producer's business, any value or NULL: OWN-06 binds what
     a consumer does with it, test_consumer_accepts_null_manager_ctx.)"""
-    for versioned, x, call, mk in _cases(target, (2,)):
-        rp.keep_first(check, mk + ["cap = %s" % call, "i = _probe.inspect(cap)", "tr = _probe.instrument(cap)",
-                                   "h = _probe.consume(cap); called = h.release()",
-                                   "if i['deleter'] == 0:",
-                                   "    " + rp.expect("not called and tr.calls == 0", "OWN-01",
-                                                      "NULL deleter but a call was recorded"),
-                                   "else:",
-                                   "    " + rp.expect("called and tr.calls == 1", "OWN-01", rp.Code(
-                                       "'deleter calls after release: %d' % tr.calls"))])
+    for versioned, x in _cases(target, (2,)):
         cap = pycap.export_kind(x, versioned)
         info = pycap.fields(cap)
-        tr = _probe.instrument(cap)
-        h = _probe.consume(cap)
+        tr = kit.instrument(cap)
+        h = kit.consume(cap)
         called = h.release()
         if info["deleter"] == 0:
             check.that(not called and tr.calls == 0, "OWN-01", "NULL deleter but a call was recorded")
@@ -251,8 +216,7 @@ def test_consumer_calls_deleter_exactly_once(target, check):
     capsule has its deleter run by the capsule's destructor when the result dies, which is
     counted here like any other call (see support/attempts.py: drop_capsules)."""
     for kw in [dict(shape=(4,)), dict(shape=(2, 3), dtype=(0, 32, 1)), dict(shape=())]:
-        att = tries.forged(target, kw, check=check, expect=tries.Outcome(
-            "OWN-03", "import of the valid capsule %r" % (kw,), deleter="lifetime"))
+        att = tries.forged(target, kw)
         alive = att.calls()
         if att.refused:
             tries.record_refused(check, "OWN-03", att, "valid capsule %r" % (kw,))
@@ -269,11 +233,10 @@ def test_consumer_refusal_runs_deleter_once(target, check):
     """When the consumer refuses a capsule (unknown dtype code), the deleter still runs exactly
     once in all (by the consumer or by the unconsumed capsule's destructor)."""
     kw = dict(dtype=(99, 32, 1), shape=(4,))
-    att = tries.forged(target, kw, check=check, expect=tries.Outcome(
-        "OWN-03", "import of dtype code 99", want="either", checks=[], deleter="once"))
+    att = tries.forged(target, kw)
     if not att.refused:
         att.settle()
-        raise Unsupported("the consumer imported dtype code 99, so no refusal path was exercised")
+        raise kit.Unsupported("the consumer imported dtype code 99, so no refusal path was exercised")
     after = att.settle()
     check.equal(after, 1, "OWN-03", "deleter calls after the refusal (%s)" % att.refusal())
 
@@ -283,8 +246,7 @@ def test_consumer_refusal_runs_deleter_once(target, check):
 def test_consumer_skips_null_deleter(target, check):
     """A NULL deleter is legal: the consumer imports and never calls it (a call crashes)."""
     for versioned_kw in [dict(shape=(4,), null_deleter=True), dict(shape=(2, 2), null_deleter=True, dtype=(0, 64, 1))]:
-        att = tries.forged(target, versioned_kw, check=check, expect=tries.Outcome(
-            "OWN-01", "import of a capsule with a NULL deleter", deleter="never", deleter_clause="OWN-01"))
+        att = tries.forged(target, versioned_kw)
         if att.refused:
             tries.record_refused(check, "OWN-01", att, "capsule with a NULL deleter")
         else:
@@ -294,7 +256,7 @@ def test_consumer_skips_null_deleter(target, check):
         check.equal(after, 0, "OWN-01", "NULL deleter: recorded calls")
 
 
-class _NullCtxProducer(RecordingProducer):
+class _NullCtxProducer(kit.RecordingProducer):
     """Hands out forged capsules whose manager_ctx is NULL (the Forge deleter does not use it)."""
 
     def __dlpack__(self, *args, **kw):
@@ -308,24 +270,12 @@ class _NullCtxProducer(RecordingProducer):
 @C
 def test_consumer_accepts_null_manager_ctx(target, check):
     """manager_ctx is opaque and may be NULL: the import works and the deleter runs once."""
-    fac = forges(shape=(2, 3), strides=(3, 1))
+    fac = kit.forges(shape=(2, 3), strides=(3, 1))
     p = _NullCtxProducer(fac, keep=True)
-    rp.keep_first(check, rp.attempt_setup(target) + [
-        "import ctypes", "fac = forges(shape=(2, 3), strides=(3, 1))", "class P(RecordingProducer):",
-        "    def __dlpack__(self, **kw):", "        cap = super().__dlpack__(**kw); i = _probe.inspect(cap)",
-        "        ctypes.c_void_p.from_address(i['pointer'] + (48 if i['kind'] == 'legacy' else 8)).value = None",
-        "        return cap", "p = P(fac)",
-        "y = " + rp.expect_returns(target.repro_from_dlpack("p"), "OWN-06", "import of a capsule with NULL manager_ctx"),
-        "f = p.forges[p.last_kind]",
-        rp.expect_equal("elements(%s)" % target.repro_describe("y"), rp.Code("f.expected_elements()"), "OWN-06",
-                        "result elements"),
-        rp.expect_equal("f.deleter_calls", 0, "OWN-03", "deleter calls while the result is alive"),
-        "del y; gc.collect()",
-        rp.expect_equal("f.deleter_calls", 1, "OWN-03", "deleter calls after the result died")])
     att = tries.Attempt(target, p)
     err = None if att.exc is None else "%s: %s" % (type(att.exc).__name__, att.exc)
-    ctx = [_probe.inspect(c).get("manager_ctx") for c in p.capsules if _probe.inspect(c)["kind"] in ("legacy",
-                                                                                                   "versioned")]
+    ctx = [kit.inspect(c).get("manager_ctx") for c in p.capsules if kit.inspect(c)["kind"] in ("legacy",
+                                                                                             "versioned")]
     if att.refused:
         check.record("OWN-06", "fail", "capsule with NULL manager_ctx refused: %s" % err)
     else:
