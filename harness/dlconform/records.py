@@ -11,7 +11,6 @@ Defaults, filled once when a record is made:
   run (a target that could not start, a child that died between tests).
 - `role` is `any`; `message`, `repro` and `test` are empty; `duration` is 0.0.
 """
-import json
 
 from . import catalogue as _catalogue
 
@@ -60,4 +59,3 @@ class Record(dict):
         e.g. `<start>`, `<collection>`, `<between tests>`."""
         return cls(target=target, clause=SESSION, verdict=verdict, message=message, test=test,
                    repro=repro, evidence=evidence)
-

@@ -60,4 +60,3 @@ def test_reproducers_fail_under_their_fault_and_pass_without(fault_findings, tmp
     bad += ["exception %r names no record any more: drop it" % (key,) for key in sorted(set(EXCEPTIONS) - seen)]
     print("\n%d reproducers of %d records, %d exceptions" % (len(groups), len(fault_findings), len(EXCEPTIONS)))
     assert not bad, "\n".join(bad)
-

@@ -179,5 +179,3 @@ class GenericTarget(Target):
                     "itemsize": size, "readonly": bool(flags & 1)}
         raise TypeError("%s: cannot describe %s (no __array_interface__, buffer or __dlpack__)"
                         % (self.name, type(y).__name__))
-
-

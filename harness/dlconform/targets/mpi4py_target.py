@@ -81,5 +81,3 @@ class Mpi4pyTarget(LibraryTarget):
                         "itemsize": itemsize, "readonly": bool(y.readonly), "dtype": dtype}
         return {"ptr": y.address, "shape": (nbytes,), "strides": (1,), "itemsize": 1, "readonly": bool(y.readonly),
                 "dtype": dtype}
-
-

@@ -118,5 +118,3 @@ class NanobindTarget(Target):
         # an nb::ndarray<> argument is writable: nanobind's caster refuses READ_ONLY capsules for it
         return {"ptr": y.data, "shape": tuple(y.shape), "strides": tuple(y.strides),
                 "itemsize": max(1, bits * lanes // 8), "readonly": False, "dtype": (code, bits, lanes)}
-
-

@@ -105,4 +105,3 @@ class NumpyTarget(LibraryTarget):
 
     def byteswapped(self, x):
         return x.astype(x.dtype.newbyteorder())
-

@@ -74,5 +74,3 @@ class OnnxruntimeTarget(Target):
         return {"ptr": (info["data"] or 0) + info["byte_offset"], "shape": shape,
                 "strides": strides, "itemsize": max(1, bits * lanes // 8),
                 "readonly": False, "dtype": tuple(info["dtype"])}
-
-

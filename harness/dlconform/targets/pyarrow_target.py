@@ -41,4 +41,3 @@ class PyarrowTarget(LibraryTarget):
 
     def describe(self, y):
         raise NotImplementedError("pyarrow is not a consumer")
-

@@ -67,4 +67,3 @@ class PyrefTarget(Target):
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.address
-

@@ -151,4 +151,3 @@ class RefStreamDevice:
         """The events logged since the last call, then cleared: ("wait", consumer, producer),
         ("sync", producer), ("copy", stream, or 0 for the host), ("destroy", stream)."""
         return [tuple(e) for e in self._ref.vstream_log(clear=True)]
-

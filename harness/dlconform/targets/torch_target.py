@@ -132,4 +132,3 @@ class TorchTarget(LibraryTarget):
 
     def sparse(self):
         return self.torch.zeros(3, 3).to_sparse()
-

@@ -71,5 +71,3 @@ class TvmFfiTarget(LibraryTarget):
                 "readonly": bool((info.get("flags") or 0) & 1),
                 # the DLDataType the tvm_ffi tensor holds (it keeps the imported one as is)
                 "dtype": tuple(info["dtype"])}
-
-
