@@ -1,18 +1,20 @@
 """The reproducers of the built-in faults (helper of test_repro_faults.py and test_bugreport.py).
 
 `findings(tmp)` runs every fault of ref and pyref on its own clause (one run per clause, two
-runs at a time) and returns the non-pass records with their fault; `run(text, ...)` runs a snippet as a
-script in a fresh interpreter; `fault_off(text, ...)` is the same snippet with the fault off.
+runs at a time) and returns the non-pass records with their fault; `run(text, ...)` runs a
+reproducer as a script in a fresh interpreter; `fault_off(text, ...)` is the same script with
+the fault off.
 """
 import concurrent.futures
 import hashlib
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from dlconform import repro as R
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
@@ -33,7 +35,7 @@ def faults():
 
 def _env(**extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DLCONFORM_")}
-    env["PYTHONPATH"] = str(HARNESS)
+    env["PYTHONPATH"] = os.pathsep.join((str(HARNESS), str(REPO / "suites")))
     env.setdefault("OMP_NUM_THREADS", "1")
     env.update(extra)
     return env
@@ -63,31 +65,17 @@ def findings(out, jobs=2):
 
 
 def fault_off(text, library, fault):
-    """The snippet with the fault's set_fault line turned to set_fault(None), and a target
-    loaded by its spec (`load('ref:fault=NAME')`) loaded without the fault."""
-    line = "%s.set_fault(%r)" % ("_ref" if library == "ref" else "pyref", fault)
-    if line not in text:
-        raise ValueError("the snippet does not set the fault %r" % fault)
-    spec = "%s:fault=%s" % (library, fault)
-    return text.replace(line, line.replace(repr(fault), "None")).replace("load(%r)" % spec, "load(%r)" % library)
+    """The script with its target built without the fault (RefTarget(fault='NAME', ...) becomes
+    RefTarget(...))."""
+    cls = "RefTarget" if library == "ref" else "PyrefTarget"
+    made = re.search(r"%s\(fault=%r(, )?" % (cls, fault), text)
+    if made is None:
+        raise ValueError("the script does not build %s with the fault %r" % (cls, fault))
+    return text.replace(made.group(0), cls + "(")
 
 
-RUN = "# run: "
-
-
-def header_env(text):
-    """The assignments (other than PYTHONPATH) that a snippet's run line puts before the
-    interpreter, e.g. PYTHONMALLOC=debug."""
-    first = text.splitlines()[0] if text else ""
-    env = {}
-    if first.startswith(RUN):
-        for word in shlex.split(first[len(RUN):]):
-            name, eq, value = word.partition("=")
-            if not eq or not name.isidentifier():
-                break
-            if name != "PYTHONPATH":
-                env[name] = value
-    return env
+RUN = R.RUN_PREFIX
+header_env = R.header_env
 
 
 def run(text, folder, name, env=None, python=None, args=(), timeout=120):

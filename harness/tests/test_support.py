@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from dlconform import HARNESS_DIR, SUITES_DIR, repro
-from dlconform.pytest_plugin import Check
+from dlconform import HARNESS_DIR, SUITES_DIR
+from dlconform.kit import Check
 
 if SUITES_DIR not in sys.path:
     sys.path.insert(0, SUITES_DIR)
@@ -152,15 +152,10 @@ def test_must_refuse_records_the_refusal_and_the_count(ref_target):
     check = new_check()
     tries.must_refuse(check, ref_target, dict(shape=(-1,), buffer_size=64), "LAY-09", "shape (-1,)")
     assert check.records == [("LAY-09", "pass", ""), ("OWN-03", "pass", "")]
-    assert "e = expect_raises(lambda: _ref.from_dlpack(p), 'LAY-09', 'import of shape (-1,)')" in check.repro_text
-    assert rp.run_snippet(check.repro_text)[0] == 0
-    rc, out, _ = rp.run_snippet(check.repro_text.replace("import gc", "import gc; _ref.set_fault("
-                                                         "'consumer_accepts_negative_shape')"))
-    assert rc == 1 and out.splitlines()[-1].startswith("REPRODUCED LAY-09: import of shape (-1,) returned ")
 
 
 def _keeping(**forge_kwargs):
-    from dlconform.producers import RecordingProducer, forges
+    from dlconform.kit import RecordingProducer, forges
 
     return RecordingProducer(forges(**forge_kwargs), keep=True)
 
@@ -168,7 +163,7 @@ def _keeping(**forge_kwargs):
 @needs_ref
 def test_recording_producer_keeps_each_capsule_once():
     from dlconform import _probe
-    from dlconform.producers import CapsuleProducer, RecordingProducer, forges
+    from dlconform.kit import CapsuleProducer, RecordingProducer, forges
 
     p = RecordingProducer(forges(shape=(2,)), keep=True)
     caps = [p.__dlpack__(), p.__dlpack__(max_version=(1, 3))]
@@ -184,76 +179,46 @@ def test_recording_producer_keeps_each_capsule_once():
     assert fixed.calls == [{"stream": None, "bogus": 1}] and fixed.events == ["__dlpack__"]
 
 
-# ---------------------------------------------------------------------------- reproducers
-def test_keep_first_keeps_the_first_finding():
-    check = new_check()
-    rp.keep_first(check, ["a = 1"])
-    rp.keep_first(check, ["a = 2"])
-    assert check.repro_text == "a = 2\n"
-    check.record("LAY-09", "warn", "first finding")
-    rp.keep_first(check, ["a = 3"])
-    assert check.repro_text == "a = 2\n"
+# ---------------------------------------------------------------------------- a case in a child
+def child_case(target, check, signal_name=None):
+    """A case that records a finding, or dies by a signal."""
+    import os
+    import signal
+
+    if signal_name:
+        os.kill(os.getpid(), getattr(signal, signal_name))
+    check.record("LAY-09", "warn", "from the child")
 
 
-def test_snippet_runner():
-    assert rp.run_snippet(["import dlconform", "print('ok')"]) == (0, "ok\n", "")
-    rc, out, err = rp.run_snippet("import os; print(os.environ.get('X_SUITES'), os.environ.get('PYTHONHASHSEED'))",
-                                  env={"X_SUITES": "1"}, unset=("PYTHONHASHSEED",))
-    assert (rc, out) == (0, "1 None\n")
-    rc, out, err = rp.run_snippet("import os, signal; os.kill(os.getpid(), signal.SIGABRT)")
-    assert rc == -6
-    assert rp.run_snippet("import time; time.sleep(5)", timeout=0.5) == (None, "", "timed out after 0.5s")
-    assert rp.describe_exit(1, "Traceback\nValueError: no") == "exit status 1 (ValueError: no)"
+def test_run_case_runs_the_cases_reproducer_in_a_child():
+    from dlconform.targets.pyref_target import PyrefTarget
 
-
-def test_setup_lines_and_attempt_lines_come_from_the_target():
-    from dlconform.testing import FakeTarget
-
-    t = FakeTarget()
-    t.spec = "dlconform.testing:FakeTarget"
-    head = repro.run_header()
-    assert head == "# run: PYTHONPATH=%s %s repro.py" % (repro.HARNESS_DIR, sys.executable)
-    assert rp.setup(t, "x = 1") == [head, "from dlconform.targets.loader import load",
-                                    "T = load('dlconform.testing:FakeTarget')", "import gc",
-                                    "from dlconform import _probe, _ref", rp.SNIPPET_IMPORTS, "x = 1"]
-    lines = tries.attempt_lines(t, {"shape": (2,)})
-    assert lines[:7] == [head, "from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')",
-                         "import gc", "from dlconform import _ref, _probe", rp.SNIPPET_IMPORTS, rp.FORGE_IMPORTS]
-    assert "y = expect_returns(lambda: T.from_dlpack(p), 'OWN-03', 'import of a valid capsule')" in lines
-    assert rp.with_env(lines[:1], "A=1") == ["# run: A=1 PYTHONPATH=%s %s repro.py" % (repro.HARNESS_DIR,
-                                                                                       sys.executable)]
-
-
-def test_expectation_lines():
-    assert rp.expect("a == 1", "CAP-01", "a is one") == "expect(a == 1, 'CAP-01', 'a is one')"
-    assert rp.expect_equal("a", b"\x01", rp.Code("c"), rp.Code("'w%d' % 2")) == "expect_equal(a, b'\\x01', c, 'w%d' % 2)"
-    assert rp.expect_raises("f()", "API-01", "f", "TypeError") == "expect_raises(lambda: f(), 'API-01', 'f', TypeError)"
-    assert rp.expect_raises("f()", "API-01", "f", ("ValueError", "BufferError")).endswith(
-        "'f', (ValueError, BufferError))")
-    assert rp.expect_returns("f()", "API-01", "f") == "expect_returns(lambda: f(), 'API-01', 'f')"
-    assert rp.expect_clean("e", "API-01", "f") == "expect_clean(e, 'API-01', 'f')"
+    t, check = PyrefTarget(), new_check()
+    t.spec = "pyref"
+    run = rp.run_case(check, t, child_case)
+    assert (run.rc, run.findings, run.died) == (1, [("LAY-09", "from the child")], False)
+    assert check.case == (child_case, {}, {})
+    run = rp.run_case(check, t, child_case, {"signal_name": "SIGABRT"}, env={"X_CASE": "1"})
+    assert run.died and run.rc == -6 and check.case == (child_case, {"signal_name": "SIGABRT"}, {"X_CASE": "1"})
+    assert run.describe().startswith("exit status -6")
 
 
 # ---------------------------------------------------------------------------- hypothesis glue
-def test_run_cases_shrinks_and_records_a_finding():
-    from hypothesis import given, seed
+def explored(target, check, n):
+    """A case: odd n warns; n >= 10 fails."""
+    if n % 2:
+        check.record("LAY-11", "warn", "odd")
+    if n >= 10:
+        check.record("LAY-09", "fail", "n=%d" % n)
+
+
+def test_explore_shrinks_and_records_a_finding():
     from hypothesis import strategies as st
 
     check = new_check()
-
-    @hh.settings_bounded(20)
-    @seed(0)
-    @given(st.integers(0, 1000))
-    def body(n):
-        records = [("LAY-11", "warn", "odd")] if n % 2 else []
-        if n >= 10:
-            records.append(("LAY-09", "fail", "n=%d" % n))
-        hh.report_case(check, records, ["n = %d" % n])
-
-    hh.run_cases(check, ("LAY-09", "LAY-11"), body)
+    hh.explore(check, explored, None, st.fixed_dictionaries({"n": st.integers(0, 1000)}), max_examples=20, seed=0)
     assert ("LAY-09", "fail", "n=10") in check.records
-    assert check.repro_text == "n = 10\n"
-    assert check.records[-2:] == [("LAY-09", "pass", ""), ("LAY-11", "pass", "")]
+    assert check.case == (explored, {"n": 10}, {})
 
 
 # ---------------------------------------------------------------------------- the dtype table
@@ -347,17 +312,6 @@ def test_routes_capsule_route_hands_in_the_capsule_itself(ref_target):
     att = rt.attempt(ref_target, "capsule", {"shape": (3,)}, versioned=False)
     assert att.producer.calls == [{}]
     assert att.lifetime()["names"] == ["used_dltensor"]
-
-
-@needs_ref
-def test_routes_lines_reproduce_the_accounting(ref_target):
-    """The reproducer of a route runs and asserts one deleter call; a refusal's too."""
-    from support import routes as rt
-
-    for route, kw in (("capsule", {"shape": (2,)}), ("xapi", {"shape": (2,), "version": (2, 0)})):
-        rc, out, err = rp.run_snippet(rt.lines(ref_target, route, kw))
-        assert rc == 0, err
-        assert "after 1" in out
 
 
 @needs_ref

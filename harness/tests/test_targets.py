@@ -103,10 +103,6 @@ def test_numpy_target_views_and_oracle():
     assert t.describe(x)["ptr"] == x.__array_interface__["data"][0]
     assert t.make("float32", (0, 3), b"").shape == (0, 3)
     assert t.expected(t.make("float64", (), bytes(8))) == bytes(8)
-    assert "import numpy as np" in t.repro_setup()
-    ns = {}
-    exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
-    assert t.expected(ns["x"]) == VALUES
 
 
 # ---------------------------------------------------------------------------- torch
@@ -242,46 +238,22 @@ def _adapters():
     return [loader.load(s) for s in specs]
 
 
-@pytest.mark.parametrize("op", [("transpose", (1, 0)), ("slice", 1, 0, None, 2), ("flip", 0)])
-def test_repro_view_lines_make_the_same_view(op):
-    """Each adapter's repro_make and repro_view lines rebuild the tensor and view it made."""
-    for t in _adapters():
-        x = t.make("int32", (2, 3), VALUES)
-        v = getattr(t, op[0])(x, *op[1:])
-        if v is None:
+def test_builtin_targets_are_built_as_scripts_build_them():
+    """One table registers the built-in targets: load() and a reproducer's construction line
+    build the same adapter."""
+    from dlconform.targets.loader import BUILTIN, construction
+
+    for name in ["ref", "pyref", "ref:fault=copy_ignored,role=producer"] + (["numpy"] if HAVE_NUMPY else []):
+        if name.startswith("ref") and not HAVE_REF:
             continue
+        imports, expr = construction(name)
         ns = {}
-        exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES) + [t.repro_view(op, x, v, "x", "v0")]),
-             ns)
-        assert t.expected(ns["v0"]) == t.expected(v), (t.name, op)
-
-
-def test_repro_readonly_and_from_dlpack_lines():
-    for t in _adapters():
-        x = t.make("int32", (2, 3), VALUES)
-        ns = {}
-        exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
-        if t.readonly(x) is not None:
-            exec(t.repro_readonly("x", "ro"), ns)
-            assert t.describe(ns["ro"])["readonly"] is True and t.expected(ns["ro"]) == VALUES, t.name
-        if HAVE_REF and "consumer" in t.roles:
-            from dlconform import _ref
-
-            ns["p"] = _ref.Tensor("int32", (2, 3), data=VALUES)
-            y = eval(t.repro_from_dlpack("p"), ns)
-            assert t.expected(y) == VALUES
-
-
-def test_default_repro_lines_go_through_the_loader():
-    """A target without idioms of its own gets reproducers that load it by its spec."""
-    t = loader.load("dlconform.testing:FakeTarget")
-    assert t.repro_setup() == ["from dlconform.targets.loader import load", "T = load('dlconform.testing:FakeTarget')"]
-    ns = {}
-    exec("\n".join(t.repro_setup() + t.repro_make("int32", (2, 3), VALUES)), ns)
-    assert ns["T"].expected(ns["x"]) == VALUES
-    assert eval(t.repro_from_dlpack("x"), ns) is ns["x"]
-    assert t.repro_view(("slice", 1, 0, None, 2), None, None, "x", "v0") == "v0 = T.slice(x, 1, 0, None, 2)"
-    assert t.unexportable() is None and t.native_layout(ns["x"]) is None and t.dtype_kind(ns["x"]) is None
+        exec("\n".join(imports), ns)
+        made, loaded = eval(expr, ns), loader.load(name)
+        assert (type(made), made.name, made.roles) == (type(loaded), loaded.name, loaded.roles), name
+    assert set(BUILTIN) >= {"ref", "pyref", "numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py", "nanobind",
+                            "onnxruntime"}
+    assert not any(n.startswith("repro_") for cls in (type(loader.load("pyref")),) for n in dir(cls))
 
 
 @needs_ref
@@ -325,9 +297,9 @@ def test_every_builtin_adapter_module_imports():
     import pkgutil
 
     import dlconform.targets as pkg
-    from dlconform.targets.loader import BUILTIN_MODULES
+    from dlconform.targets.loader import BUILTIN
 
-    libraries = {m.split(".")[0] for m in BUILTIN_MODULES.values()} | {"mpi4py"}
+    libraries = {lib.split(".")[0] for _, _, lib in BUILTIN.values() if lib} | {"mpi4py"}
     names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.endswith("_target")]
     assert "nanobind_target" in names and "onnxruntime_target" in names, names
     for name in names:
@@ -370,36 +342,3 @@ def test_adapter_hooks_keep_the_base_signatures():
                            list(inspect.signature(fn).parameters.values())[len(want):]), (cls.__name__, name)
                 checked += 1
     assert checked > 20, checked
-
-
-def test_reproducers_define_what_the_base_hooks_use():
-    """The base repro_* hooks write lines that go through `T`, the loaded adapter. An adapter
-    whose repro_setup does not define T (so that its reproducers need only the library and can
-    stand alone, dlconform report) may keep such a hook only where the suites never call it:
-    the capability it reproduces is absent (returns None) in that library. Checked for the
-    adapters whose library is here."""
-    import inspect
-
-    from dlconform.targets.base import Target
-    from dlconform.targets.loader import load
-
-    capability = {"repro_readonly": lambda t, x: t.readonly(x), "repro_unexportable": lambda t, x: t.unexportable(),
-                  "repro_sparse": lambda t, x: t.sparse(), "repro_byteswapped": lambda t, x: t.byteswapped(x)}
-    hooks = [n for n in vars(Target) if n.startswith("repro_") and n != "repro_setup"]
-    checked, reachable = 0, []
-    for name in ("ref", "pyref", "numpy", "torch", "nanobind", "onnxruntime"):
-        try:
-            t = load(name)
-        except Exception:  # noqa: BLE001 - the library is not here
-            continue
-        cls = type(t)
-        if cls.repro_setup is Target.repro_setup or "super().repro_setup()" in inspect.getsource(cls.repro_setup):
-            continue
-        x = t.make("float32", (2, 3), bytes(24))
-        for hook in hooks:
-            if getattr(cls, hook) is not getattr(Target, hook):
-                continue
-            checked += 1
-            if hook not in capability or capability[hook](t, x) is not None:
-                reachable.append((name, hook))
-    assert checked >= 4 and not reachable, (checked, reachable)
