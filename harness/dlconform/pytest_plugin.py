@@ -231,6 +231,12 @@ def harness_error(excinfo, roots):
         return False
     e = excinfo.value
     node = raising_node(tb)
+    if isinstance(node, ast.Assert) and not isinstance(e, AssertionError):
+        # pytest rewrites an assert, giving every operation in it the statement's span: an
+        # exception other than the assertion's own came from its expression, a call there or not
+        node = node if any(isinstance(n, ast.Call) for n in ast.walk(node.test)) else node.test
+        if isinstance(node, ast.Assert):
+            node = next(n for n in ast.walk(node.test) if isinstance(n, ast.Call))
     if node is None or isinstance(node, (ast.Raise, ast.Assert)):
         return False
     if isinstance(node, ast.Call):

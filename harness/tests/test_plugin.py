@@ -13,7 +13,7 @@ PRODUCER_ONLY = "dlconform.testing:ProducerOnly"
 
 SUITE = '''
 import os, pytest
-from dlconform.verdicts import Warn, Unsupported
+from dlconform.kit.check import Warn, Unsupported
 
 @pytest.mark.clause("M-01")
 def test_pass(target, check):
@@ -45,7 +45,6 @@ def test_unexpected():
 
 @pytest.mark.clause("M-07", "S-02")
 def test_explicit_wins(check):
-    check.repro(["x = 1", "assert x == 2"])
     check.that(False, "M-07", "soft failure")
     check.that(False, "S-02", "soft should")
 
@@ -153,12 +152,18 @@ def test_check_equal_message(fake_events):
     assert "first difference at byte 2" in r["M-08"]["message"]
 
 
-def test_repro_snippet_and_generic_line(fake_events):
+def test_reproducers_are_the_tests_own_code(fake_events, tmp_path):
     _, _, r = fake_events
-    assert r["M-07"]["repro"] == "x = 1\nassert x == 2\n"
-    assert "-m dlconform run --target %s --clause M-02 --out \"$(mktemp -d)\"" % FAKE in r["M-02"]["repro"]
-    assert "test_m.py::test_assert_must" in r["M-02"]["repro"]
+    for clause, fn in (("M-07", "test_explicit_wins"), ("M-02", "test_assert_must")):
+        text = r[clause]["repro"]
+        assert "def %s(" % fn in text and "focus=%r" % clause in text, text
+        assert "from dlconform.targets.loader import load" in text and "load(%r)" % FAKE in text
     assert r["M-01"]["repro"] == ""
+    # the script of a finding reproduces it, with the suite's folder on the path
+    script = tmp_path / "repro.py"
+    script.write_text(r["M-07"]["repro"])
+    p = subprocess.run([sys.executable, str(script)], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "REPRODUCED M-07: soft failure" in p.stdout, p.stdout + p.stderr
 
 
 def test_roles_on_a_full_target(fake_events):

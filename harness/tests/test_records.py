@@ -3,7 +3,7 @@ import json
 
 from dlconform import catalogue, records
 from dlconform.records import Record
-from dlconform.verdicts import breach
+from dlconform.kit.check import breach
 
 
 def _catalogue():

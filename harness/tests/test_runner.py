@@ -23,8 +23,7 @@ def test_b_fail():
 
 @pytest.mark.clause("T-03")
 def test_c_abort(check):
-    check.repro(["import os", "os.abort()  # the snippet of the crashing check"])
-    os.abort()
+    os.abort()  # the crashing check
 
 @pytest.mark.clause("T-04")
 def test_d_after_abort():
@@ -69,9 +68,10 @@ def test_abort_is_crash_with_signal(fake_run):
     assert "SIGABRT" in by["T-03"]["message"]
     assert by["T-03"]["test"].endswith("test_c_abort")
     assert "Aborted" in by["T-03"].get("evidence", "")
-    # the snippet the test set before dying is the crash's reproducer
-    assert by["T-03"]["repro"].startswith("import os\nos.abort()  # the snippet of the crashing check\n")
-    assert "# rerun the check:" in by["T-03"]["repro"]
+    # the test's own script, streamed as it began, is the crash's reproducer
+    repro = by["T-03"]["repro"]
+    assert repro.startswith("# run: ") and "def test_c_abort(check):" in repro and "os.abort()" in repro
+    assert "# rerun the check:" in repro
 
 
 def test_crash_in_process_hint_reruns_the_test_from_anywhere(fake_run, tmp_path):
@@ -134,14 +134,14 @@ def test_records_stream_in_completion_order(fake_run):
     assert "test_fake.py::test_c_abort" in excluded and "test_fake.py::test_f_sleep" in excluded
 
 
-def test_collection_error_is_one_crash_record(tmp_path):
+def test_collection_error_is_the_suites_own_error(tmp_path):
+    """A suite module that does not import is dlconform's error, never the library's crash."""
     suite = write_suite(str(tmp_path / "suite"), {"test_broken.py": "import nonexistent_module_xyz\n"}, {})
     run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=5).run_target(FAKE)
     assert len(run.records) == 1
     rec = run.records[0]
-    assert rec["clause"] == "*" and rec["verdict"] == "crash"
-    assert "nonexistent_module_xyz" in rec["message"]
-    assert run.status == "crashed"
+    assert rec["clause"] == "*" and rec["verdict"] == "error"
+    assert "nonexistent_module_xyz" in rec["message"] and "not the library's" in rec["message"]
 
 
 def test_usage_error_in_child_is_crash_with_stderr(tmp_path):
@@ -156,23 +156,29 @@ def test_usage_error_in_child_is_crash_with_stderr(tmp_path):
 PROBE_SUITE = '''
 import os, pytest
 
+def the_probe(check):
+    print("the probe")
+
+def the_case(check):
+    print("the case")
+
 @pytest.mark.clause("T-01", "T-02")
 def test_dies_in_a_probe(check):
-    check.repro(["print('the probe')"], crash_as={"clauses": ["T-09"], "input": "invalid", "doing": "probing x"})
+    check.set_case(the_probe, crash_as={"clauses": ["T-09"], "input": "invalid", "doing": "probing x"})
     os.abort()
 
 @pytest.mark.clause("T-01")
 def test_dies_in_its_own_case(check):
-    check.repro(["print('the probe')"], crash_as={"clauses": ["T-09"], "doing": "probing x"})
-    check.repro(["print('the case')"])  # the probe is over: a death is the test's own again
+    check.set_case(the_probe, crash_as={"clauses": ["T-09"], "doing": "probing x"})
+    check.set_case(the_case)  # the probe is over: a death is the test's own again
     os.abort()
 '''
 
 
 def test_a_death_in_a_probe_is_the_probes_clause(tmp_path):
-    """Check.repro(crash_as=...): a death while the probe's snippet is the test's reproducer is
+    """Check.set_case(probe, crash_as=...): a death while the probe is the test's case is
     recorded under the probe's clauses and input kind, saying what was being done; the next
-    repro() call gives deaths back to the test's own clauses."""
+    set_case() gives deaths back to the test's own clauses."""
     suite = write_suite(str(tmp_path / "suite"), {"test_probe.py": PROBE_SUITE}, {"T-01": "MUST", "T-02": "MUST",
                                                                                 "T-09": "MUST"})
     run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=20).run_target(FAKE)
@@ -180,9 +186,9 @@ def test_a_death_in_a_probe_is_the_probes_clause(tmp_path):
     assert got == [("test_dies_in_a_probe", "T-09", "crash", "invalid"),
                    ("test_dies_in_its_own_case", "T-01", "crash", None)], got
     probe = [r for r in run.records if r["clause"] == "T-09"][0]
-    assert probe["message"].endswith("while probing x") and "print('the probe')" in probe["repro"]
+    assert probe["message"].endswith("while probing x") and "def the_probe(check):" in probe["repro"]
     own = [r for r in run.records if r["clause"] == "T-01"][0]
-    assert "while" not in own["message"] and "print('the case')" in own["repro"]
+    assert "while" not in own["message"] and "def the_case(check):" in own["repro"]
 
 
 LEFTOVER = '''

@@ -259,7 +259,8 @@ def _say(text):
 
 
 def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
-    """Runs the check fn(target, check, **args) as a reproducer: exits EXIT_FINDING at the first
+    """Runs the check fn(target=, check=, **args) as a reproducer (target and check go to the
+    parameters of those names it has): exits EXIT_FINDING at the first
     finding on `focus` (any clause when None), EXIT_UNDETERMINED when an exception stops it
     after a finding on another clause, and returns when the check runs through."""
     also = []
@@ -275,8 +276,13 @@ def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
         os._exit(EXIT_FINDING)
 
     check = Check(lambda c: (levels or {}).get(c, "MUST"), feeds, on_record=stop)
+    import inspect
+
+    given = dict(args or {})
+    names = inspect.signature(fn).parameters
+    given.update({k: v for k, v in (("target", target), ("check", check)) if k in names})
     try:
-        fn(target, check, **(args or {}))
+        fn(**given)
     except Unsupported as e:
         _say("UNSUPPORTED: %s (the check does not apply: nothing to reproduce)" % e)
         return
