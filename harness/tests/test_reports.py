@@ -96,8 +96,6 @@ def test_json_roundtrip_with_odd_values(tmp_path):
 
 
 def test_rerun_command_writes_to_a_fresh_folder():
-    import sys
-
     from dlconform import repro
 
     line, node = repro.run_command("ref", "CAP-01", "t.py::x").split("\n")
