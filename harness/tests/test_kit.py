@@ -159,7 +159,15 @@ def test_gather_and_elements_match_the_probe():
 
 
 def test_the_kit_leaves_ctypes_pythonapi_alone():
-    """The process under test keeps its own ctypes.pythonapi prototypes."""
-    for name in ("PyCapsule_New", "PyCapsule_GetName", "PyCapsule_GetPointer", "PyCapsule_SetName"):
-        fn = getattr(ctypes.pythonapi, name)
-        assert fn.argtypes is None and fn.restype in (ctypes.c_int, None), name
+    """The process under test keeps its own ctypes.pythonapi prototypes (in a fresh interpreter:
+    pyref, a library under test, sets them as a user's library would)."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes\nfrom dlconform import kit\nf = kit.Forge(shape=(2,))\nh = kit.consume(f.capsule())\n"
+            "print(kit.inspect(kit.Forge().capsule())['kind'], h.release())\n"
+            "for n in ('PyCapsule_New', 'PyCapsule_GetName', 'PyCapsule_GetPointer', 'PyCapsule_SetName'):\n"
+            "    fn = getattr(ctypes.pythonapi, n)\n"
+            "    assert fn.argtypes is None and fn.restype in (ctypes.c_int, None), n\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "versioned True\n"), p.stderr
