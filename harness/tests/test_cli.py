@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 from dlconform.runner import child_env
-from dlconform.testing import write_suite
+from fakes import FAKE, write_suite
 
-FAKE = "dlconform.testing:FakeTarget"
 PASSING = '''
 import pytest
 
@@ -112,7 +111,8 @@ def test_missing_suites_folder_is_usage_error(tmp_path):
 
 def test_clause_filter_and_file_adapter(tmp_path):
     adapter = tmp_path / "adapter.py"
-    adapter.write_text("from dlconform.testing import FakeTarget\n\ndef make():\n    return FakeTarget()\n")
+    adapter.write_text("import sys\nsys.path.insert(0, %r)\nfrom fakes import FakeTarget\n\ndef make():\n"
+                       "    return FakeTarget()\n" % os.path.dirname(FAKE.split(":")[0]))
     out = tmp_path / "out"
     spec = "%s:make" % adapter
     p = dlc("run", "--target", spec, "--suites", suite(tmp_path, PASSING), "--out", str(out), "--clause", "T-01")

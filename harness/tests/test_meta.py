@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fakes import WATCHER
+
 from dlconform import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,7 +108,7 @@ def _watch(tmp_path, *args):
     log = tmp_path / "state.log"
     env = dict(os.environ, DLCONFORM_STATE_LOG=str(log))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--target", "dlconform.testing:StateWatcher",
+    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--target", WATCHER,
                            "--out", str(tmp_path / "out"), *args], env=env, capture_output=True, text=True, timeout=900)
     diffs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return proc, diffs
@@ -116,7 +118,7 @@ def test_the_suite_leaves_the_process_alone(tmp_path):
     """The library under test sees its process as any Python process: at every make and
     from_dlpack of the whole suite, the signal handlers, warnings filters, exception hooks, GC
     settings, recursion limit, environment, standard streams and ctypes.pythonapi prototypes are
-    those of a plain interpreter that imported the same libraries (testing.StateWatcher)."""
+    those of a plain interpreter that imported the same libraries (fakes.StateWatcher)."""
     proc, diffs = _watch(tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not diffs, "the suite changed what the library can observe:\n" + "\n".join(map(json.dumps, diffs[:10]))
@@ -125,7 +127,7 @@ def test_the_suite_leaves_the_process_alone(tmp_path):
 def test_the_state_watcher_sees_a_change(tmp_path):
     """The watcher itself can fail: a check that sets a warnings filter and a ctypes prototype
     before it calls the library is seen."""
-    from dlconform.testing import write_suite
+    from fakes import write_suite
 
     src = write_suite(str(tmp_path / "suite"), {"test_meddles.py": '''
 import ctypes, warnings, pytest

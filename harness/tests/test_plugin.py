@@ -6,10 +6,8 @@ import sys
 import pytest
 
 from dlconform.runner import child_env
-from dlconform.testing import write_suite
+from fakes import FAKE, PRODUCER_ONLY, write_suite
 
-FAKE = "dlconform.testing:FakeTarget"
-PRODUCER_ONLY = "dlconform.testing:ProducerOnly"
 
 SUITE = '''
 import os, pytest
@@ -199,7 +197,7 @@ def test_unknown_target_is_usage_error(tmp_path):
 
 def test_catalogue_lookup(tmp_path):
     from dlconform import catalogue
-    from dlconform.testing import write_catalogue
+    from fakes import write_catalogue
 
     path = write_catalogue(str(tmp_path), {"CAP-01": "MUST", "CAP-02": "SHOULD", "VER-01": "MAY"})
     cat = catalogue.Catalogue.load(path)

@@ -755,19 +755,19 @@ def _consume(make, **kw):
 
 
 def _sdp(dev, **kw):
-    from dlconform.producers import StreamDeviceProducer
+    from dlconform.kit import StreamDeviceProducer
 
     return lambda: StreamDeviceProducer(dev, **kw)
 
 
 def _cpu_producer(dev=(1, 0)):
-    from dlconform.producers import RecordingProducer, forges
+    from dlconform.kit import RecordingProducer, forges
 
     return RecordingProducer(forges(shape=(2,), device=dev), device=dev)
 
 
 def _copy_shares():
-    from dlconform.producers import CopyingProducer
+    from dlconform.kit import CopyingProducer
 
     p = CopyingProducer(shape=(2,))
     y = _ref.from_dlpack(p, copy=True)

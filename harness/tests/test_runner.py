@@ -5,10 +5,9 @@ import sys
 
 import pytest
 
-from dlconform.runner import Runner, child_env
-from dlconform.testing import write_suite
+from dlconform.runner import Runner, child_env, safe_name
+from fakes import FAKE, write_suite
 
-FAKE = "dlconform.testing:FakeTarget"
 
 SUITE = '''
 import os, signal, time, pytest
@@ -122,7 +121,7 @@ def test_records_stream_in_completion_order(fake_run):
     run, _, streamed, base = fake_run
     assert [r["clause"] for r in streamed] == [r["clause"] for r in run.records]
     assert [r["clause"] for r in streamed][:3] == ["T-01", "T-02", "T-03"]
-    work = base / "out" / "work" / "dlconform.testing_FakeTarget"
+    work = base / "out" / "work" / safe_name(FAKE)
     first = [json.loads(l) for l in (work / "attempt-1.jsonl").read_text().splitlines()]
     assert first[0] == {"event": "collected", "count": 7}
     assert first[1]["event"] == "begin" and first[1]["clauses"] == ["T-01"]

@@ -1,8 +1,11 @@
 """Target adapters, the spec loader, and the recording producer."""
 import importlib.util
+import os
 import sys
 
 import pytest
+
+import fakes
 
 from dlconform.targets import loader
 from dlconform.targets.base import TargetError
@@ -42,17 +45,19 @@ def test_module_without_from_dlpack():
 
 
 def test_module_attr_and_file_adapters(tmp_path):
-    t = loader.load("dlconform.testing:ProducerOnly")
+    t = loader.load("fakes:ProducerOnly")  # module:attr (this folder is on the path)
     assert t.roles == {"producer"}
+    assert loader.load(fakes.PRODUCER_ONLY).roles == {"producer"}  # path/file.py:attr
     f = tmp_path / "my_adapter.py"
-    f.write_text("from dlconform.testing import FakeTarget\nADAPTER = FakeTarget()\n")
+    f.write_text("import sys\nsys.path.insert(0, %r)\nfrom fakes import FakeTarget\nADAPTER = FakeTarget()\n"
+                 % os.path.dirname(fakes.HERE))
     assert loader.load("%s:ADAPTER" % f).roles == {"producer", "consumer"}
     bad = tmp_path / "broken.py"
     bad.write_text("raise RuntimeError('nope')\n")
     with pytest.raises(TargetError, match="RuntimeError: nope"):
         loader.load("%s:X" % bad)
     with pytest.raises(TargetError, match="has no attribute 'Missing'"):
-        loader.load("dlconform.testing:Missing")
+        loader.load(fakes.HERE + ":Missing")
 
 
 def test_bad_ref_specs():
@@ -64,7 +69,7 @@ def test_bad_ref_specs():
 
 
 def test_probe_runs_in_a_subprocess():
-    info = loader.probe("dlconform.testing:FakeTarget", python=sys.executable)
+    info = loader.probe(fakes.FAKE, python=sys.executable)
     assert info == {"ok": True, "reason": "", "roles": ["consumer", "producer"], "versions": {"fake": "1.0"}}
     bad = loader.probe("no_such_module_xyz")
     assert not bad["ok"] and "ModuleNotFoundError" in bad["reason"]
@@ -184,7 +189,7 @@ class FakeForge:
 
 
 def test_recording_producer_negotiates():
-    from dlconform.producers import RecordingProducer
+    from dlconform.kit import RecordingProducer
 
     p = RecordingProducer(FakeForge)
     assert p.__dlpack_device__() == (1, 0)
@@ -204,7 +209,7 @@ def test_recording_producer_negotiates():
 
 
 def test_legacy_only_and_versioned_only_producers():
-    from dlconform.producers import RecordingProducer
+    from dlconform.kit import RecordingProducer
 
     old = RecordingProducer(FakeForge, legacy_only=True)
     assert old.__dlpack__(stream=None)[0] == "legacy"
@@ -220,7 +225,7 @@ def test_legacy_only_and_versioned_only_producers():
 @needs_ref
 def test_recording_producer_with_ref_consumer():
     from dlconform import _probe, _ref
-    from dlconform.producers import RecordingProducer, forges
+    from dlconform.kit import RecordingProducer, forges
 
     factory = forges(shape=(4,))
     p = RecordingProducer(factory)

@@ -1,14 +1,19 @@
 """Helpers for testing the harness itself: a pure-Python fake target and a fake-suite writer.
 
-`dlconform.testing:FakeTarget` (both roles) and `dlconform.testing:ProducerOnly` can be used as
-target specs; they need neither `_ref` nor any framework.
+`FAKE` (FakeTarget, both roles) and `PRODUCER_ONLY` are target specs (this file's path and the
+name); they need neither `_ref` nor any framework.
 """
 import json
 import os
 import textwrap
 
-from .targets.base import Target
-from .targets.dtypes import itemsize, row_major_strides
+from dlconform.targets.base import Target
+from dlconform.targets.dtypes import itemsize, row_major_strides
+
+HERE = os.path.abspath(__file__)
+FAKE = HERE + ":FakeTarget"
+PRODUCER_ONLY = HERE + ":ProducerOnly"
+WATCHER = HERE + ":StateWatcher"
 
 
 class FakeTensor:
@@ -121,14 +126,14 @@ PEER_LIBRARIES = ("numpy", "torch", "tvm_ffi", "pyarrow", "mpi4py", "onnxruntime
 def _state_watcher():
     """The StateWatcher class, made on first use: it is a RefTarget, and importing the ref
     adapter needs _ref, which FakeTarget's users do not."""
-    from .targets.ref import RefTarget
+    from dlconform.targets.ref import RefTarget
 
     class Watcher(RefTarget):
         __doc__ = StateWatcher.__doc__
 
         def __init__(self, name=None):
             super().__init__()
-            self.name = name or "dlconform.testing:StateWatcher"
+            self.name = name or WATCHER
             self._plain = {}  # the libraries imported -> the state of a plain interpreter with them
             self._log = os.environ.get("DLCONFORM_STATE_LOG")
 
@@ -141,8 +146,9 @@ def _state_watcher():
 
             libs = tuple(m for m in PEER_LIBRARIES if m in sys.modules)
             if libs not in self._plain:
-                code = ("import json, dlconform._ref\n%sfrom dlconform.testing import process_state\n"
-                        "print(json.dumps(process_state()))" % "".join("import %s\n" % m for m in libs))
+                code = ("import json, sys, dlconform._ref\n%ssys.path.insert(0, %r)\nfrom fakes import process_state\n"
+                        "print(json.dumps(process_state()))" % ("".join("import %s\n" % m for m in libs),
+                                                                 os.path.dirname(HERE)))
                 out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
                 self._plain[libs] = json.loads(out.stdout)
             return self._plain[libs]
@@ -175,7 +181,7 @@ def _state_watcher():
 
 
 def StateWatcher(name=None):
-    """`dlconform.testing:StateWatcher`: ref, whose every make and from_dlpack compares
+    """StateWatcher (WATCHER): ref, whose every make and from_dlpack compares
     process_state() with that of a plain interpreter that imported the same library, and
     appends each difference to $DLCONFORM_STATE_LOG as a JSON line (the harness meta-test:
     the suite must leave a library's process as any Python process)."""
