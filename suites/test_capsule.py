@@ -199,21 +199,12 @@ def _null_deleter_case(target, check, kind):
     print("CAP-07 OK", flush=True)
 
 
-def _first_case(check, start, first):
-    """`first`, or else the check's case when it recorded a finding after its first `start`
-    records: the case to leave as the check's reproducer (the plugin takes the last one set)."""
-    if first is None and any(v in kit.FINDINGS for _, v, _ in check.records[start:]):
-        return check.case
-    return first
-
-
 @pytest.mark.clause("CAP-07")
 @pytest.mark.role("producer")
 def test_destructor_skips_null_deleter(target, check):
     """The capsule destructor must skip a NULL deleter. When the producer exports NULL deleters
     itself, its capsules just die; otherwise the deleter is set to NULL in a separate process
     (after taking ownership) and the capsule dies there."""
-    first = None
     for kind, export, values in _export_cases(target):
         cap = export()
         info = kit.inspect(cap)
@@ -222,7 +213,6 @@ def test_destructor_skips_null_deleter(target, check):
         if info["deleter"] == 0:
             check.that(True, "CAP-07")
             continue
-        start = len(check.records)
         run = rp.run_case(check, target, _null_deleter_case, {"kind": kind})
         rc, out, err = run.rc, run.out, run.err
         mismatch = [line for line in out.splitlines() if line.startswith("ABI-MISMATCH")]
@@ -240,9 +230,6 @@ def test_destructor_skips_null_deleter(target, check):
         else:
             tail = (err.strip().splitlines() or ["no output"])[-1]
             check.warn("CAP-07", "%s: could not run the NULL-deleter check (rc=%s): %s" % (kind, rc, tail))
-        first = _first_case(check, start, first)
-    if first is not None:
-        check.set_case(first[0], first[1], env=first[2])
 
 
 def _wrong_name_case(target, check, kind, wrong):
@@ -305,10 +292,8 @@ def test_destructor_cannot_get_pointer(target, check):
     used name) reports an unraisable error at most and never lets an exception escape. Runs in a
     separate process: reporting the error with the capsule being deallocated as its object (as
     the python_spec example does) makes CPython deallocate it again and again."""
-    first = None
     for kind, export, values in _export_cases(target):
         wrong = pycap.USED_VERSIONED if kind == "legacy" else pycap.USED_LEGACY
-        start = len(check.records)
         run = rp.run_case(check, target, _wrong_name_case, {"kind": kind, "wrong": wrong})
         rc, out, err = run.rc, run.out, run.err
         reported = "Exception ignored in" in err
@@ -333,14 +318,9 @@ def test_destructor_cannot_get_pointer(target, check):
         else:
             check.warn("CAP-08", "%s: could not run the check (rc=%s): %s"
                        % (kind, rc, (err.strip().splitlines() or ["no output"])[-1]))
-        first = _first_case(check, start, first)
         # a capsule dying while an exception is handled must leave that exception alone
-        start = len(check.records)
         check.set_case(_dies_in_flight_case, {"kind": kind})
         _dies_in_flight_case(target, check, kind)
-        first = _first_case(check, start, first)
-    if first is not None:
-        check.set_case(first[0], first[1], env=first[2])
 
 
 @pytest.mark.clause("CAP-09")

@@ -386,11 +386,13 @@ class _State:
             item._dlc = st
         return st
 
-    def case_of(self, item, st):
-        """(function, arguments, environment) that reproduce the test: the case it set last, else
-        the test function with its parameters."""
-        if st.check.case is not None:
-            return st.check.case
+    def case_of(self, item, st, clause=None):
+        """(function, arguments, environment) that reproduce the test's finding on `clause`: the
+        case set when that finding was first recorded, else the case the test set last, else the
+        test function with its parameters."""
+        case = st.check.found.get(clause, st.check.case) if clause is not None else st.check.case
+        if case is not None:
+            return case
         params = getattr(getattr(item, "callspec", None), "params", {})
         return item.function, dict(params), {}
 
@@ -601,7 +603,7 @@ class _State:
                 verdict, msg = kind, message
             repro = ""
             if verdict != "pass":
-                repro = (self.script(item, st, self.case_of(item, st), focus=clause) if clause != UNMARKED
+                repro = (self.script(item, st, self.case_of(item, st, clause), focus=clause) if clause != UNMARKED
                          else _repro.run_command(self.spec, "*", item.nodeid))
             out.append(self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration,
                                     peer=st.check.peer, input=st.check.feeds if st.check.feeds != "valid" else None))

@@ -3,9 +3,15 @@ where a capsule's name string lives, and the ABI offsets of the managed structs.
 import ctypes
 
 from dlconform import kit
-from dlconform.kit.abi import (DEFINED_FLAGS, FLAG_IS_COPIED, FLAG_READ_ONLY, FLAG_SUBBYTE_PADDED,  # noqa: F401
-                               LEGACY, USED_LEGACY, USED_NAMES, USED_VERSIONED, VERSIONED, capsule_name_pointer,
-                               is_capsule, keep_forever)
+from dlconform.kit.abi import (DEFINED_FLAGS, FLAG_IS_COPIED, FLAG_READ_ONLY, FLAG_SUBBYTE_PADDED, LEGACY,
+                               USED_LEGACY, USED_NAMES, USED_VERSIONED, VERSIONED, capsule_name_pointer, is_capsule,
+                               keep_forever)
+
+#: the kit's names the suites read as pycap.NAME
+__all__ = ["DEFINED_FLAGS", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED", "LEGACY", "USED_LEGACY",
+           "USED_NAMES", "USED_VERSIONED", "VERSIONED", "is_capsule", "keep_forever", "SUITE_VERSION", "MAX_VERSIONS",
+           "name_pointer", "keyword_rejected", "export_versioned", "export_kind", "producer_is_legacy_only",
+           "versioned_supported", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset", "read_word"]
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
 SUITE_VERSION = kit.DLPACK_VERSION

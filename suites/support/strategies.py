@@ -154,13 +154,11 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
     """Runs the case function `case(target, check, **fixed, **drawn)` on examples drawn from
     `strategy` (a strategy of argument dicts). A fail-level finding shrinks to the smallest
     failing example, whose records are recorded and which becomes the check's reproducer
-    (check.set_case); warn-level records are recorded as they come, the first example that
-    made one being the reproducer. `case` must be a module-level function: the reproducer
+    (check.set_case); warn-level records are recorded as they come, each with its example as the
+    reproducer of its clause (Check.found). `case` must be a module-level function: the reproducer
     calls it with the example's arguments as literals. `seed` fixes the examples drawn. The
     examples run at the recursion limit of the process: hypothesis raises it while it draws, and
     the library under test must see the process as it is."""
-    first_warn = []
-
     @settings_bounded(max_examples)
     @given(strategy)
     def body(drawn):
@@ -170,11 +168,9 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
         case(target, sub, **args)
         if any(v in ("fail", "crash") for _, v, _ in sub.records):
             raise Finding(sub.records, args)
-        noted = [r for r in sub.records if r[1] != "pass"]
-        if noted and not first_warn:
-            first_warn.append(args)
-        for rec in noted:
-            check.record(*rec)
+        for rec in sub.records:
+            if rec[1] != "pass":
+                check.record(*rec)
 
     if seed is not None:
         body = hypothesis_seed(seed)(body)
@@ -186,7 +182,4 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
         for rec in f.records:
             check.record(*rec)
         return
-    if first_warn:
-        check.set_case(case, first_warn[0])
-    else:
-        check.set_case(None)
+    check.set_case(None)

@@ -151,8 +151,10 @@ class Check:
     """The verdicts of one check. `level_of(clause)` gives a clause's level (MUST when unknown);
     `feeds` is what the check feeds the library (FEEDS); `on_record(clause, verdict, message)`
     sees each record as it is made (a reproducer stops there). `case` is the (function,
-    arguments) a reproducer reruns; `on_case` sees it set (the plugin streams it, so that a
-    check that dies still has its reproducer)."""
+    arguments, environment) a reproducer reruns; `on_case` sees it set (the plugin streams it,
+    so that a check that dies still has its reproducer). `found` keeps, per clause, the case that
+    was set when the clause's first finding of its worst verdict was recorded: the case that
+    reproduces the clause's verdict."""
 
     def __init__(self, level_of=None, feeds="valid", on_record=None, on_case=None):
         if feeds not in FEEDS:
@@ -163,6 +165,7 @@ class Check:
         self.records = []
         self.peer = None
         self.case = None
+        self.found, self._found_rank = {}, {}
 
     def child(self):
         """A Check of the same grading for one case of this check (strategies.explore)."""
@@ -190,6 +193,8 @@ class Check:
         check_verdict(verdict)
         rec = (str(clause), verdict, truncate(message))
         self.records.append(rec)
+        if verdict in FINDINGS and rank(verdict) > self._found_rank.get(rec[0], -1):
+            self.found[rec[0]], self._found_rank[rec[0]] = self.case, rank(verdict)
         if self._on_record is not None:
             self._on_record(*rec)
 
