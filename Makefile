@@ -145,10 +145,16 @@ catalogue:
 ctest: $(BUILD)/test_check
 	$(BUILD)/test_check
 
+# The Python of the project against .flake8 (pyflakes and pycodestyle).
+.PHONY: lint
+lint:
+	$(PYTHON) -m flake8 harness suites fuzz probes
+
 pytest: build
 	$(PYTHON) -m pytest -q -p no:cacheprovider harness/tests
 
 test: test-deps
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory build
 	@$(MAKE) --no-print-directory ctest
 	@$(MAKE) --no-print-directory tsan-if-available

@@ -2,7 +2,7 @@
 # Installs what a step needs, and only what is missing.
 #   deps.sh build   what `make conformance` needs: a compiler, Python headers, pytest, hypothesis
 #   deps.sh test    the same plus what `make test` checks with: the frameworks (numpy, torch),
-#                   packaging (version order in the matrix) and, for the matrix page's browser
+#                   packaging (version order in the matrix), flake8 (make lint) and, for the matrix page's browser
 #                   test, Debian's chromium and nodejs/npm and playwright-core from npm under
 #                   reports/.browser (never a downloaded browser)
 # Without root it prints the exact apt-get line and stops with status 1.
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 build="gcc make python3-dev python3-pytest python3-hypothesis"
 case "${1:-build}" in
   build) pkgs=$build ;;
-  test)  pkgs="$build python3-numpy python3-torch python3-packaging chromium"
+  test)  pkgs="$build python3-numpy python3-torch python3-packaging python3-flake8 chromium"
          # npm from Debian only where none is on PATH: a machine's own Node.js (nodesource's
          # bundles npm) conflicts with Debian's npm package
          command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
