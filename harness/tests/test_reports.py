@@ -54,7 +54,7 @@ def test_markdown(doc):
     assert "<details>" in md
     # per-clause roll-up: worst verdict of CAP-01 on numpy is crash
     rollup = md.split("## Per clause")[1]
-    assert "| CAP-01 | MUST | pass | **CRASH** |" in rollup
+    assert "| CAP-01 | MUST | pass | **crash** |" in rollup
 
 
 def test_junit_parses_and_maps(doc):

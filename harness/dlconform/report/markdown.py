@@ -1,10 +1,11 @@
-"""results.md: counts per target, everything that did not pass, and a per-clause roll-up."""
-from ..kit.check import VERDICTS, worst
+"""results.md: counts per target, the findings first (error, crash, timeout, fail, warn), what
+was not checked folded into one line per target, and a per-clause roll-up. Verdicts are spelled
+as results.json spells them; a finding's is in bold."""
+from ..kit.check import FINDINGS, VERDICTS, rank, worst
 from . import coverage_md as _coverage
 from . import performance as _performance
 
-_ICON = {"pass": "pass", "warn": "WARN", "unsupported": "unsupported", "skip": "skip",
-         "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**", "error": "**ERROR (harness)**"}
+_ICON = {v: ("**%s**" % v if v in FINDINGS else v) for v in VERDICTS}
 
 
 #: a crash on what the check fed the library: robustness on invalid input or an invalid
@@ -31,6 +32,30 @@ def _code(text):
     while fence in text:
         fence += "`"
     return "%s\n%s\n%s" % (fence, text.rstrip("\n"), fence)
+
+
+def _not_checked(results):
+    """One line per target: how many checks were unsupported or skipped, and the commonest
+    reasons."""
+    by_target = {}
+    for r in results:
+        if r.get("verdict") in ("unsupported", "skip"):
+            by_target.setdefault(r["target"], []).append(r)
+    if not by_target:
+        return []
+    out = ["## Not checked", "", "Unsupported: the library does not offer what the check needs. Skip: this "
+           "environment cannot run it.", ""]
+    for target, recs in by_target.items():
+        counts = {v: sum(1 for r in recs if r["verdict"] == v) for v in ("unsupported", "skip")}
+        reasons = {}
+        for r in recs:
+            key = " ".join(str(r.get("message") or "").split())[:120]
+            reasons[key] = reasons.get(key, 0) + 1
+        top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+        out.append("- %s: %s; most often: %s" % (
+            _cell(target), ", ".join("%d %s" % (n, v) for v, n in counts.items() if n),
+            "; ".join("%s (%d)" % (_cell(m or "no reason given", 120), n) for m, n in top)))
+    return out + [""]
 
 
 def render(doc):
@@ -62,23 +87,25 @@ def render(doc):
                                                  " | ".join(str(counts.get(v, 0)) for v in VERDICTS)))
     lines.append("")
 
-    # ---- findings
-    bad = [r for r in results if r.get("verdict") != "pass"]
-    lines += ["## Findings (everything that did not pass)", ""]
+    # ---- findings, then what was not checked
+    bad = [r for r in results if r.get("verdict") in FINDINGS]
+    lines += ["## Findings", ""]
     if not bad:
-        lines += ["Every check that ran passed." if incomplete else "Every check passed.", ""]
+        lines += ["No finding: every check that could run passed." if incomplete or any(
+            r.get("verdict") in ("unsupported", "skip") for r in results) else "Every check passed.", ""]
     else:
-        order = {v: i for i, v in enumerate(VERDICTS)}
-        bad.sort(key=lambda r: (-order.get(r["verdict"], 99), r["target"], r["clause"], r["test"]))
+        bad.sort(key=lambda r: (-rank(r["verdict"]), r["target"], r["clause"], r["test"]))
         lines += ["| target | clause | level | verdict | test | message |", "| --- | --- | --- | --- | --- | --- |"]
         for r in bad:
             lines.append("| %s | %s | %s | %s | %s | %s |" % (
                 _cell(r["target"]), _cell(r["clause"]), _cell(r["level"]), _verdict(r),
                 _cell(r["test"], 120), _cell(r["message"])))
         lines.append("")
+    lines += _not_checked(results)
+    if bad:
         lines += ["### Reproducers", ""]
         for r in bad:
-            if r["verdict"] in ("skip", "unsupported") or not r.get("repro"):
+            if not r.get("repro"):
                 continue
             lines.append("<details><summary>%s %s %s: %s</summary>" % (
                 _cell(r["target"]), _cell(r["clause"]), r["verdict"], _cell(r["test"], 120)))
