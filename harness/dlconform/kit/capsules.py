@@ -254,9 +254,9 @@ def rename(capsule, name):
 _call_deleter = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
 
 
-def call_deleter(pointer, address):
+def call_deleter(pointer, address, _prototype=_call_deleter):
     """Calls the deleter at `pointer` on the struct at `address`."""
-    _call_deleter(pointer)(address)
+    _prototype(pointer)(address)
 
 
 class _Slot:
@@ -368,14 +368,15 @@ class Handle:
         """Ownership goes to a callee without a deleter call (XAPI-17)."""
         self.released = self.stolen = True
 
-    def release(self):
+    def release(self, _address=abi.address, _call=call_deleter):
+        # bound as defaults: a Handle alive at interpreter exit releases after globals are cleared
         if self.released:
             return False
         self.released = True
-        deleter = abi.address(self._m.deleter)
+        deleter = _address(self._m.deleter)
         if not deleter:
             return False
-        call_deleter(deleter, self.pointer)
+        _call(deleter, self.pointer)
         self.deleter_called = True
         return True
 
