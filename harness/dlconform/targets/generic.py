@@ -2,9 +2,24 @@
 
 Its tensors are the kit's host tensors (dlconform.kit.HostTensor, a correct producer written in
 Python) imported through `module.from_dlpack`; views are taken on the host tensor before
-importing. The value oracle is a side table keyed by id() that keeps both the imported object
-and its host tensor alive. Nothing here needs dlconform's C extensions, so a finding's script
-stands alone with the library beside it.
+importing. Nothing here needs dlconform's C extensions, so a finding's script stands alone with
+the library beside it.
+
+Each role is judged with the other role's part done by something trusted (issue 20):
+- the producer's tensors come through the library's own consumer, so each import is verified
+  before a producer check uses it: read back, it must hold the dtype, the shape and the elements
+  it was given (and be read-only where it was). An import that does not is the consumer's
+  finding, judged by the consumer checks; the producer check that needed it says `unsupported`
+  and names it. The value oracle (`expected`) is what the import was verified to hold;
+- a consumer result is read by a reader the consumer's own export cannot taint: its
+  `__array_interface__` or its buffer (PEP 3118). Only where the library has neither is the
+  result read through its own `__dlpack__`, and then only once every round trip (round_trips:
+  plain, strided, offset, 0-d, zero-size and read-only imports read back through it) holds:
+  where one does not, one of from_dlpack and __dlpack__ is wrong, dlconform cannot tell which,
+  and the checks that need to read a result say `unsupported` and why (test_interop.py's round
+  trip reports the disagreement itself);
+- a reader that cannot observe (a dtype the buffer protocol has no format for, say) is not a
+  finding: the next reader is tried, and where none can read the result, `unsupported`.
 """
 import ctypes
 import importlib
@@ -12,6 +27,7 @@ import importlib
 from . import _views
 from ._util import keywords_of
 from .base import Target, TargetError
+from ..kit import Unsupported, abi, inspect, read_elements
 from . import dtypes as _dtypes
 from .dtypes import EXTENDED_FLOATS, STANDARD_DTYPES, row_major_strides
 from ..kit import HostTensor
@@ -64,6 +80,7 @@ class GenericTarget(Target):
         self.library = module.__name__
         self._table = {}
         self._dtypes = None
+        self._round_trips = None  # round_trips(), once asked
         roles = {"consumer"}
         try:
             probe = module.from_dlpack(HostTensor("float32", (2,)))
@@ -83,15 +100,19 @@ class GenericTarget(Target):
             return {top: str(getattr(self.module, "__version__", "unknown"))}
 
     def dtypes(self):
-        """The DLPack dtypes (standard, float8, float6 and float4) whose import the library takes."""
+        """The DLPack dtypes (standard, float8, float6 and float4) the library makes: those whose
+        import holds what it was given, read back (an import of another dtype, jax's int32 for an
+        int64 without its 64-bit types, is the consumer checks' finding)."""
         if self._dtypes is None:
             ok = []
             for name in STANDARD_DTYPES + EXTENDED_FLOATS:
+                host = HostTensor(name, (2,), bytes(range(1, 1 + 2 * abi.itemsize(abi.DTYPES[name]))))
                 try:
-                    self.module.from_dlpack(HostTensor(name, (1,)))
-                except Exception:
+                    y = self.module.from_dlpack(host)
+                except Exception:  # the library takes no tensor of this dtype
                     continue
-                ok.append(name)
+                if not self._differs(y, host):
+                    ok.append(name)
             self._dtypes = ok
         return list(self._dtypes)
 
@@ -107,13 +128,24 @@ class GenericTarget(Target):
             raise TargetError("%s: this object was not made by the target" % self.name)
         return entry[1]
 
+    def _made(self, host, what):
+        """The import of `host`, verified to hold what it was given (the producer checks judge
+        what the library made only where it is what they asked for)."""
+        y = self._import(host)
+        problem = self._differs(y, host)
+        if problem:
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack imported it as %s (the consumer "
+                              "checks judge the import)" % (what, self.library, problem))
+        return y
+
     def make(self, dtype, shape, values):
-        return self._import(HostTensor(dtype, tuple(shape), bytes(values)))
+        return self._made(HostTensor(dtype, tuple(shape), bytes(values)), "a %s %s tensor" % (dtype, tuple(shape)))
 
     def _view(self, x, geometry):
         r = self._ref_of(x)
         shape, strides, offset = geometry
-        return self._import(r.view(shape, strides, r.byte_offset + offset * r.itemsize))
+        return self._made(r.view(shape, strides, r.byte_offset + offset * r.itemsize),
+                          "a %s view of shape %s and strides %s" % (r.dtype, tuple(shape), tuple(strides)))
 
     def transpose(self, x, perm):
         r = self._ref_of(x)
@@ -130,9 +162,14 @@ class GenericTarget(Target):
     def readonly(self, x):
         r = self._ref_of(x)
         try:
-            return self._import(HostTensor(r.dtype, r.shape, r.tobytes(), readonly=True))
-        except Exception:
+            y = self._import(HostTensor(r.dtype, r.shape, r.tobytes(), readonly=True))
+        except Exception:  # a library that does not import read-only data has no read-only tensors
             return None
+        problem = self._differs(y, self._ref_of(y))
+        if problem:
+            raise Unsupported("cannot judge the producer on read-only data: %s's from_dlpack imported a READ_ONLY "
+                              "tensor as %s (the consumer checks judge the import)" % (self.library, problem))
+        return y
 
     def expected(self, x):
         return self._ref_of(x).tobytes()
@@ -144,8 +181,14 @@ class GenericTarget(Target):
         kws = keywords_of(self.module.from_dlpack)
         return kws if kws is not None else frozenset()
 
-    def describe(self, y):
-        ai = getattr(y, "__array_interface__", None)
+    # ---- reading results
+    def _independent(self, y):
+        """describe() of y through its __array_interface__ or its buffer, or None when neither can
+        read it (absent, or unable: a format the buffer protocol lacks)."""
+        try:
+            ai = getattr(y, "__array_interface__", None)
+        except Exception:  # a property that raises: this reader cannot read y
+            ai = None
         if isinstance(ai, dict) and "data" in ai:
             ptr, ro = ai["data"]
             shape = tuple(ai["shape"])
@@ -155,27 +198,118 @@ class GenericTarget(Target):
             return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
         try:
             info = buffer_info(y)
-        except TypeError:
-            info = None
-        if info is not None:
-            itemsize = info["itemsize"]
-            st = info["byte_strides"]
-            strides = row_major_strides(info["shape"]) if st is None else tuple(s // itemsize for s in st)
-            return {"ptr": info["ptr"], "shape": info["shape"], "strides": strides,
-                    "itemsize": itemsize, "readonly": info["readonly"]}
-        if hasattr(y, "__dlpack__"):
-            from .. import kit
+        except Exception:  # no buffer, or one it cannot describe (BufferError for a format it lacks)
+            return None
+        itemsize = info["itemsize"]
+        st = info["byte_strides"]
+        strides = row_major_strides(info["shape"]) if st is None else tuple(s // itemsize for s in st)
+        return {"ptr": info["ptr"], "shape": info["shape"], "strides": strides, "itemsize": itemsize,
+                "readonly": info["readonly"]}
 
+    def _through_export(self, y):
+        """describe() of y through its own __dlpack__ (with "dtype" and "elements"), or None."""
+        if not hasattr(y, "__dlpack__"):
+            return None
+        try:
             try:
-                cap = y.__dlpack__(max_version=(1, 3))
+                cap = y.__dlpack__(max_version=abi.DLPACK_VERSION)
             except TypeError:
                 cap = y.__dlpack__()
-            d = kit.inspect(cap)
-            size = _dtypes.itemsize(tuple(d["dtype"]))
+            d = inspect(cap)
             shape = tuple(d["shape"] or ())
-            strides = tuple(d["strides"]) if d.get("strides") is not None else row_major_strides(shape)
-            flags = d.get("flags") or 0
-            return {"ptr": (d["data"] or 0) + d["byte_offset"], "shape": shape, "strides": strides,
-                    "itemsize": size, "readonly": bool(flags & 1)}
-        raise TypeError("%s: cannot describe %s (no __array_interface__, buffer or __dlpack__)"
-                        % (self.name, type(y).__name__))
+            return {"ptr": (d["data"] or 0) + d["byte_offset"], "shape": shape,
+                    "strides": tuple(d["strides"]) if d.get("strides") is not None else row_major_strides(shape),
+                    "itemsize": _dtypes.itemsize(tuple(d["dtype"])), "readonly": bool((d.get("flags") or 0) & 1),
+                    "dtype": tuple(d["dtype"]), "elements": read_elements(cap)}
+        except Exception:  # an export that fails or cannot be read: this reader cannot read y
+            return None
+
+    def _differs(self, y, host):
+        """How the import y of `host` differs from it (dtype, shape, elements, read-only), as the
+        readers see it; "" when it holds what it was given."""
+        d = self._independent(y)
+        if d is None:
+            d = self._through_export(y)
+        if d is None:
+            return "nothing dlconform can read (no __array_interface__, buffer or readable __dlpack__)"
+        if tuple(d["shape"]) != host.shape:
+            return "shape %s, not %s" % (tuple(d["shape"]), host.shape)
+        if d.get("dtype") is not None and tuple(d["dtype"]) != host.code:
+            return "dtype %s, not %s %s" % (tuple(d["dtype"]), host.dtype, host.code)
+        if d["itemsize"] != host.itemsize:
+            return "elements of %d bytes, not the %d of %s" % (d["itemsize"], host.itemsize, host.dtype)
+        got = d["elements"] if "elements" in d else _elements(d)
+        if got != host.tobytes():
+            return "other elements (%s, not %s)" % (got.hex()[:48], host.tobytes().hex()[:48])
+        if host.readonly and not d["readonly"]:
+            return "writable data"
+        return ""
+
+    def round_trips(self):
+        """[(case, how it differs)] of the cases whose import, read back through the library's own
+        __dlpack__, does not hold what it was given: a plain tensor, its transpose, a stepped
+        slice, a flipped view, a view at a byte offset, a 0-d and a zero-size tensor, read-only
+        data (cached). Where the library has no other reader, a case here means from_dlpack or
+        __dlpack__ is wrong and dlconform cannot tell which."""
+        if self._round_trips is None:
+            base = HostTensor("float32", (2, 3), bytes(range(24)))
+            cases = [("a contiguous float32 (2, 3) tensor", base),
+                     ("its transpose", base.view((3, 2), (1, 3), 0)),
+                     ("a stepped slice of it", base.view((2, 2), (3, 2), 0)),
+                     ("a flipped view of it (negative strides)", base.view((2, 3), (-3, 1), 12)),
+                     ("a view of it at byte offset 8", base.view((2,), (1,), 8)),
+                     ("a 0-d float32 tensor", HostTensor("float32", (), bytes(range(4)))),
+                     ("a zero-size float32 (0, 3) tensor", HostTensor("float32", (0, 3))),
+                     ("read-only float32 (2, 3) data", base.view((2, 3), (3, 1), 0, readonly=True))]
+            found = []
+            for what, host in cases:
+                try:
+                    y = self.module.from_dlpack(host)
+                except Exception:  # not imported: the consumer checks judge the refusal
+                    continue
+                d = self._through_export(y)
+                if d is None:
+                    found.append((what, "its __dlpack__ export fails or cannot be read"))
+                    continue
+                problem = self._export_differs(d, host)
+                if problem:
+                    found.append((what, problem))
+            self._round_trips = found
+        return list(self._round_trips)
+
+    @staticmethod
+    def _export_differs(d, host):
+        if tuple(d["shape"]) != host.shape:
+            return "shape %s, not %s" % (tuple(d["shape"]), host.shape)
+        if d.get("dtype") is not None and tuple(d["dtype"]) != host.code:
+            return "dtype %s, not %s" % (tuple(d["dtype"]), host.code)
+        if d["elements"] != host.tobytes():
+            return "elements %s, not %s" % (d["elements"].hex()[:48], host.tobytes().hex()[:48])
+        if host.readonly and not d["readonly"]:
+            return "writable, not read-only"
+        return ""
+
+    def describe(self, y):
+        """Of a consumer result: its independent reader's description; where it has none, its own
+        export's, once a plain import reads back through it; else Unsupported, saying why."""
+        d = self._independent(y)
+        if d is not None:
+            return d
+        wrong = self.round_trips()
+        if wrong:
+            raise Unsupported("cannot read %s's results: it has no __array_interface__ or buffer, and its own "
+                              "__dlpack__ does not give back what from_dlpack imported (%s): one of the two is wrong, "
+                              "dlconform cannot tell which, and test_interop.py's round trip reports it"
+                              % (self.library, "; ".join("%s: %s" % w for w in wrong[:3])))
+        d = self._through_export(y)
+        if d is None:
+            raise Unsupported("cannot read %s's result: no __array_interface__ or buffer, and its __dlpack__ export "
+                              "fails or cannot be read" % self.library)
+        d.pop("elements")
+        return d
+
+
+def _elements(d):
+    from ..kit import elements
+
+    return elements(d)
