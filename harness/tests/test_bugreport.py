@@ -16,6 +16,7 @@ from dlconform.report import bugreport
 
 
 def _report(tmp_path, records, *args):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schema": "dlconform-results/1", "environment": {"dlpack_header": [1, 3]},
                                 "targets": {}, "results": records}))
