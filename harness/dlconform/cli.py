@@ -345,7 +345,7 @@ def cmd_run(args):
         # its own process; the threads only wait on them.
         try:
             work(runner)
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+        except BaseException as e:  # handed to the main thread
             failures.append(e)
         finally:
             finished.set()

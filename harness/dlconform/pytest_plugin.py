@@ -212,7 +212,7 @@ def raising_node(tb):
     try:
         positions = list(code.co_positions())[tb.tb_lasti // 2]
         return _nodes_by_span(code.co_filename).get(tuple(positions))
-    except Exception:  # noqa: BLE001 - no positions, no file: unknown
+    except Exception:  # no positions, no file: unknown
         return None
 
 

@@ -635,7 +635,7 @@ def _old_producer():
 def _raises(fn):
     try:
         fn()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return type(e).__name__
     return None
 
@@ -736,7 +736,7 @@ def _vs(**kw):
     try:
         d.__dlpack__(**kw)
         out = "ok"
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         out = type(e).__name__
     names = {d.stream: "own", h: "h"}
     log = [tuple(names.get(v, v) for v in e) for e in _ref.vstream_log(clear=True)]
@@ -749,7 +749,7 @@ def _consume(make, **kw):
     try:
         _ref.from_dlpack(p, **kw)
         out = "ok"
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         out = type(e).__name__
     return out, [c.get("stream", "absent") for c in p.calls]
 

@@ -44,7 +44,7 @@ def _take_pending(_occurred=abi.err_occurred, _lost=LOST):
     ctypes raises what is pending once it returns)."""
     try:
         _occurred()
-    except BaseException as e:  # noqa: BLE001 - whatever the consumer had set
+    except BaseException as e:  # whatever the consumer had set
         _lost.append(e)
 
 
@@ -401,7 +401,7 @@ def attempt(call):
     del LOST[:]
     try:
         return call(), None
-    except Exception as e:  # noqa: BLE001 - the check judges it
+    except Exception as e:  # the check judges it
         if LOST and "without setting an exception" in str(e):
             e = LOST[-1]
         return None, detach(e)

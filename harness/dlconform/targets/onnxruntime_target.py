@@ -29,7 +29,7 @@ class OnnxruntimeTarget(Target):
         try:  # an import may fail in many ways
             import numpy, onnxruntime  # noqa: E401
             from onnxruntime.capi import _pybind_state as native
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise TargetError("cannot import onnxruntime (%s)" % type(e).__name__)
         self.np, self.ort, self.native = numpy, onnxruntime, native.OrtValue
         self.cpu = native.OrtDevice(native.OrtDevice.cpu(), native.OrtDevice.default_memory(), 0)
