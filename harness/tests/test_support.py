@@ -1,5 +1,6 @@
 """Meta-tests of suites/support: the helpers every suite uses, checked against the reference
 (and one of its built-in faults) so that a wrong helper cannot hide a wrong verdict."""
+import importlib
 import json
 import os
 import subprocess
@@ -13,15 +14,16 @@ from dlconform.kit import Check
 if SUITES_DIR not in sys.path:
     sys.path.insert(0, SUITES_DIR)
 
-from support import attempts as tries  # noqa: E402
-from support import dtypes as dty  # noqa: E402
-from support import repros as rp  # noqa: E402
-from support import strategies as hh  # noqa: E402
+from support import attempts as tries
+from support import dtypes as dty
+from support import repros as rp
+from support import strategies as hh
 
 
 def _have_ref():
     try:
-        from dlconform import _probe, _ref  # noqa: F401
+        importlib.import_module("dlconform._probe")
+        importlib.import_module("dlconform._ref")
     except Exception:
         return False
     return True

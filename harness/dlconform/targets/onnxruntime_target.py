@@ -27,7 +27,8 @@ class OnnxruntimeTarget(Target):
     def __init__(self, name=None):
         super().__init__(name or "onnxruntime")
         try:  # an import may fail in many ways
-            import numpy, onnxruntime  # noqa: E401
+            import numpy
+            import onnxruntime
             from onnxruntime.capi import _pybind_state as native
         except Exception as e:
             raise TargetError("cannot import onnxruntime (%s)" % type(e).__name__)
