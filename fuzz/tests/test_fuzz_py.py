@@ -12,14 +12,11 @@ import subprocess
 import sys
 import tempfile
 
-import verdicts as V
+import verdicts as V  # first: it puts harness/ on sys.path
+from dlconform.fuzz import ci, repro, triage
+from dlconform.fuzz import record as R
 
 ROOT = V.ROOT
-sys.path.insert(0, os.path.join(ROOT, "harness"))
-
-from dlconform.fuzz import ci, repro, triage  # noqa: E402
-from dlconform.fuzz import record as R  # noqa: E402
-
 SEEDS = os.path.join(ROOT, "fuzz", "corpus", "seeds")
 
 
