@@ -28,6 +28,8 @@ UNMARKED = "UNMARKED"
 
 class DlconformWarning(pytest.PytestWarning):
     """A clause of the test broke a SHOULD, or the spec is ambiguous (a `warn` verdict)."""
+
+
 _MAX_MESSAGE = 2000
 
 

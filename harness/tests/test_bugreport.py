@@ -3,7 +3,6 @@
 it uses embedded (dlconform.repro.standalone); it runs from a folder with nothing of dlconform
 on the path: the library beside it (ref's native module, pyref inside the script)."""
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -22,8 +22,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from dlconform import HARNESS_DIR, REPO_DIR, SUITES_DIR, _ref, pyref
 
 CHILD = r'''
