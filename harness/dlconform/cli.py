@@ -291,7 +291,8 @@ def cmd_run(args):
     environment = _environment.collect(python, env=env)
     run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
                 "timeout": args.timeout, "target_timeout": args.target_timeout,
-                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
+                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(
+                    timespec="seconds")}
 
     def finish(code):
         if args.known:

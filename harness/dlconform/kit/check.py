@@ -230,7 +230,8 @@ class Check:
         if self.feeds == "valid":
             self.record(clause, breach(self.level(clause)), message)
         else:
-            self.record(clause, "warn", "%s; it is %s: %s" % (message, _FED[self.feeds], _UNSPECIFIED % _FED[self.feeds]))
+            self.record(clause, "warn",
+                        "%s; it is %s: %s" % (message, _FED[self.feeds], _UNSPECIFIED % _FED[self.feeds]))
 
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)

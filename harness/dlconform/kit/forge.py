@@ -211,7 +211,8 @@ class Forge:
             return b""
         if not self.data:
             raise ValueError("NULL data for a non-empty tensor")
-        if self.buffer is not None and (self.byte_offset + e["lo"] < 0 or self.byte_offset + e["hi"] > self.buffer_size):
+        if self.buffer is not None and (self.byte_offset + e["lo"] < 0
+                                        or self.byte_offset + e["hi"] > self.buffer_size):
             raise ValueError("the forged extent leaves the buffer")
         return gather_at(self.data + self.byte_offset, shape, abi.row_major(shape) if strides is None else strides,
                        e["itemsize"])
