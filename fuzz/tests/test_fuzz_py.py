@@ -409,9 +409,10 @@ def _run_producer_target(producer, rec, fault=None):
 def test_producer_target_stream_oracles():
     """The producer target on a CPU tensor exported with an int stream (STR-10): refused by the
     clean ref (BufferError), no finding; accepted (ref fault stream_accepted), STR-10, at SHOULD:
-    stream=-1 is ambiguous and another int is an invalid argument, both warns in the suites; refused with SystemError (stream_systemerror), EXC
-    at MUST; refused with RuntimeError (numpy's "NumPy only supports stream=None"), no finding:
-    STR-10 names no class for the refusal, and ERR-01 leaves bad arguments to other exceptions."""
+    stream=-1 is ambiguous and another int is an invalid argument, both warns in the suites;
+    refused with SystemError (stream_systemerror), EXC at MUST; refused with RuntimeError
+    (numpy's "NumPy only supports stream=None"), no finding: STR-10 names no class for the
+    refusal, and ERR-01 leaves bad arguments to other exceptions."""
     line, rc, out = _run_producer_target("ref", _producer_record(1))
     assert line is None and rc == 0 and "Executed " in out, out[-2000:]
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_accepted")
@@ -421,7 +422,8 @@ def test_producer_target_stream_oracles():
     line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
     assert ci.finding_level("STR-10", line, "MUST") == "SHOULD"
-    cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU device id that is not zero)"
+    cpu_id = ("DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor "
+              "(ambiguous: a CPU device id that is not zero)")
     assert ci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
     assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]

@@ -257,7 +257,8 @@ from dlconform.targets import generic
 generic.buffer_info(bytearray(4))
 from support import capsules
 capsules.name_pointer(__import__("dlconform._ref", fromlist=["_ref"]).Forge().capsule())
-changed = [n for n in names if (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) != before[n]]
+changed = [n for n in names
+           if (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) != before[n]]
 odd = [n for n, f in vars(ctypes.pythonapi).items() if isinstance(f, ctypes._CFuncPtr)
        and (f.restype is not ctypes.c_int or f.argtypes is not None)]
 print(json.dumps({"changed": changed, "odd": odd}))
