@@ -8,13 +8,10 @@
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "harness"))
-
-from dlconform.fuzz import ci  # noqa: E402
+from verdicts import ROOT  # first: it puts harness/ on sys.path
+from dlconform.fuzz import ci
 
 # A consumer whose from_dlpack refuses everything with an exception no refusal may raise:
 # the consumer target's EXC oracle names it on the first input.

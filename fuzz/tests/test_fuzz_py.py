@@ -3,6 +3,7 @@ decoder and memory plan against build/fuzz/dump_record, the dedup-key normalisat
 crash-log triage, reproducers that run without the fuzzer and give the target's verdict for
 the test consumers of fuzz/tests, and fuzz-ci's round loop against a stand-in fuzz binary.
 The seeds and their mutants against ref's faults: test_oracle_agreement.py."""
+import importlib
 import json
 import os
 import random
@@ -11,14 +12,11 @@ import subprocess
 import sys
 import tempfile
 
-import verdicts as V
+import verdicts as V  # first: it puts harness/ on sys.path
+from dlconform.fuzz import ci, repro, triage
+from dlconform.fuzz import record as R
 
 ROOT = V.ROOT
-sys.path.insert(0, os.path.join(ROOT, "harness"))
-
-from dlconform.fuzz import ci, repro, triage  # noqa: E402
-from dlconform.fuzz import record as R  # noqa: E402
-
 SEEDS = os.path.join(ROOT, "fuzz", "corpus", "seeds")
 
 
@@ -411,9 +409,10 @@ def _run_producer_target(producer, rec, fault=None):
 def test_producer_target_stream_oracles():
     """The producer target on a CPU tensor exported with an int stream (STR-10): refused by the
     clean ref (BufferError), no finding; accepted (ref fault stream_accepted), STR-10, at SHOULD:
-    stream=-1 is ambiguous and another int is an invalid argument, both warns in the suites; refused with SystemError (stream_systemerror), EXC
-    at MUST; refused with RuntimeError (numpy's "NumPy only supports stream=None"), no finding:
-    STR-10 names no class for the refusal, and ERR-01 leaves bad arguments to other exceptions."""
+    stream=-1 is ambiguous and another int is an invalid argument, both warns in the suites;
+    refused with SystemError (stream_systemerror), EXC at MUST; refused with RuntimeError
+    (numpy's "NumPy only supports stream=None"), no finding: STR-10 names no class for the
+    refusal, and ERR-01 leaves bad arguments to other exceptions."""
     line, rc, out = _run_producer_target("ref", _producer_record(1))
     assert line is None and rc == 0 and "Executed " in out, out[-2000:]
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_accepted")
@@ -423,13 +422,14 @@ def test_producer_target_stream_oracles():
     line, rc, out = _run_producer_target("ref", _producer_record(-1), "stream_accepted")
     assert line and line.startswith("STR-10: __dlpack__ accepted stream=-1 for a CPU tensor (ambiguous: "), out[-2000:]
     assert ci.finding_level("STR-10", line, "MUST") == "SHOULD"
-    cpu_id = "DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor (ambiguous: a CPU device id that is not zero)"
+    cpu_id = ("DEV-05: __dlpack__ accepted dl_device=(1, 4) for a CPU tensor "
+              "(ambiguous: a CPU device id that is not zero)")
     assert ci.finding_level("DEV-05", cpu_id, "MUST") == "SHOULD"
     line, rc, out = _run_producer_target("ref", _producer_record(1), "stream_systemerror")
     assert line and line.startswith("EXC: __dlpack__ raised SystemError"), out[-2000:]
     assert ci.finding_level("EXC", line, None) == "MUST"
     try:
-        import numpy  # noqa: F401
+        importlib.import_module("numpy")
     except ImportError:
         return
     line, rc, out = _run_producer_target("numpy", _producer_record(1))

@@ -14,14 +14,10 @@ pair counts as unseen, not as a disagreement; the test prints how many there wer
 import concurrent.futures
 import os
 import random
-import sys
 import tempfile
 
-import verdicts as V
-
-sys.path.insert(0, os.path.join(V.ROOT, "harness"))
-
-from dlconform.fuzz import record as R  # noqa: E402
+import verdicts as V  # first: it puts harness/ on sys.path
+from dlconform.fuzz import record as R
 
 SEEDS = os.path.join(V.ROOT, "fuzz", "corpus", "seeds")
 MUTANTS_PER_SEED = 4

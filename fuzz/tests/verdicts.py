@@ -1,5 +1,6 @@
 """Verdicts of the fuzz targets and of their Python reproducers on the same inputs, for
-test_oracle_agreement.py and test_fuzz_py.py.
+test_oracle_agreement.py and test_fuzz_py.py. Importing it puts this checkout's harness/ first
+on sys.path, for them and test_fuzz_ci_env.py to import dlconform from.
 
 A verdict is the clause of the first oracle breach, NO_FINDING, or PLAIN_CRASH (a signal or
 sanitizer report without an oracle line). Inputs go in batches: one process takes a whole
@@ -19,6 +20,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "harness"))
 BUILD = os.path.join(ROOT, "build", "fuzz")
 TESTS = os.path.join(ROOT, "fuzz", "tests")
 NO_FINDING, PLAIN_CRASH = "no finding", "plain crash"

@@ -291,7 +291,8 @@ def cmd_run(args):
     environment = _environment.collect(python, env=env)
     run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
                 "timeout": args.timeout, "target_timeout": args.target_timeout,
-                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds")}
+                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(
+                    timespec="seconds")}
 
     def finish(code):
         if args.known:
@@ -345,7 +346,7 @@ def cmd_run(args):
         # its own process; the threads only wait on them.
         try:
             work(runner)
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+        except BaseException as e:  # handed to the main thread
             failures.append(e)
         finally:
             finished.set()

@@ -28,6 +28,8 @@ UNMARKED = "UNMARKED"
 
 class DlconformWarning(pytest.PytestWarning):
     """A clause of the test broke a SHOULD, or the spec is ambiguous (a `warn` verdict)."""
+
+
 _MAX_MESSAGE = 2000
 
 
@@ -212,7 +214,7 @@ def raising_node(tb):
     try:
         positions = list(code.co_positions())[tb.tb_lasti // 2]
         return _nodes_by_span(code.co_filename).get(tuple(positions))
-    except Exception:  # noqa: BLE001 - no positions, no file: unknown
+    except Exception:  # no positions, no file: unknown
         return None
 
 
@@ -296,15 +298,15 @@ def isolate_items(session, state):
                 records.setdefault(rec["test"], []).append(rec)
             for nodeid, item in wanted.items():
                 item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-                recs = records.get(nodeid) or [Record(target=state.spec, clause=SESSION, verdict=HARNESS_ERROR, test=nodeid,
-                                                      message="the isolated run gave no result for this test",
-                                                      catalogue=state.catalogue)]
+                recs = records.get(nodeid) or [
+                    Record(target=state.spec, clause=SESSION, verdict=HARNESS_ERROR, test=nodeid,
+                           message="the isolated run gave no result for this test", catalogue=state.catalogue)]
                 outcome, longrepr = outcome_for_pytest(item, recs)
                 duration = sum(r["duration"] for r in recs[:1])
                 for when in ("setup", "call", "teardown"):
                     rep = TestReport(item.nodeid, item.location, {}, outcome if when == "call" else "passed",
-                                     longrepr if when == "call" else None, when, [], duration if when == "call" else 0.0,
-                                     list(item.user_properties))
+                                     longrepr if when == "call" else None, when, [],
+                                     duration if when == "call" else 0.0, list(item.user_properties))
                     item.ihook.pytest_runtest_logreport(report=rep)
                 item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
             if session.shouldfail or session.shouldstop:

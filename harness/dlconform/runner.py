@@ -414,7 +414,8 @@ class Runner:
             if not restart:
                 break
             if time.monotonic() >= deadline:
-                run.notes.append("per-target limit of %gs reached; the remaining tests did not run" % self.target_timeout)
+                run.notes.append("per-target limit of %gs reached; the remaining tests did not run"
+                                 % self.target_timeout)
                 break
             if run.attempts > self.max_restarts:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)

@@ -1,5 +1,14 @@
 """Session fixtures shared by the harness's own tests."""
+import os
+import sys
+
 import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The folders of the scripts that test_ci_recipes.py imports: .ci/library/check (gha) and
+# fuzz/oss-fuzz (bundle).
+sys.path.insert(0, os.path.join(ROOT, ".ci", "library", "check"))
+sys.path.insert(0, os.path.join(ROOT, "fuzz", "oss-fuzz"))
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,6 @@ from dlconform import bench as _bench
 from dlconform.runner import child_env
 
 
-
 def test_bench_loops_direct():
     from dlconform import _ref
 

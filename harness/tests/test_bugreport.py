@@ -3,7 +3,6 @@
 it uses embedded (dlconform.repro.standalone); it runs from a folder with nothing of dlconform
 on the path: the library beside it (ref's native module, pyref inside the script)."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -92,8 +91,9 @@ def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
 def test_standalone_reproducers_against_host_torch(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "torch", "--clause", "LAY-03,OWN-03,STR-10,CAP-07",
-                    "--out", str(out), "-q"], env=fr._env(), capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "torch",
+                    "--clause", "LAY-03,OWN-03,STR-10,CAP-07", "--out", str(out), "-q"],
+                   env=fr._env(), capture_output=True, timeout=300)
     results = json.loads((out / "results.json").read_text())
     paths = bugreport.write(results, str(tmp_path / "reports"))
     scripts = [s for s in (bugreport.standalone_script(open(p).read()) for p in paths) if s]

@@ -9,14 +9,10 @@ import tempfile
 
 import pytest
 
+import bundle  # fuzz/oss-fuzz, on sys.path by conftest.py
+import gha  # .ci/library/check, on sys.path by conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHECK = os.path.join(ROOT, ".ci", "library", "check")
-sys.path.insert(0, CHECK)
-sys.path.insert(0, os.path.join(ROOT, "fuzz", "oss-fuzz"))
-
-import bundle  # noqa: E402
-import gha  # noqa: E402
-
 WORKFLOWS = [".ci/library/dlpack.yml", "fuzz/ci/github-fuzz.yml", ".ci/matrix.example.yml"]
 STEPS = os.path.join(ROOT, ".ci", "library", "steps.sh")
 

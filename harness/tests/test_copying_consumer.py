@@ -15,7 +15,8 @@ CLAUSES = ["SEM-01", "OWN-03", "CPY-06", "CPY-07", "CAP-03", "LAY-04", "FLG-03"]
 
 
 def _run(tmp_path, bug=""):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(REPO / "harness" / "tests" / "libs")]),
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(REPO / "harness" / "tests" / "libs")]),
                BYTECOPY_BUG=bug)
     out = tmp_path / ("run-" + (bug or "clean"))
     args = [sys.executable, "-m", "dlconform", "run", "--target", "bytecopy", "--out", str(out), "-q"]

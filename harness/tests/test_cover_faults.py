@@ -14,7 +14,8 @@ import tempfile
 
 from dlconform import HARNESS_DIR, REPO_DIR
 
-#: "fault spec | suite file | test function | clause it must make non-pass", one a line
+#: "fault spec | suite file | test function | clause it must make non-pass", one a line (a
+#: backslash at the end of a line here joins it to the next)
 TABLE = """
 ref:fault=consumer_reads_major2 | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
 ref:fault=consumer_reads_major2 | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | VER-08
@@ -44,9 +45,12 @@ ref:fault=consumer_accepts_used | test_fuzz_seeds.py | test_consumer_shared_fuzz
 ref:fault=consumer_no_rename | test_refusals.py | test_consumer_plain_import_on_every_route | CAP-03
 ref:fault=consumer_double_delete | test_refusals.py | test_consumer_plain_import_on_every_route | OWN-03
 ref:fault=consumer_copies_always | test_refusals.py | test_consumer_plain_import_on_every_route | SEM-01
-ref:fault=stream_versioned_accepted | test_keywords.py | test_producer_refuses_bad_keywords_in_every_combination | STR-10
-pyref:fault=dl_device_unchecked_on_copy | test_keywords.py | test_producer_refuses_bad_keywords_in_every_combination | DEV-05
-pyref:fault=dl_device_unchecked_on_copy | test_keywords.py | test_producer_refuses_devices_it_cannot_serve_in_every_combination | DEV-05
+ref:fault=stream_versioned_accepted | test_keywords.py | \
+test_producer_refuses_bad_keywords_in_every_combination | STR-10
+pyref:fault=dl_device_unchecked_on_copy | test_keywords.py | \
+test_producer_refuses_bad_keywords_in_every_combination | DEV-05
+pyref:fault=dl_device_unchecked_on_copy | test_keywords.py | \
+test_producer_refuses_devices_it_cannot_serve_in_every_combination | DEV-05
 ref:fault=ignore_max_version | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-02
 ref:fault=version_wrong | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-03
 ref:fault=old_major_versioned | test_keywords.py | test_producer_honours_every_valid_keyword_combination | VER-04
@@ -54,7 +58,8 @@ ref:fault=device_mismatch | test_keywords.py | test_producer_honours_every_valid
 ref:fault=dl_device_cpu_refused | test_keywords.py | test_producer_honours_every_valid_keyword_combination | DEV-06
 ref:fault=copy_ignored | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-01
 ref:fault=copy_false_copies | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-02
-pyref:fault=copy_none_versioned_copies | test_keywords.py | test_producer_honours_every_valid_keyword_combination | CPY-03
+pyref:fault=copy_none_versioned_copies | test_keywords.py | \
+test_producer_honours_every_valid_keyword_combination | CPY-03
 ref:fault=copy_unflagged | test_keywords.py | test_producer_honours_every_valid_keyword_combination | FLG-04
 ref:fault=legacy_capsule_name | test_fields.py | test_producer_fields_on_every_path | CAP-01
 ref:fault=versioned_capsule_name | test_fields.py | test_producer_fields_on_every_path | CAP-02

@@ -22,8 +22,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from dlconform import HARNESS_DIR, REPO_DIR, SUITES_DIR, _ref, pyref
 
 CHILD = r'''
@@ -115,7 +113,8 @@ def test_suite_and_fuzz_oracles_agree_on_the_shared_seeds():
 # ---- every confirmed class of finding has suite checks -------------------------------------
 #: clause of a fuzz/known key -> the suite checks (file::function) that fail on that class
 FLOW_BACK = {
-    "CAP-03": ["test_refusals.py::test_consumer_refusal_and_deleter", "test_capsule.py::test_import_legacy_from_foreign_producer"],
+    "CAP-03": ["test_refusals.py::test_consumer_refusal_and_deleter",
+               "test_capsule.py::test_import_legacy_from_foreign_producer"],
     "CPY-06": ["test_copy.py::test_consumer_copy_keyword", "test_fuzz_seeds.py::test_consumer_shared_fuzz_seed"],
     "CPY-08": ["test_device.py::test_consumer_device_cpu_impossible_is_buffererror"],
     "DEV-05": ["test_device.py::test_impossible_dl_device_raises_buffererror",
@@ -130,15 +129,19 @@ FLOW_BACK = {
     # the fuzz target labels accepted NULL data for elements LAY-01; the suite's rule is LAY-04
     "LAY-01": ["test_refusals.py::test_consumer_refusal_and_deleter"],
     "LAY-03": ["test_layout.py::test_consumer_honours_byte_offset"],
-    "LAY-09": ["test_layout.py::test_consumer_refuses_null_shape_with_ndim", "test_layout.py::test_consumer_refuses_negative_ndim",
+    "LAY-09": ["test_layout.py::test_consumer_refuses_null_shape_with_ndim",
+               "test_layout.py::test_consumer_refuses_negative_ndim",
                "test_refusals.py::test_consumer_refusal_and_deleter"],
     "LAY-10": ["test_layout.py::test_consumer_huge_shape", "test_refusals.py::test_consumer_refusal_and_deleter"],
-    "OWN-03": ["test_refusals.py::test_consumer_refusal_and_deleter", "test_layout.py::test_consumer_zero_size_null_data"],
+    "OWN-03": ["test_refusals.py::test_consumer_refusal_and_deleter",
+               "test_layout.py::test_consumer_zero_size_null_data"],
     "STR-10": ["test_stream.py::test_cpu_producer_refuses_int_streams",
                "test_keywords.py::test_producer_refuses_bad_keywords_in_every_combination"],
     "VER-06": ["test_versioning.py::test_consumer_retries_for_every_keyword"],
-    "VER-08": ["test_versioning.py::test_consumer_refuses_other_major", "test_refusals.py::test_consumer_refusal_and_deleter"],
-    "VER-09": ["test_dtype.py::test_consumer_refuses_unknown_dtype_codes", "test_versioning.py::test_consumer_newer_minor",
+    "VER-08": ["test_versioning.py::test_consumer_refuses_other_major",
+               "test_refusals.py::test_consumer_refusal_and_deleter"],
+    "VER-09": ["test_dtype.py::test_consumer_refuses_unknown_dtype_codes",
+               "test_versioning.py::test_consumer_newer_minor",
                "test_refusals.py::test_consumer_ruled_dtype_refusals_and_deleter"],
     "XAPI-04": ["test_exchange_api.py::test_consumer_looks_on_the_type"],
     "XAPI-06": ["test_exchange_api.py::test_consumer_checks_the_major"],

@@ -50,7 +50,7 @@ def _answer(fn, *args):
     """fn(*args), or the exception's class and message."""
     try:
         return fn(*args)
-    except Exception as e:  # noqa: BLE001 - the answer compared is the exception
+    except Exception as e:  # the answer compared is the exception
         return (type(e).__name__, str(e))
 
 
@@ -69,7 +69,8 @@ def test_inspect_extent_and_elements_match_the_probe(layout):
         return
     assert not isinstance(ours, tuple), (kw, ours)
     fill = bytes(range(256)) * 8
-    ours, theirs = kit.Forge(**dict(kw, fill=fill[:ours.buffer_size])), _ref.Forge(**dict(kw, fill=fill[:theirs.buffer_size]))
+    ours, theirs = (kit.Forge(**dict(kw, fill=fill[:ours.buffer_size])),
+                    _ref.Forge(**dict(kw, fill=fill[:theirs.buffer_size])))
     assert ours.buffer_size == theirs.buffer_size, kw
     a, b = ours.capsule(), theirs.capsule()
     for probe in (kit, _probe):  # each reader on each forge's capsule
@@ -152,7 +153,8 @@ def test_forge_memory_outlives_the_forge_while_a_tensor_is_out():
 def test_gather_and_elements_match_the_probe():
     buf = (ctypes.c_uint8 * 64)(*range(64))
     at = ctypes.addressof(buf)
-    for shape, strides, item in [((2, 3), (3, 1), 2), ((2, 3), (1, 2), 4), ((3,), (-2,), 1), ((0, 2), None, 4), ((), (), 8)]:
+    for shape, strides, item in [((2, 3), (3, 1), 2), ((2, 3), (1, 2), 4), ((3,), (-2,), 1), ((0, 2), None, 4),
+                                 ((), (), 8)]:
         base = at + 32 if strides and min(strides) < 0 else at
         assert _answer(kit.gather, base, shape, strides, item) == _answer(_probe.gather, base, shape, strides, item)
     assert kit.elements({"ptr": at, "shape": (2, 2), "strides": (1, 2), "itemsize": 1}) == bytes([0, 2, 1, 3])

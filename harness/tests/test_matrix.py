@@ -27,7 +27,8 @@ def results_doc(libs, records, **extra):
     targets = {lib: {"status": "ran", "reason": "", "roles": ["consumer", "producer"], "versions": {lib: v}}
                for lib, v in libs.items()}
     doc = {"schema": "dlconform-results/1", "generated": "2026-01-01T00:00:00+00:00",
-           "environment": {"python": {"version": "3.11.2", "implementation": "CPython", "executable": "/usr/bin/python3"},
+           "environment": {"python": {"version": "3.11.2", "implementation": "CPython",
+                                      "executable": "/usr/bin/python3"},
                            "platform": "Linux-x", "machine": "x86_64", "libraries": dict(libs),
                            "dlpack_header": [1, 3], "dlconform": {"version": "0.1.0", "git": "abc123"}},
            "run": {"argv": ["run"], "exit_status": 1, "duration": 2.0}, "targets": targets,
@@ -89,7 +90,8 @@ def test_conflicts_and_duplicates_are_shown(tmp_path):
     assert not errors and len(doc["results"]) == 4     # nothing dropped
     assert len(doc["conflicts"]) == 1 and len(doc["duplicates"]) == 1
     c = doc["conflicts"][0]
-    assert (c["target"], c["version"], c["clause"], c["test"]) == ("numpy", "1.24.2", "CAP-02", "test_capsule.py::test_rename")
+    assert (c["target"], c["version"], c["clause"], c["test"]) == ("numpy", "1.24.2", "CAP-02",
+                                                                   "test_capsule.py::test_rename")
     assert c["verdicts"] == {"pass": ["s0"], "fail": ["s1"]}
     assert doc["duplicates"][0]["clause"] == "CAP-01"
     view = matrix_view.build(doc)
@@ -97,7 +99,8 @@ def test_conflicts_and_duplicates_are_shown(tmp_path):
     assert cell[2] == "fail" and cell[6] == 1 and len(cell[5]) == 2   # both sides open from the cell
     md = matrix_md.render(doc, view)
     conflicts = md.split("## Conflicts")[1].split("##")[0]
-    assert "| numpy | 1.24.2 | CAP-02 | test_capsule.py::test_rename | pass: s0 (bookworm); fail: s1 (host) |" in conflicts
+    assert ("| numpy | 1.24.2 | CAP-02 | test_capsule.py::test_rename | pass: s0 (bookworm); fail: s1 (host) |"
+            in conflicts)
     assert "**FAIL** 1/2 ≠" in md
     page = html.render(doc, view)
     assert '"n_conflicts":1' in page
@@ -120,8 +123,10 @@ def test_same_source_repeats_are_not_conflicts(tmp_path):
     ('{"schema": "dlconform-results/1", "environment": [], "results": []}', "environment", "expected an object"),
     ('{"schema": "dlconform-results/1", "results": [{"target": "numpy", "clause": "CAP-01", "verdict": "pass"},'
      ' {"target": "numpy", "clause": "CAP-02", "verdict": "great"}]}', "results[1].verdict", "unknown verdict 'great'"),
-    ('{"schema": "dlconform-results/1", "results": [{"target": "numpy", "verdict": "pass"}]}', "results[0].clause", "missing"),
-    ('{"schema": "dlconform-results/1", "results": [{"target": 3, "clause": "C", "verdict": "pass"}]}', "results[0].target", "expected a string"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": "numpy", "verdict": "pass"}]}',
+     "results[0].clause", "missing"),
+    ('{"schema": "dlconform-results/1", "results": [{"target": 3, "clause": "C", "verdict": "pass"}]}',
+     "results[0].target", "expected a string"),
     ('{"schema": "dlconform-results/1", "results": [{"target": "t", "clause": "C", "verdict": "pass", "message": 5}]}',
      "results[0].message", "expected a string"),
     ('{"schema": "dlconform-run-failure/1", "stage": "build"}', "tier", "missing"),
@@ -267,10 +272,12 @@ def test_robustness_counts_crashes_on_invalid_input(tmp_path):
             rec("numpy", "LAY-11", "crash", role="consumer", test="t3"),
             rec("numpy", "LAY-03", "pass", role="consumer", input="valid")]
     doc, _ = merge.merge([write(tmp_path, "sid", results_doc({"numpy": "2.4.6"}, recs)),
-                          write(tmp_path, "trixie", results_doc({"numpy": "2.2.4"}, [rec("numpy", "LAY-03", "crash")]))])
+                          write(tmp_path, "trixie",
+                                results_doc({"numpy": "2.2.4"}, [rec("numpy", "LAY-03", "crash")]))])
     view = matrix_view.build(doc)
     by_version = {view["columns"][h["col"]]["version"]: h["robustness"] for h in view["headlines"]}
-    assert by_version == {"2.4.6": 2, "2.2.4": 0}      # graded (the library carries `input`); a valid-input crash is not counted
+    # graded (the library carries `input`); a valid-input crash is not counted
+    assert by_version == {"2.4.6": 2, "2.2.4": 0}
     md = matrix_md.render(doc, view)
     assert "robustness: 2 crashes" in md and "robustness: 0 crashes" in md
 

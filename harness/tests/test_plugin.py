@@ -89,7 +89,8 @@ def run_child(tmp_path, target=FAKE, extra=(), src=SUITE):
     env = child_env()
     env["DLC_SENTINEL"] = str(tmp_path / "sentinel")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p", "dlconform.pytest_plugin", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p", "dlconform.pytest_plugin",
+         "-p", "no:cacheprovider",
          "--dlc-target", target, "--dlc-results", str(results)] + list(extra),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=suite, timeout=60,
     )

@@ -1125,7 +1125,7 @@ def test_torch_capsule_consume():
 def test_torch_consumes_instrumented_capsule():
     # The trampoline stays transparent for a real consumer: torch calls it when its tensor
     # dies (OWN-03).
-    torch = torch_or_skip()
+    torch_or_skip()
     np = numpy_or_skip()
     from torch.utils import dlpack as tdl
     a = np.arange(5, dtype=np.float32)
@@ -1138,7 +1138,6 @@ def test_torch_consumes_instrumented_capsule():
     del t
     gc.collect()
     assert tr.calls == 1 and tr.forwarded == 1
-
 
 
 # ---- the reference producer (dlconform._ref), when built --------------------------------

@@ -1,5 +1,6 @@
 """Meta-tests of suites/support: the helpers every suite uses, checked against the reference
 (and one of its built-in faults) so that a wrong helper cannot hide a wrong verdict."""
+import importlib
 import json
 import os
 import subprocess
@@ -13,15 +14,16 @@ from dlconform.kit import Check
 if SUITES_DIR not in sys.path:
     sys.path.insert(0, SUITES_DIR)
 
-from support import attempts as tries  # noqa: E402
-from support import dtypes as dty  # noqa: E402
-from support import repros as rp  # noqa: E402
-from support import strategies as hh  # noqa: E402
+from support import attempts as tries
+from support import dtypes as dty
+from support import repros as rp
+from support import strategies as hh
 
 
 def _have_ref():
     try:
-        from dlconform import _probe, _ref  # noqa: F401
+        importlib.import_module("dlconform._probe")
+        importlib.import_module("dlconform._ref")
     except Exception:
         return False
     return True
@@ -255,7 +257,8 @@ from dlconform.targets import generic
 generic.buffer_info(bytearray(4))
 from support import capsules
 capsules.name_pointer(__import__("dlconform._ref", fromlist=["_ref"]).Forge().capsule())
-changed = [n for n in names if (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) != before[n]]
+changed = [n for n in names
+           if (getattr(ctypes.pythonapi, n).restype, getattr(ctypes.pythonapi, n).argtypes) != before[n]]
 odd = [n for n, f in vars(ctypes.pythonapi).items() if isinstance(f, ctypes._CFuncPtr)
        and (f.restype is not ctypes.c_int or f.argtypes is not None)]
 print(json.dumps({"changed": changed, "odd": odd}))

@@ -16,7 +16,8 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 def _have_ref():
     try:
-        from dlconform import _probe, _ref  # noqa: F401
+        importlib.import_module("dlconform._probe")
+        importlib.import_module("dlconform._ref")
     except Exception:
         return False
     return True

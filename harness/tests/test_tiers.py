@@ -329,8 +329,11 @@ def test_fuzz_ci_usage_errors_are_one_line_and_touch_nothing(env, why, tmp_path)
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_fuzz_ci_dispatches_to_the_tier_only_with_tier_set():
     env = {k: v for k, v in os.environ.items() if k not in ("TIER", "MAKEFLAGS", "MFLAGS")}
-    run = lambda *a: subprocess.run(["make", "-n", "--no-print-directory", "fuzz-ci", *a], capture_output=True,
-                                    text=True, cwd=REPO, timeout=60, env=env)
+
+    def run(*a):
+        return subprocess.run(["make", "-n", "--no-print-directory", "fuzz-ci", *a], capture_output=True,
+                              text=True, cwd=REPO, timeout=60, env=env)
+
     proc = run("TIER=sid", "TARGET=numpy", "FUZZ_SECONDS=600", "FUZZ_CI_ARGS=--max-rounds 50")
     assert proc.returncode == 0, proc.stderr
     assert "tier.sh fuzz-ci 'sid'" in proc.stdout

@@ -352,7 +352,8 @@ def render_md(s):
                  s["executions"], s["fuzz_seconds"], s["exec_per_s"], s["rounds"], len(s["findings"]), s["new"],
                  s["known_file"] or "none"), ""]
     if s["findings"]:
-        lines += ["| new | clause | level | kind | after (s) | key | reproducer |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| new | clause | level | kind | after (s) | key | reproducer |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for f in s["findings"]:
             lines.append("| %s | %s | %s | %s | %s | `%s` | `%s` |" % (
                 "yes" if f["new"] else "known", f["clause"], f["level"], f["kind"], f["found_after"],

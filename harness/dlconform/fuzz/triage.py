@@ -8,9 +8,11 @@ sanitizer, libFuzzer, libc, CPython or harness frames.
 import os
 import re
 
-SKIP_FRAME = re.compile(r"^(__sanitizer|__asan|__pthread_kill|__gxx_personality|_Unwind_|pthread_kill|__GI_|__ubsan|__interceptor|__lsan|fuzzer::|abort$|raise$|__libc|gsignal|"
-                        r"LLVMFuzzer|dlc_|_Py|Py(?!Array|UFunc|DataMem)|std::|__cxa|__gnu_cxx|__clone|start_thread|_start$|main$|"
-                        r"malloc$|calloc$|realloc$|operator new|method_vectorcall|cfunction_|vectorcall|slot_tp|call_function|wrap_|object_vacall)")
+SKIP_FRAME = re.compile(r"^(__sanitizer|__asan|__pthread_kill|__gxx_personality|_Unwind_|pthread_kill|__GI_|__ubsan|"
+                        r"__interceptor|__lsan|fuzzer::|abort$|raise$|__libc|gsignal|"
+                        r"LLVMFuzzer|dlc_|_Py|Py(?!Array|UFunc|DataMem)|std::|__cxa|__gnu_cxx|__clone|start_thread|"
+                        r"_start$|main$|malloc$|calloc$|realloc$|operator new|method_vectorcall|cfunction_|vectorcall|"
+                        r"slot_tp|call_function|wrap_|object_vacall)")
 FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?)(?: (/\S+?)(?::\d+)*(?::\d+)?)?$")
 FRAME_MOD = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ +\((\S+?)\+(0x[0-9a-f]+)\)")
 RUNTIME_MODULES = ("libc.so", "libpython", "libstdc++", "libgcc_s", "consumer.", "validator.", "producer.")

@@ -85,7 +85,8 @@ def _tensor_of(capsule):
     name, kind, pointer, _ = _read(capsule)
     if kind not in ("legacy", "versioned"):
         raise ValueError("capsule named %s is %s: it is not dereferenced (CAP-04)" % (
-            "NULL" if name is None else "'%s'" % name, "already consumed" if kind == "used" else "not a DLPack capsule"))
+            "NULL" if name is None else "'%s'" % name,
+            "already consumed" if kind == "used" else "not a DLPack capsule"))
     return _readable_tensor(_struct(pointer, kind), kind)
 
 

@@ -213,7 +213,7 @@ class Check:
     def equal(self, actual, expected, clause, message=""):
         try:
             ok = bool(actual == expected)
-        except Exception:  # noqa: BLE001 - values that cannot be compared differ
+        except Exception:  # values that cannot be compared differ
             ok = False
         if ok:
             return self.that(True, clause)
@@ -230,7 +230,8 @@ class Check:
         if self.feeds == "valid":
             self.record(clause, breach(self.level(clause)), message)
         else:
-            self.record(clause, "warn", "%s; it is %s: %s" % (message, _FED[self.feeds], _UNSPECIFIED % _FED[self.feeds]))
+            self.record(clause, "warn",
+                        "%s; it is %s: %s" % (message, _FED[self.feeds], _UNSPECIFIED % _FED[self.feeds]))
 
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)
@@ -293,7 +294,7 @@ def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
         return
     except Warn as e:
         stop(focus or e.clause, "warn", e.message or str(e))
-    except BaseException as e:  # noqa: BLE001 - the check's verdict on any other exception
+    except BaseException as e:  # the check's verdict on any other exception
         if also:
             import traceback
 

@@ -44,7 +44,7 @@ def _take_pending(_occurred=abi.err_occurred, _lost=LOST):
     ctypes raises what is pending once it returns)."""
     try:
         _occurred()
-    except BaseException as e:  # noqa: BLE001 - whatever the consumer had set
+    except BaseException as e:  # whatever the consumer had set
         _lost.append(e)
 
 
@@ -211,7 +211,8 @@ class Forge:
             return b""
         if not self.data:
             raise ValueError("NULL data for a non-empty tensor")
-        if self.buffer is not None and (self.byte_offset + e["lo"] < 0 or self.byte_offset + e["hi"] > self.buffer_size):
+        if self.buffer is not None and (self.byte_offset + e["lo"] < 0
+                                        or self.byte_offset + e["hi"] > self.buffer_size):
             raise ValueError("the forged extent leaves the buffer")
         return gather_at(self.data + self.byte_offset, shape, abi.row_major(shape) if strides is None else strides,
                        e["itemsize"])
@@ -401,7 +402,7 @@ def attempt(call):
     del LOST[:]
     try:
         return call(), None
-    except Exception as e:  # noqa: BLE001 - the check judges it
+    except Exception as e:  # the check judges it
         if LOST and "without setting an exception" in str(e):
             e = LOST[-1]
         return None, detach(e)

@@ -106,7 +106,7 @@ def _call(fn, name, wrote, *args):
     output, which with an exception pending leaves its return code unknown."""
     try:
         return fn(*args), None
-    except Exception as e:  # noqa: BLE001 - what the producer set
+    except Exception as e:  # what the producer set
         if wrote():
             raise RuntimeError("%s wrote its output and left %s pending: ctypes drops the return code, so the "
                                "kit cannot tell a failure from a success with an exception set" % (name, describe(e)))

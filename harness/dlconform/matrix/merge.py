@@ -364,7 +364,8 @@ def merge(args, catalogue_path=None, generated=None):
             if "performance" in src:
                 performance[sid] = src["performance"]
             if src.get("kind") == "failure":
-                failures.append({"source": sid, "tier": src.get("tier", "?"), "machine": (src.get("machine") or {}).get("name"),
+                failures.append({"source": sid, "tier": src.get("tier", "?"),
+                                 "machine": (src.get("machine") or {}).get("name"),
                                  "stage": src.get("stage"), "exit_status": src.get("exit_status"),
                                  "message": src.get("message", ""), "log": src.get("log", "")})
             for r in recs:

@@ -233,7 +233,8 @@ def main(argv=None):
     ap.add_argument("--tier-dir", default=os.environ.get("TIER_DIR") or os.path.expanduser("~/.cache/dlconform/tiers"))
     ap.add_argument("--machine", default=socket.gethostname() or "this machine", help="machine name in the provenance")
     ap.add_argument("--run-timeout", type=int, default=1800, help="wall limit per tier run, s (default 1800)")
-    ap.add_argument("--jobs", type=int, default=3, help="runs at a time (default 3: sid, trixie, and bookworm then host)")
+    ap.add_argument("--jobs", type=int, default=3,
+                    help="runs at a time (default 3: sid, trixie, and bookworm then host)")
     ap.add_argument("--make", default=os.environ.get("MAKE", "make"))
     ap.add_argument("--publish", action="store_true", help="run nothing; merge the latest runs")
     ap.add_argument("--allow-dirty", action="store_true", help="run from a tree with changes (revision -dirty)")

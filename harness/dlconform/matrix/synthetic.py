@@ -71,7 +71,8 @@ def results_docs(n=100000, seed=1, tiers=TIERS, tests_per_clause=None):
                     if v != "pass":
                         rec["message"] = "%s: %s on %s %s (case %d): the check saw %s" % (
                             cid, v, lib, ver, t, rng.choice(("strides (4, 1) for shape (2, 2)", "a NULL deleter",
-                                                             "capsule name 'dltensor'", "BufferError", "byte offset 3")))
+                                                             "capsule name 'dltensor'", "BufferError",
+                                                             "byte offset 3")))
                         rec["repro"] = "import %s\nfrom dlconform import _probe\nx = %s.ones((2, 2))\n" \
                                        "print(_probe.inspect(x.__dlpack__()))  # %s case %d" % (lib, lib, cid, t)
                     if v in ("crash", "timeout"):

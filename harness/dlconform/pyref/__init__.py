@@ -2,8 +2,9 @@
 
 It exchanges arrays with any DLPack library: `Array.__dlpack__` and `__dlpack_device__`
 export them (producer), `from_dlpack` imports anything that offers both (consumer). The
-structs of dlpack.h v1.3 are dlconform's one ctypes declaration of them (`pyref.dlpack`, dlconform.kit.abi); capsules go through
-`ctypes.pythonapi`. Storage is ctypes buffers pyref owns, or memory it imported.
+structs of dlpack.h v1.3 are dlconform's one ctypes declaration of them (`pyref.dlpack`,
+dlconform.kit.abi); capsules go through `ctypes.pythonapi`. Storage is ctypes buffers pyref
+owns, or memory it imported.
 
     >>> import pyref
     >>> x = pyref.frombuffer(bytes(24), "float32", (2, 3))

@@ -5,7 +5,7 @@ The JSON schema is documented in reports/README.md.
 import os
 import tempfile
 
-from . import json_report, junit, markdown  # noqa: F401
+from . import json_report, junit, markdown
 
 
 def atomic_write(path, text):

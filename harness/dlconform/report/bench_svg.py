@@ -70,7 +70,8 @@ def render(perf):
                 out.append('<text x="%.1f" y="%.1f" font-size="8" fill="#999999" text-anchor="middle">-</text>'
                            % (x + bar_w / 2, top + plot_h - 2))
                 continue
-            out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.3g ns</title></rect>'
+            out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s">'
+                       '<title>%s %s: %.3g ns</title></rect>'
                        % (x + 1, y(v), bar_w - 2, top + plot_h - y(v), COLORS[pi], escape(spec), escape(legend), v))
             rv = _value(ref, fid) if ref else None
             if rv is not None:
@@ -93,9 +94,11 @@ def render(perf):
         out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>' % (lx, yy - 9, COLORS[pi]))
         out.append('<text x="%d" y="%d">%s</text>' % (lx + 14, yy, escape(legend)))
     yy = ly + 34
-    out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#000000" stroke-width="2"/>' % (left, left + 12, yy - 4, yy - 4))
+    out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#000000" stroke-width="2"/>'
+               % (left, left + 12, yy - 4, yy - 4))
     out.append('<text x="%d" y="%d">ref, same path (the reference)</text>' % (left + 16, yy))
-    out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#444444" stroke-dasharray="4 3"/>' % (left + 215, left + 227, yy - 4, yy - 4))
+    out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#444444" stroke-dasharray="4 3"/>'
+               % (left + 215, left + 227, yy - 4, yy - 4))
     out.append('<text x="%d" y="%d">no-op baseline; figures comparable within one run on one machine only</text>'
                % (left + 231, yy))
     out.append("</svg>")

@@ -46,7 +46,7 @@ def _catalogue(doc):
     path = os.path.join(suites, "clauses.json") if suites else None
     try:
         return catalogue.Catalogue.load(path if path and os.path.isfile(path) else None)
-    except Exception:  # noqa: BLE001 - a report is still written without the catalogue
+    except Exception:  # a report is still written without the catalogue
         return None
 
 

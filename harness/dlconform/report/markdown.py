@@ -118,7 +118,8 @@ def render(doc):
     known = (doc.get("run") or {}).get("known")
     if known:
         n = sum(1 for r in results if r.get("known"))
-        lines += ["## Known failures", "", "%d findings are listed in %s and do not fail the run." % (n, known["file"]), ""]
+        lines += ["## Known failures", "",
+                  "%d findings are listed in %s and do not fail the run." % (n, known["file"]), ""]
         if known.get("fixed"):
             lines += ["Fixed: these lines match no finding any more; remove them from the file:", ""]
             lines += ["- `%s`" % line for line in known["fixed"]] + [""]

@@ -103,7 +103,8 @@ def headline(view):
             lines.append("| [%s](#lib-%s) | [%s](#%s) | %s | %s | %s | %s | %s |" % (
                 _cell(col["lib"]), matrix_findings.slug(col["lib"]), _cell(col["version"]), head["anchor"],
                 _cell(", ".join(t or "?" for t in col["tiers"])), _must(head, "producer"), _must(head, "consumer"),
-                _robustness(head), _counts(head, "findings-" + matrix_findings.slug(col["lib"]) if head["findings"] else None)))
+                _robustness(head),
+                _counts(head, "findings-" + matrix_findings.slug(col["lib"]) if head["findings"] else None)))
     lines.append("")
     return lines
 
@@ -161,7 +162,8 @@ def _finding(view, anchors, title, verdicts, details, upstream, clause_row=None)
     """One finding heading (with the anchors of every version it covers), the clause text,
     the upstream context and the records."""
     lines = [" ".join(_anchor(a) for a in anchors), "",
-             "#### %s: %s" % (_cell(title), "; ".join("%s in %s" % (SHORT.get(v, v), ", ".join(vs)) if vs else SHORT.get(v, v)
+             "#### %s: %s" % (_cell(title), "; ".join("%s in %s" % (SHORT.get(v, v), ", ".join(vs)) if vs
+                                                       else SHORT.get(v, v)
                                                        for v, vs in verdicts)), ""]
     if clause_row and clause_row["text"]:
         lines += ["> " + _cell(clause_row["text"], 240), ""]
@@ -189,7 +191,8 @@ def _library_findings(view, lib):
         ups = []
         for f in fs:
             ups += [u for u in f["upstream"] if u not in ups]
-        lines += _finding(view, [f["anchor"] for f in fs], "%s %s %s (%s)" % (lib["name"], role, row["clause"], row["level"]),
+        lines += _finding(view, [f["anchor"] for f in fs],
+                          "%s %s %s (%s)" % (lib["name"], role, row["clause"], row["level"]),
                           verdicts, [d for f in fs for d in f["details"]], ups, row)
     return lines
 
@@ -244,7 +247,8 @@ def interop_section(view):
     tier_of = {k: t for t in view["interop"] for k in t["cells"]}
     for f in sorted(view["interop_findings"], key=lambda f: _order(f["verdict"])):
         cell, t = view["cells"][f["cell"]], tier_of[f["cell"]]
-        lines += _finding(view, [f["anchor"]], "interop %s: %s → %s" % (t["tier"], t["producers"][cell[1]], t["consumers"][cell[0]]),
+        lines += _finding(view, [f["anchor"]],
+                          "interop %s: %s → %s" % (t["tier"], t["producers"][cell[1]], t["consumers"][cell[0]]),
                           [(f["verdict"], [])], f["details"], f["upstream"])
     return lines
 
@@ -259,14 +263,17 @@ def history_section(view):
         if len(hc) < 2:
             lines += ["One version only (%s); nothing to compare." % _cell(_col_title(hc[0])), ""]
             continue
-        lines += ["%d regressions, %d fixes; %d clauses unchanged." % (h["regressions"], h["fixes"], h["unchanged"]), ""]
+        lines += ["%d regressions, %d fixes; %d clauses unchanged."
+                  % (h["regressions"], h["fixes"], h["unchanged"]), ""]
         if not h["rows"]:
             continue
-        lines += ["| clause | level | " + " | ".join(_cell("%s (%s)" % (c["version"], ", ".join(c["tiers"]))) for c in hc) + " |",
+        lines += ["| clause | level | "
+                  + " | ".join(_cell("%s (%s)" % (c["version"], ", ".join(c["tiers"]))) for c in hc) + " |",
                   "| --- | --- | " + " | ".join("---" for _ in hc) + " |"]
         for hr in h["rows"]:
             row = view["rows"][hr["row"]]
-            cells = [("↓ " if ch == "regressed" else "↑ " if ch == "fixed" else "") + (_cell_text(view, ref) if ref is not None else "")
+            cells = [("↓ " if ch == "regressed" else "↑ " if ch == "fixed" else "")
+                     + (_cell_text(view, ref) if ref is not None else "")
                      for ref, ch in zip(hr["cells"], hr["changes"])]
             lines.append("| %s | %s | %s |" % (_cell(row["clause"]), row["level"], " | ".join(cells)))
         lines.append("")
@@ -317,7 +324,8 @@ def runs_section(view):
     if view["errors"]:
         lines += ["### Rejected inputs", "", "Nothing was merged from these files.", ""]
         for e in view["errors"]:
-            lines.append("- `%s`: %s%s" % (_cell(e.get("file")), ("field `%s`: " % e["field"]) if e.get("field") else "",
+            lines.append("- `%s`: %s%s" % (_cell(e.get("file")),
+                                           ("field `%s`: " % e["field"]) if e.get("field") else "",
                                            _cell(e.get("message"), 400)))
         lines.append("")
     return lines

@@ -277,7 +277,8 @@ def build(doc, upstream=None):
         tier = src.get("tier", "?")
         t = tiers_interop.get(tier)
         if t is None:
-            t = tiers_interop[tier] = {"tier": tier, "producers": [], "consumers": [], "cells": [], "_p": {}, "_c": {}, "_seen": set()}
+            t = tiers_interop[tier] = {"tier": tier, "producers": [], "consumers": [], "cells": [],
+                                       "_p": {}, "_c": {}, "_seen": set()}
         prod, cons = producer_consumer(r)
         own_v = r.get("version", "")
         peer_v = r.get("peer_version") or (_peer_version(src, r["peer"]) if r.get("peer") else "")

@@ -172,7 +172,7 @@ def import_library(name):
 
     try:
         return importlib.import_module(name)
-    except Exception as e:  # noqa: BLE001 - an import may fail in many ways
+    except Exception as e:  # an import may fail in many ways
         raise TargetError("cannot import module %r (%s)" % (name, type(e).__name__))
 
 

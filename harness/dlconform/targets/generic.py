@@ -58,7 +58,8 @@ def buffer_info(obj):
         raise TypeError("no buffer")
     try:
         nd = view.ndim
-        shape = tuple(view.shape[i] for i in range(nd)) if view.shape else ((view.len // max(view.itemsize, 1),) if nd else ())
+        shape = (tuple(view.shape[i] for i in range(nd)) if view.shape
+                 else ((view.len // max(view.itemsize, 1),) if nd else ()))
         strides = tuple(view.strides[i] for i in range(nd)) if view.strides else None
         return {"ptr": view.buf or 0, "shape": shape, "byte_strides": strides,
                 "itemsize": view.itemsize, "readonly": bool(view.readonly)}

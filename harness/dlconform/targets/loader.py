@@ -79,7 +79,8 @@ def _load_file(path, attr):
         spec.loader.exec_module(module)
     except BaseException as e:  # SystemExit and friends from user code too
         sys.modules.pop(modname, None)
-        raise TargetError("cannot load adapter file %r (%s: %s)" % (path, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
+        raise TargetError("cannot load adapter file %r (%s: %s)"
+                          % (path, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
     return module
 
 
@@ -146,7 +147,8 @@ def _import(name):
     try:
         return importlib.import_module(name)
     except BaseException as e:
-        raise TargetError("cannot import module %r (%s: %s)" % (name, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
+        raise TargetError("cannot import module %r (%s: %s)"
+                          % (name, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
 
 
 def describe_status(returncode):

@@ -27,9 +27,10 @@ class OnnxruntimeTarget(Target):
     def __init__(self, name=None):
         super().__init__(name or "onnxruntime")
         try:  # an import may fail in many ways
-            import numpy, onnxruntime  # noqa: E401
+            import numpy
+            import onnxruntime
             from onnxruntime.capi import _pybind_state as native
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise TargetError("cannot import onnxruntime (%s)" % type(e).__name__)
         self.np, self.ort, self.native = numpy, onnxruntime, native.OrtValue
         self.cpu = native.OrtDevice(native.OrtDevice.cpu(), native.OrtDevice.default_memory(), 0)

@@ -61,7 +61,7 @@ class RefTarget(Target):
         for name in DTYPES:
             try:
                 found[name] = (name, self._ref.Tensor(name, (1,)).itemsize)
-            except Exception:  # noqa: BLE001 - a name _ref does not have
+            except Exception:  # a name _ref does not have
                 continue
         return found
 
