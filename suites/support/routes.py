@@ -15,7 +15,7 @@ with its deleter accounting (attempts.py).
 `offered(target, route)` says whether the consumer takes a plain capsule through the route
 (cached per target); where it does not, the checks through that route are unsupported.
 """
-from dlconform import _ref, kit
+from dlconform import kit
 
 from .attempts import Attempt, consumer_takes_versioned, describe_exc, settle, valid_kwargs
 from .xapi_forge import handout_producer
@@ -54,6 +54,8 @@ def attempt(target, route, forge_kwargs=None, device=(1, 0), versioned=None, **k
         p = kit.RecordingProducer(kit.Forge(versioned=versioned, **fk), keep=True, device=device)
         att = (Attempt if route == "unasked" else CapsuleAttempt)(target, p, **kw)
     elif route == "xapi":
+        from dlconform import _ref  # the C table forge, needed by this route alone
+
         table = _ref.ApiForge(0, null=TABLE_NULL)
         att = Attempt(target, handout_producer(kit.forges(**fk), table, device=device), **kw)
     else:
