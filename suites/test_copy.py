@@ -7,12 +7,6 @@ from support import capsules as pycap
 from support import tensors as tns
 
 
-def _exported(target, x, **kw):
-    cap = pycap.export_versioned(x, **kw)
-    info = pycap.fields(cap)
-    return cap, info
-
-
 def _address(info):
     return None if info.get("data") is None else info["data"] + info["byte_offset"]
 
@@ -27,14 +21,14 @@ def test_copy_true_exports_separate_memory(target, check):
         check.record("CPY-01", "skip", "the adapter cannot tell where %s keeps its data" % target.name)
         return
     try:
-        cap, info = _exported(target, x, copy=True)
+        cap = pycap.export_versioned(x, copy=True)
     except BufferError as e:
         # CPY-01 says the producer must copy; ERR-01 lets __dlpack__ raise BufferError for an
         # export it cannot make. A producer without copies is between the two: warn.
-        check.warn("CPY-01", "copy=True raised %s: CPY-01 requires a copy, ERR-01 allows BufferError for an "
-                   "export the producer cannot make (reading: a producer that cannot copy at all)" % tries.describe_exc(e))
-        info = None
-    if info is not None:
+        check.warn("CPY-01", "copy=True raised %s: CPY-01 requires a copy, ERR-01 allows BufferError for an export "
+                   "the producer cannot make (reading: a producer that cannot copy at all)" % tries.describe_exc(e))
+    else:
+        info = pycap.fields(cap)
         check.that(_address(info) != ptr, "CPY-01", "copy=True exported the tensor's own memory (0x%x)" % ptr)
         check.equal(kit.read_elements(cap), target.expected(x), "CPY-01", "values of the copy")
     # copy=True binds legacy exports too (max_version=None); a legacy capsule just cannot
@@ -62,26 +56,20 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
             check.record(clause, "skip", "the adapter cannot tell where %s keeps its data" % target.name)
         return
     for clause, copy in (("CPY-02", False), ("CPY-03", None)):
-        cap, info = _exported(target, x, copy=copy)
+        info = pycap.fields(pycap.export_versioned(x, copy=copy))
         check.equal(_address(info), ptr, clause, "copy=%r must export the tensor's own memory" % (copy,))
         check.that(not (info.get("flags") or 0) & pycap.FLAG_IS_COPIED, clause,
                    "copy=%r set IS_COPIED on a zero-copy export" % (copy,))
 
 
 # ---------------------------------------------------------------------------- consumer: copy keyword
-def _need_keywords(target, *names):
-    missing = [n for n in names if n not in target.consumer_keywords()]
-    if missing:
-        raise kit.Unsupported("from_dlpack takes no %s keyword (predates array API 2023.12)" % " or ".join(missing))
-
-
 @pytest.mark.clause("CPY-06")
 @pytest.mark.role("consumer")
 def test_consumer_copy_keyword(target, check):
     """from_dlpack(copy=True) always copies, copy=False never does, None reuses the producer's
     memory when it can (always for CPU memory). The producer honours copy=True itself, so a
     consumer may leave the copy to it."""
-    _need_keywords(target, "copy")
+    tries.require_keywords(target, "copy")
     for copy in (True, False, None):
         p = kit.CopyingProducer(shape=(2, 3))
         att = tries.Attempt(target, p, copy=copy)
@@ -116,7 +104,7 @@ def test_consumer_copy_false_when_a_copy_is_needed(target, check):
     """from_dlpack(x, device='cpu', copy=False) for non-CPU memory needs a copy: the array API
     says ValueError (device text, Raises) and BufferError (copy text); either is accepted
     (the catalogue's reading of CPY-07), anything else, or an import, fails."""
-    _need_keywords(target, "copy", "device")
+    tries.require_keywords(target, "copy", "device")
     p = kit.StreamDeviceProducer((2, 0), host_copies=True)
     exc = tries.Attempt(target, p, device="cpu", copy=False).exc
     if exc is None:

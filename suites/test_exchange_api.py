@@ -37,10 +37,9 @@ def test_table_is_a_class_attribute(target, check):
     on_type = getattr(type(x), xa.ATTR, None)
     on_inst = getattr(x, xa.ATTR, None)
     if on_type is None and on_inst is None:
-        v12 = getattr(type(x), xa.ATTR_V12, None)
         raise kit.Unsupported("%s has no %s%s" % (target.name, xa.ATTR,
                                                   " (only the superseded v1.2 %s, see XAPI-03)" % xa.ATTR_V12
-                                                  if v12 is not None else ""))
+                                                  if getattr(type(x), xa.ATTR_V12, None) is not None else ""))
     if on_type is None:
         check.that(False, "XAPI-01", "%s is set on the instance only, not on %s" % (xa.ATTR, type(x).__name__))
         return
@@ -103,10 +102,10 @@ def test_table_is_static(target, check):
     if not (t1.info and t1.info["form"] == "capsule"):
         raise kit.Unsupported("the attribute is not a dlpack_exchange_api capsule (XAPI-02)")
     check.equal(t2.ptr, t1.ptr, "XAPI-05", "two lookups held at once give different tables")
-    y = target.make(dty.pick(target)[0], (4,), dty.safe_values(dty.pick(target)[0], (4,)))
+    y = xa.sample(target, shape=(4,))[0]
     del x, y
     tries.settle()
-    t3 = xa.Table(target.make(dty.pick(target)[0], (1,), dty.safe_values(dty.pick(target)[0], (1,))))
+    t3 = xa.Table(xa.sample(target, shape=(1,))[0])
     check.equal(t3.ptr, t1.ptr, "XAPI-05", "the table pointer after the first tensors died")
 
 
@@ -140,35 +139,38 @@ def test_prev_api_chain(target, check):
 
 
 # ============================================================================ NULL rules
+def _table_with(target, function, why):
+    """xa.table(target) when the table's `function` is not NULL; Unsupported else (`why`: the
+    clause that judges a NULL one)."""
+    x, t = xa.table(target)
+    if not t.info["functions"][function]:
+        raise kit.Unsupported("%s is NULL (%s)" % (function, why))
+    return x, t
+
+
 @pytest.mark.clause("XAPI-08", "XAPI-09", "XAPI-10", "XAPI-12")
 @P
 def test_required_pointers(target, check):
     """The allocator, both managed conversions and current_work_stream are non-NULL."""
     x, t = xa.table(target)
-    fns = t.info["functions"]
     for clause, name in (("XAPI-08", "managed_tensor_allocator"), ("XAPI-09", "managed_tensor_from_py_object_no_sync"),
                          ("XAPI-10", "managed_tensor_to_py_object_no_sync"), ("XAPI-12", "current_work_stream")):
-        check.that(fns[name] != 0, clause, "%s is NULL" % name)
+        check.that(t.info["functions"][name] != 0, clause, "%s is NULL" % name)
 
 
 # ============================================================================ allocator
-_SHAPES = ((2, 3), (0,), (3, 0, 2), ())
-
-
 @pytest.mark.clause("XAPI-13")
 @P
 def test_allocator_success(target, check):
     """Every dtype the target makes, including zero-size and 0-d: an owning versioned tensor of
     that dtype, shape and device, and SetError not called."""
-    x, t = xa.table(target)
-    if not t.info["functions"]["managed_tensor_allocator"]:
-        raise kit.Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
+    x, t = _table_with(target, "managed_tensor_allocator", "XAPI-08")
     failed = []
     for name in target.dtypes():
         dt = kit.DTYPES.get(name)
         if dt is None:
             continue
-        for shape in _SHAPES:
+        for shape in ((2, 3), (0,), (3, 0, 2), ()):
             rc, h, errors = kit.xapi_alloc(t.ptr, dt, shape, (1, 0))
             if rc != 0:
                 check.that(len(errors) == 1, "XAPI-13", "%s %r: the allocator failed (rc %d) and called SetError "
@@ -207,9 +209,7 @@ _BAD_PROTOTYPES = (
 def test_allocator_failure_calls_seterror_once(target, check):
     """A failing allocator returns non-zero and calls the (real) SetError: once expected, never
     zero times; success with invalid input is warn."""
-    x, t = xa.table(target)
-    if not t.info["functions"]["managed_tensor_allocator"]:
-        raise kit.Unsupported("managed_tensor_allocator is NULL (XAPI-08)")
+    x, t = _table_with(target, "managed_tensor_allocator", "XAPI-08")
     for label, dt, shape, dev, must_fail in _BAD_PROTOTYPES:
         rc, h, errors = kit.xapi_alloc(t.ptr, dt, shape, dev)
         calls = [e for e in errors if e[0] != "<python exception pending>"]
@@ -219,8 +219,7 @@ def test_allocator_failure_calls_seterror_once(target, check):
                 h.release()
             if must_fail:
                 check.warn("XAPI-13", "%s: the allocator succeeded on an invalid prototype" % label)
-            continue
-        if not calls:
+        elif not calls:
             check.that(False, "XAPI-13", "%s: the allocator failed (rc %d) without calling SetError%s"
                        % (label, rc, " (it set a Python exception instead: %s)" % errors[-1][1] if errors else ""))
         elif len(calls) > 1:
@@ -234,15 +233,9 @@ def test_allocator_failure_calls_seterror_once(target, check):
 def _layouts(target):
     """[(label, x)] of a few layouts, views where the adapter offers them."""
     dtype = dty.pick(target)[0]
-    out = []
-    for shape in ((2, 3), (), (0, 3), (5,)):
-        out.append(("%s %r" % (dtype, shape), tns.make(target, dtype, shape)[0]))
-    x = tns.make(target, dtype, (3, 4))[0]
-    for label, op in (("transposed (3, 4)", ("transpose", (1, 0))), ("sliced [:, 1:4:2]", ("slice", 1, 1, 4, 2))):
-        v = tns.apply_views(target, x, [op])[0]
-        if v is not None:
-            out.append((label, v))
-    return out
+    out = [("%s %r" % (dtype, shape), tns.make(target, dtype, shape)[0]) for shape in ((2, 3), (), (0, 3), (5,))]
+    return out + tns.views(target, tns.make(target, dtype, (3, 4))[0], (("transposed (3, 4)", ("transpose", (1, 0))),
+                                                                       ("sliced [:, 1:4:2]", ("slice", 1, 1, 4, 2))))
 
 
 @pytest.mark.clause("XAPI-14")
@@ -251,9 +244,7 @@ def test_managed_from_owning_versioned(target, check):
     """An owning versioned tensor: version (1, x), only defined flags, the tensor's values, and
     a deleter that releases it while the producer's tensor stays intact; the C path agrees
     with __dlpack__ on data, shape, strides, dtype and flags."""
-    x0, t = xa.table(target)
-    if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
-        raise kit.Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
+    x0, t = _table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
     for label, x in _layouts(target):
         expected = target.expected(x)
         rc, h, exc = kit.xapi_managed_from(t.ptr, x)
@@ -305,12 +296,9 @@ def managed_from_wrong_object(target, check, label):
 def test_managed_from_wrong_type(target, check):
     """An object of another type gives an error, not a crash. The header makes the type the
     caller's precondition, so anything else is warn. Each call runs in a child process."""
-    x, t = xa.table(target)
-    if not t.info["functions"]["managed_tensor_from_py_object_no_sync"]:
-        raise kit.Unsupported("managed_tensor_from_py_object_no_sync is NULL (XAPI-09)")
-    labels = [k for k in WRONG_OBJECTS if k != "a dlconform._ref.Tensor" or not isinstance(x, _ref.Tensor)]
+    x, t = _table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
     check.record("XAPI-14", "pass")
-    for label in labels:
+    for label in [k for k in WRONG_OBJECTS if k != "a dlconform._ref.Tensor" or not isinstance(x, _ref.Tensor)]:
         run = rp.run_case(check, target, managed_from_wrong_object, {"label": label})
         if run.findings:
             check.warn("XAPI-14", run.findings[0][1])
@@ -333,10 +321,8 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
     if rc == 0:
         if h is not None:
             h.release()
-        return
-    if not check.that(exc is not None, "XAPI-14", "%s: failed (rc %d) without a Python exception" % (label, rc)):
-        return
-    if not isinstance(exc, BufferError):
+    elif check.that(exc is not None, "XAPI-14", "%s: failed (rc %d) without a Python exception"
+                    % (label, rc)) and not isinstance(exc, BufferError):
         check.warn("XAPI-14", "%s: %s instead of BufferError (the header: 'should be a BufferError if "
                    "possible')" % (label, type(exc).__name__))
 
@@ -346,29 +332,24 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
 @P
 def test_dltensor_from_matches_managed_path(target, check):
     """The non-owning fill describes the producer's own memory exactly as the owning export."""
-    x0, t = xa.table(target)
-    if not t.info["functions"]["dltensor_from_py_object_no_sync"]:
-        raise kit.Unsupported("dltensor_from_py_object_no_sync is NULL, which XAPI-11 allows")
+    x0, t = _table_with(target, "dltensor_from_py_object_no_sync", "which XAPI-11 allows")
     for label, x in _layouts(target):
-        res = kit.xapi_dltensor_from(t.ptr, x)
-        if not check.that(res[0] == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, res[0], res[1])):
+        rc, d = kit.xapi_dltensor_from(t.ptr, x)  # d: the description, or the exception when rc != 0
+        if not check.that(rc == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, rc, d)):
             continue
-        d = res[1]
         check.equal(d["elements"], target.expected(x), "XAPI-15", "%s: values" % label)
         rc, h, exc = kit.xapi_managed_from(t.ptr, x)
         if rc != 0 or h is None:
             continue
         m = h.inspect()
-        if not m.get("readable", True):  # another major version: VER-07/VER-08 judge it; no fields
-            h.release()
-            continue
-        for field in ("dtype", "shape", "device"):
-            check.equal(tuple(d[field] or ()), tuple(m[field] or ()), "XAPI-15",
-                        "%s: %s vs managed_tensor_from_py_object_no_sync" % (label, field))
-        check.equal(xa.norm_strides(d), xa.norm_strides(m), "XAPI-15", "%s: strides vs the managed path" % label)
-        if 0 not in (d["shape"] or ()):
-            check.equal(xa.address(d), xa.address(m), "XAPI-15",
-                        "%s: data + byte_offset must be the producer's memory, as in the owning export" % label)
+        if m.get("readable", True):  # else another major version: VER-07/VER-08 judge it; no fields
+            for field in ("dtype", "shape", "device"):
+                check.equal(tuple(d[field] or ()), tuple(m[field] or ()), "XAPI-15",
+                            "%s: %s vs managed_tensor_from_py_object_no_sync" % (label, field))
+            check.equal(xa.norm_strides(d), xa.norm_strides(m), "XAPI-15", "%s: strides vs the managed path" % label)
+            if 0 not in (d["shape"] or ()):
+                check.equal(xa.address(d), xa.address(m), "XAPI-15",
+                            "%s: data + byte_offset must be the producer's memory, as in the owning export" % label)
         h.release()
 
 
@@ -380,18 +361,12 @@ _UNSET = 0x5E7F00D
 @P
 def test_current_work_stream_cpu(target, check):
     """For kDLCPU: returns 0 and writes NULL (the header's CPU answer)."""
-    x, t = xa.table(target)
+    x, t = _table_with(target, "current_work_stream", "XAPI-12")
     fn = t.info["functions"]["current_work_stream"]
-    if not fn:
-        raise kit.Unsupported("current_work_stream is NULL (XAPI-12)")
     # called here, not through kit.xapi_current_stream: the check tells an unwritten output apart
     f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))(fn)
     out = ctypes.c_void_p(_UNSET)
-    try:
-        rc = f(1, 0, ctypes.byref(out))
-        exc = None
-    except Exception as e:  # noqa: BLE001  (PYFUNCTYPE raises a pending exception)
-        rc, exc = -1, e
+    rc, exc = kit.attempt(lambda: f(1, 0, ctypes.byref(out)))  # PYFUNCTYPE raises a pending exception
     if rc != 0:
         if exc is None:
             check.that(False, "XAPI-16", "kDLCPU: rc %d without a Python exception" % rc)
@@ -410,25 +385,16 @@ def test_current_work_stream_cpu(target, check):
 
 
 # ============================================================================ managed_tensor_to_py_object_no_sync
-
-
-# ============================================================================ managed_tensor_to_py_object_no_sync
 @pytest.mark.clause("XAPI-17")
 @P
 def test_to_py_steals_and_returns_producer_type(target, check):
     """The import steals the tensor (its deleter runs once, when the result dies, not before)
     and gives an object of the producer's type with the same values and metadata. Sources:
     the producer's own versioned export, and a foreign tensor from kit.Forge."""
-    x, t = xa.table(target)
-    if not t.info["functions"]["managed_tensor_to_py_object_no_sync"]:
-        raise kit.Unsupported("managed_tensor_to_py_object_no_sync is NULL (XAPI-10)")
+    x, t = _table_with(target, "managed_tensor_to_py_object_no_sync", "XAPI-10")  # x: a (2, 3) tensor
     dtype = dty.pick(target)[0]
-    x = tns.make(target, dtype, (2, 3))[0]
-    sources = []
-    try:
-        sources.append(("its own export", x.__dlpack__(max_version=(1, 3)), target.expected(x), None))
-    except Exception:  # noqa: BLE001
-        pass
+    cap, e = kit.attempt(lambda: x.__dlpack__(max_version=(1, 3)))
+    sources = [("its own export", cap, target.expected(x), None)] if e is None else []
     if dtype == "float32":
         forge = kit.Forge(dtype=(2, 32, 1), shape=(2, 3))
         sources.append(("a kit.Forge float32 (2, 3)", forge.capsule(), forge.expected_elements(), forge))
@@ -530,7 +496,8 @@ def test_hostile_arguments_do_not_crash(target, check):
 
 # ============================================================================ consumer side
 def _consumer_uses_tables(target):
-    """Unsupported unless target.from_dlpack uses a valid forged type table."""
+    """A float32 (2, 3) _ref.Tensor for the forged producers; Unsupported unless target.from_dlpack
+    uses a valid forged type table."""
     a = _ref.ApiForge(0)
     x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
     try:
@@ -540,16 +507,16 @@ def _consumer_uses_tables(target):
                               % (target.name, type(e).__name__, e))
     if not used_table(a):
         raise kit.Unsupported("%s.from_dlpack does not use the C exchange API" % target.name)
+    return x
 
 
 def _import_ok(target, obj, x, **kw):
     """(result or None, exception or None, values equal?)"""
-    try:
-        y = target.from_dlpack(obj, **kw)
-    except Exception as e:  # noqa: BLE001
+    y, e = kit.attempt(lambda: target.from_dlpack(obj, **kw))
+    if e is not None:
         return None, e, False
     try:
-        same = target.expected(y) == x.tobytes() if hasattr(target, "expected") else True
+        same = target.expected(y) == x.tobytes()
     except Exception:  # noqa: BLE001
         same = True
     return y, None, same
@@ -560,8 +527,7 @@ def _import_ok(target, obj, x, **kw):
 def test_consumer_looks_on_the_type(target, check):
     """With one table on the type and another only on the instance, the consumer uses the
     type's (SHOULD); with a table on the instance only, it does not use it."""
-    _consumer_uses_tables(target)
-    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
+    x = _consumer_uses_tables(target)
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
     _import_ok(target, forged(x, type_table=a, instance_table=b), x)
     if used_table(b):
@@ -579,8 +545,7 @@ def test_consumer_looks_on_the_type(target, check):
 def test_consumer_checks_the_major(target, check):
     """A table whose major is 2 is never used (its layout is unknown); a different minor is
     fine, and refusing the import over it is stricter than the spec (warn)."""
-    _consumer_uses_tables(target)
-    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
+    x = _consumer_uses_tables(target)
     a = _ref.ApiForge(0, major=2, minor=0)
     y, exc, same = _import_ok(target, forged(x, type_table=a), x)
     check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
@@ -597,8 +562,7 @@ def test_consumer_checks_the_major(target, check):
 def test_consumer_handles_null_dltensor_from(target, check):
     """A table without dltensor_from_py_object_no_sync still imports correctly (with copy=True
     too, where the consumer takes it)."""
-    _consumer_uses_tables(target)
-    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
+    x = _consumer_uses_tables(target)
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])

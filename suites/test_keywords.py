@@ -87,10 +87,6 @@ class _Table:
         else:
             self.check.record(clause, verdict, message)
 
-    def reach(self, *clauses):
-        """Notes that an export judged under `clauses` ran."""
-        self.reached.update(clauses)
-
     def close(self, clauses):
         """pass for each clause some combination reached, unsupported for the rest."""
         for clause in clauses:
@@ -102,14 +98,6 @@ class _Table:
             else:
                 self.check.record(clause, "unsupported", "no combination reached it: the producer takes none of the "
                                   "keywords it needs (a legacy-only producer is asked with stream alone)")
-
-
-def _export(x, kw):
-    """(capsule, None) or (None, exception); Unsupported-worthy TypeErrors are returned too."""
-    try:
-        return x.__dlpack__(**kw), None
-    except Exception as e:  # noqa: BLE001 - the caller judges the class
-        return None, e
 
 
 def _lacks_keyword(exc):
@@ -148,13 +136,11 @@ def _bad_combinations(target, check, keep):
         kw = _kwargs(stream, mv, dev, copy, legacy_only)
         if not problems or not keep(problems) or kw is None:
             continue
-        cap, exc = _export(x, kw)
+        cap, exc = kit.attempt(lambda: x.__dlpack__(**kw))
         if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
             continue  # a keyword the producer predates: its own checks say so
-        table.reach(*(clause for clause, _, _ in problems))
-        info = None
-        if exc is None:
-            info = kit.inspect(cap) if pycap.is_capsule(cap) else {}
+        table.reached.update(clause for clause, _, _ in problems)
+        info = None if exc is not None else kit.inspect(cap) if pycap.is_capsule(cap) else {}
         del cap
         cases.append((problems, [p for p in problems if p[1] != "ambiguous"], _call_text("x", kw), kw, info, exc))
     return table, cases
@@ -178,11 +164,11 @@ def test_producer_refuses_bad_keywords_in_every_combination(target, check):
             why = check.unclean(exc)
             if why:
                 table.add(clause, "fail", "%s raised %s" % (call, why))
-            continue
-        for clause, kind, why in problems:
-            if kind != "ambiguous" or len(problems) == 1:
-                table.add(clause, "accepted", "%s was accepted: %s%s" % (
-                    call, why, " (the capsule is on device %r)" % (info.get("device"),) if kind == "class" else ""))
+        else:
+            for clause, kind, why in problems:
+                if kind != "ambiguous" or len(problems) == 1:
+                    table.add(clause, "accepted", "%s was accepted: %s%s" % (
+                        call, why, " (the capsule is on device %r)" % (info.get("device"),) if kind == "class" else ""))
     table.close(("STR-10", "DEV-05"))
 
 
@@ -295,11 +281,11 @@ def test_producer_honours_every_valid_keyword_combination(target, check):
         kw = _kwargs(stream, mv, dev, copy, legacy_only)
         if _problems(stream, dev, own) or kw is None:
             continue
-        cap, exc = _export(x, kw)
+        cap, exc = kit.attempt(lambda: x.__dlpack__(**kw))
         if exc is not None and _lacks_keyword(exc) not in (None, "stream"):
             continue  # a keyword the producer predates: its own checks say so
-        table.reach(_expect_kind(mv)[1], "DEV-04", _copy_clause(copy), *(["DEV-06"] if dev == own else []),
-                    *(["FLG-04"] if mv is not None and mv[0] >= 1 else []))
+        table.reached.update([_expect_kind(mv)[1], "DEV-04", _copy_clause(copy)] + (["DEV-06"] if dev == own else [])
+                             + (["FLG-04"] if mv is not None and mv[0] >= 1 else []))
         if exc is not None:
             call = "%s raised %s" % (_call_text("x", kw), tries.describe_exc(exc, 160))
             if isinstance(exc, BufferError) and mv is not None and mv[0] != 1:
@@ -310,8 +296,8 @@ def test_producer_honours_every_valid_keyword_combination(target, check):
                 table.add(_copy_clause(copy), "fail", call)
             else:
                 table.add(_expect_kind(mv)[1], "fail", call)
-            continue
-        info = kit.inspect(cap) if pycap.is_capsule(cap) else {"name": type(cap).__name__}
-        _judge_export(table, x, kw, info, cap, native, expected, baseline)
-        del cap
+        else:
+            info = kit.inspect(cap) if pycap.is_capsule(cap) else {"name": type(cap).__name__}
+            _judge_export(table, x, kw, info, cap, native, expected, baseline)
+            del cap
     table.close(VALID_CLAUSES)

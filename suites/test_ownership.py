@@ -88,8 +88,8 @@ def test_deleter_releases_the_export(target, check):
         del h
         gc.collect()
         after = sys.getrefcount(x)
-        check.that(after <= before, "OWN-02", "refcount of the tensor is %d after the deleter ran, %d before the export:"
-                   " the deleter did not release manager_ctx's reference" % (after, before))
+        check.that(after <= before, "OWN-02", "refcount of the tensor is %d after the deleter ran, %d before the "
+                   "export: the deleter did not release manager_ctx's reference" % (after, before))
         n = 20000
         growth = []
         for r in range(3):
@@ -193,8 +193,7 @@ def test_producer_deleter_field(target, check):
         cap = pycap.export_kind(x, versioned)
         info = pycap.fields(cap)
         tr = kit.instrument(cap)
-        h = kit.consume(cap)
-        called = h.release()
+        called = kit.consume(cap).release()
         if info["deleter"] == 0:
             check.that(not called and tr.calls == 0, "OWN-01", "NULL deleter but a call was recorded")
         else:
@@ -227,13 +226,11 @@ def test_consumer_calls_deleter_exactly_once(target, check):
 def test_consumer_refusal_runs_deleter_once(target, check):
     """When the consumer refuses a capsule (unknown dtype code), the deleter still runs exactly
     once in all (by the consumer or by the unconsumed capsule's destructor)."""
-    kw = dict(dtype=(99, 32, 1), shape=(4,))
-    att = tries.forged(target, kw)
+    att = tries.forged(target, dict(dtype=(99, 32, 1), shape=(4,)))
     if not att.refused:
         att.settle()
         raise kit.Unsupported("the consumer imported dtype code 99, so no refusal path was exercised")
-    after = att.settle()
-    check.equal(after, 1, "OWN-03", "deleter calls after the refusal (%s)" % att.refusal())
+    check.equal(att.settle(), 1, "OWN-03", "deleter calls after the refusal (%s)" % att.refusal())
 
 
 @pytest.mark.clause("OWN-01")
@@ -247,8 +244,7 @@ def test_consumer_skips_null_deleter(target, check):
         else:
             got, _ = tries.result_elements(target, att.result)
             check.equal(got, att.forge.expected_elements(), "OWN-01", "result elements")
-        after = att.settle()
-        check.equal(after, 0, "OWN-01", "NULL deleter: recorded calls")
+        check.equal(att.settle(), 0, "OWN-01", "NULL deleter: recorded calls")
 
 
 class _NullCtxProducer(kit.RecordingProducer):
@@ -265,14 +261,10 @@ class _NullCtxProducer(kit.RecordingProducer):
 @C
 def test_consumer_accepts_null_manager_ctx(target, check):
     """manager_ctx is opaque and may be NULL: the import works and the deleter runs once."""
-    fac = kit.forges(shape=(2, 3), strides=(3, 1))
-    p = _NullCtxProducer(fac, keep=True)
+    p = _NullCtxProducer(kit.forges(shape=(2, 3), strides=(3, 1)), keep=True)
     att = tries.Attempt(target, p)
-    err = None if att.exc is None else "%s: %s" % (type(att.exc).__name__, att.exc)
-    ctx = [kit.inspect(c).get("manager_ctx") for c in p.capsules if kit.inspect(c)["kind"] in ("legacy",
-                                                                                             "versioned")]
     if att.refused:
-        check.record("OWN-06", "fail", "capsule with NULL manager_ctx refused: %s" % err)
+        check.record("OWN-06", "fail", "capsule with NULL manager_ctx refused: %s" % att.refusal())
     else:
         got, _ = tries.result_elements(target, att.result)
         check.equal(got, p.forges[p.last_kind].expected_elements(), "OWN-06", "result elements")
@@ -282,7 +274,6 @@ def test_consumer_accepts_null_manager_ctx(target, check):
     p.capsules.clear()
     gc.collect()
     after = sum(f.deleter_calls for f in p.forges.values())
-    check.that(err is not None or alive == 0 or copied, "OWN-03",
+    check.that(att.exc is not None or alive == 0 or copied, "OWN-03",
                "deleter ran while the result was alive and viewed the producer's memory")
     check.equal(after, 1, "OWN-03", "deleter calls after the result died")
-    del ctx

@@ -20,9 +20,7 @@ import gc
 
 import pytest
 
-from dlconform import kit
 from support import attempts as tries
-from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import routes as rt
@@ -117,16 +115,7 @@ def _accounting(check, target, att, what, feeds="valid"):
                    % (what, after, att.refusal(), 1 if made else 0))
         check.record("OWN-03", "pass", "")
         return
-    copied = att.copied()  # deleter calls while a copy lives are no breach (Attempt.copied)
-    kept = tries.drop_capsules(att.producer, imported=True)
-    gc.collect()
-    alive = att.calls()
-    att.result = None
-    gc.collect()
-    names = [n for n, _ in kept]
-    life = {"names": names, "held": [h for _, h in kept], "alive": alive, "after": att.calls(),
-            "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "copied": bool(copied)}
-    for message in tries.departures(life, tries.plain_lifetime(target), "%s: " % what):
+    for message in tries.departures(att.lifetime(collect=gc.collect), tries.plain_lifetime(target), "%s: " % what):
         breach(message)
     check.record("OWN-03", "pass", "")
 
@@ -144,14 +133,8 @@ def _judge(check, target, reason, att, what):
     if reason.must == "refuse":
         check.record(reason.clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
     elif reason.must == "read":
-        if "dtype" in reason.kw:
-            misread, how = rd.unknown_dtype_reading(target, att.result, reason.kw["dtype"],
-                                                    att.forge.expected_elements())
-        else:
-            misread, how = rd.unknown_device_reading(att.result, reason.device)
-        check.record(reason.clause, "fail" if misread else "warn", "%s: %s%s" % (
-            what, how, "" if misread else "; not misread, but the header calls a tensor usable only when "
-            "the consumer can interpret every field"))
+        check.record(reason.clause, *rd.unknown_value_verdict(target, att, what, dtype=reason.kw.get("dtype"),
+                                                              device=reason.device))
     elif reason.must == "invalid":
         check.accepted(reason.clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
     else:
@@ -189,32 +172,11 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
     takes capsules, and the refusing consumer never calls its deleter; the owner's release is
     the one call."""
     rt.require(target, route, check)
-    kinds = [False] + ([True] if route == "capsule" or tries.consumer_takes_versioned(target) else [])
-    for versioned in kinds:
-        kind = "versioned" if versioned else "legacy"
-        fk = {"versioned": versioned, "shape": (2, 3), "strides": (3, 1)}
-        what = "%s used_* capsule through %s" % (kind, rt.WHAT[route])
-        forge = kit.Forge(**fk)
-        cap = forge.capsule()
-        handle = kit.consume(cap)
-        if route == "capsule":
-            att = rt.CapsuleAttempt(target, kit.CapsuleProducer(cap))
-        else:
-            att = tries.Attempt(target, kit.CapsuleProducer(cap))
-        if att.exc is None:
-            check.record("CAP-04", "fail", "%s was imported" % what)
-            kit.keep_forever(handle)  # the consumer now gives the tensor back; the handle must not
-            att.result = None
-            tries.settle()
-            continue
-        check.refusal("CAP-04", att, what)
-        check.that(forge.deleter_calls == 0, "OWN-03", "%s: the refusing consumer called the deleter %d time(s)"
-                   % (what, forge.deleter_calls))
-        handle.release()
-        del att, cap
-        tries.settle()
-        check.that(forge.deleter_calls == 1, "OWN-03", "%s: deleter calls after the owner released it: %d"
-                   % (what, forge.deleter_calls))
+    for versioned in [False] + ([True] if route == "capsule" or tries.consumer_takes_versioned(target) else []):
+        what = "%s used_* capsule through %s" % ("versioned" if versioned else "legacy", rt.WHAT[route])
+        tries.used_capsule_refused(check, target, versioned, what, "OWN-03",
+                                   rt.CapsuleAttempt if route == "capsule" else tries.Attempt, shape=(2, 3),
+                                   strides=(3, 1))
 
 
 # ---------------------------------------------------------------------------- plain imports
@@ -227,9 +189,8 @@ def test_consumer_plain_import_on_every_route(target, check, route):
     consumer takes it, the values are the producer's, the memory is shared (SEM-01), the
     capsule is renamed used_* (CAP-03) and the deleter runs once after the result died; where
     it refuses, the deleter still runs exactly once (OWN-03)."""
-    fk = {"shape": (2, 3)}
     what = "plain float32 (2, 3) through %s" % rt.WHAT[route]
-    att = rt.attempt(target, route, fk)
+    att = rt.attempt(target, route, {"shape": (2, 3)})
     if att.refused or (route == "xapi" and not rt.table_used(att)):
         why = check.unclean(att)
         if why:
@@ -241,27 +202,20 @@ def test_consumer_plain_import_on_every_route(target, check, route):
         for clause in ("CAP-03", "SEM-01"):
             check.record(clause, "pass" if imported else "unsupported", "" if imported else
                          "route not offered: %s" % (att.refusal() or "the table was not used"))
-        if route == "unasked" and not tries.consumer_takes_versioned(target):
-            _unasked_major(target, check)
-        return
-    got, d = tries.result_elements(target, att.result)
-    check.equal(got, att.forge.expected_elements(), "CAP-03", "%s: element values" % what)
-    if d["ptr"] == att.forge.buffer_address:
-        check.record("SEM-01", "pass", "")
     else:
-        verdict, reading = tries.copy_breach(target)
-        check.record("SEM-01", verdict, "%s: the result starts at %#x, the producer's memory at %#x (an import that "
-                     "could view it copied)%s" % (what, d["ptr"], att.forge.buffer_address, reading))
-    life = att.lifetime()
-    if route != "xapi":  # a table hand-out renames the capsule itself
-        check.that(life["renamed"], "CAP-03", "%s: capsule names after the import %r, expected used_*"
-                   % (what, life["names"]))
-    if d["ptr"] == att.forge.buffer_address:  # a copy may give the producer's tensor back at once
-        check.that(life["alive"] == 0, "OWN-03", "%s: the deleter ran %d time(s) while the result viewed the "
-                   "producer's memory" % (what, life["alive"]))
-    tries.settle()
-    after = sum(f.deleter_calls for f in att.producer.forges.values())
-    check.that(after == 1, "OWN-03", "%s: deleter calls %d after the result and the capsule died" % (what, after))
+        got, d = tries.result_elements(target, att.result)
+        check.equal(got, att.forge.expected_elements(), "CAP-03", "%s: element values" % what)
+        tries.zero_copy(check, target, d["ptr"], att.forge.buffer_address, what)
+        life = att.lifetime()
+        if route != "xapi":  # a table hand-out renames the capsule itself
+            check.that(life["renamed"], "CAP-03", "%s: capsule names after the import %r, expected used_*"
+                       % (what, life["names"]))
+        if d["ptr"] == att.forge.buffer_address:  # a copy may give the producer's tensor back at once
+            check.that(life["alive"] == 0, "OWN-03", "%s: the deleter ran %d time(s) while the result viewed the "
+                       "producer's memory" % (what, life["alive"]))
+        tries.settle()
+        check.that(att.calls() == 1, "OWN-03", "%s: deleter calls %d after the result and the capsule died"
+                   % (what, att.calls()))
     if route == "unasked" and not tries.consumer_takes_versioned(target):
         _unasked_major(target, check)
 
@@ -269,9 +223,8 @@ def test_consumer_plain_import_on_every_route(target, check, route):
 def _unasked_major(target, check):
     """A consumer that asks for legacy capsules and takes a versioned one it did not ask for
     must still refuse a major other than 1 (VER-08) and give it back once."""
-    fk = {"shape": (2, 3), "version": (2, 0)}
     what = "a version (2, 0) capsule handed out unasked"
-    att = rt.attempt(target, "unasked", fk)
+    att = rt.attempt(target, "unasked", {"shape": (2, 3), "version": (2, 0)})
     if att.refused:
         check.refusal("VER-08", att, what)
     else:
@@ -292,22 +245,14 @@ MALFORMED_DTYPES = ((2, 0, 1), (0, 0, 1), (6, 1, 1), (6, 16, 1), (2, 24, 1))
 DEVICE_TYPES = (2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 
 
-def _ruled_clause(dtype):
-    return {15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(dtype[0], "VER-09")
-
-
 def _ruled_import(check, target, att, what, clause):
     """A RULED_DTYPES dtype imported: fp6/fp4 with other bits fails (DT-07, DT-08); an unknown
     code misread fails, carried unread is warn (the VER-09 reading)."""
-    dtype = tuple(att.forge_kwargs["dtype"])
     if clause != "VER-09":
         check.record(clause, "fail", "%s was imported (result %r); dlpack.h: a consumer that sees other bits "
                      "stops the import" % (what, target.describe(att.result)))
         return
-    misread, how = rd.unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
-    check.record(clause, "fail" if misread else "warn", "%s: %s%s" % (
-        what, how, "" if misread else "; not misread, but the header calls a tensor usable only when the "
-        "consumer can interpret every field"))
+    check.record(clause, *rd.unknown_value_verdict(target, att, what, dtype=tuple(att.forge_kwargs["dtype"])))
 
 
 def _malformed_import(check, target, att, what, clause):
@@ -348,8 +293,8 @@ def test_consumer_dtype_refusals_and_deleter(target, check, route):
 def test_consumer_ruled_dtype_refusals_and_deleter(target, check, route):
     """dtypes whose reading the spec states: unknown codes never misread (VER-09), fp6/fp4
     with other bits never imported (DT-07, DT-08); a clean refusal passes, the deleter once."""
-    cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0), _ruled_clause(t))
-             for t in RULED_DTYPES]
+    cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0),
+              {15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(t[0], "VER-09")) for t in RULED_DTYPES]
     _each(target, check, route, cases, imported=_ruled_import)
 
 

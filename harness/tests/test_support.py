@@ -348,3 +348,91 @@ def test_seeds_judge_ref_clean_and_a_fault(ref_target, fault):
     fault("consumer_no_rename")
     plain = dict(sd.seeds())["legacy-float32-2x3"]
     assert [c for c, v, _ in sd.judge(ref_target, plain) if v != "pass"] == ["CAP-03"]
+
+
+# ---- helpers that record one rule for several suites ------------------------------------
+@needs_ref
+def test_zero_copy_passes_a_view_and_grades_a_copy(ref_target):
+    check = new_check()
+    tries.zero_copy(check, ref_target, 0x1000, 0x1000, "a view")
+    tries.zero_copy(check, ref_target, 0x2000, 0x1000, "a copy")  # ref's plain import views: fail
+    assert [v for _, v, _ in check.records] == ["pass", "fail"]
+    assert check.records[1][2].startswith("a copy: the result is at 0x2000, the producer's memory at 0x1000")
+
+
+def test_require_keywords_names_the_missing_ones():
+    from dlconform.kit import Unsupported
+
+    class Consumer:
+        def consumer_keywords(self):
+            return ("copy",)
+
+    tries.require_keywords(Consumer(), "copy")
+    with pytest.raises(Unsupported, match="no device keyword"):
+        tries.require_keywords(Consumer(), "copy", "device")
+
+
+@needs_ref
+def test_used_capsule_refused_counts_the_owners_release(ref_target):
+    from dlconform.targets.ref import RefTarget
+
+    check = new_check()
+    tries.used_capsule_refused(check, ref_target, True, "versioned", "OWN-03", shape=(2, 3))
+    assert check.records == [("CAP-04", "pass", ""), ("OWN-03", "pass", ""), ("OWN-03", "pass", "")]
+    check = new_check()
+    tries.used_capsule_refused(check, RefTarget(fault="consumer_accepts_used"), False, "legacy", "CAP-04",
+                               shape=(2, 3))
+    assert [(c, v) for c, v, _ in check.records] == [("CAP-04", "fail")]
+
+
+@needs_ref
+def test_record_layout_records_each_finding_of_its_clauses(ref_target):
+    from dlconform import kit
+    from support import tensors as tns
+
+    x, _ = tns.make(ref_target, "float32", (2, 3))
+    info = dict(kit.inspect(x.__dlpack__()))
+    check = new_check()
+    assert tns.record_layout(check, ref_target, x, info, 4) is False and check.records == []
+    info["strides"] = (12, 4)  # strides in bytes
+    assert tns.record_layout(check, ref_target, x, info, 4, ("LAY-03",)) is False and check.records == []
+    assert tns.record_layout(check, ref_target, x, info, 4) is True
+    assert [(c, v) for c, v, _ in check.records] == [("LAY-05", "fail")]
+
+
+def test_unknown_value_verdict_reads_the_result_device():
+    from support import readings as rd
+
+    class Result:
+        def __init__(self, device):
+            self.device = device
+
+        def __dlpack_device__(self):
+            return self.device
+
+    class Att:
+        def __init__(self, device):
+            self.result = Result(device)
+
+    assert rd.unknown_value_verdict(None, Att((99, 0)), "device 99", device=(99, 0))[0] == "warn"
+    verdict, message = rd.unknown_value_verdict(None, Att((1, 0)), "device 99", device=(99, 0))
+    assert verdict == "fail" and message.startswith("device 99: ")
+
+
+@needs_ref
+def test_views_leaves_out_the_ops_a_target_lacks(ref_target):
+    from support import tensors as tns
+
+    class NoFlip:
+        """ref, whose flip raises."""
+
+        def __getattr__(self, name):
+            return getattr(ref_target, name)
+
+        def flip(self, x, dim):
+            raise NotImplementedError("no negative strides")
+
+    x, _ = tns.make(ref_target, "float32", (2, 3))
+    ops = (("x.T", ("transpose", (1, 0))), ("flip(x, 0)", ("flip", 0)))
+    assert [label for label, _ in tns.views(ref_target, x, ops)] == ["x.T", "flip(x, 0)"]
+    assert [label for label, _ in tns.views(NoFlip(), x, ops)] == ["x.T"]

@@ -99,18 +99,20 @@ class Attempt:
         gc.collect()
         return self.calls()
 
-    def lifetime(self):
+    def lifetime(self, collect=None):
         """The ownership of a successful import: lets go of the kept capsules while the result
         lives, then counts the deleter calls of the forges while it lives and after it died
-        (the attempt's result is dropped here). Returns {"names", "held", "renamed", "alive",
-        "after", "copied"} (copied(): deleter calls while a copy lives are no breach)."""
+        (the attempt's result is dropped here; `collect`, settle() by default, runs after each
+        step). Returns {"names", "held", "renamed", "alive", "after", "copied"} (copied(): deleter
+        calls while a copy lives are no breach)."""
+        collect = collect or settle
         fs = list(self.producer.forges.values())
         copied = self.copied()
         kept = drop_capsules(self.producer, imported=True)
-        settle()
+        collect()
         alive = sum(f.deleter_calls for f in fs)
         self.result = None
-        settle()
+        collect()
         after = sum(f.deleter_calls for f in fs)
         names = [n for n, _ in kept]
         return {"names": names, "held": [h for _, h in kept],
@@ -335,3 +337,44 @@ def result_dtype(target, y):
     except Exception:  # noqa: BLE001 - an adapter that cannot describe says nothing
         return None
     return tuple(v) if isinstance(v, (tuple, list)) else v
+
+
+def require_keywords(target, *names):
+    """Unsupported unless the consumer's from_dlpack takes every keyword of `names`."""
+    missing = [n for n in names if n not in target.consumer_keywords()]
+    if missing:
+        raise Unsupported("from_dlpack takes no %s keyword (predates array API 2023.12)" % " or ".join(missing))
+
+
+def zero_copy(check, target, ptr, address, what):
+    """Records SEM-01 for a consumer result at `ptr` of the producer's memory at `address`: pass
+    when it views that memory, else copy_breach's verdict."""
+    if ptr == address:
+        check.record("SEM-01", "pass")
+        return
+    verdict, reading = copy_breach(target)
+    check.record("SEM-01", verdict, "%s: the result is at %#x, the producer's memory at %#x: the consumer "
+                 "copied%s" % (what, ptr, address, reading))
+
+
+def used_capsule_refused(check, target, versioned, what, count_clause, attempt=Attempt, **forge_kwargs):
+    """A capsule its owner consumed (named used_*) handed to the consumer in a CapsuleProducer
+    through `attempt` (Attempt, or a subclass that takes another route): CAP-04 wants it refused
+    cleanly, and the refusing consumer never calls its deleter, which the owner's release then
+    calls once (both counted under `count_clause`)."""
+    forge = kit.Forge(versioned=versioned, **forge_kwargs)
+    cap = forge.capsule()
+    handle = kit.consume(cap)
+    att = attempt(target, kit.CapsuleProducer(cap))
+    if att.exc is None:
+        check.record("CAP-04", "fail", "%s: from_dlpack imported a capsule named %r" % (what, kit.inspect(cap)["name"]))
+        kit.keep_forever(handle)  # the consumer now gives the tensor back; the handle must not
+        att.result = None
+        settle()
+        return
+    check.refusal("CAP-04", att, what)
+    check.equal(forge.deleter_calls, 0, count_clause, "%s: deleter calls by the consumer that refused" % what)
+    handle.release()
+    del att, cap
+    settle()
+    check.equal(forge.deleter_calls, 1, count_clause, "%s: deleter calls after the owner released it" % what)

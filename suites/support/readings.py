@@ -86,3 +86,18 @@ def unknown_dtype_reading(target, y, forged, expected):
 
 
 unknown_device_reading = sr.unknown_device_reading
+
+
+def unknown_value_verdict(target, att, what, dtype=None, device=None):
+    """(verdict, message) of an attempt that imported a capsule carrying a dtype code (`dtype`)
+    or a device type (`device`) the consumer cannot know: fail when the result misreads it, warn
+    when it carries it unread (the header calls a tensor usable only when the consumer can
+    interpret every field: the catalogue's reading of VER-09)."""
+    if dtype is not None:
+        misread, how = unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
+    else:
+        misread, how = unknown_device_reading(att.result, device)
+    if misread:
+        return "fail", "%s: %s" % (what, how)
+    return "warn", ("%s: %s; not misread, but the header calls a tensor usable only when the consumer can interpret "
+                    "every field" % (what, how))

@@ -77,3 +77,26 @@ def compare_layout(target, x, info, itemsize):
         out.append(("LAY-03", "data + byte_offset = %#x, but the first element is at %#x (%+d bytes)"
                     % (info["data"] + info["byte_offset"], first, info["data"] + info["byte_offset"] - first)))
     return out
+
+
+def record_layout(check, target, x, info, itemsize, clauses=None):
+    """Records each finding of compare_layout (those of `clauses`, when given) as a fail; True
+    when there was one."""
+    found = [(c, m) for c, m in compare_layout(target, x, info, itemsize) if clauses is None or c in clauses]
+    for clause, message in found:
+        check.record(clause, "fail", message)
+    return bool(found)
+
+
+def views(target, x, ops):
+    """[(label, view)] of each (label, native view op) of `ops` that the target offers on x (an
+    op the adapter lacks, or cannot do on x, is left out)."""
+    out = []
+    for label, op in ops:
+        try:
+            v, _ = apply_views(target, x, [op])
+        except Exception:  # noqa: BLE001 - an op the adapter cannot do is not offered
+            v = None
+        if v is not None:
+            out.append((label, v))
+    return out
