@@ -452,13 +452,12 @@ def _check_import(target, check, versioned):
     if not (names and names[-1] == used):
         # what the missing rename leads to, told once here (OWN-03 judges the deleter calls)
         held = bool(life["held"]) and life["held"][-1]
+        why = ("the result keeps the capsule, so the producer's destructor runs the deleter when the result dies"
+               if held else "the result does not keep the capsule: its destructor runs the deleter as soon as the "
+               "capsule dies, whatever the consumer does")
         check.record("CAP-03", "fail", "%s capsule name after import: %r, expected %r: an unrenamed capsule still "
                      "looks unconsumed, so a second consumer can import the same capsule and the memory has two "
-                     "owners (%s)" % (
-            kind, names[-1] if names else None, used,
-            "the result keeps the capsule, so the producer's destructor runs the deleter when the result dies"
-            if held else "the result does not keep the capsule: its destructor runs the deleter as soon as the "
-            "capsule dies, whatever the consumer does"))
+                     "owners (%s)" % (kind, names[-1] if names else None, used, why))
     if not life["copied"]:  # a consumer that copied may give the tensor back at once (Attempt.copied)
         check.equal(life["alive"], 0, "OWN-03", "%s: deleter calls while the result is alive" % kind)
     check.equal(life["after"], 1, "OWN-03", "%s: deleter calls after the result died" % kind)

@@ -90,8 +90,9 @@ def test_consumer_copy_keyword(target, check):
             check.that(not shares, "CPY-06", "copy=True: the result views the producer's memory (0x%x)" % d["ptr"])
         elif not shares:
             verdict, reading = tries.copy_breach(target) if copy is None else ("fail", "")
+            producer = ", ".join(hex(a) for a in sorted(original))
             check.record("CPY-06", verdict, "copy=%r: the result does not view the producer's memory (result "
-                         "0x%x, producer %s)%s" % (copy, d["ptr"], ", ".join(hex(a) for a in sorted(original)), reading))
+                         "0x%x, producer %s)%s" % (copy, d["ptr"], producer, reading))
         else:
             check.record("CPY-06", "pass")
         att.result = None

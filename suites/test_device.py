@@ -19,8 +19,8 @@ def test_reported_device_matches_exported_device(target, check):
     x, _ = tns.make(target, "float32", (2, 3))
     reported = tuple(int(v) for v in x.__dlpack_device__())
     exported = tuple(pycap.fields(x.__dlpack__())["device"])
-    check.that(reported[0] in KNOWN_DEVICE_TYPES, "DEV-01", "__dlpack_device__ type %r is no DLDeviceType" % (reported[0],))
-    check.that(exported[0] in KNOWN_DEVICE_TYPES, "DEV-01", "capsule device type %r is no DLDeviceType" % (exported[0],))
+    for label, device in (("__dlpack_device__", reported), ("capsule device", exported)):
+        check.that(device[0] in KNOWN_DEVICE_TYPES, "DEV-01", "%s type %r is no DLDeviceType" % (label, device[0]))
     for label, (dev_type, dev_id) in (("__dlpack_device__", reported), ("capsule", exported)):
         if dev_type in HOST_DEVICES_WITH_ID_ZERO:
             check.equal(dev_id, 0, "DEV-02", "%s device_id of host memory (type %d)" % (label, dev_type))

@@ -146,7 +146,8 @@ def test_producer_subbyte_dtypes(target, check):
             check.equal(got, expected, "DT-09", "%s packed elements (little bit-endian)" % name)
         done.add("DT-09")
     if not done:
-        raise kit.Unsupported("%s exports no sub-byte dtype%s" % (target.name, " (%s)" % "; ".join(skipped) if skipped else ""))
+        why = " (%s)" % "; ".join(skipped) if skipped else ""
+        raise kit.Unsupported("%s exports no sub-byte dtype%s" % (target.name, why))
     for cl in ("DT-07", "DT-08", "DT-09"):
         if cl not in done:
             check.record(cl, "unsupported", "%s has no dtype of this kind" % target.name)

@@ -113,7 +113,8 @@ def test_interop_round_trip(target, check, case):
         if view:
             x = getattr(producer, view[0])(x, *view[1])
     except Exception as e:  # noqa: BLE001
-        raise kit.Unsupported("producer %s cannot make a %s %s tensor: %s" % (spec, layout, dtype, tries.describe_exc(e)))
+        raise kit.Unsupported("producer %s cannot make a %s %s tensor: %s"
+                              % (spec, layout, dtype, tries.describe_exc(e)))
     if x is None:
         raise kit.Unsupported("producer %s has no %s view" % (spec, layout))
     expected = producer.expected(x)

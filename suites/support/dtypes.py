@@ -13,8 +13,8 @@ from dlconform.targets.dtypes import (
 from dlconform.kit import Unsupported
 
 __all__ = ["ARRAY_API_DTYPES", "DTYPES", "EXTENDED_FLOATS", "FLOAT8", "KINDS", "STANDARD_DTYPES", "SUBBYTE",
-           "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values", "distinct_values", "pick",
-           "clause_of"]
+           "VECTOR_DTYPES", "itemsize", "numel", "row_major_strides", "COMMON", "safe_values",
+           "distinct_values", "pick", "clause_of"]
 
 #: the dtypes a check tries first, in this order (pick())
 COMMON = ("float32", "int64", "uint8", "complex64", "float16", "int8")

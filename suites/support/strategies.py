@@ -29,7 +29,6 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 
-
 def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
     """Shapes, 0-d and zero-size included; the element count stays under max_numel."""
     side = st.integers(0 if allow_zero else 1, max_side)
@@ -46,8 +45,8 @@ def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
 def high_ndim_shapes(min_ndim=17, max_ndim=32):
     """ndim up to 32: mostly size-1 dims, a few of size 2 or 0, so numel stays tiny."""
     return st.lists(st.sampled_from((1, 1, 1, 2)), min_size=min_ndim, max_size=max_ndim).flatmap(
-        lambda dims: st.one_of(st.just(tuple(dims)),
-                               st.integers(0, len(dims) - 1).map(lambda i: tuple(dims[:i]) + (0,) + tuple(dims[i + 1:]))))
+        lambda dims: st.one_of(st.just(tuple(dims)), st.integers(0, len(dims) - 1).map(
+            lambda i: tuple(dims[:i]) + (0,) + tuple(dims[i + 1:]))))
 
 
 @st.composite
