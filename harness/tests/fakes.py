@@ -3,6 +3,7 @@
 `FAKE` (FakeTarget, both roles) and `PRODUCER_ONLY` are target specs (this file's path and the
 name); they need neither `_ref` nor any framework.
 """
+import importlib
 import json
 import os
 import textwrap
@@ -14,6 +15,16 @@ HERE = os.path.abspath(__file__)
 FAKE = HERE + ":FakeTarget"
 PRODUCER_ONLY = HERE + ":ProducerOnly"
 WATCHER = HERE + ":StateWatcher"
+
+
+def have_ref():
+    """Whether the C extensions (_probe, ref's _ref) are built and import."""
+    try:
+        importlib.import_module("dlconform._probe")
+        importlib.import_module("dlconform._ref")
+    except Exception:
+        return False
+    return True
 
 
 class FakeTensor:

@@ -64,6 +64,7 @@ def test_generic_findings_reproduce_standalone(tmp_path):
     folder = tmp_path / "standalone"
     folder.mkdir()
     shutil.copy(LIB, folder)
+    shutil.copy(LIB.parent / "dlpack_structs.py", folder)
     assert _script_exit_import(folder) != 0  # dlconform is not importable where the scripts run
     scripts = []
     for md in sorted(reports.glob("*.md")):

@@ -15,54 +15,36 @@ from dlconform import _probe
 # ---- ctypes mirror of dlpack.h v1.3 ---------------------------------------------------
 
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
+# Written field by field from dlpack.h, independently of dlconform.kit.abi, so a mistake in
+# either shows as a disagreement with _probe. Each entry: struct name, its fields in order.
+_LAYOUT = (
+    ("DLDevice", "device_type:i32 device_id:i32"),
+    ("DLDataType", "code:u8 bits:u8 lanes:u16"),
+    ("DLTensor", "data:ptr device:DLDevice ndim:i32 dtype:DLDataType shape:*i64 strides:*i64 byte_offset:u64"),
+    ("DLPackVersion", "major:u32 minor:u32"),
+)
+_CTYPES = {"i32": ctypes.c_int32, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+           "u64": ctypes.c_uint64, "ptr": ctypes.c_void_p, "*i64": ctypes.POINTER(ctypes.c_int64)}
+for _name, _spec in _LAYOUT:
+    _fields = [(f, _CTYPES[t]) for f, t in (item.split(":") for item in _spec.split())]
+    _CTYPES[_name] = globals()[_name] = type(_name, (ctypes.Structure,), {"_fields_": _fields})
+DLDevice, DLDataType, DLTensor, DLPackVersion = (_CTYPES[n] for n, _ in _LAYOUT)
 
 
 class DLManagedTensor(ctypes.Structure):
     pass
 
 
-LEGACY_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [
-    ("dl_tensor", DLTensor),
-    ("manager_ctx", ctypes.c_void_p),
-    ("deleter", LEGACY_DELETER),
-]
-
-
-class DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
 class DLManagedTensorVersioned(ctypes.Structure):
     pass
 
 
+LEGACY_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
-DLManagedTensorVersioned._fields_ = [
-    ("version", DLPackVersion),
-    ("manager_ctx", ctypes.c_void_p),
-    ("deleter", VERSIONED_DELETER),
-    ("flags", ctypes.c_uint64),
-    ("dl_tensor", DLTensor),
-]
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", LEGACY_DELETER)]
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", VERSIONED_DELETER), ("flags", ctypes.c_uint64),
+                                     ("dl_tensor", DLTensor)]
 
 assert ctypes.sizeof(DLTensor) == 48
 assert ctypes.sizeof(DLManagedTensor) == 64

@@ -1,6 +1,5 @@
 """Meta-tests of suites/support: the helpers every suite uses, checked against the reference
 (and one of its built-in faults) so that a wrong helper cannot hide a wrong verdict."""
-import importlib
 import json
 import os
 import subprocess
@@ -14,22 +13,14 @@ from dlconform.kit import Check
 if SUITES_DIR not in sys.path:
     sys.path.insert(0, SUITES_DIR)
 
+from fakes import have_ref
 from support import attempts as tries
 from support import dtypes as dty
 from support import repros as rp
 from support import strategies as hh
 
 
-def _have_ref():
-    try:
-        importlib.import_module("dlconform._probe")
-        importlib.import_module("dlconform._ref")
-    except Exception:
-        return False
-    return True
-
-
-needs_ref = pytest.mark.skipif(not _have_ref(), reason="dlconform._ref/_probe not built (make build)")
+needs_ref = pytest.mark.skipif(not have_ref(), reason="dlconform._ref/_probe not built (make build)")
 
 
 def new_check(levels=None):

@@ -14,16 +14,7 @@ HAVE_NUMPY = importlib.util.find_spec("numpy") is not None
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 
-def _have_ref():
-    try:
-        importlib.import_module("dlconform._probe")
-        importlib.import_module("dlconform._ref")
-    except Exception:
-        return False
-    return True
-
-
-HAVE_REF = _have_ref()
+HAVE_REF = fakes.have_ref()
 needs_ref = pytest.mark.skipif(not HAVE_REF, reason="dlconform._ref/_probe not built (make build)")
 
 VALUES = bytes(range(24))  # int32 (2, 3): elements 0x03020100, ...
