@@ -143,30 +143,23 @@ def test_stamp_being_written_does_not_count(tmp_path):
     assert plan(tmp_path).startswith("rebuild: no stamp")
 
 
-@needs_dpkg
-def test_truncated_stamp_is_rebuilt(tmp_path):
-    d = fake_tier(tmp_path, "sid")
-    s = d / ".dlconform-tier"
-    s.write_text("\n".join(s.read_text().splitlines()[:-3]) + "\n")
-    assert plan(tmp_path) == "rebuild: stamp is truncated"
+def _truncate(text):
+    return "\n".join(text.splitlines()[:-3]) + "\n"
 
 
 @needs_dpkg
-def test_stamp_of_another_tier_or_format_is_rebuilt(tmp_path):
-    d = fake_tier(tmp_path, "sid")
-    s = d / ".dlconform-tier"
-    s.write_text(s.read_text().replace("tier=sid", "tier=trixie"))
-    assert plan(tmp_path) == "rebuild: stamp is for another tier"
-    s.write_text(s.read_text().replace("dlconform-tier=1", "dlconform-tier=0"))
-    assert plan(tmp_path) == "rebuild: stamp has an unknown format"
-
-
-@needs_dpkg
-def test_changed_package_list_is_rebuilt(tmp_path):
-    d = fake_tier(tmp_path, "sid")
-    s = d / ".dlconform-tier"
-    s.write_text(s.read_text().replace(" python3-pyarrow", ""))
-    assert plan(tmp_path) == "rebuild: package list changed"
+@pytest.mark.parametrize("edits, reason", [
+    ([_truncate], "stamp is truncated"),
+    ([lambda t: t.replace("tier=sid", "tier=trixie")], "stamp is for another tier"),
+    ([lambda t: t.replace("tier=sid", "tier=trixie"), lambda t: t.replace("dlconform-tier=1", "dlconform-tier=0")],
+     "stamp has an unknown format"),
+    ([lambda t: t.replace(" python3-pyarrow", "")], "package list changed"),
+], ids=["truncated", "other-tier", "other-format", "package-list"])
+def test_a_changed_stamp_is_rebuilt(tmp_path, edits, reason):
+    s = fake_tier(tmp_path, "sid") / ".dlconform-tier"
+    for edit in edits:
+        s.write_text(edit(s.read_text()))
+    assert plan(tmp_path) == "rebuild: " + reason
 
 
 @needs_dpkg

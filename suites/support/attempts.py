@@ -276,6 +276,18 @@ def record_refused(check, clause, att, what, clean="warn"):
     check.record(clause, "fail" if why else clean, "%s refused: %s" % (what, why or att.refusal()))
 
 
+def imported_elements(check, target, att, clause, what):
+    """Records `clause` for the import `att` of a valid forged capsule: its refusal (record_refused,
+    `what` names the capsule), or the result's elements against the forge's. Returns the result's
+    describe() dict, None when refused."""
+    if att.refused:
+        record_refused(check, clause, att, what)
+        return None
+    got, d = result_elements(target, att.result)
+    check.equal(got, att.forge.expected_elements(), clause, "result elements")
+    return d
+
+
 # ---------------------------------------------------------------------------- consumers
 _CONSUMER_VERSIONED = {}
 
