@@ -327,20 +327,27 @@ def test_exports_alive_at_exit_get_a_null_deleter():
 
 
 _STANDALONE = """
-import gc, pyref, sys
+import gc, sys
+from dlconform import pyref
 x = pyref.frombuffer(bytes(range(24)), "uint8", (4, 6))
 y = pyref.from_dlpack(x[::2, 1::3].__dlpack__(max_version=(1, 3)))
 assert y.tobytes() == bytes([1, 4, 13, 16]), y.tobytes()
 keep = pyref.from_dlpack(x.T)  # alive at exit: its struct leaks, nothing runs after teardown
-assert not [m for m in sys.modules if m.split(".")[0] in ("dlconform", "numpy", "torch")]
+assert not [m for m in sys.modules if m.split(".")[0] in ("numpy", "torch")]
+assert {m.split(".")[1] for m in sys.modules if m.startswith("dlconform.")} == {"kit", "pyref"}, sys.modules
 print("ok")
 """
 
 
 def test_pyref_stands_alone(tmp_path):
-    """A copy of the package imports and works with only the standard library, and exits
-    cleanly with exports still alive."""
-    shutil.copytree(PYREF_DIR, tmp_path / "pyref", ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of pyref and the kit it takes dlpack.h's declarations from (kit.abi), nothing else
+    of dlconform, imports and works with only the standard library, and exits cleanly with exports
+    still alive."""
+    package = os.path.dirname(PYREF_DIR)
+    for part in ("pyref", "kit"):
+        shutil.copytree(os.path.join(package, part), tmp_path / "dlconform" / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(package, "__init__.py"), tmp_path / "dlconform")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", _STANDALONE], capture_output=True, text=True,
                          cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)})

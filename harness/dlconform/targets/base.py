@@ -136,6 +136,34 @@ class Target:
         return None
 
 
+class ReferenceTarget(Target):
+    """A built-in reference library (ref in C, pyref in Python): both roles, or one with `role`
+    (a fault's checks of its own side), and at most one of its built-in faults on. `module` is
+    the library: it has from_dlpack(obj, device=, copy=) and tensors with tobytes()."""
+    roles = frozenset({"producer", "consumer"})
+
+    def __init__(self, module, faults, name=None, fault=None, role=None):
+        super().__init__(name or spec_name(self.name, fault, role))
+        self.module = module
+        self.fault = fault
+        if role is not None:
+            self.roles = frozenset({role})
+        if fault and fault not in faults:
+            known = ", ".join(sorted(faults)) or "none"
+            raise TargetError("unknown %s fault %r (known: %s)" % (type(self).name, fault, known))
+        if fault:
+            module.set_fault(fault)
+
+    def expected(self, x):
+        return x.tobytes()
+
+    def from_dlpack(self, obj, **kw):
+        return self.module.from_dlpack(obj, **kw)
+
+    def consumer_keywords(self):
+        return frozenset({"device", "copy"})
+
+
 class LibraryTarget(Target):
     """An adapter of one importable library: `library` is imported at construction (a
     TargetError with a one-line reason when it cannot be), `self.module` holds it, its roles

@@ -3,27 +3,21 @@
 What `ref` is to the C path, pyref is to the generic one: a producer and a consumer written
 in Python with ctypes, as a small library would be. It has no C exchange API.
 """
-from .base import Target, TargetError, spec_name
+from .base import ReferenceTarget
 
 
-class PyrefTarget(Target):
+class PyrefTarget(ReferenceTarget):
     name = "pyref"
     library = "dlconform.pyref"
-    roles = frozenset({"producer", "consumer"})
 
     def __init__(self, name=None, fault=None, role=None):
-        """`fault`: one of the built-in faults; `role`: producer or consumer, the target offering
-        that role alone (a fault's checks of its own side)."""
-        super().__init__(name or spec_name("pyref", fault, role))
+        """`fault`: one of pyref.FAULTS; `role`: producer or consumer (ReferenceTarget)."""
         from .. import pyref
 
         self.pyref = pyref
-        self.fault = fault
-        if role is not None:
-            self.roles = frozenset({role})
-        if fault and fault not in pyref.FAULTS:
-            raise TargetError("unknown pyref fault %r (known: %s)" % (fault, ", ".join(sorted(pyref.FAULTS))))
-        pyref.set_fault(fault)
+        super().__init__(pyref, pyref.FAULTS, name, fault, role)
+        if not fault:
+            pyref.set_fault(None)  # pyref's faults are per process: a clean target turns them off
 
     def versions(self):
         return {"dlconform.pyref": self.pyref.__version__}
@@ -51,15 +45,6 @@ class PyrefTarget(Target):
 
     def readonly(self, x):
         return x.as_readonly()
-
-    def expected(self, x):
-        return x.tobytes()
-
-    def from_dlpack(self, obj, **kw):
-        return self.pyref.from_dlpack(obj, **kw)
-
-    def consumer_keywords(self):
-        return frozenset({"device", "copy"})
 
     def describe(self, y):
         return {"ptr": y.address, "shape": y.shape, "strides": y.strides, "itemsize": y.itemsize,

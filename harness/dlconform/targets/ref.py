@@ -1,6 +1,6 @@
 """The reference target: dlconform._ref, optionally with a built-in fault active."""
 from . import _views
-from .base import Target, TargetError, spec_name
+from .base import ReferenceTarget, TargetError
 from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
 
 
@@ -25,24 +25,14 @@ def _import_ref():
     return _ref
 
 
-class RefTarget(Target):
+class RefTarget(ReferenceTarget):
     name = "ref"
     library = "dlconform._ref"
-    roles = frozenset({"producer", "consumer"})
 
     def __init__(self, name=None, fault=None, role=None):
-        """`fault`: one of the built-in faults; `role`: producer or consumer, the target offering
-        that role alone (a fault's checks of its own side)."""
-        super().__init__(name or spec_name("ref", fault, role))
+        """`fault`: one of _ref.FAULTS; `role`: producer or consumer (ReferenceTarget)."""
         self._ref = _import_ref()
-        self.fault = fault
-        if role is not None:
-            self.roles = frozenset({role})
-        if fault:
-            faults = getattr(self._ref, "FAULTS", {})
-            if fault not in faults:
-                raise TargetError("unknown ref fault %r (known: %s)" % (fault, ", ".join(sorted(faults)) or "none"))
-            self._ref.set_fault(fault)
+        super().__init__(self._ref, getattr(self._ref, "FAULTS", {}), name, fault, role)
         self._dtypes = None
 
     def versions(self):
@@ -83,15 +73,6 @@ class RefTarget(Target):
 
     def readonly(self, x):
         return self._ref.Tensor(x.dtype, tuple(x.shape), data=x.tobytes(), readonly=True)
-
-    def expected(self, x):
-        return x.tobytes()
-
-    def from_dlpack(self, obj, **kw):
-        return self._ref.from_dlpack(obj, **kw)
-
-    def consumer_keywords(self):
-        return frozenset({"device", "copy"})
 
     def describe(self, y):
         return {
