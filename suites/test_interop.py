@@ -14,6 +14,10 @@ Verdicts:
     except SystemError, which fails);
   - SEM-01: the result views the capsule's memory (zero-copy); a copy of a contiguous or 0-d
     tensor fails, a copy of a strided view warns (the consumer may not represent it).
+
+test_library_round_trip is the library with itself, where the target can read its consumer's
+results only through the library's own __dlpack__: an import that does not read back as given
+is a finding of the library, on the clause of the case, blaming neither role alone.
 """
 import importlib.util
 
@@ -154,3 +158,25 @@ def test_interop_round_trip(target, check, case):
     if shape and d["shape"] == shape and layout == "contiguous" and tuple(d["strides"]) != dty.row_major_strides(shape):
         check.warn("LAY-11", "a contiguous import came back with strides %r" % (tuple(d["strides"]),))
     att.result = None
+
+
+@pytest.mark.clause("LAY-11", "LAY-03", "LAY-08", "LAY-04", "FLG-02")
+def test_library_round_trip(target, check):
+    """The kit's tensors (plain, transposed, stepped, flipped, at a byte offset, 0-d, zero-size,
+    read-only) imported by the library's from_dlpack and read back through its own __dlpack__
+    hold what they were given. Only for targets with no other way to read results (round_trips):
+    the consumer and producer checks lean on this reading, and say unsupported while it fails."""
+    if not {"producer", "consumer"} <= set(target.roles):
+        raise kit.Unsupported("the round trip needs both roles (%s has %s)"
+                              % (target.name, ", ".join(sorted(target.roles)) or "none"))
+    wrong = target.round_trips()
+    if wrong is None:
+        raise kit.Unsupported("%s reads its consumer's results without the library's own export: each role is "
+                              "judged on its own" % target.name)
+    for what, problem, clause in wrong:
+        check.record(clause, "fail", "%s, imported by from_dlpack and read back through the result's own "
+                     "__dlpack__: %s (from_dlpack or __dlpack__ is wrong; dlconform cannot tell which)"
+                     % (what, problem))
+    for clause in ("LAY-11", "LAY-03", "LAY-08", "LAY-04", "FLG-02"):
+        if clause not in {c for _, _, c in wrong}:
+            check.record(clause, "pass")

@@ -20,6 +20,7 @@ import gc
 
 import pytest
 
+from dlconform import kit
 from support import attempts as tries
 from support import dtypes as dty
 from support import readings as rd
@@ -130,6 +131,13 @@ def _judge(check, target, reason, att, what):
     if att.refused:
         _refusal(check, reason.clause, att, what)
         return
+    try:
+        _judge_import(check, target, reason, att, what)
+    except kit.Unsupported as e:  # the target cannot read the result: the import is not judged
+        check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))
+
+
+def _judge_import(check, target, reason, att, what):
     if reason.must == "refuse":
         check.record(reason.clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
     elif reason.must == "read":
@@ -140,6 +148,8 @@ def _judge(check, target, reason, att, what):
     else:
         try:
             got, _ = tries.result_elements(target, att.result)
+        except kit.Unsupported:
+            raise
         except Exception as e:  # noqa: BLE001
             check.record(reason.clause, "fail", "%s: the result cannot be read (%s)" % (what, tries.describe_exc(e)))
             return

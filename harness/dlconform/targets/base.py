@@ -127,6 +127,13 @@ class Target:
         None."""
         return None
 
+    def round_trips(self):
+        """For a target that reads its consumer's results through the library's own export (the
+        generic one, for a library with no other reader): [(case, how it differs, clause)] of the
+        kit's tensors whose import does not read back as given; None when the adapter reads
+        results itself, so each role is judged on its own."""
+        return None
+
     def sparse(self):
         """A tensor that is not dense strided memory (SEM-02), or None."""
         return None
