@@ -36,6 +36,14 @@ KNOWN_DEVICE_TYPES = frozenset({1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
 MAX_MESSAGES = 3
 
 
+#: what a clause's own words say a producer refuses (check.must_refuse quotes it); kind "refuse"
+#: of _problems breaks one of these, kind "ambiguous" is left open by the spec (a warn)
+RULES = {"STR-10": "\"On CPU and other device types without streams, only None is accepted\" (array API, "
+                   "__dlpack__)",
+         "DEV-05": "\"BufferError\" is what a producer raises for a dl_device it cannot serve; a dl_device that "
+                   "names no device cannot be served (array API, __dlpack__)"}
+
+
 def _problems(stream, dl_device, own):
     """[(clause, kind, why)] of one combination: kind "refuse" (the export must fail), "class"
     (must fail with BufferError), "ambiguous" (either)."""
@@ -77,12 +85,18 @@ class _Table:
         self.reached = set()
 
     def add(self, clause, verdict, message):
-        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds)."""
+        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds), a
+        sentence of RULES is check.must_refuse()'s (the clause's breach)."""
         msgs = self.found.setdefault(clause, [])
-        msgs.append("warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
+        if verdict in RULES.values():
+            msgs.append(kit.breach(self.check.level(clause)))
+        else:
+            msgs.append("warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
         if len(msgs) > MAX_MESSAGES:
             return
-        if verdict == "accepted":
+        if verdict in RULES.values():
+            self.check.must_refuse(clause, message, verdict)
+        elif verdict == "accepted":
             self.check.accepted(clause, message)
         else:
             self.check.record(clause, verdict, message)
@@ -155,8 +169,10 @@ def _bad_argument(problems):
 @P
 def test_producer_refuses_bad_keywords_in_every_combination(target, check):
     """Every combination with an invalid argument (a stream on the CPU, a dl_device that names
-    no device) is refused cleanly; accepting it is warn (an invalid argument: suites/README.md,
-    Grading), ambiguous values alone included."""
+    no device) is refused cleanly. Accepting one the clause's words say is refused (RULES: an int
+    stream other than -1 on the CPU, STR-10; a dl_device that names no device, DEV-05) is the
+    clause's breach; accepting one the spec leaves open (stream=-1, which asks for nothing; a CPU
+    id other than 0), alone or beside another, is a warn (suites/README.md, Grading)."""
     table, cases = _bad_combinations(target, check, _bad_argument)
     for problems, must, call, kw, info, exc in cases:
         clause = must[0][0] if must else problems[0][0]
@@ -167,7 +183,7 @@ def test_producer_refuses_bad_keywords_in_every_combination(target, check):
         else:
             for clause, kind, why in problems:
                 if kind != "ambiguous" or len(problems) == 1:
-                    table.add(clause, "accepted", "%s was accepted: %s%s" % (
+                    table.add(clause, RULES[clause] if kind == "refuse" else "accepted", "%s was accepted: %s%s" % (
                         call, why, " (the capsule is on device %r)" % (info.get("device"),) if kind == "class" else ""))
     table.close(("STR-10", "DEV-05"))
 

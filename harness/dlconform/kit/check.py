@@ -233,6 +233,13 @@ class Check:
             self.record(clause, "warn",
                         "%s; it is %s: %s" % (message, _FED[self.feeds], _UNSPECIFIED % _FED[self.feeds]))
 
+    def must_refuse(self, clause, message, rule):
+        """The library accepted what the clause's own words say it must refuse (`rule`, the
+        clause's sentence): the clause's breach, whatever the check feeds. Returns the verdict."""
+        verdict = breach(self.level(clause))
+        self.record(clause, verdict, "%s; %s: %s" % (message, clause, rule))
+        return verdict
+
     def warn(self, clause, message=""):
         self.record(clause, "warn", message)
 
