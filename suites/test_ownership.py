@@ -270,3 +270,66 @@ def test_consumer_accepts_null_manager_ctx(target, check):
     check.that(att.exc is not None or alive == 0 or copied, "OWN-03",
                "deleter ran while the result was alive and viewed the producer's memory")
     check.equal(after, 1, "OWN-03", "deleter calls after the result died")
+
+
+# ---------------------------------------------------------------------------- interpreter exit
+#: what an exit case leaves for the interpreter to tear down as it finalises (a module global)
+LEFT_AT_EXIT = []
+
+
+def exports_left_at_exit(target, dtype, consumed):
+    """Run in a fresh interpreter that then exits normally: exports of the library's tensors of
+    each kind it makes, left alive with their tensors until the interpreter finalises, either
+    unconsumed (their capsule destructors run then, CAP-05) or consumed by the kit and never
+    given back (the kit's handles call the deleter then, as late as a consumer can, OWN-04)."""
+    for versioned in _kinds(target, dtype):
+        x = _case(target, dtype, (2, 3))
+        cap = pycap.export_kind(x, versioned)
+        LEFT_AT_EXIT.append((x, kit.consume(cap) if consumed else cap))
+
+
+def imports_left_at_exit(target):
+    """Run in a fresh interpreter that then exits normally: the library's imports of the kit's
+    capsules (legacy, and versioned where the consumer asks for it), alive until the interpreter
+    finalises: the consumer gives each tensor back then (OWN-03)."""
+    for kw in (dict(shape=(2, 3)), dict(shape=(4,), dtype=(0, 32, 1))):
+        att = tries.forged(target, kw)
+        if not att.refused:
+            LEFT_AT_EXIT.append((att.producer, att.result))  # a tuple drops its last item first
+
+
+def _judge_exit(check, clause, run, what):
+    """A finding the child's script printed, a child that died or failed as the interpreter
+    finalised (the clause's crash or fail), or pass."""
+    for c, message in run.findings:
+        check.record(clause if c == "*" else c, "fail", message)
+    if run.findings:
+        return
+    if run.rc == 0:
+        check.record(clause, "pass")
+    else:
+        check.record(clause, "crash" if run.died or run.rc is None else "fail",
+                     "%s left alive until the interpreter exits: the process ended with %s" % (what, run.describe()))
+
+
+@pytest.mark.clause("CAP-05", "OWN-04")
+@P
+def test_exports_alive_at_interpreter_exit(target, check):
+    """A capsule left unconsumed until the interpreter exits is destroyed then, and a consumed
+    tensor still held then is given back then: neither may kill the process (the destructor runs
+    the deleter, CAP-05; the deleter works while the interpreter finalises, OWN-04). Each runs in
+    a child that exits normally."""
+    dtype = _dtype(target)
+    for clause, consumed in (("CAP-05", False), ("OWN-04", True)):
+        run = rp.run_case(check, target, exports_left_at_exit, {"dtype": dtype, "consumed": consumed})
+        _judge_exit(check, clause, run, "%s exports" % ("consumed" if consumed else "unconsumed"))
+
+
+@pytest.mark.clause("OWN-03")
+@C
+def test_imports_alive_at_interpreter_exit(target, check):
+    """Imports still alive when the interpreter exits are given back as it finalises: the
+    consumer's release (the deleter, once) may not kill the process. Runs in a child that exits
+    normally."""
+    run = rp.run_case(check, target, imports_left_at_exit)
+    _judge_exit(check, "OWN-03", run, "imported tensors")

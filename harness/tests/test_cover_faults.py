@@ -17,6 +17,9 @@ from dlconform import HARNESS_DIR, REPO_DIR
 #: "fault spec | suite file | test function | clause it must make non-pass", one a line (a
 #: backslash at the end of a line here joins it to the next)
 TABLE = """
+ref:fault=destructor_dies_at_exit | test_ownership.py | test_exports_alive_at_interpreter_exit | CAP-05
+ref:fault=deleter_dies_at_exit | test_ownership.py | test_exports_alive_at_interpreter_exit | OWN-04
+ref:fault=consumer_release_dies_at_exit | test_ownership.py | test_imports_alive_at_interpreter_exit | OWN-03
 ref:fault=consumer_reads_major2 | test_refusals.py | test_consumer_refusal_and_deleter | VER-08
 ref:fault=consumer_reads_major2 | test_fuzz_seeds.py | test_consumer_shared_fuzz_seed | VER-08
 ref:fault=consumer_xapi_trusts_handout | test_refusals.py | test_consumer_refusal_and_deleter | VER-08

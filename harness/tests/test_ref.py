@@ -922,6 +922,14 @@ OBSERVE.update({
     "consumer_touches_span": lambda: _in_child(
         "from dlconform import _ref\n"
         "r = _ref.from_dlpack(_ref.Forge(shape=(1 << 40,), buffer_size=64).capsule()); print('alive')"),
+    # alive until the interpreter finalises: the child dies then under the exit faults
+    "destructor_dies_at_exit": lambda: _in_child(
+        "from dlconform import _ref\nkeep = _ref.Tensor('float32', (2,)).__dlpack__(); print('alive')"),
+    "deleter_dies_at_exit": lambda: _in_child(
+        "from dlconform import _ref\nkeep = _ref.from_dlpack(_ref.Tensor('float32', (2,)).__dlpack__())\n"
+        "print('alive')"),
+    "consumer_release_dies_at_exit": lambda: _in_child(
+        "from dlconform import _ref\nkeep = _ref.from_dlpack(_ref.Forge(shape=(2,)).capsule()); print('alive')"),
 })
 
 

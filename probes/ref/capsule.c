@@ -34,6 +34,7 @@ static void capsule_release(PyObject *cap, int tensor) {
   int calls_deleter = !(name && strncmp(name, "used_", 5) == 0); /* CAP-05, CAP-06 */
   if (tensor) calls_deleter = ref_twist_destructor(calls_deleter);
   if (!calls_deleter) goto done;
+  if (tensor) ref_twist_at_exit(FAULT_DESTRUCTOR_DIES_AT_EXIT);
   void *ctx = PyCapsule_GetContext(cap);
   void *p = PyCapsule_GetPointer(cap, name);
   if (!p) {

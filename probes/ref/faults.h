@@ -131,6 +131,10 @@ typedef enum {
   FAULT_CONSUMER_ACCEPTS_NEGATIVE_NDIM,
   FAULT_CONSUMER_READS_NULL_SHAPE,
   FAULT_CONSUMER_TOUCHES_SPAN,
+  /* at interpreter exit */
+  FAULT_DESTRUCTOR_DIES_AT_EXIT,
+  FAULT_DELETER_DIES_AT_EXIT,
+  FAULT_CONSUMER_RELEASE_DIES_AT_EXIT,
   FAULT_COUNT
 } ref_fault_id;
 
@@ -207,6 +211,16 @@ DLPackVersion ref_twist_version(DLPackVersion clean);
 const char *ref_twist_capsule_name(const char *clean, int versioned);
 /* Whether a Tensor capsule's destructor calls the deleter (CAP-05, CAP-06). */
 int ref_twist_destructor(int calls_deleter);
+/* 1 while the interpreter finalises (module globals being cleared at exit) */
+#if PY_VERSION_HEX >= 0x030D0000
+#define ref_interpreter_finalizing() Py_IsFinalizing()
+#else
+#define ref_interpreter_finalizing() _Py_IsFinalizing()
+#endif
+/* The exit faults: the process dies (SIGSEGV, as a use of torn-down state would) where the
+ * destructor (CAP-05), a producer's deleter (OWN-04) or the consumer's release of an import
+ * (OWN-03) runs while the interpreter finalises. `where` is that fault. */
+void ref_twist_at_exit(ref_fault_id where);
 /* What releasing one hand-out of a cached export leaves in the shared struct's n dims
  * (shape then strides): untouched while others hold it (OWN-05). */
 void ref_twist_released_handout(int64_t *dims, size_t n);

@@ -52,6 +52,7 @@ static void handout_released(ref_managed_v *v) {
 
 /* Any thread, no GIL, no Python (OWN-04): one hand-out's reference goes. */
 static void versioned_deleter(DLManagedTensorVersioned *self) {
+  ref_twist_at_exit(FAULT_DELETER_DIES_AT_EXIT);
   ref_managed_v *v = (ref_managed_v *)self;
   handout_released(v);
   release_n(v, 1);
@@ -66,13 +67,8 @@ static void drop_gil_count(ref_managed_v *v) {
   free(v);
 }
 
-#if PY_VERSION_HEX >= 0x030D0000
-#define ref_interpreter_finalizing() Py_IsFinalizing()
-#else
-#define ref_interpreter_finalizing() _Py_IsFinalizing()
-#endif
-
 static void versioned_deleter_gil(DLManagedTensorVersioned *self) {
+  ref_twist_at_exit(FAULT_DELETER_DIES_AT_EXIT);
   ref_managed_v *v = (ref_managed_v *)self;
   handout_released(v);
   if (ref_gil_held() || ref_fault_is(FAULT_CACHE_DELETER_NO_GIL)) {
@@ -122,6 +118,7 @@ DLManagedTensorVersioned *ref_make_versioned(ref_buf *buf, const DLTensor *t, ui
 }
 
 static void legacy_deleter(DLManagedTensor *self) {
+  ref_twist_at_exit(FAULT_DELETER_DIES_AT_EXIT);
   ref_managed_l *l = (ref_managed_l *)self;
   ref_buf_decref(l->buf);
   free(l);
