@@ -109,6 +109,21 @@ def test_table_is_static(target, check):
     check.equal(t3.ptr, t1.ptr, "XAPI-05", "the table pointer after the first tensors died")
 
 
+@pytest.mark.clause("XAPI-06")
+@P
+def test_table_header_major(target, check):
+    """The table's header.version has major 1, the major of the struct this DLPack defines (any
+    minor): every consumer must refuse a table of another major before using it (XAPI-06), so
+    such a table is one no consumer can use, the producer's finding."""
+    x, _ = xa.sample(target)
+    t = xa.Table(x)
+    if not (t.info and t.info.get("version")):
+        raise kit.Unsupported("%s has no exchange table whose header can be read (XAPI-01, XAPI-02)" % target.name)
+    major, minor = t.info["version"]
+    check.equal(major, 1, "XAPI-06", "header.version is (%d, %d): the major of a table every consumer of DLPack 1.x "
+                "may use" % (major, minor))
+
+
 def walk_prev_api(target, check):
     """Follows header.prev_api of the table: each header strictly older than the last, NULL
     within 9 (an unknown pointer may crash: run in a child process)."""

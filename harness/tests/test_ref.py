@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from dlconform import _ref
+from dlconform import _ref, kit
 
 try:
     import numpy as np
@@ -922,6 +922,7 @@ OBSERVE.update({
     "consumer_touches_span": lambda: _in_child(
         "from dlconform import _ref\n"
         "r = _ref.from_dlpack(_ref.Forge(shape=(1 << 40,), buffer_size=64).capsule()); print('alive')"),
+    "xapi_header_major": lambda: kit.exchange_api(_ref.Tensor)["version"],
     # alive until the interpreter finalises: the child dies then under the exit faults
     "destructor_dies_at_exit": lambda: _in_child(
         "from dlconform import _ref\nkeep = _ref.Tensor('float32', (2,)).__dlpack__(); print('alive')"),

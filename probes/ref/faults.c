@@ -18,6 +18,8 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "versioned capsules are named \"dltensor-versioned\""},
     [FAULT_DESTRUCTOR_LEAKS] = {"destructor_leaks", "CAP-05", P, 0,
         "the capsule destructor never calls the deleter of an unconsumed capsule"},
+    [FAULT_XAPI_HEADER_MAJOR] = {"xapi_header_major", "XAPI-06", P, 0,
+        "the exchange table's header says version (2, 0), a major every 1.x consumer refuses"},
     [FAULT_DESTRUCTOR_DIES_AT_EXIT] = {"destructor_dies_at_exit", "CAP-05", P, 0,
         "the capsule destructor dies when it runs as the interpreter finalises"},
     [FAULT_DELETER_DIES_AT_EXIT] = {"deleter_dies_at_exit", "OWN-04", P, 0,

@@ -66,6 +66,7 @@ static PyObject *descr_new(const DLPackExchangeAPI *clean, int mode) {
 static PyObject *faulty_table_capsule(const DLPackExchangeAPI *clean, ref_fault_id f) {
   faulty_table = *clean;
   if (f == FAULT_XAPI_PREV_API_GARBAGE) faulty_table.header.prev_api = &junk_header;
+  if (f == FAULT_XAPI_HEADER_MAJOR) faulty_table.header.version = (DLPackVersion){2, 0}; /* XAPI-06 */
   if (f == FAULT_XAPI_NULL_ALLOCATOR) faulty_table.managed_tensor_allocator = NULL;
   if (f == FAULT_XAPI_NULL_FROM_PY) faulty_table.managed_tensor_from_py_object_no_sync = NULL;
   if (f == FAULT_XAPI_NULL_TO_PY) faulty_table.managed_tensor_to_py_object_no_sync = NULL;
@@ -86,6 +87,7 @@ int ref_twist_api_attribute(const DLPackExchangeAPI *clean, const char **name,
     case FAULT_XAPI_TABLE_PER_LOOKUP: twisted = descr_new(clean, 1); break;
     case FAULT_XAPI_CAPSULE_NAME: twisted = PyCapsule_New((void *)clean, WRONG_NAME, NULL); break;
     case FAULT_XAPI_PREV_API_GARBAGE:
+    case FAULT_XAPI_HEADER_MAJOR:
     case FAULT_XAPI_NULL_ALLOCATOR:
     case FAULT_XAPI_NULL_FROM_PY:
     case FAULT_XAPI_NULL_TO_PY:
