@@ -9,6 +9,7 @@ is flushed as it is written so that nothing is lost when the process dies.
 import ast
 import fnmatch
 import functools
+import gc
 import json
 import os
 import re
@@ -325,6 +326,7 @@ class _State:
         self.isolate = _option(config, "--dlconform-isolate") or os.environ.get("DLCONFORM_ISOLATE") == "1"
         self._target = None
         self._target_error = None
+        self._frozen = False  # _freeze_heap ran
         path = config.getoption("--dlc-results")
         self._out = open(path, "a", encoding="utf-8") if path else None
         self.globs = [g.strip() for arg in config.getoption("--dlc-clause") for g in arg.split(",") if g.strip()]
@@ -452,8 +454,32 @@ class _State:
                                     "collection error in %s (the suite's, not the library's): %s"
                                     % (report.nodeid or "suites", tail), "", 0.0))
 
+    #: objects outside the frozen heap that make _freeze_heap freeze again between checks
+    REFREEZE_OBJECTS = 20000
+
+    def _freeze_heap(self):
+        """Between checks of a child: the garbage is collected and what is alive is frozen
+        (gc.freeze), so the checks' full collections (hundreds of gc.collect() calls that make
+        deleters run) walk only what the running check made, not pytest, hypothesis, the library
+        and the peers a check imported (interop). Before the first check the target is made (the
+        library imported); later, only when the heap outside the frozen part grew past
+        REFREEZE_OBJECTS. What is alive between checks is held by modules and caches; at the
+        session's end the heap is unfrozen, so the interpreter's exit sees it whole."""
+        if not self._frozen:
+            self._frozen = True
+            try:
+                self.get_target()
+            except Exception:  # the first check reports why the target cannot be made
+                pass
+        elif len(gc.get_objects()) < self.REFREEZE_OBJECTS:
+            return
+        gc.collect()
+        gc.freeze()
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        if self._out is not None:
+            self._freeze_heap()
         st = self.item_state(item)
         st.start = time.perf_counter()
         self.write({"event": "begin", "test": item.nodeid, "clauses": st.clauses, "role": st.role or "any",
@@ -519,6 +545,8 @@ class _State:
                 os.environ["PYTEST_CURRENT_TEST"] = current
 
     def pytest_sessionfinish(self, session, exitstatus):
+        if self._frozen:
+            gc.unfreeze()
         self.write({"event": "end", "exitstatus": int(exitstatus), "collected": getattr(session, "testscollected", 0),
                     "time": time.time()})
 
