@@ -76,7 +76,12 @@ class GenericTarget(Target):
             except Exception as e:
                 raise TargetError("cannot import module %r (%s)" % (name, type(e).__name__))
         if not callable(getattr(module, "from_dlpack", None)):
-            raise TargetError("module %r has no from_dlpack" % name)
+            # the generic target makes its tensors through from_dlpack: a producer-only library
+            # says how it makes its own in an adapter
+            raise TargetError("module %r has no from_dlpack; for a library without one, write an adapter (a Target "
+                              "whose make() builds the library's own tensors) and run --target "
+                              "path/to/adapter.py:Class (harness/README.md, 'An adapter for a library with native "
+                              "constructors')" % name)
         self.module = module
         self.library = module.__name__
         self._table = {}
