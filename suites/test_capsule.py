@@ -85,7 +85,10 @@ def _check_names(target, check, clause, kind):
                 continue
             info = kit.inspect(cap)
             check.equal(info["name"], want, clause, "%s %s: %s capsule name" % (dtype, label, kind))
-            if info["name"] == want and info.get("readable"):
+            # an export whose layout does not describe the tensor is the layout checks' finding
+            # (LAY-03, LAY-05, LAY-09): its elements say nothing of the name
+            if info["name"] == want and info.get("readable") and not tns.compare_layout(
+                    target, v, info, dty.itemsize(dtype)):
                 check.equal(kit.read_elements(cap), target.expected(v), clause, "%s %s: elements read through the %s"
                             % (dtype, label, "DLManagedTensor" if kind == "legacy" else "DLManagedTensorVersioned"))
             del cap
@@ -113,7 +116,8 @@ def test_versioned_capsule_named_dltensor_versioned(target, check):
 def test_each_export_is_a_fresh_capsule(target, check):
     """A capsule is consumed once, so after one capsule was consumed the next __dlpack__ call must
     hand out a new, unconsumed capsule, itself consumable."""
-    for kind, export, values in _export_cases(target):
+    x, values = tns.make(target)
+    for kind, export in _exports(target, x):
         cap1 = export()
         h1 = kit.consume(cap1)
         cap2 = export()
@@ -121,8 +125,10 @@ def test_each_export_is_a_fresh_capsule(target, check):
         name = kit.inspect(cap2)["name"]
         if check.that(name in (pycap.LEGACY, pycap.VERSIONED), "CAP-04",
                       "%s: the second export is named %r after the first was consumed" % (kind, name)):
+            layout = tns.compare_layout(target, x, kit.inspect(cap2), 4)  # wrong: the layout checks' finding
             h2 = kit.consume(cap2)
-            check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
+            if not layout:
+                check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
             h2.release()
         h1.release()
         # consumed capsules are kept: their destructor is CAP-06's business, not this check's

@@ -209,10 +209,19 @@ def acceptance_rules(facts, y, d, forge, holder, target):
         return out  # untyped bytes or another element type: the dtype checks judge that
     got = b"" if any(int(n) == 0 for n in d["shape"]) else kit.elements(d)
     expected = forge.expected_elements()
-    if got != expected:
+    if got != expected and not _offset_ignored(facts, d, holder):  # else LAY-03's finding (result_rules)
         out.append(("LAY-11", "fail", "%s imported with other values (%s, expected %s)"
                     % (WHAT, got[:16].hex(), expected[:16].hex())))
     return out
+
+
+def _offset_ignored(facts, d, holder):
+    """True when a view of a non-empty export with a non-zero byte_offset starts at `data`: the
+    consumer left byte_offset out (LAY-03), which is neither a copy (SEM-01) nor a layout it
+    misread (LAY-11)."""
+    offset = facts["forge"]["byte_offset"]
+    return bool(offset) and d["ptr"] == holder.buffer_address + facts["pad"] and not any(
+        int(n) == 0 for n in d["shape"]) and facts["kwargs"].get("copy") is not True
 
 
 def result_rules(facts, d, holder):
@@ -225,7 +234,11 @@ def result_rules(facts, d, holder):
     inside = holder.buffer_address <= d["ptr"] < holder.buffer_address + facts["size"]
     copy = facts["kwargs"].get("copy")
     flags = facts["forge"]["flags"] if facts["forge"]["versioned"] else 0
-    if facts["plain_view"] and copy is not True and d["ptr"] != first and not any(int(n) == 0 for n in d["shape"]):
+    if _offset_ignored(facts, d, holder):
+        out.append(("LAY-03", "fail", "%s: the result starts at data (%#x), not at data + byte_offset %d (%#x): "
+                    "byte_offset ignored" % (WHAT, d["ptr"], facts["forge"]["byte_offset"], first)))
+    elif facts["plain_view"] and copy is not True and d["ptr"] != first and not any(
+            int(n) == 0 for n in d["shape"]):
         verdict, reading = facts["copy_breach"]
         out.append(("SEM-01", verdict, "%s was copied: the result starts at %#x, the export at %#x%s"
                     % (WHAT, d["ptr"], first, reading)))

@@ -1,0 +1,65 @@
+"""Libraries written as a new user would write them (issue 20 item 9), each with planted bugs,
+one at a time: the clean variant gets no fail, crash or error, and each planted bug is found on
+its own clause and role, and on nothing else (the other role least of all).
+
+- outlib (harness/tests/libs/outlib.py): producer only, ctypes memory of its own and a
+  make(shape, dtype) constructor. Having no from_dlpack, the generic target cannot load it: it
+  runs through its adapter (outlib_adapter.py), as harness/README.md says. Every check runs
+  (the run is short: the consumer checks are unsupported).
+- npbox (harness/tests/libs/npbox.py): numpy arrays as storage, with a __dlpack__ and a
+  from_dlpack of its own in ctypes; through the generic target (`--target npbox`), its results
+  read through __array_interface__. The layout and field checks run: the planted bugs are
+  layout bugs, and these files hold the checks of both roles.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LIBS = REPO / "harness" / "tests" / "libs"
+BAD = ("fail", "crash", "error", "timeout")
+
+#: library -> (target spec, bug variable, run options, {bug: (clause, role) it breaks})
+LIBRARIES = {
+    "outlib": ("%s:OutlibTarget" % (LIBS / "outlib_adapter.py"), "OUTLIB_BUG", [],
+               {"byte_strides": ("LAY-05", "producer"), "drop_readonly": ("FLG-02", "producer"),
+                "no_destructor": ("CAP-05", "producer")}),
+    "npbox": ("npbox", "NPBOX_BUG", ["--tests", "test_layout.py", "--tests", "test_fields.py"],
+              {"ignore_offset": ("LAY-03", "consumer"), "ignore_strides": ("LAY-11", "consumer"),
+               "null_strides": ("LAY-06", "producer")}),
+}
+CASES = [(lib, bug) for lib, (_, _, _, bugs) in LIBRARIES.items() for bug in [""] + sorted(bugs)]
+
+
+def _run(tmp_path, lib, bug):
+    spec, variable, options, _ = LIBRARIES[lib]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(LIBS)]), OMP_NUM_THREADS="1")
+    env[variable] = bug
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--out", str(out), "--jobs", "1",
+                        "-q", *options], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stdout[-3000:]
+    results = json.loads((out / "results.json").read_text())["results"]
+    assert results and all(r["target"] == spec for r in results), p.stdout[-3000:]
+    return p.returncode, results
+
+
+@pytest.mark.parametrize("lib, bug", CASES, ids=["%s-%s" % (lib, bug or "clean") for lib, bug in CASES])
+def test_new_user_library(tmp_path, lib, bug):
+    rc, results = _run(tmp_path, lib, bug)
+    bad = sorted({(r["clause"], r["role"]) for r in results if r["verdict"] in BAD})
+    detail = [(r["verdict"], r["clause"], r["role"], r["test"], r["message"][:200]) for r in results
+              if r["verdict"] in BAD]
+    assert any(r["verdict"] == "pass" for r in results)
+    if not bug:
+        assert rc == 0 and not bad, detail
+        return
+    clause, role = LIBRARIES[lib][3][bug]
+    # found on its own clause and role, and nowhere else: not on other clauses its own role's
+    # checks read values through, not on the other role
+    assert rc == 1 and bad == [(clause, role)], detail
