@@ -13,7 +13,8 @@ import ctypes
 import os
 import sys
 
-from dlpack_structs import (DLManagedTensor, DLManagedTensorVersioned, _GetPointer, _IsValid, _SetName, kDLCPU)
+from dlpack_structs import (DLManagedTensor, DLManagedTensorVersioned, export_for_import, _GetPointer, _IsValid,
+                            kDLCPU, _SetName)
 
 __version__ = "1.0"
 
@@ -134,12 +135,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if device is None:
             raise BufferError("bytecopy: cannot read device %r memory; pass device='cpu'" % (tuple(dev),))
         kw["dl_device"] = (kDLCPU, 0)
-    try:
-        cap = x.__dlpack__(**kw)
-    except TypeError:
-        if "dl_device" in kw:
-            raise BufferError("bytecopy: the producer cannot export to the CPU")
-        cap = x.__dlpack__()
+    cap = export_for_import("bytecopy", x, kw)
     if _IsValid(cap, b"dltensor_versioned"):
         ptr = _GetPointer(cap, b"dltensor_versioned")
         if "no_rename" not in BUGS:

@@ -33,3 +33,60 @@ _IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("
 _GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi))
 _SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", ctypes.pythonapi))
+
+
+# ---- capsules: private prototypes, so other users of ctypes.pythonapi are not disturbed
+_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+_IsValidAt = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
+_PointerAt = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+#: capsule names by kind (versioned?), alive as long as the module: a capsule keeps a pointer to its name
+CAPSULE_NAMES = {True: ctypes.c_char_p(b"dltensor_versioned"), False: ctypes.c_char_p(b"dltensor")}
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def capsule_destructor(capsule):
+    """The destructor of an exported capsule: a consumed one is named used_* and left alone; an
+    unconsumed one runs the deleter its struct holds (NULL: nothing to run)."""
+    for name, struct in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
+        if _IsValidAt(capsule, name):
+            address = _PointerAt(capsule, name)
+            deleter = struct.from_address(address).deleter
+            if deleter:
+                deleter(address)
+
+
+def new_capsule(struct, versioned, destructor=capsule_destructor):
+    """A capsule over `struct` (a DLManagedTensor[Versioned] kept alive by the caller)."""
+    return _New(ctypes.addressof(struct), CAPSULE_NAMES[versioned],
+                None if destructor is None else ctypes.cast(destructor, ctypes.c_void_p))
+
+
+# ---- what every CPU-only library here does the same way
+def check_cpu_export(lib, stream, dl_device):
+    """BufferError unless the __dlpack__ arguments ask for CPU memory: stream None (the only
+    stream value on the CPU) and dl_device None or (kDLCPU, 0)."""
+    if stream is not None:
+        raise BufferError("%s: CPU memory takes stream=None only" % lib)
+    if dl_device is not None and tuple(dl_device) != (kDLCPU, 0):
+        raise BufferError("%s: only CPU memory can be exported" % lib)
+
+
+def export_for_import(lib, x, kw):
+    """x.__dlpack__(**kw), retried without keywords for a producer that predates them (not when
+    the import needs dl_device: that producer cannot copy to the CPU)."""
+    try:
+        return x.__dlpack__(**kw)
+    except TypeError:
+        if "dl_device" in kw:
+            raise BufferError("%s: the producer cannot export to the CPU (no dl_device keyword)" % lib)
+        return x.__dlpack__()
+
+
+def contiguous_strides(shape):
+    """The element strides of a C-contiguous tensor of `shape` (an extent of 0 counts as 1)."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(shape[i + 1], 1)
+    return tuple(strides)

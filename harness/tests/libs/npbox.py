@@ -28,8 +28,9 @@ import os
 
 import numpy as np
 
-from dlpack_structs import (DELETER, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
-                            FLAG_READ_ONLY, _GetPointer, _IsValid, _SetName, kDLCPU)
+from dlpack_structs import (check_cpu_export, DELETER, DLDataType, DLDevice, DLManagedTensor,
+                            DLManagedTensorVersioned, DLPackVersion, export_for_import, FLAG_READ_ONLY, _GetPointer,
+                            _IsValid, kDLCPU, new_capsule, _SetName)
 
 __version__ = "0.2"
 
@@ -65,22 +66,13 @@ class Array:
         return (kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        if stream is not None:
-            raise BufferError("npbox: CPU arrays take stream=None only")
-        if dl_device is not None and tuple(dl_device) != (kDLCPU, 0):
-            raise BufferError("npbox: only CPU memory can be exported")
+        check_cpu_export("npbox", stream, dl_device)
         a = self.np.copy() if copy is True else self.np
         return _export(a, readonly=not self.np.flags.writeable, copied=copy is True,
                        versioned=max_version is not None and tuple(max_version)[0] >= 1)
 
 
 # ---------------------------------------------------------------------------- export
-_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
-    ("PyCapsule_New", ctypes.pythonapi))
-_IsValidAt = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
-_PointerAt = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
-_NAMES = {True: ctypes.c_char_p(b"dltensor_versioned"), False: ctypes.c_char_p(b"dltensor")}
 
 #: struct address -> (struct, shape/strides array, the numpy array exported), until the deleter
 _LIVE = {}
@@ -89,16 +81,6 @@ _LIVE = {}
 @DELETER
 def _deleter(address):
     _LIVE.pop(address, None)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
-    for name, struct in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
-        if _IsValidAt(capsule, name):  # unconsumed: nobody else will free it
-            address = _PointerAt(capsule, name)
-            deleter = struct.from_address(address).deleter
-            if deleter:
-                deleter(address)
 
 
 def _export(a, readonly, copied, versioned):
@@ -125,7 +107,7 @@ def _export(a, readonly, copied, versioned):
         m.version = DLPackVersion(1, 3)
         m.flags = (FLAG_READ_ONLY if readonly and not copied else 0) | (FLAG_IS_COPIED if copied else 0)
     _LIVE[ctypes.addressof(m)] = (m, dims, a)
-    return _New(ctypes.addressof(m), _NAMES[versioned], ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    return new_capsule(m, versioned)
 
 
 # ---------------------------------------------------------------------------- import
@@ -196,12 +178,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         kw["dl_device"] = (kDLCPU, 0)  # the producer copies to the CPU for us
         if copy is not None:
             kw["copy"] = copy
-    try:
-        cap = x.__dlpack__(**kw)
-    except TypeError:
-        if "dl_device" in kw:
-            raise BufferError("npbox: the producer cannot export to the CPU (no dl_device keyword)")
-        cap = x.__dlpack__()
+    cap = export_for_import("npbox", x, kw)
     ptr, m, readonly = _take(cap)
     try:
         interface, dt = _interface(m.dl_tensor, readonly)

@@ -21,8 +21,9 @@ Bugs can be planted with OUTLIB_BUG=name[,name...]:
 import ctypes
 import os
 
-from dlpack_structs import (DELETER, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
-                            FLAG_READ_ONLY, kDLCPU)
+from dlpack_structs import (capsule_destructor, check_cpu_export, contiguous_strides, DELETER, DLDataType, DLDevice,
+                            DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, FLAG_READ_ONLY, kDLCPU,
+                            new_capsule)
 
 __version__ = "0.1"
 
@@ -37,11 +38,6 @@ DTYPES = {
     "complex64": (5, 64), "complex128": (5, 128),
 }
 
-_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
-    ("PyCapsule_New", ctypes.pythonapi))
-_IsValidAt = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
-_PointerAt = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 #: struct address -> (struct, shape/strides array, the tensor it exports): until the deleter runs
 _LIVE = {}
@@ -50,29 +46,6 @@ _LIVE = {}
 @DELETER
 def _deleter(address):
     _LIVE.pop(address, None)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
-    # a consumed capsule is named used_*: these tests fail for it and it is left alone; an
-    # unconsumed one runs the deleter its struct holds (NULL: nothing to run)
-    for name, struct in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
-        if _IsValidAt(capsule, name):
-            address = _PointerAt(capsule, name)
-            deleter = struct.from_address(address).deleter
-            if deleter:
-                deleter(address)
-
-
-_NAMES = {True: ctypes.c_char_p(b"dltensor_versioned"), False: ctypes.c_char_p(b"dltensor")}
-
-
-def _row_major(shape):
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 class Tensor:
@@ -143,10 +116,7 @@ class Tensor:
         return (kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        if stream is not None:
-            raise BufferError("outlib: CPU tensors take stream=None only")
-        if dl_device is not None and tuple(dl_device) != (kDLCPU, 0):
-            raise BufferError("outlib: only CPU memory can be exported")
+        check_cpu_export("outlib", stream, dl_device)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         src = self.copy() if copy is True else self
         if self.readonly and not versioned and copy is not True:
@@ -174,8 +144,7 @@ class Tensor:
                 flags |= FLAG_IS_COPIED
             m.flags = flags
         _LIVE[ctypes.addressof(m)] = (m, dims, src)
-        destructor = None if "no_destructor" in BUGS else ctypes.cast(_capsule_destructor, ctypes.c_void_p)
-        return _New(ctypes.addressof(m), _NAMES[versioned], destructor)
+        return new_capsule(m, versioned, None if "no_destructor" in BUGS else capsule_destructor)
 
 
 def make(shape, dtype="float32", data=None):
@@ -185,7 +154,7 @@ def make(shape, dtype="float32", data=None):
     shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError("outlib: negative extent")
-    t = Tensor(None, shape, _row_major(shape), 0, dtype)
+    t = Tensor(None, shape, contiguous_strides(shape), 0, dtype)
     nbytes = t.size * t.itemsize
     buf = (ctypes.c_ubyte * (nbytes + 255))()
     base = (ctypes.addressof(buf) + 255) & ~255

@@ -16,8 +16,9 @@ Bugs can be planted with VIEWLIB_BUG=name[,name...]:
 import ctypes
 import os
 
-from dlpack_structs import (DELETER, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
-                            FLAG_READ_ONLY, _GetPointer, _IsValid, _SetName, kDLCPU)
+from dlpack_structs import (check_cpu_export, DELETER, DLDataType, DLDevice, DLManagedTensor,
+                            DLManagedTensorVersioned, DLPackVersion, FLAG_READ_ONLY, _GetPointer, _IsValid, kDLCPU,
+                            _SetName)
 
 __version__ = "1.0"
 
@@ -80,10 +81,7 @@ class Array:
         return (kDLCPU, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        if stream is not None:
-            raise BufferError("viewlib: stream must be None for CPU memory")
-        if dl_device is not None and tuple(dl_device) != (kDLCPU, 0):
-            raise BufferError("viewlib: CPU memory only")
+        check_cpu_export("viewlib", stream, dl_device)
         if copy is True:
             raise BufferError("viewlib: cannot export a copy")
         versioned = max_version is not None and max_version[0] >= 1
