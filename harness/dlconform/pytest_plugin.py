@@ -171,12 +171,13 @@ _BINDING = re.compile(r"^([\w.]+)\(\) (missing \d+ required|got an unexpected ke
 
 
 def _ours(path, roots):
-    """True for a file under one of `roots` (the suites being run, the dlconform package),
-    except pyref's (a library under test that lives in the package)."""
+    """True for a file under one of `roots` (the suites being run, the dlconform package) or
+    one of them (the target's adapter file), except pyref's (a library under test that lives in
+    the package)."""
     path = os.path.abspath(str(path))
     if path.startswith(os.path.join(PACKAGE_DIR, "pyref") + os.sep):
         return False
-    return any(path.startswith(root + os.sep) for root in roots)
+    return any(path == root or path.startswith(root + os.sep) for root in roots)
 
 
 def _ours_by_name(qualname, roots):
@@ -365,6 +366,10 @@ class _State:
                 self._target = load(self.spec)
             except TargetError as e:
                 raise pytest.UsageError("dlconform: target %r: %s" % (self.spec, e))
+            # the adapter's own file is dlconform's side: a bug in its oracle is an error
+            adapter = getattr(sys.modules.get(type(self._target).__module__), "__file__", None)
+            if adapter:
+                self.roots = tuple(dict.fromkeys(self.roots + (os.path.abspath(adapter),)))
         return self._target
 
     # ---- output
