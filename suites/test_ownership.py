@@ -278,10 +278,11 @@ LEFT_AT_EXIT = []
 
 
 def exports_left_at_exit(target, dtype, consumed):
-    """Run in a fresh interpreter that then exits normally: exports of the library's tensors of
-    each kind it makes, left alive with their tensors until the interpreter finalises, either
-    unconsumed (their capsule destructors run then, CAP-05) or consumed by the kit and never
-    given back (the kit's handles call the deleter then, as late as a consumer can, OWN-04)."""
+    """Judged at interpreter exit. Run in a fresh interpreter that then exits normally: exports
+    of the library's tensors of each kind it makes, left alive with their tensors until the
+    interpreter finalises, either unconsumed (their capsule destructors run then, CAP-05) or
+    consumed by the kit and never given back (the kit's handles call the deleter then, as late
+    as a consumer can, OWN-04)."""
     for versioned in _kinds(target, dtype):
         x = _case(target, dtype, (2, 3))
         cap = pycap.export_kind(x, versioned)
@@ -289,9 +290,10 @@ def exports_left_at_exit(target, dtype, consumed):
 
 
 def imports_left_at_exit(target):
-    """Run in a fresh interpreter that then exits normally: the library's imports of the kit's
-    capsules (legacy, and versioned where the consumer asks for it), alive until the interpreter
-    finalises: the consumer gives each tensor back then (OWN-03)."""
+    """Judged at interpreter exit. Run in a fresh interpreter that then exits normally: the
+    library's imports of the kit's capsules (legacy, and versioned where the consumer asks for
+    it), alive until the interpreter finalises: the consumer gives each tensor back then
+    (OWN-03)."""
     for kw in (dict(shape=(2, 3)), dict(shape=(4,), dtype=(0, 32, 1))):
         att = tries.forged(target, kw)
         if not att.refused:
