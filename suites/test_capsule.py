@@ -125,10 +125,8 @@ def test_each_export_is_a_fresh_capsule(target, check):
         name = kit.inspect(cap2)["name"]
         if check.that(name in (pycap.LEGACY, pycap.VERSIONED), "CAP-04",
                       "%s: the second export is named %r after the first was consumed" % (kind, name)):
-            layout = tns.compare_layout(target, x, kit.inspect(cap2), 4)  # wrong: the layout checks' finding
             h2 = kit.consume(cap2)
-            if not layout:
-                check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
+            check.equal(h2.read_elements(), values, "CAP-04", "%s: elements of the second export" % kind)
             h2.release()
         h1.release()
         # consumed capsules are kept: their destructor is CAP-06's business, not this check's

@@ -118,7 +118,8 @@ def test_table_header_major(target, check):
     x, _ = xa.sample(target)
     t = xa.Table(x)
     if not (t.info and t.info.get("version")):
-        raise kit.Unsupported("%s has no exchange table whose header can be read (XAPI-01, XAPI-02)" % target.name)
+        raise kit.Unsupported("%s offers no exchange API table whose header can be read (XAPI-01, XAPI-02)"
+                              % target.name)
     major, minor = t.info["version"]
     check.equal(major, 1, "XAPI-06", "header.version is (%d, %d): the major of a table every consumer of DLPack 1.x "
                 "may use" % (major, minor))

@@ -67,6 +67,18 @@ def _pair(record):
     return record["test"].split("[")[0], record["clause"]
 
 
+#: test -> (verdict, why) of the checks that do not apply to ref by design
+NOT_FOR_REF = {
+    "test_interop.py::test_library_round_trip": (
+        "unsupported", "the generic target's round trip (for libraries read only through their own export); ref's "
+        "adapter reads its results itself; test_generic_standalone.py sees it fail on viewlib's planted bugs"),
+}
+
+
+def _not_for_ref(record):
+    return NOT_FOR_REF.get(record["test"], (None,))[0] == record["verdict"]
+
+
 def test_ref_passes_every_check(calibration):
     proc, data, _ = calibration
     results = [r for r in data["results"] if r["target"] == "ref"]
@@ -74,7 +86,7 @@ def test_ref_passes_every_check(calibration):
     # interop records with another library as producer (`peer`) judge that pair, not ref alone:
     # a host producer that cannot export a dtype gives `unsupported` there
     not_pass = [(r["clause"], r["verdict"], r["test"], r["message"]) for r in results
-                if r["verdict"] != "pass" and r.get("peer") in (None, "ref")]
+                if r["verdict"] != "pass" and r.get("peer") in (None, "ref") and not _not_for_ref(r)]
     assert not not_pass, "ref must pass everything:\n" + "\n".join(map(str, not_pass))
 
 
