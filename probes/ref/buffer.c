@@ -47,7 +47,6 @@ void ref_buf_decref(ref_buf *b) {
   if (!b) return;
   if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
   /* deleter_calls is 1 except under the consumer faults latched at import (OWN-03) */
-  if (b->deleter_calls && (b->versioned || b->legacy)) ref_twist_at_exit(FAULT_CONSUMER_RELEASE_DIES_AT_EXIT);
   for (int i = 0; i < b->deleter_calls; i++) ref_buf_call_deleter(b);
   free(b->mem);
   free(b);

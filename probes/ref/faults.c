@@ -5,6 +5,7 @@
  * faults.h: this file, faults_producer.c, faults_consumer.c and faults_xapi.c. */
 #include "ref.h"
 
+#include <signal.h>
 #include <string.h>
 
 #define P "producer"
@@ -290,4 +291,10 @@ int ref_refuse(ref_refusal where, const char *message) {
   if (!type) return 0;
   PyErr_SetString(type, message);
   return -1;
+}
+
+/* The exit faults (CAP-05, OWN-03, OWN-04), called by the capsule destructor, the deleters and
+ * the Tensor's dealloc. */
+void ref_twist_at_exit(ref_fault_id where) {
+  if (ref_fault_is(where) && ref_interpreter_finalizing()) raise(SIGSEGV); /* CAP-05, OWN-03/04 */
 }

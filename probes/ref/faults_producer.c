@@ -3,7 +3,6 @@
  * Each seam returns its clean input unchanged unless the active fault is one of its own. */
 #include "ref.h"
 
-#include <signal.h>
 #include <string.h>
 
 /* ---- request ---------------------------------------------------------------------------- */
@@ -77,10 +76,6 @@ const char *ref_twist_capsule_name(const char *clean, int versioned) {
   if (versioned && ref_fault_is(FAULT_VERSIONED_CAPSULE_NAME)) return "dltensor-versioned";
   if (!versioned && ref_fault_is(FAULT_LEGACY_CAPSULE_NAME)) return "DLTensor";
   return clean; /* CAP-01, CAP-02 */
-}
-
-void ref_twist_at_exit(ref_fault_id where) {
-  if (ref_fault_is(where) && ref_interpreter_finalizing()) raise(SIGSEGV); /* CAP-05, OWN-03/04 */
 }
 
 int ref_twist_destructor(int calls_deleter) {

@@ -167,6 +167,9 @@ static PyObject *Tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 }
 
 static void Tensor_dealloc(RefTensor *self) {
+  /* an import given back as the interpreter finalises (consumer_release_dies_at_exit, OWN-03) */
+  if (self->buf && (self->buf->legacy || self->buf->versioned))
+    ref_twist_at_exit(FAULT_CONSUMER_RELEASE_DIES_AT_EXIT);
   ref_cache_release(self);
   ref_buf_decref(self->buf);
   free(self->shape);
