@@ -273,7 +273,7 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
             check.record(cl, "fail", "dtype %r was imported (%s; result %r); dlpack.h: a consumer that sees "
                          "other bits must stop importing" % (
                              dtype, "as untyped bytes" if held == "bytes" else "as dtype %r" % (held,) if held
-                             else "a typed result", target.describe(att.result)))
+                             else "a typed result", tries.Shown(target, att.result)))
         else:
             check.refusal(cl, att, "dtype %r" % (dtype,))
         tries.deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")

@@ -139,12 +139,12 @@ def _judge(check, target, reason, att, what):
 
 def _judge_import(check, target, reason, att, what):
     if reason.must == "refuse":
-        check.record(reason.clause, "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+        check.record(reason.clause, "fail", "%s was imported (result %r)" % (what, tries.Shown(target, att.result)))
     elif reason.must == "read":
         check.record(reason.clause, *rd.unknown_value_verdict(target, att, what, dtype=reason.kw.get("dtype"),
                                                               device=reason.device))
     elif reason.must == "invalid":
-        check.accepted(reason.clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
+        check.accepted(reason.clause, "%s was imported (result %r)" % (what, tries.Shown(target, att.result)))
     else:
         try:
             got, d = tries.result_elements(target, att.result)
@@ -248,7 +248,7 @@ def _unasked_major(target, check):
     if att.refused:
         check.refusal("VER-08", att, what)
     else:
-        check.record("VER-08", "fail", "%s was imported (result %r)" % (what, target.describe(att.result)))
+        check.record("VER-08", "fail", "%s was imported (result %r)" % (what, tries.Shown(target, att.result)))
     after = att.settle()
     check.that(after == 1, "VER-08", "%s: deleter calls %d, expected 1" % (what, after))
 
@@ -270,13 +270,13 @@ def _ruled_import(check, target, att, what, clause):
     code misread fails, carried unread is warn (the VER-09 reading)."""
     if clause != "VER-09":
         check.record(clause, "fail", "%s was imported (result %r); dlpack.h: a consumer that sees other bits "
-                     "stops the import" % (what, target.describe(att.result)))
+                     "stops the import" % (what, tries.Shown(target, att.result)))
         return
     check.record(clause, *rd.unknown_value_verdict(target, att, what, dtype=tuple(att.forge_kwargs["dtype"])))
 
 
 def _malformed_import(check, target, att, what, clause):
-    check.accepted(clause, "%s was imported (result %r)" % (what, target.describe(att.result)))
+    check.accepted(clause, "%s was imported (result %r)" % (what, tries.Shown(target, att.result)))
 
 
 def _each(target, check, route, cases, feeds="valid", imported=None):

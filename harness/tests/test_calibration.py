@@ -35,7 +35,15 @@ CAUGHT = frozenset({"fail", "warn", "crash", "timeout"})
 TSAN_FAULTS = {"cache_no_cas", "cache_deleter_no_gil"}
 
 #: (test, clause) -> why no fault of ref or pyref can make it fail here; test is FILE::NAME
+_ROUND_TRIP = ("the generic target's round trip: ref and pyref read their results themselves (NOT_FOR_REF) and their "
+        "faults run one role, so no fault here reaches it; test_generic_standalone.py sees it fail on viewlib's "
+        "planted bugs")
 UNCATCHABLE = {
+    ("test_interop.py::test_library_round_trip", "FLG-02"): _ROUND_TRIP,
+    ("test_interop.py::test_library_round_trip", "LAY-03"): _ROUND_TRIP,
+    ("test_interop.py::test_library_round_trip", "LAY-04"): _ROUND_TRIP,
+    ("test_interop.py::test_library_round_trip", "LAY-08"): _ROUND_TRIP,
+    ("test_interop.py::test_library_round_trip", "LAY-11"): _ROUND_TRIP,
 }
 
 
