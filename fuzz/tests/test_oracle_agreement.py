@@ -133,11 +133,16 @@ def compare(target, configs):
 REACHED_BY_FUZZING_ONLY = {
     "consumer_xapi_trusts_handout": "needs a table offer whose hand-out carries another major version",
 }
+#: consumer faults no fuzz input can show, each with the check that catches it instead
+NOT_FUZZABLE = {
+    "consumer_release_dies_at_exit": "dies only as the interpreter finalises, after every input ran: "
+                                     "test_ownership.py::test_imports_alive_at_interpreter_exit catches it",
+}
 
 
 def _assert_agree(target, configs, every_fault_found):
     rows, silent = compare(target, configs)
-    silent = [f for f in silent if f not in REACHED_BY_FUZZING_ONLY]
+    silent = [f for f in silent if f not in REACHED_BY_FUZZING_ONLY and f not in NOT_FUZZABLE]
     report = "\n".join("%-34s %-44s C: %-14s Python: %s" % r for r in rows[:40])
     assert not rows, "%s: the C target and the Python reproducer disagree (%d):\n%s" % (target, len(rows), report)
     assert not (every_fault_found and silent), "%s: no input finds these faults: %s" % (target, ", ".join(silent))
