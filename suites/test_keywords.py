@@ -21,6 +21,7 @@ import pytest
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
+from support import readings as rd
 from support import tensors as tns
 
 P = pytest.mark.role("producer")
@@ -38,10 +39,7 @@ MAX_MESSAGES = 3
 
 #: what a clause's own words say a producer refuses (check.must_refuse quotes it); kind "refuse"
 #: of _problems breaks one of these, kind "ambiguous" is left open by the spec (a warn)
-RULES = {"STR-10": "\"On CPU and other device types without streams, only None is accepted\" (array API, "
-                   "__dlpack__)",
-         "DEV-05": "\"BufferError\" is what a producer raises for a dl_device it cannot serve; a dl_device that "
-                   "names no device cannot be served (array API, __dlpack__)"}
+RULES = rd.REFUSAL_RULES
 
 
 def _problems(stream, dl_device, own):

@@ -5,6 +5,15 @@ from . import seedrules as sr
 
 from .attempts import describe_exc
 
+#: the sentence of each clause whose own words say a producer refuses an argument, quoted by
+#: check.must_refuse (suites/README.md, Grading)
+REFUSAL_RULES = {
+    "STR-10": "\"On CPU and other device types without streams, only None is accepted\" (array API, __dlpack__)",
+    "STR-02": "stream is \"an integer\" or None; a value of any other type is an error (array API, __dlpack__)",
+    "DEV-05": "\"BufferError\" is what a producer raises for a dl_device it cannot serve; a dl_device that names "
+              "no device cannot be served (array API, __dlpack__)",
+}
+
 
 class NoDLPack:
     """An object with neither DLPack method (API-06, ERR-03)."""
