@@ -149,8 +149,8 @@ def test_unconsumed_capsule_calls_deleter(target, check):
         tracker = kit.instrument(cap)
         del cap
         tries.settle()
-        check.equal(tracker.calls, 1, "CAP-05",
-                    "%s: deleter calls after an unconsumed capsule died (0 = leak)" % kind)
+        check.equal(tracker.calls, 1, "CAP-05", "%s: calls of the struct's deleter after an unconsumed capsule "
+                    "died (%s)" % (kind, rd.UNCALLED_DELETER))
 
 
 @pytest.mark.clause("CAP-06")

@@ -306,6 +306,9 @@ def test_producer_honours_every_valid_keyword_combination(target, check):
                 continue  # another major may be refused (VER-04, VER-01)
             if dev == own and not check.unclean(exc):
                 table.add("DEV-06", "warn", "%s: a library should export to its own device this way" % call)
+            elif copy is True:
+                verdict, why = rd.copy_refused(exc)
+                table.add("CPY-01", verdict, "%s: %s" % (_call_text("x", kw), why))
             elif copy is not None:
                 table.add(_copy_clause(copy), "fail", call)
             else:

@@ -19,6 +19,7 @@ from dlconform import _probe, kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
+from support import readings as rd
 from support import repros as rp
 from support import tensors as tns
 
@@ -64,8 +65,8 @@ def test_unconsumed_capsule_runs_deleter_once(target, check):
         tr = kit.instrument(cap)
         del cap
         gc.collect()
-        check.equal(tr.calls, 1, "CAP-05", "%s capsule dropped unconsumed: deleter calls"
-                    % ("versioned" if versioned else "legacy"))
+        check.equal(tr.calls, 1, "CAP-05", "%s capsule dropped unconsumed: calls of the struct's deleter (%s)"
+                    % ("versioned" if versioned else "legacy", rd.UNCALLED_DELETER))
 
 
 def _rss():

@@ -15,6 +15,22 @@ REFUSAL_RULES = {
 }
 
 
+#: what 0 calls of an unconsumed capsule's deleter mean (CAP-05): the count is of calls through
+#: the struct's `deleter` field, the one the spec's example destructor calls
+UNCALLED_DELETER = ("0: the tensor leaks, or the destructor frees it without calling the struct's deleter, "
+                    "which CAP-05 asks it to run")
+
+
+def copy_refused(exc):
+    """(verdict, message) of a producer that refuses copy=True with BufferError: CPY-01 says
+    it must copy, ERR-01 lets __dlpack__ raise BufferError for an export it cannot make, so a
+    producer that cannot copy at all sits between the two (warn); any other exception fails."""
+    if isinstance(exc, BufferError):
+        return "warn", ("copy=True raised %s: CPY-01 requires a copy, ERR-01 allows BufferError for an export the "
+                        "producer cannot make (reading: a producer that cannot copy at all)" % describe_exc(exc))
+    return "fail", "copy=True raised %s" % describe_exc(exc)
+
+
 class NoDLPack:
     """An object with neither DLPack method (API-06, ERR-03)."""
 
