@@ -10,6 +10,9 @@ its own clause and role, and on nothing else (the other role least of all).
   from_dlpack of its own in ctypes; through the generic target (`--target npbox`), its results
   read through __array_interface__. The layout and field checks run: the planted bugs are
   layout bugs, and these files hold the checks of both roles.
+- viewlib (harness/tests/libs/viewlib.py): views the producer's memory, copies only when asked,
+  and can be read only through its own __dlpack__. Its planted bugs are in its re-export, so
+  they show in the generic target's round trip, which blames neither role ("any").
 """
 import json
 import os
@@ -31,6 +34,8 @@ LIBRARIES = {
     "npbox": ("npbox", "NPBOX_BUG", ["--tests", "test_layout.py", "--tests", "test_fields.py"],
               {"ignore_offset": ("LAY-03", "consumer"), "ignore_strides": ("LAY-11", "consumer"),
                "null_strides": ("LAY-06", "producer")}),
+    "viewlib": ("viewlib", "VIEWLIB_BUG", [],
+                {"drop_offset": ("LAY-03", "any"), "drop_readonly": ("FLG-02", "any")}),
 }
 CASES = [(lib, bug) for lib, (_, _, _, bugs) in LIBRARIES.items() for bug in [""] + sorted(bugs)]
 

@@ -1,4 +1,4 @@
-"""viewlib: a pure-Python (ctypes) DLPack consumer and producer that views, never copies.
+"""viewlib: a pure-Python (ctypes) DLPack consumer and producer that views unless asked to copy.
 
 `from_dlpack(x)` asks for a versioned capsule (a legacy one from producers that take no
 max_version), renames it used_*, and returns an `Array` that views the producer's memory and
@@ -6,8 +6,11 @@ keeps the producer's tensor until the Array dies (then it calls the deleter once
 exports itself again through `__dlpack__`: a new managed struct per call over the same memory
 (the same data pointer, byte_offset, shape and strides), versioned 1.3 with the READ_ONLY flag
 of its import when asked for max_version >= (1, 0), else legacy (refused with BufferError for
-read-only data). It has no `__array_interface__` and no buffer: it describes itself only
-through DLPack.
+read-only data). copy=True (in `from_dlpack` and in `__dlpack__`) copies the elements' span
+into memory of its own, with the same shape and strides; a versioned export of such a copy
+carries IS_COPIED. It imports the dtypes whose element size it knows (whole bytes) and refuses
+the others. It has no `__array_interface__` and no buffer: it describes itself only through
+DLPack.
 
 Bugs can be planted with VIEWLIB_BUG=name[,name...]:
   drop_offset    re-exports leave byte_offset out (0) and keep the data pointer
@@ -18,14 +21,15 @@ import os
 
 from dlpack_structs import (check_cpu_export, DELETER, DLDataType, DLDevice, DLManagedTensor,
                             DLManagedTensorVersioned, DLPackVersion, FLAG_READ_ONLY, _GetPointer, _IsValid, kDLCPU,
-                            _SetName)
+                            new_capsule, _SetName)
 
 __version__ = "1.0"
 
 BUGS = set(filter(None, os.environ.get("VIEWLIB_BUG", "").split(",")))
 
-_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
-    ("PyCapsule_New", ctypes.pythonapi))
+FLAG_IS_COPIED = 2
+#: dtype codes with whole-byte elements: int, uint, float, bfloat, complex, bool, the float8s
+_CODES = {0, 1, 2, 4, 5, 6, *range(7, 15)}
 
 #: struct address -> (the struct, its shape/strides array, the Array it views): alive until
 #: the deleter runs (the consumer's call, or the destructor of a capsule nobody consumed)
@@ -35,21 +39,6 @@ _EXPORTED = {}
 @DELETER
 def _exported_deleter(address):
     _EXPORTED.pop(address, None)
-
-
-_IsValidAt = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
-_PointerAt = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi))
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _destroy(capsule):
-    for name in (b"dltensor_versioned", b"dltensor"):
-        if _IsValidAt(capsule, name):
-            _exported_deleter(_PointerAt(capsule, name))
-
-
-_NAMES = {True: ctypes.c_char_p(b"dltensor_versioned"), False: ctypes.c_char_p(b"dltensor")}
 
 
 class Array:
@@ -70,7 +59,7 @@ class Array:
             self.strides = tuple(reversed(out))
         self.data, self.byte_offset = t.data or 0, int(t.byte_offset)
         self.dtype = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
-        self.readonly = bool(readonly)
+        self.readonly, self.copied = bool(readonly), False
 
     def __del__(self):
         if self._deleter:
@@ -83,7 +72,7 @@ class Array:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         check_cpu_export("viewlib", stream, dl_device)
         if copy is True:
-            raise BufferError("viewlib: cannot export a copy")
+            return _copy(self).__dlpack__(max_version=max_version)
         versioned = max_version is not None and max_version[0] >= 1
         if self.readonly and not versioned:
             raise BufferError("viewlib: read-only data needs max_version >= (1, 0)")
@@ -101,13 +90,30 @@ class Array:
         if versioned:
             m.version = DLPackVersion(1, 3)
             m.flags = FLAG_READ_ONLY if self.readonly and "drop_readonly" not in BUGS else 0
+            m.flags |= FLAG_IS_COPIED if self.copied else 0
         _EXPORTED[ctypes.addressof(m)] = (m, dims, self)
-        return _New(ctypes.addressof(m), _NAMES[versioned], ctypes.cast(_destroy, ctypes.c_void_p))
+        return new_capsule(m, versioned)
+
+
+def _copy(a):
+    """A writable Array over a copy of `a`'s elements in memory of its own (256-byte aligned),
+    with `a`'s shape and strides: the span from the lowest to the highest element is copied."""
+    item = a.dtype[1] * a.dtype[2] // 8
+    ends = [(n - 1) * s * item for n, s in zip(a.shape, a.strides)] if all(a.shape) else None
+    low = sum(e for e in ends if e < 0) if ends is not None else 0
+    size = sum(e for e in ends if e > 0) - low + item if ends is not None else 0
+    buf = (ctypes.c_char * (size + 256))()
+    start = -(-ctypes.addressof(buf) // 256) * 256
+    if size:
+        ctypes.memmove(start, a.data + a.byte_offset + low, size)
+    b = object.__new__(Array)
+    b._ptr, b._deleter, b._buf = None, None, buf
+    b.shape, b.strides, b.dtype = a.shape, a.strides, a.dtype
+    b.data, b.byte_offset, b.readonly, b.copied = start, -low, False, True
+    return b
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    if copy is True:
-        raise BufferError("viewlib: never copies")
     if device is not None and device not in ("cpu", (kDLCPU, 0)):
         raise BufferError("viewlib: CPU memory only")
     if tuple(x.__dlpack_device__()) != (kDLCPU, 0):
@@ -130,8 +136,15 @@ def from_dlpack(x, /, *, device=None, copy=None):
         readonly = False
     else:
         raise BufferError("viewlib: not an unconsumed DLPack capsule")
+    dtype = m.dl_tensor.dtype
+    why = None
     if m.dl_tensor.device.device_type != kDLCPU:
+        why = "CPU memory only"
+    elif dtype.code not in _CODES or dtype.bits % 8 or not dtype.bits or (dtype.code >= 6 and dtype.bits != 8):
+        why = "cannot interpret dtype (%d, %d, %d)" % (dtype.code, dtype.bits, dtype.lanes)
+    if why:
         if m.deleter:
             m.deleter(ptr)
-        raise BufferError("viewlib: CPU memory only")
-    return Array(ptr, m, m.dl_tensor, readonly)
+        raise BufferError("viewlib: " + why)
+    a = Array(ptr, m, m.dl_tensor, readonly)
+    return _copy(a) if copy is True else a
