@@ -109,14 +109,15 @@ conformance-run: deps
 endif
 
 # The exchange-overhead benchmark (harness/dlconform/bench/); figures into $(OUT)/results.json,
-# results.md and bench.svg. REPEATS runs of the whole set flag noisy figures.
+# results.md and bench.svg. REPEATS runs of the whole set flag noisy figures. --suite adds the
+# suite's own throughput (checks per second per target, each target's suites run once, alone).
 REPEATS ?= 5
 ifneq ($(TIER),)
 bench: tier-bench
 else
 bench: deps
 	@$(MAKE) --no-print-directory build
-	@mkdir -p $(OUT); $(PYTHON) -m dlconform bench $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) --repeats $(REPEATS)
+	@mkdir -p $(OUT); $(PYTHON) -m dlconform bench $(foreach t,$(TARGETS),--target '$(t)') --out $(OUT) --repeats $(REPEATS) --suite
 endif
 .PHONY: bench
 

@@ -72,6 +72,10 @@ def build_parser():
     b.add_argument("--target-ms", type=_positive, default=1.0, metavar="MS", help="time per batch (default 1)")
     b.add_argument("--warmup-ms", type=float, default=20.0, metavar="MS", help="warm-up per figure (default 20)")
     b.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
+    b.add_argument("--suite", action="store_true",
+                   help="also measure the suite's throughput: checks per second, each target run alone")
+    b.add_argument("--suite-tests", action="append", default=None, metavar="FILE",
+                   help="with --suite: only this test file of the suites (repeatable)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     m = sub.add_parser("merge", help="merge result files into one matrix (matrix.json, MATRIX.md, index.html)",
                        prog="dlconform merge")

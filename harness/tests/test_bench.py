@@ -55,7 +55,8 @@ def test_uncached_table_gives_fresh_structs():
 def test_bench_cli_short(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "dlconform", "bench", "--target", "ref", "--out", str(out),
-           "--repeats", "2", "--batches", "5", "--target-ms", "0.3", "--warmup-ms", "2", "-q"]
+           "--repeats", "2", "--batches", "5", "--target-ms", "0.3", "--warmup-ms", "2", "-q",
+           "--suite", "--suite-tests", "test_fields.py"]
     proc = subprocess.run(cmd, cwd=REPO_DIR, env=child_env(), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
@@ -77,8 +78,13 @@ def test_bench_cli_short(tmp_path):
         assert len(f["run_medians"]) == 2 and isinstance(f["noisy"], bool)
     assert ref["cache"]["xapi_managed"] is True
     assert set(ref["bounds"]) == {"xapi_dltensor", "xapi_managed", "xapi_managed_uncached"}
+    # the suite's throughput (issue 22): test_fields.py alone, run once
+    suite = perf["suite"]["ref"]
+    assert suite["status"] == "ran" and suite["checks"] > 0 and suite["seconds"] > 0, suite
+    assert suite["checks_per_s"] == round(suite["checks"] / suite["seconds"], 1)
     md = (out / "results.md").read_text()
     assert "## Performance" in md and "comparable only within one run" in md
+    assert "### The suite's throughput" in md and "checks/s" in md
     svg = (out / "bench.svg").read_text()
     assert svg.startswith("<svg") and "http://" not in svg.replace("http://www.w3.org/2000/svg", "")
 

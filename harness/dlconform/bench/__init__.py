@@ -10,6 +10,11 @@ The timing loops are C (`_probe.bench`, probes/probe/bench.c). A figure is ns pe
 one exchange, or three for the `x3:` figures. Every figure is also a ratio to the no-op
 baseline (an indirect call of an empty C function) measured in the same child, so ratios
 are comparable across runs; nanoseconds are comparable only within one run on one machine.
+
+`--suite` also measures the suite's own throughput (issue 22): the conformance suites run
+once per target, one target at a time (`dlconform run --jobs 1` in a child), and the figure
+is checks (result records) per second of that target's child, so a regression in the
+suite's speed shows beside the exchange figures.
 """
 import datetime
 import json
@@ -160,6 +165,38 @@ def build(runs, repeats, batches, target_ms, warmup_ms, started):
     }
 
 
+def suite_throughput(specs, python, env, tests=(), say=None):
+    """{spec: {checks, seconds, checks_per_s, status, tests}}: one `dlconform run` per target,
+    alone (nothing else of ours runs beside it), read back from its results.json."""
+    import tempfile
+
+    out = {}
+    for spec in specs:
+        with tempfile.TemporaryDirectory(prefix="dlc-suite-") as tmp:
+            cmd = [python, "-m", "dlconform", "run", "--target", spec, "--out", tmp, "--jobs", "1", "-q"]
+            for t in tests:
+                cmd += ["--tests", t]
+            if say:
+                say("suite throughput: %s ..." % spec)
+            p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            try:
+                with open(os.path.join(tmp, "results.json")) as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                lines = p.stdout.strip().splitlines()
+                out[spec] = {"status": "failed", "reason": lines[-1] if lines else "exit %d" % p.returncode}
+                continue
+        t = doc.get("targets", {}).get(spec, {})
+        checks = sum(1 for r in doc.get("results", []) if r.get("target") == spec)
+        seconds = t.get("duration")
+        if t.get("status") != "ran" or not seconds:
+            out[spec] = {"status": t.get("status") or "failed", "reason": t.get("reason") or "no duration"}
+            continue
+        out[spec] = {"status": "ran", "checks": checks, "seconds": seconds, "tests": list(tests) or "all",
+                     "checks_per_s": round(checks / seconds, 1)}
+    return out
+
+
 def _cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -217,6 +254,10 @@ def cmd_bench(args, say):
     runs = measure_all(runnable, args.python, env, args.repeats, args.batches, args.target_ms,
                        args.warmup_ms, say=None if args.quiet else say)
     perf = build(runs, args.repeats, args.batches, args.target_ms, args.warmup_ms, started)
+    if args.suite:
+        perf["suite"] = suite_throughput(runnable, args.python, env, args.suite_tests or (),
+                                         say=None if args.quiet else say)
+        perf["duration"] = round(time.time() - started, 3)
     run_info = {"argv": sys.argv[1:], "python": args.python, "started": datetime.datetime.fromtimestamp(
         started, datetime.timezone.utc).isoformat(timespec="seconds"), "duration": perf["duration"]}
     environment = _environment.collect(args.python, env=env)

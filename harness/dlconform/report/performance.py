@@ -67,6 +67,12 @@ def markdown_lines(perf):
                     fid, "-" if b["ratio"] is None else "%.1f" % b["ratio"], _ns(b["ns"]), b["max_ratio"],
                     "met" if b["ok"] else "**MISSED**"))
         lines.append("")
+    if perf.get("suite"):
+        lines += ["### The suite's throughput", "",
+                  "Each target's suites run once, alone (`dlconform run --jobs 1`): checks are its result records, "
+                  "seconds its child's wall time.", "", "| target | throughput |", "| --- | --- |"]
+        lines += ["| %s | %s |" % (_cell(spec), _cell(_throughput(t))) for spec, t in perf["suite"].items()]
+        lines.append("")
     lines += ["Chart: `bench.svg` (log scale; one group per library; the dark tick on each bar is ref's "
               "figure for the same path).", ""]
     return lines
@@ -88,4 +94,12 @@ def summary_lines(perf):
             out.append("  %-10s bound %-22s %s x <= %.0f x: %s" % (
                 spec, fid, "-" if b["ratio"] is None else "%.1f" % b["ratio"], b["max_ratio"],
                 "met" if b["ok"] else "MISSED"))
+    for spec, t in (perf.get("suite") or {}).items():
+        out.append("  %-10s suite: %s" % (spec, _throughput(t)))
     return out
+
+
+def _throughput(t):
+    if t.get("status") != "ran":
+        return "%s: %s" % (t.get("status"), t.get("reason"))
+    return "%d checks in %.1f s, %.1f checks/s" % (t["checks"], t["seconds"], t["checks_per_s"])
