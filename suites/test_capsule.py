@@ -39,7 +39,7 @@ def _exports(target, x, dtype="float32", shape=(2, 3)):
         # only capsules the probe may read: the right name (CAP-01/CAP-02) and, for versioned
         # ones, major version 1 (VER-07); other clauses report those breaches
         info = kit.inspect(export())
-        want = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
+        want = _NAME[kind]
         if info["name"] != want:
             skipped.append("%s exports are named %r (CAP-01/CAP-02)" % (kind, info["name"]))
         elif not info.get("readable", True):
@@ -59,9 +59,8 @@ def _export_cases(target):
         yield kind, export, values
 
 
-def _export(x, kind):
-    """x.__dlpack__() for a legacy capsule, with max_version for a versioned one."""
-    return x.__dlpack__() if kind == "legacy" else x.__dlpack__(max_version=pycap.SUITE_VERSION)
+#: the unconsumed capsule name of each kind (CAP-01, CAP-02)
+_NAME = {"legacy": pycap.LEGACY, "versioned": pycap.VERSIONED}
 
 
 def _views(target, x):
@@ -75,7 +74,7 @@ def _views(target, x):
 def _check_names(target, check, clause, kind):
     """Exports of `kind` (legacy or versioned) of a few dtypes, each tensor and its views: a
     PyCapsule of the kind's name whose managed struct describes the tensor's elements."""
-    want = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
+    want = _NAME[kind]
     for dtype in dty.pick(target)[:4]:
         x, values = tns.make(target, dtype, (2, 3))
         for label, v in _views(target, x):
@@ -177,7 +176,7 @@ def _null_deleter_case(target, check, kind):
     to NULL and the capsule renamed back to its unconsumed name, then let die; stdout says how
     far it got (BEFORE, AFTER, CAP-07 OK)."""
     x, values = tns.make(target)
-    cap = _export(x, kind)
+    cap = pycap.export_kind(x, kind == "versioned")
     info = kit.inspect(cap)
     handle = kit.consume(cap)  # we own the managed struct now
     slot = info["pointer"] + pycap.deleter_offset(kind)
@@ -186,7 +185,7 @@ def _null_deleter_case(target, check, kind):
         print("ABI-MISMATCH", hex(orig), hex(info["deleter"]), flush=True)
         raise kit.Unsupported("%s: the managed struct's deleter is not where dlpack.h puts it" % kind)
     ctypes.c_void_p.from_address(slot).value = None  # deleter = NULL
-    kit.rename(cap, pycap.LEGACY if kind == "legacy" else pycap.VERSIONED)  # back to the unconsumed name
+    kit.rename(cap, _NAME[kind])  # back to the unconsumed name
     print("BEFORE", flush=True)
     del cap
     tries.settle()  # the capsule destructor must skip the NULL deleter
@@ -232,7 +231,7 @@ def _wrong_name_case(target, check, kind, wrong):
     `wrong`, a name the capsule destructor cannot get the pointer with, then let die; stdout
     says how far it got (BEFORE, AFTER, CAP-08 OK), a finding what went wrong."""
     x, values = tns.make(target)
-    cap = _export(x, kind)
+    cap = pycap.export_kind(x, kind == "versioned")
     tracker = kit.instrument(cap)
     handle = kit.consume(cap)  # we own the tensor; the capsule is named used_*
     kit.rename(cap, wrong)  # a name the destructor cannot get the pointer with
@@ -259,7 +258,7 @@ def _dies_in_flight_case(target, check, kind):
     """CAP-08: an export of x that dies while an exception is handled leaves that exception
     alone, and its deleter runs once at most."""
     x, values = tns.make(target)
-    cap = _export(x, kind)
+    cap = pycap.export_kind(x, kind == "versioned")
     tracker = kit.instrument(cap)
     try:
         raise KeyError("in flight")
@@ -320,8 +319,8 @@ def test_producer_capsule_names_static(target, check):
     x1, _ = tns.make(target, dtypes[0], (2, 3))
     x2, _ = tns.make(target, dtypes[-1], (3,), seed=1)
     for kind, _unused in _exports(target, x1):
-        caps = [_export(x1, kind), _export(x2, kind)]
-        expected = pycap.LEGACY if kind == "legacy" else pycap.VERSIONED
+        caps = [pycap.export_kind(x1, kind == "versioned"), pycap.export_kind(x2, kind == "versioned")]
+        expected = _NAME[kind]
         names = [kit.inspect(c)["name"] for c in caps]
         if names != [expected, expected]:
             raise kit.Unsupported("%s: capsules are named %r (CAP-01/CAP-02), not checking their storage"
@@ -430,23 +429,18 @@ def _check_import(target, check, versioned):
         tries.require_versioned_consumer(target)
     p = kit.RecordingProducer(kit.forges(shape=(2, 3), dtype=(2, 32, 1)), legacy_only=not versioned, keep=True)
     kind = "versioned" if versioned else "legacy"
-    used = pycap.USED_VERSIONED if versioned else pycap.USED_LEGACY
     att = tries.Attempt(target, p)
-    exc = att.exc
     forge = p.forges.get(kind)
-    if exc is not None:
-        first_new = bool(p.calls) and bool(set(p.calls[0]) - {"stream"})
-        retried = any(not (set(c) - {"stream"}) for c in p.calls[1:])
-        if isinstance(exc, TypeError) and not versioned and first_new and not retried:
-            check.warn("API-03", "import from an old producer (__dlpack__(stream=None) only) failed: the consumer "
-                       "passed %r and did not retry without the new keywords (VER-06 SHOULD): %s"
-                       % (p.calls[0], tries.describe_exc(exc)))
-        else:
-            check.that(False, "API-03", "from_dlpack refused a %s capsule from a foreign producer (calls %r): %s"
-                       % (kind, p.calls, tries.describe_exc(exc)))
+    if att.exc is not None and not versioned and tries.skipped_retry(att):
+        check.warn("API-03", "import from an old producer (__dlpack__(stream=None) only) failed: the consumer "
+                   "passed %r and did not retry without the new keywords (VER-06 SHOULD): %s"
+                   % (p.calls[0], tries.describe_exc(att.exc)))
+    elif att.exc is not None:
+        check.that(False, "API-03", "from_dlpack refused a %s capsule from a foreign producer (calls %r): %s"
+                   % (kind, p.calls, tries.describe_exc(att.exc)))
     elif forge is None:
         check.that(False, "API-03", "the producer handed out %s capsules, expected %s" % (p.last_kind, kind))
-    if exc is not None or forge is None:
+    if att.exc is not None or forge is None:
         for c in ("API-05", "CAP-03", "SEM-01", "OWN-03"):
             check.record(c, "skip", "not reached (API-03)")
         return
@@ -456,7 +450,7 @@ def _check_import(target, check, versioned):
     dev = tries.result_device(att.result)
     check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
     life = att.lifetime()  # the result dies in there
-    names = life["names"]
+    names, used = life["names"], "used_" + _NAME[kind]
     check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
     if not (names and names[-1] == used):
         # what the missing rename leads to, told once here (OWN-03 judges the deleter calls)

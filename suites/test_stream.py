@@ -35,6 +35,20 @@ def _stream_calls(p):
             for c in p.calls]
 
 
+def _streams_passed(target, devices):
+    """(device type, label, where, stream, dl_device) of each __dlpack__ call the consumer makes
+    on a StreamDeviceProducer of each (device type, label) of `devices`, which records the calls,
+    then refuses; from_dlpack is called plain and, where it takes the keyword, with device='cpu'."""
+    variants = [{}] + ([{"device": "cpu"}] if "device" in target.consumer_keywords() else [])
+    for dev_type, label in devices:
+        for kw in variants:
+            p = kit.StreamDeviceProducer((dev_type, 0))
+            tries.Attempt(target, p, **kw)
+            where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % i for i in kw.items()))
+            for stream, device_tuple in _stream_calls(p):
+                yield dev_type, label, where, stream, device_tuple
+
+
 def _cpu_tensor(target, check):
     """A float32 (4,) tensor of the target, or None when the target's tensors are not on the
     CPU (STR-10 is then recorded skip)."""
@@ -251,29 +265,24 @@ def test_consumer_stream_keywords_for_stream_devices(target, check):
     """A producer claiming CUDA, ROCm or oneAPI memory records what the consumer passes, then
     refuses with BufferError: no 0 for CUDA (STR-08), no 1 or 2 for ROCm (STR-09), None with
     dl_device=(1, 0) (STR-12), and preferably 1 (CUDA) / 0 (ROCm) over None (STR-14)."""
-    variants = [{}] + ([{"device": "cpu"}] if "device" in target.consumer_keywords() else [])
-    for dev_type, label in ((2, "CUDA"), (10, "ROCm"), (14, "oneAPI")):
-        for kw in variants:
-            p = kit.StreamDeviceProducer((dev_type, 0))
-            tries.Attempt(target, p, **kw)
-            for stream, device_tuple in _stream_calls(p):
-                where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % kv for kv in kw.items()))
-                if dev_type == 2:
-                    check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
-                if dev_type == 10:
-                    check.that(stream not in (1, 2), "STR-09", "%s: the consumer passed stream=%r, which ROCm "
-                               "does not support" % (where, stream))
-                if device_tuple == (1, 0):
-                    check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU "
-                               "the stream must be None" % (where, stream))
-                elif dev_type in (2, 10):
-                    want = 1 if dev_type == 2 else 0
-                    if stream is None:
-                        check.warn("STR-14", "%s: the consumer passed stream=None; STR-14 (SHOULD) recommends "
-                                   "%d for the legacy default stream (a consumer that cannot use %s memory "
-                                   "should refuse it after __dlpack_device__ instead, API-04)" % (where, want, label))
-                    else:
-                        check.record("STR-14", "pass")
+    for dev_type, label, where, stream, device_tuple in _streams_passed(target, ((2, "CUDA"), (10, "ROCm"),
+                                                                                 (14, "oneAPI"))):
+        if dev_type == 2:
+            check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
+        if dev_type == 10:
+            check.that(stream not in (1, 2), "STR-09", "%s: the consumer passed stream=%r, which ROCm "
+                       "does not support" % (where, stream))
+        if device_tuple == (1, 0):
+            check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU "
+                       "the stream must be None" % (where, stream))
+        elif dev_type in (2, 10):
+            want = 1 if dev_type == 2 else 0
+            if stream is None:
+                check.warn("STR-14", "%s: the consumer passed stream=None; STR-14 (SHOULD) recommends "
+                           "%d for the legacy default stream (a consumer that cannot use %s memory "
+                           "should refuse it after __dlpack_device__ instead, API-04)" % (where, want, label))
+            else:
+                check.record("STR-14", "pass")
     for clause in ("STR-08", "STR-09", "STR-12", "STR-14"):
         if not any(c == clause for c, _, _ in check.records):
             # the consumer never asked such a producer for this case: nothing it passed breaks
@@ -297,22 +306,16 @@ def test_consumer_stream_for_other_stream_devices(target, check):
     refuses. With dl_device=(1, 0) the stream must be None (STR-12); otherwise any value but
     None has a type the spec leaves to agreement between the libraries (STR-15: warn, naming
     it). Every stream the consumer passes is reported in the STR-15 record."""
-    variants = [{}] + ([{"device": "cpu"}] if "device" in target.consumer_keywords() else [])
     passed = []
-    for dev_type, label in OTHER_STREAM_DEVICES:
-        for kw in variants:
-            p = kit.StreamDeviceProducer((dev_type, 0))
-            tries.Attempt(target, p, **kw)  # it records the calls, then refuses
-            where = "%s producer, from_dlpack(%s)" % (label, ", ".join("%s=%r" % i for i in kw.items()))
-            for stream, device_tuple in _stream_calls(p):
-                passed.append("%s: stream=%r%s" % (where, stream, "" if device_tuple is None
-                                                   else " with dl_device=%r" % (device_tuple,)))
-                if device_tuple == (1, 0):
-                    check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU the "
-                               "stream must be None" % (where, stream))
-                elif stream is not None:
-                    check.warn("STR-15", "%s: the consumer passed stream=%r; the spec leaves the type of the stream "
-                               "argument for %s to agreement between the libraries" % (where, stream, label))
+    for dev_type, label, where, stream, device_tuple in _streams_passed(target, OTHER_STREAM_DEVICES):
+        passed.append("%s: stream=%r%s" % (where, stream, "" if device_tuple is None
+                                           else " with dl_device=%r" % (device_tuple,)))
+        if device_tuple == (1, 0):
+            check.that(stream is None, "STR-12", "%s: dl_device=(1, 0) with stream=%r; for kDLCPU the "
+                       "stream must be None" % (where, stream))
+        elif stream is not None:
+            check.warn("STR-15", "%s: the consumer passed stream=%r; the spec leaves the type of the stream "
+                       "argument for %s to agreement between the libraries" % (where, stream, label))
     check.record("STR-15", "pass", "streams passed: %s" % ("; ".join(passed) if passed else
                                                             "none (the consumer asked no such producer)"))
     check.record("STR-12", "pass", "")

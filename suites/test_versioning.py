@@ -175,22 +175,6 @@ def test_producer_offers_both_structs(target, check):
 
 
 # ============================================================================ consumer
-def _expect_import(target, check, clause, forge, what):
-    """Imports the capsules of `forge`; checks the values, and that the capsule's ownership
-    (rename, deleter calls) matches a correct import wherever the consumer's plain import does
-    (a departure the plain import shares is the consumer's CAP-03/OWN-03 fault, reported there
-    once). Returns the Attempt, its result gone unless it was refused."""
-    plain = tries.plain_lifetime(target)
-    att = tries.Attempt(target, kit.RecordingProducer(forge, keep=True))
-    if att.exc is not None:
-        return att
-    got, d = tries.result_elements(target, att.result)
-    check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
-    for message in tries.departures(att.lifetime(), plain, "%s: " % what):
-        check.that(False, clause, message)
-    return att
-
-
 def _expect_refusal(target, check, clause, forge, what):
     """Imports the capsules of `forge`, which must be refused (cleanly); then lets everything
     go. True when the consumer refused it."""
@@ -235,7 +219,7 @@ def test_consumer_checks_name_and_version(target, check):
     ]
     for what, fk in cases:
         forge = kit.Forge(shape=(2, 3), **fk)
-        att = _expect_import(target, check, "VER-05", forge, what)
+        att = tries.expect_import(check, target, "VER-05", forge, what)
         att.drop_capsules()
         tries.settle()
         exc = att.exc
@@ -266,7 +250,6 @@ def test_consumer_retries_without_new_keywords(target, check):
     att.drop_capsules()
     exc = att.exc
     calls = list(p.calls)
-    new_first = bool(calls) and bool(set(calls[0]) - {"stream", "args"})
     if exc is not None:
         check.that(False, "VER-06", "import from a legacy-only producer failed (calls %r): %s"
                    % (calls, tries.describe_exc(exc)))
@@ -274,7 +257,7 @@ def test_consumer_retries_without_new_keywords(target, check):
     forge = p.forges["legacy"]
     got, d = tries.result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), "VER-06", "element values")
-    if new_first:
+    if tries.new_keywords_first(calls):
         check.that(len(calls) >= 2 and not (set(calls[-1]) - {"stream"}), "VER-06",
                    "the last __dlpack__ call still passed new keywords: %r" % (calls,))
         check.record("VER-06", "pass", "retried: %r" % (calls,))
@@ -306,9 +289,7 @@ def test_consumer_retries_for_every_keyword(target, check):
         att = tries.Attempt(target, p, **kw)
         calls = list(p.calls)
         if att.exc is not None:
-            new_first = bool(calls) and bool(set(calls[0]) - {"stream", "args"})
-            retried = any(not (set(c) - {"stream"}) for c in calls[1:])
-            if isinstance(att.exc, TypeError) and new_first and not retried:
+            if tries.skipped_retry(att):
                 check.warn("VER-06", "from_dlpack(p%s): an old producer's TypeError for the new keywords (calls %r) "
                            "was not retried without them: %s" % (args, calls, tries.describe_exc(att.exc)))
             else:
@@ -353,7 +334,7 @@ def test_consumer_newer_minor(target, check):
     carrying it unchanged (or keeping no dtype or device at all) is warn (catalogue reading)."""
     tries.require_versioned_consumer(target)
     forge = kit.Forge(versioned=True, version=(1, 99), shape=(2, 3))
-    att = _expect_import(target, check, "VER-09", forge, "version (1, 99), known fields")
+    att = tries.expect_import(check, target, "VER-09", forge, "version (1, 99), known fields")
     if att.exc is not None:
         check.that(False, "VER-09", "version (1, 99), known fields: from_dlpack raised %s"
                    % tries.describe_exc(att.exc))

@@ -141,6 +141,46 @@ def test_attempt_counts_a_double_delete(fault):
 
 
 @needs_ref
+def test_expect_import_judges_values_and_leaves_a_refusal_alone(ref_target):
+    from dlconform.kit import Forge
+
+    check = new_check()
+    att = tries.expect_import(check, ref_target, "VER-05", Forge(versioned=True, version=(1, 0), shape=(2, 3)), "1.0")
+    assert att.exc is None and att.result is None and check.records == [("VER-05", "pass", "")]
+    forge = Forge(versioned=True, version=(2, 0), shape=(2, 3))
+    att = tries.expect_import(check, ref_target, "VER-08", forge, "2.0")
+    assert att.exc is not None and len(check.records) == 1
+    att.settle()
+    assert forge.deleter_calls == 1
+
+
+class _Consumer:
+    """from_dlpack asks for a versioned capsule and, with `retry`, asks again with stream alone
+    when the producer raises TypeError."""
+
+    def __init__(self, retry):
+        self.retry = retry
+
+    def from_dlpack(self, p):
+        try:
+            return p.__dlpack__(stream=None, max_version=(1, 3))
+        except TypeError:
+            if not self.retry:
+                raise
+            return p.__dlpack__(stream=None)
+
+
+@needs_ref
+def test_skipped_retry_reads_the_producers_calls():
+    from dlconform.kit import RecordingProducer, forges
+
+    for retry in (False, True):
+        att = tries.Attempt(_Consumer(retry), RecordingProducer(forges(shape=(2,)), legacy_only=True))
+        assert tries.new_keywords_first(att.producer.calls)
+        assert tries.skipped_retry(att) is not retry
+
+
+@needs_ref
 def test_must_refuse_records_the_refusal_and_the_count(ref_target):
     check = new_check()
     tries.must_refuse(check, ref_target, dict(shape=(-1,), buffer_size=64), "LAY-09", "shape (-1,)")

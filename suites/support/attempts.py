@@ -269,6 +269,23 @@ def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
     deleted_once(check, att, count_clause, what, "the refusal")
 
 
+def expect_import(check, target, clause, forge, what):
+    """The Attempt of the capsules of `forge` (a RecordingProducer(keep=True)): for an import,
+    `clause` gets the values, and each departure of its ownership (rename, deleter calls) from a
+    correct import that the consumer's plain import does not share (departures(); a shared one
+    is the consumer's CAP-03/OWN-03 fault, reported there once), the result gone after. A
+    refusal is the caller's to judge."""
+    plain = plain_lifetime(target)
+    att = Attempt(target, RecordingProducer(forge, keep=True))
+    if att.exc is not None:
+        return att
+    got, d = result_elements(target, att.result)
+    check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
+    for message in departures(att.lifetime(), plain, "%s: " % what):
+        check.that(False, clause, message)
+    return att
+
+
 def record_refused(check, clause, att, what, clean="warn"):
     """A valid capsule was refused: `clean` (warn by default) for a clean refusal, fail for an
     unclean one (check.unclean)."""
@@ -308,6 +325,20 @@ def consumer_max_versions(target):
 def consumer_takes_versioned(target):
     seen, _ = consumer_max_versions(target)
     return any(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], int) and m[0] >= 1 for m in seen)
+
+
+def new_keywords_first(calls):
+    """Whether the first of a producer's recorded __dlpack__ calls passed keywords other than
+    stream (max_version, dl_device, copy: array API 2023.12; VER-06)."""
+    return bool(calls) and bool(set(calls[0]) - {"stream", "args"})
+
+
+def skipped_retry(att):
+    """Whether the attempt was refused with a TypeError after the consumer passed new keywords
+    first and never called __dlpack__ again without them (VER-06's retry, not made)."""
+    calls = att.producer.calls
+    retried = any(not (set(c) - {"stream"}) for c in calls[1:])
+    return isinstance(att.exc, TypeError) and new_keywords_first(calls) and not retried
 
 
 def require_versioned_consumer(target):
