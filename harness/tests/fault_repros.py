@@ -111,3 +111,22 @@ def slug(text, key=""):
     rewrites it (an empty script exits 0)."""
     digest = hashlib.sha1(("%s\0%s" % (text, key)).encode()).hexdigest()[:12]
     return "%s_%s" % (re.sub(r"[^A-Za-z0-9]+", "_", text)[:67], digest)
+
+
+def standalone_scripts(findings, library):
+    """({(fault, test name): (its record's reproducer, the standalone script)}, {why: {(fault,
+    test name)}} of the findings without one): the bug-report scripts of `library`'s faults,
+    the first finding of each fault and test (test_bugreport.py runs these)."""
+    from dlconform.report import bugreport
+
+    scripts, none = {}, {}
+    for r in findings:
+        if r["library"] != library:
+            continue
+        text, why = bugreport.standalone_script_of(bugreport.Finding([r]), library)
+        key = (r["fault"], r["test"].split("::")[-1])
+        if text is None:
+            none.setdefault(why, set()).add(key)
+        else:
+            scripts.setdefault(key, (r["repro"], text))
+    return scripts, none

@@ -67,18 +67,8 @@ def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
     """Each fault's report carries a standalone script: non-zero under the fault, 0 with the fault
     off, run where dlconform cannot be imported."""
     lib = _lonely_folder(tmp_path)
-    scripts, none = {}, {}
-    for r in fault_findings:
-        if r["library"] != library:
-            continue
-        finding = bugreport.Finding([r])
-        text, why = bugreport.standalone_script_of(finding, library)
-        key = (r["fault"], r["test"].split("::")[-1])
-        if text is None:
-            none.setdefault(why, set()).add(key)
-        else:
-            scripts.setdefault(key, text)
-    items = [((library, fault, test), text) for (fault, test), text in sorted(scripts.items())]
+    scripts, none = fr.standalone_scripts(fault_findings, library)
+    items = [((library, fault, test), text) for (fault, test), (_, text) in sorted(scripts.items())]
     bad = [b for b in fr.run_many(lambda item: _on_and_off(item, lib), items) if b]
     print("\n%s: %d standalone scripts; none for %d: %s" % (library, len(scripts), sum(map(len, none.values())),
                                                            {w: len(k) for w, k in none.items()}))
