@@ -28,8 +28,10 @@ HOST_TO_HOST, HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE, DEFAULT = range(
 NON_BLOCKING = 0x01  # cudaStreamNonBlocking
 DISABLE_TIMING = 0x02  # cudaEventDisableTiming
 NOT_READY = 600  # cudaErrorNotReady: a query's "still pending"
-#: where the system's runtime is looked for when ENV is unset
-SYSTEM_NAMES = ("libcudart.so", "libcudart.so.13", "libcudart.so.12")
+#: the names the system's runtime is looked for by when ENV is unset, versioned first: dlopen
+#: matches a loaded library by its SONAME, so a runtime a library under test already loaded
+#: (torch's own libcudart.so.13, say) is the one used, not a second copy
+SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
 _HERE = os.path.dirname(os.path.abspath(__file__)) if os.path.isfile(__file__) else None
 #: the helper library `make cuda` builds, beside the harness (None in a standalone reproducer)
 HELPER = None if _HERE is None else os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))),
