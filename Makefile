@@ -29,13 +29,16 @@ CHECK_SRC := $(wildcard probes/check*.c)
 PROBE_SRC := $(wildcard probes/probe/*.c)
 REF_SRC := $(wildcard probes/ref/*.c)
 CHECK_TEST_SRC := $(wildcard probes/tests/test_*.c)
+SIM_SRC := $(wildcard probes/cuda/sim/*.c)
+SIM_HEADERS := $(wildcard probes/cuda/sim/*.h)
+SIM_LIB := $(BUILD)/cuda/sim/libcudart.so
 C_HEADERS := $(wildcard probes/*.h probes/probe/*.h probes/ref/*.h probes/tests/*.h)
 
 export PYTHONPATH := $(CURDIR)/harness$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: all build deps test-deps header conformance test ctest pytest clean cuda
 all: build
-build: $(HEADER) $(PROBE_SO) $(REF_SO) $(BUILD)/test_check
+build: $(HEADER) $(PROBE_SO) $(REF_SO) $(BUILD)/test_check $(SIM_LIB) $(BUILD)/test_cudasim
 
 deps:
 	@sh probes/build-tools/deps.sh build
@@ -61,12 +64,27 @@ $(REF_SO): $(REF_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 $(BUILD)/test_check: $(CHECK_TEST_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 	$(CC) $(CFLAGS_STRICT) $(SAN_FLAGS) -o $@ $(CHECK_TEST_SRC) $(CHECK_SRC)
 
-# CUDA stream probes (probes/cuda): built where nvcc exists; without a GPU they print
-# "skip: no CUDA device" at run time.
+# The simulated CUDA runtime (probes/cuda/sim): plain C, built everywhere. kit.cuda loads it
+# when DLCONFORM_CUDART names it; it exports dlc_slow_fill itself (no separate helper library).
+# No SONAME: it must never stand in for a libcudart.so.N a library asks for by name.
+$(SIM_LIB): $(SIM_SRC) $(SIM_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_STRICT) -fPIC -shared -fvisibility=hidden -o $@ $(SIM_SRC) -lpthread
+# Its C unit tests, under ASan and UBSan (run by ctest).
+$(BUILD)/test_cudasim: probes/tests/cudasim.c $(SIM_SRC) $(SIM_HEADERS) probes/tests/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_STRICT) $(SAN_FLAGS) -o $@ probes/tests/cudasim.c $(SIM_SRC) -lpthread
+
+# CUDA (probes/cuda): built where nvcc exists. The stream probe prints "skip: no CUDA device"
+# at run time without a GPU; the helper library build/cuda/libdlc_cuda.so (dlc_slow_fill, for
+# kit.cuda) links the shared CUDA runtime, so its streams are those of the libcudart kit.cuda loads.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 cuda:
 	@if [ -z "$(NVCC)" ]; then echo "make cuda: no nvcc; probes/cuda not built (the stream checks report skip)"; \
-	else mkdir -p $(BUILD)/cuda && $(NVCC) -O2 -Xcompiler -Wall,-Wextra,-Werror -o $(BUILD)/cuda/stream_probe \
+	else mkdir -p $(BUILD)/cuda && \
+	  $(NVCC) -O2 -cudart shared -shared -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror \
+	    -o $(BUILD)/cuda/libdlc_cuda.so probes/cuda/dlc_cuda.cu && \
+	  $(NVCC) -O2 -Xcompiler -Wall,-Wextra,-Werror -o $(BUILD)/cuda/stream_probe \
 	  probes/cuda/stream_probe.cu && { $(BUILD)/cuda/stream_probe; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; }; fi
 
 include fuzz/fuzz.mk
@@ -143,8 +161,9 @@ publish:
 catalogue:
 	$(PYTHON) suites/tools/build_catalogue.py
 
-ctest: $(BUILD)/test_check
+ctest: $(BUILD)/test_check $(BUILD)/test_cudasim
 	$(BUILD)/test_check
+	$(BUILD)/test_cudasim
 
 # The Python of the project against .flake8 (pyflakes and pycodestyle).
 .PHONY: lint

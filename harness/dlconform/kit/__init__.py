@@ -8,7 +8,12 @@
   `CopyingProducer`), and `attempt`;
 - `xapi`: the C exchange API table (`exchange_api`, `xapi_*`);
 - `check`: verdicts and the `Check` that records them, and `reproduce`, which runs a check as
-  its own reproducer.
+  its own reproducer;
+- `cuda` (imported as `from dlconform.kit import cuda`, not re-exported here): a CUDA runtime
+  found at run time (`runtime()`, `why_not()`), the system's libcudart or the one
+  `DLCONFORM_CUDART` names, such as dlconform's simulated runtime. `read_elements` reads
+  kDLCUDA and kDLCUDAManaged memory through it when there is one; nothing loads a runtime
+  before such a read or a `runtime()` call.
 
 The kit imports nothing but the standard library: a standalone reproducer embeds it as it is.
 Checks import it as `from dlconform import kit` and use the names below.

@@ -30,6 +30,8 @@ EXTENT_STATUSES = ("ok", "bad_ndim", "null_shape", "neg_shape", "overflow", "bad
 #: device types whose memory the host can read (probes/probe/read.c)
 HOST_READABLE = (abi.DLDeviceType.kDLCPU, abi.DLDeviceType.kDLCUDAHost, abi.DLDeviceType.kDLROCMHost,
                  abi.DLDeviceType.kDLCUDAManaged)
+#: device types whose memory is read through a CUDA runtime where kit.cuda finds one
+RUNTIME_READ = (abi.DLDeviceType.kDLCUDA, abi.DLDeviceType.kDLCUDAManaged)
 _KINDS = {abi.LEGACY: "legacy", abi.VERSIONED: "versioned", abi.USED_LEGACY: "used", abi.USED_VERSIONED: "used"}
 _destructor_of = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(("PyCapsule_GetDestructor", ctypes.pythonapi))
 
@@ -166,14 +168,28 @@ def extent(capsule):
 
 
 # ---------------------------------------------------------------------------- elements
+def _cuda_runtime(device_type):
+    """The CUDA runtime that reads memory of this device type, or None (no runtime, or a device
+    type it does not read). kit.cuda is imported here, so that importing the kit loads nothing."""
+    if device_type not in RUNTIME_READ:
+        return None
+    from . import cuda
+
+    return cuda.runtime()
+
+
 def read_tensor(t):
-    """The logical row-major element bytes of a DLTensor (probe_read_tensor)."""
+    """The logical row-major element bytes of a DLTensor (probe_read_tensor). kDLCUDA and
+    kDLCUDAManaged memory is read through the CUDA runtime when kit.cuda finds one (a synchronous
+    copy of the extent to the host, then the same gather); without one, CUDA memory is not read
+    and managed memory is read from the host, as the C probe does."""
     e = extent_of(t)
     if e["status"] != "ok":
         raise ValueError("cannot read elements: extent status %s (LAY-09)" % e["status"])
     if e["zero_size"] or e["numel"] == 0:
         return b""
-    if t.device.device_type not in HOST_READABLE:
+    runtime = _cuda_runtime(t.device.device_type)
+    if runtime is None and t.device.device_type not in HOST_READABLE:
         raise ValueError("cannot read elements on device type %d from the host" % t.device.device_type)
     if not t.data:
         raise ValueError("data is NULL for a non-empty tensor")
@@ -182,7 +198,26 @@ def read_tensor(t):
         raise ValueError("data + byte_offset + extent wraps the address space")
     shape = abi.int64s(t.shape, t.ndim) or ()
     strides = abi.int64s(t.strides, t.ndim)
-    return gather_at(base, shape, abi.row_major(shape) if strides is None else strides, e["itemsize"])
+    strides = abi.row_major(shape) if strides is None else strides
+    if runtime is None:
+        return gather_at(base, shape, strides, e["itemsize"])
+    copy = _copy_extent(runtime, t.device.device_type, base + e["lo"], e["hi"] - e["lo"])
+    return gather_at(ctypes.addressof(copy) - e["lo"], shape, strides, e["itemsize"])
+
+
+def _copy_extent(runtime, device_type, address, nbytes):
+    """The nbytes at `address` as a host buffer, copied by the runtime: device to host for
+    kDLCUDA (a host address claimed as CUDA memory is the runtime's error), by the runtime's
+    own reading of the address for managed memory. A runtime error is a ValueError, as every
+    other unreadable tensor is."""
+    from . import cuda
+
+    kind = cuda.DEVICE_TO_HOST if device_type == abi.DLDeviceType.kDLCUDA else cuda.DEFAULT
+    try:
+        return runtime.copy_out(address, nbytes, kind)
+    except cuda.CudaError as err:
+        raise ValueError("cannot read elements on device type %d through the CUDA runtime: %s"
+                         % (device_type, err)) from None
 
 
 def gather_at(base, shape, strides, item):

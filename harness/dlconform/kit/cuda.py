@@ -1,0 +1,301 @@
+"""A CUDA runtime, found at run time: ctypes over libcudart, with no link-time dependency.
+
+`runtime()` gives a `Runtime`, or None when there is no usable one; `why_not()` says why (no
+library, no device, an error). `DLCONFORM_CUDART=/path/libcudart.so` names the library to use
+instead of the system's: build/cuda/sim/libcudart.so, dlconform's simulated runtime
+(probes/cuda/sim), makes the GPU checks' logic testable without a GPU. The same calls run on
+the real libcudart and on the simulation; only `host_syncs()` is the simulation's alone.
+
+Stream arguments are cudaStream_t handles as ints, as DLPack passes them (STR-05..07): 1 the
+legacy default stream (`LEGACY`), 2 the per-thread default stream (`PER_THREAD`), above 2 a
+stream a library made. 0 is the legacy stream to the runtime API; DLPack's ban on 0 (STR-08)
+is for `__dlpack__`, and the kit passes 0 nowhere.
+
+`slow_fill` comes from dlconform's helper library: the simulated runtime exports it; with a
+real one it is build/cuda/libdlc_cuda.so (`make cuda`), or the library `DLCONFORM_CUDA_HELPER`
+names. Loading this module loads nothing: the library is opened by the first `runtime()`.
+"""
+import ctypes
+import os
+import threading
+
+#: the environment variables naming the runtime and the helper library
+ENV, HELPER_ENV = "DLCONFORM_CUDART", "DLCONFORM_CUDA_HELPER"
+#: cudaStreamLegacy and cudaStreamPerThread
+LEGACY, PER_THREAD = 1, 2
+#: cudaMemcpyKind
+HOST_TO_HOST, HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE, DEFAULT = range(5)
+NON_BLOCKING = 0x01  # cudaStreamNonBlocking
+DISABLE_TIMING = 0x02  # cudaEventDisableTiming
+NOT_READY = 600  # cudaErrorNotReady: a query's "still pending"
+#: the names the system's runtime is looked for by when ENV is unset, versioned first: dlopen
+#: matches a loaded library by its SONAME, so a runtime a library under test already loaded
+#: (torch's own libcudart.so.13, say) is the one used, not a second copy
+SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+_HERE = os.path.dirname(os.path.abspath(__file__)) if os.path.isfile(__file__) else None
+#: the helper library `make cuda` builds, beside the harness (None in a standalone reproducer)
+HELPER = None if _HERE is None else os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))),
+                                                 "build", "cuda", "libdlc_cuda.so")
+
+_vp, _sz, _int, _uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint
+#: the functions the kit calls, with their argument types (all return cudaError_t)
+PROTOTYPES = {
+    "cudaGetDeviceCount": (ctypes.POINTER(_int),),
+    "cudaGetLastError": (),
+    "cudaMalloc": (ctypes.POINTER(_vp), _sz),
+    "cudaFree": (_vp,),
+    "cudaMemcpy": (_vp, _vp, _sz, _int),
+    "cudaMemcpyAsync": (_vp, _vp, _sz, _int, _vp),
+    "cudaStreamCreateWithFlags": (ctypes.POINTER(_vp), _uint),
+    "cudaStreamSynchronize": (_vp,),
+    "cudaStreamQuery": (_vp,),
+    "cudaStreamDestroy": (_vp,),
+    "cudaStreamWaitEvent": (_vp, _vp, _uint),
+    "cudaEventCreateWithFlags": (ctypes.POINTER(_vp), _uint),
+    "cudaEventRecord": (_vp, _vp),
+    "cudaEventQuery": (_vp,),
+    "cudaEventSynchronize": (_vp,),
+    "cudaEventDestroy": (_vp,),
+    "cudaDeviceSynchronize": (),
+}
+SLOW_FILL = (_vp, _vp, _sz, _int, ctypes.c_longlong)
+
+
+class CudaError(RuntimeError):
+    """A runtime call that failed: `call`, `code` (cudaError_t) and the runtime's own words."""
+
+    def __init__(self, call, code, text):
+        super().__init__("%s: %s (cudaError %d)" % (call, text, code))
+        self.call, self.code, self.text = call, code, text
+
+
+class Runtime:
+    """One loaded CUDA runtime with at least one device. `path` (what was loaded),
+    `simulated` (dlconform's simulated runtime), `devices` (the count when it was loaded)."""
+
+    def __init__(self, lib, path):
+        self.lib, self.path = lib, path
+        for name, args in PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, _int
+        lib.cudaGetErrorString.argtypes, lib.cudaGetErrorString.restype = (_int,), ctypes.c_char_p
+        self.simulated = hasattr(lib, "dlcsim_host_syncs")
+        if self.simulated:
+            lib.dlcsim_host_syncs.argtypes, lib.dlcsim_host_syncs.restype = (), ctypes.c_ulonglong
+        self._fill, self._kept = None, []
+        self._fill_lock = threading.Lock()
+        self.devices = self.device_count()
+
+    # ---- calls and errors
+    def error_string(self, code):
+        text = self.lib.cudaGetErrorString(code)
+        return text.decode(errors="replace") if text else "unknown error"
+
+    def _call(self, name, *args, ok=(0,)):
+        code = getattr(self.lib, name)(*args)
+        if code not in ok:
+            self.lib.cudaGetLastError()  # a library under test must not meet our error as its own
+            raise CudaError(name, code, self.error_string(code))
+        return code
+
+    # ---- the device and memory
+    def device_count(self):
+        n = _int(0)
+        self._call("cudaGetDeviceCount", ctypes.byref(n))
+        return n.value
+
+    def malloc(self, nbytes):
+        """The address (int) of nbytes of device memory; 0 for 0 bytes."""
+        p = _vp()
+        self._call("cudaMalloc", ctypes.byref(p), nbytes)
+        return p.value or 0
+
+    def free(self, ptr):
+        self._call("cudaFree", ptr)
+
+    def copy_to_device(self, ptr, data, stream=None):
+        """The bytes `data` into device memory at ptr: synchronously (cudaMemcpy) when `stream` is
+        None, else enqueued on that stream, from a host copy the Runtime keeps for its life (an
+        enqueued copy reads its source when it runs)."""
+        data = bytes(data)
+        if stream is None:
+            if data:
+                self._call("cudaMemcpy", ptr, data, len(data), HOST_TO_DEVICE)
+            return
+        buf = ctypes.create_string_buffer(data, len(data))
+        self._kept.append(buf)
+        if data:
+            self._call("cudaMemcpyAsync", ptr, buf, len(data), HOST_TO_DEVICE, stream)
+
+    def copy_to_host(self, ptr, nbytes, kind=DEVICE_TO_HOST):
+        """nbytes at ptr, copied synchronously (cudaMemcpy on the legacy default stream: it waits
+        for the legacy and blocking streams, not for non-blocking ones). kind DEFAULT lets the
+        runtime tell device memory from host memory (managed memory)."""
+        return self.copy_out(ptr, nbytes, kind).raw
+
+    def copy_out(self, ptr, nbytes, kind=DEVICE_TO_HOST):
+        """copy_to_host() into a ctypes buffer, which it returns."""
+        buf = ctypes.create_string_buffer(nbytes)
+        if nbytes:
+            self._call("cudaMemcpy", buf, ptr, nbytes, kind)
+        return buf
+
+    def read_on(self, stream, ptr, nbytes):
+        """What a consumer reading on `stream` sees: a copy of nbytes at ptr enqueued on that
+        stream, then that stream synchronized alone (STR-01's observation)."""
+        buf = ctypes.create_string_buffer(nbytes)
+        if nbytes:
+            self._call("cudaMemcpyAsync", buf, ptr, nbytes, DEVICE_TO_HOST, stream)
+        self._call("cudaStreamSynchronize", stream)
+        return buf.raw
+
+    # ---- streams and events
+    def stream(self, non_blocking=True):
+        """A new `Stream` (cudaStreamCreateWithFlags)."""
+        h = _vp()
+        self._call("cudaStreamCreateWithFlags", ctypes.byref(h), NON_BLOCKING if non_blocking else 0)
+        return Stream(self, h.value)
+
+    def synchronize(self, stream=None):
+        """cudaStreamSynchronize of `stream`, or cudaDeviceSynchronize when None."""
+        if stream is None:
+            self._call("cudaDeviceSynchronize")
+        else:
+            self._call("cudaStreamSynchronize", stream)
+
+    def idle(self, stream):
+        """Whether everything enqueued on `stream` has run (cudaStreamQuery, never blocks)."""
+        return self._call("cudaStreamQuery", stream, ok=(0, NOT_READY)) == 0
+
+    def destroy_stream(self, stream):
+        self._call("cudaStreamDestroy", stream)
+
+    def event(self):
+        """A new `Event` (cudaEventCreateWithFlags, timing disabled)."""
+        h = _vp()
+        self._call("cudaEventCreateWithFlags", ctypes.byref(h), DISABLE_TIMING)
+        return Event(self, h.value)
+
+    def record(self, event, stream):
+        self._call("cudaEventRecord", event, stream)
+
+    def wait(self, stream, event):
+        """Makes `stream` wait for the event's latest record (cudaStreamWaitEvent)."""
+        self._call("cudaStreamWaitEvent", stream, event, 0)
+
+    # ---- the helper library and the simulation's count
+    def slow_fill(self, stream, ptr, nbytes, byte, cycles):
+        """Enqueues on `stream` work of `cycles` clock cycles, then a write of `byte` into the
+        nbytes at ptr (dlc_slow_fill); returns at once."""
+        fn = self._slow_fill()
+        code = fn(stream, ptr, nbytes, byte, cycles)
+        if code:
+            self.lib.cudaGetLastError()
+            raise CudaError("dlc_slow_fill", code, self.error_string(code))
+
+    def _slow_fill(self):
+        with self._fill_lock:
+            if self._fill is None:
+                self._fill = _helper(self.lib)
+                self._fill.argtypes, self._fill.restype = SLOW_FILL, _int
+            return self._fill
+
+    def host_syncs(self):
+        """How many calls have blocked the host on device work so far, where the runtime counts
+        them (the simulated one); None otherwise."""
+        return self.lib.dlcsim_host_syncs() if self.simulated else None
+
+
+class Stream:
+    """A stream this kit made: `handle` (int, the cudaStream_t), `synchronize()`, `idle()`,
+    `destroy()`."""
+
+    def __init__(self, runtime, handle):
+        self.runtime, self.handle = runtime, handle
+
+    def synchronize(self):
+        self.runtime.synchronize(self.handle)
+
+    def idle(self):
+        return self.runtime.idle(self.handle)
+
+    def destroy(self):
+        self.runtime.destroy_stream(self.handle)
+
+
+class Event:
+    """An event this kit made: `handle`, `record(stream)`, `synchronize()`, `done()`,
+    `destroy()`."""
+
+    def __init__(self, runtime, handle):
+        self.runtime, self.handle = runtime, handle
+
+    def record(self, stream):
+        self.runtime.record(self.handle, stream)
+
+    def synchronize(self):
+        self.runtime._call("cudaEventSynchronize", self.handle)
+
+    def done(self):
+        return self.runtime._call("cudaEventQuery", self.handle, ok=(0, NOT_READY)) == 0
+
+    def destroy(self):
+        self.runtime._call("cudaEventDestroy", self.handle)
+
+
+def _helper(lib):
+    """dlc_slow_fill: the runtime's own (the simulated one exports it), else the helper library."""
+    if hasattr(lib, "dlc_slow_fill"):
+        return lib.dlc_slow_fill
+    path = os.environ.get(HELPER_ENV) or HELPER
+    if not path or not os.path.exists(path):
+        raise CudaError("dlc_slow_fill", -1, "no helper library: run `make cuda` (it builds %s) or set %s"
+                        % (HELPER or "build/cuda/libdlc_cuda.so", HELPER_ENV))
+    return ctypes.CDLL(path).dlc_slow_fill
+
+
+def _load(choice):
+    """(Runtime or None, why not) for the library `choice` names (None: the system's)."""
+    if choice:
+        candidates, where = (choice,), "%s=%s" % (ENV, choice)
+    else:
+        candidates, where = SYSTEM_NAMES, "the system's libcudart"
+    errors = []
+    for name in candidates:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(str(e))
+            continue
+        try:
+            rt = Runtime(lib, name)
+        except CudaError as e:
+            return None, "no CUDA device: %s says %s" % (where, e)
+        except AttributeError as e:
+            return None, "%s is not a CUDA runtime: %s" % (where, e)
+        if rt.devices < 1:
+            return None, "no CUDA device: %s counts 0 devices" % where
+        return rt, None
+    return None, "no CUDA runtime: %s cannot be loaded (%s)" % (where, "; ".join(errors))
+
+
+_CACHE, _LOCK = {}, threading.Lock()
+
+
+def _resolve():
+    choice = os.environ.get(ENV) or None
+    with _LOCK:
+        if choice not in _CACHE:
+            _CACHE[choice] = _load(choice)
+        return _CACHE[choice]
+
+
+def runtime():
+    """The CUDA runtime (DLCONFORM_CUDART's, else the system's) when it loads and counts a
+    device; else None. Found once per DLCONFORM_CUDART value."""
+    return _resolve()[0]
+
+
+def why_not():
+    """Why runtime() is None (no library, no device, not a runtime), or None when there is one."""
+    return _resolve()[1]
