@@ -87,6 +87,7 @@ class GenericTarget(Target):
         self._table = {}
         self._dtypes = None
         self._round_trips = None  # _round_trip_findings(), once asked
+        self._died = None  # _deaths(), once asked
         roles = {"consumer"}
         try:
             probe = module.from_dlpack(HostTensor("float32", (2,)))
@@ -136,12 +137,23 @@ class GenericTarget(Target):
 
     def _made(self, host, what):
         """The import of `host`, verified to hold what it was given (the producer checks judge
-        what the library made only where it is what they asked for)."""
+        what the library made only where it is what they asked for). A library whose imports of
+        writable data are read-only (numpy 1.x) has no writable tensor to judge the producer on:
+        a read-only one may be refused on the legacy path (FLG-02), which is no producer's fault
+        here."""
+        if any(s < 0 for s in host.strides) and "a flipped view of it (negative strides)" in self._deaths():
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack kills the process on negative "
+                              "strides (the consumer checks' crash)" % (what, self.library))
         y = self._import(host)
         problem = self._differs(y, host)
         if problem:
             raise Unsupported("cannot judge the producer on %s: %s's from_dlpack imported it as %s (the consumer "
                               "checks judge the import)" % (what, self.library, problem))
+        d = self._independent(y)
+        if not host.readonly and d is not None and d["readonly"]:
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack makes read-only arrays of writable "
+                              "data, and the generic target has no other way to make the library's tensors (an "
+                              "adapter with its own constructors judges the producer)" % (what, self.library))
         return y
 
     def make(self, dtype, shape, values):
@@ -275,17 +287,15 @@ class GenericTarget(Target):
         data (cached). Where the library has no other reader, a case here means from_dlpack or
         __dlpack__ is wrong and dlconform cannot tell which."""
         if self._round_trips is None:
-            base = HostTensor("float32", (2, 3), bytes(range(24)))
-            cases = [("a contiguous float32 (2, 3) tensor", base, "LAY-11"),
-                     ("its transpose", base.view((3, 2), (1, 3), 0), "LAY-11"),
-                     ("a stepped slice of it", base.view((2, 2), (3, 2), 0), "LAY-11"),
-                     ("a flipped view of it (negative strides)", base.view((2, 3), (-3, 1), 12), "LAY-11"),
-                     ("a view of it at byte offset 8", base.view((2,), (1,), 8), "LAY-03"),
-                     ("a 0-d float32 tensor", HostTensor("float32", (), bytes(range(4))), "LAY-08"),
-                     ("a zero-size float32 (0, 3) tensor", HostTensor("float32", (0, 3)), "LAY-04"),
-                     ("read-only float32 (2, 3) data", base.view((2, 3), (3, 1), 0, readonly=True), "FLG-02")]
+            cases = self._round_trip_cases()
+            deaths = self._deaths()
             found = []
             for what, host, clause in cases:
+                if what in deaths:  # an import that kills the process is the consumer checks' crash
+                    stage, how = deaths[what]
+                    if stage == "export":
+                        found.append((what, "reading it back through its own __dlpack__ %s" % how, clause))
+                    continue
                 try:
                     y = self.module.from_dlpack(host)
                 except Exception:  # not imported: the consumer checks judge the refusal
@@ -304,6 +314,49 @@ class GenericTarget(Target):
                 found = [(what, problem, "LAY-03" if what in offset else clause) for what, problem, clause in found]
             self._round_trips = found
         return list(self._round_trips)
+
+    @staticmethod
+    def _round_trip_cases():
+        """[(case, the kit's host tensor, clause)] of the round trip."""
+        base = HostTensor("float32", (2, 3), bytes(range(24)))
+        return [("a contiguous float32 (2, 3) tensor", base, "LAY-11"),
+                ("its transpose", base.view((3, 2), (1, 3), 0), "LAY-11"),
+                ("a stepped slice of it", base.view((2, 2), (3, 2), 0), "LAY-11"),
+                ("a flipped view of it (negative strides)", base.view((2, 3), (-3, 1), 12), "LAY-11"),
+                ("a view of it at byte offset 8", base.view((2,), (1,), 8), "LAY-03"),
+                ("a 0-d float32 tensor", HostTensor("float32", (), bytes(range(4))), "LAY-08"),
+                ("a zero-size float32 (0, 3) tensor", HostTensor("float32", (0, 3)), "LAY-04"),
+                ("read-only float32 (2, 3) data", base.view((2, 3), (3, 1), 0, readonly=True), "FLG-02")]
+
+    def _deaths(self):
+        """{case: (stage, how)} of the round-trip cases that kill the process, stage "import" or
+        "export". The cases run first in a child interpreter, again without those that killed
+        it, so a library that dies on one (torch 1.13 aborts on negative strides) costs that
+        case, not every check that reads a result. A child that cannot run them (no dlconform
+        there: a standalone script) finds none, and the cases run here as they are."""
+        if self._died is not None:
+            return self._died
+        import os
+        import subprocess
+        import sys
+
+        self._died = deaths = {}
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        for _ in range(len(self._round_trip_cases())):
+            cmd = [sys.executable, "-c", _DEATHS_CHILD, self.name, self.module.__name__, *deaths]
+            try:
+                p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True, timeout=120)
+                how = "killed the process (signal %d)" % -p.returncode if p.returncode < 0 else None
+                out = p.stdout
+            except subprocess.TimeoutExpired as e:
+                how = "did not return in 120 s"
+                out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            last = out.splitlines()[-1].split("\t", 1) if out.strip() else None
+            if how is None or last is None or last[0] not in ("import", "export"):
+                return deaths
+            deaths[last[1]] = (last[0], how)
+        return deaths
 
     @staticmethod
     def _export_differs(d, host):
@@ -335,6 +388,24 @@ class GenericTarget(Target):
                               "fails or cannot be read" % self.library)
         d.pop("elements")
         return d
+
+
+#: GenericTarget._deaths' child: runs the round-trip cases, saying which case and stage it is in
+_DEATHS_CHILD = """import importlib, sys
+from dlconform.targets.generic import GenericTarget
+t = GenericTarget(sys.argv[1], importlib.import_module(sys.argv[2]))
+for what, host, _ in t._round_trip_cases():
+    if what in sys.argv[3:]:
+        continue
+    print("import\\t" + what, flush=True)
+    try:
+        y = t.module.from_dlpack(host)
+    except Exception:
+        continue
+    print("export\\t" + what, flush=True)
+    t._through_export(y, elements=True)
+print("done", flush=True)
+"""
 
 
 def _elements(d):

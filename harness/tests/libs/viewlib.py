@@ -15,6 +15,8 @@ DLPack.
 Bugs can be planted with VIEWLIB_BUG=name[,name...]:
   drop_offset    re-exports leave byte_offset out (0) and keep the data pointer
   drop_readonly  versioned re-exports never carry READ_ONLY
+  abort_negative_strides  from_dlpack aborts the process on a negative stride (as torch 1.13's
+                 did: an uncaught C++ exception)
 """
 import ctypes
 import os
@@ -146,5 +148,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if m.deleter:
             m.deleter(ptr)
         raise BufferError("viewlib: " + why)
+    if "abort_negative_strides" in BUGS and m.dl_tensor.strides and any(
+            m.dl_tensor.strides[i] < 0 for i in range(m.dl_tensor.ndim)):
+        os.abort()
     a = Array(ptr, m, m.dl_tensor, readonly)
     return _copy(a) if copy is True else a
