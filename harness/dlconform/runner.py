@@ -5,10 +5,15 @@ It appends the results protocol (harness/README.md) to a file which the runner t
 child dies before its `end` line, the test that had begun gets `crash` (with the signal) and
 the child is restarted with every begun test deselected; a test running longer than the
 per-test limit gets `timeout` the same way.
+
+Each child is forked from a warm parent that imported pytest and the library once
+(dlconform/zygote.py), so a restart costs a fork, not an interpreter and an import; where the
+warm parent cannot start (or DLCONFORM_FORK=0), each child is a fresh interpreter.
 """
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -21,7 +26,7 @@ from . import HARNESS_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
 from .records import SESSION, Record
-from .targets.loader import describe_status
+from .targets.loader import describe_status, library_module
 
 
 def child_env(base=None):
@@ -104,6 +109,101 @@ def kill_group(proc):
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         pass
+
+
+class _Forked:
+    """A child forked by the zygote, with the part of subprocess.Popen the runner uses (pid,
+    poll, returncode, kill, wait). Its process group is its pid (it called setsid)."""
+
+    def __init__(self, zygote, pid):
+        self.zygote, self.pid, self.returncode = zygote, pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                line = self.zygote.line(0)
+            except OSError:  # the zygote is gone (killed from outside): so is what it would report
+                self.kill()
+                self.returncode = -signal.SIGKILL
+                return self.returncode
+            if line is not None:
+                self.returncode = self.zygote.exit_of(line, self.pid)
+        return self.returncode
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def wait(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired("forked child %d" % self.pid, timeout)
+            line = self.zygote.line(left)
+            if line is not None:
+                self.returncode = self.zygote.exit_of(line, self.pid)
+        return self.returncode
+
+
+class _Zygote:
+    """The runner's side of dlconform/zygote.py: one per target run."""
+
+    READY_TIMEOUT = 120.0
+
+    def __init__(self, python, module, env, cwd, err_path):
+        self.buf = b""
+        with open(err_path, "ab") as err:
+            self.proc = subprocess.Popen([python, "-m", "dlconform.zygote", *([module] if module else [])],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+                                         cwd=cwd, start_new_session=True)
+        if self.line(self.READY_TIMEOUT) != "READY":
+            self.close()
+            raise OSError("the warm parent did not start")
+
+    def line(self, timeout):
+        """The next line the zygote wrote, waiting at most `timeout` s (None: no limit); None
+        when none came. EOF (the zygote died) raises OSError."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if not ready:
+                return None
+            data = os.read(self.proc.stdout.fileno(), 4096)
+            if not data:
+                raise OSError("the warm parent ended")
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode()
+
+    @staticmethod
+    def exit_of(line, pid):
+        word, got, code = line.split()
+        if word != "EXIT" or int(got) != pid:
+            raise OSError("the warm parent said %r" % line)
+        return int(code)
+
+    def start(self, args, out_path, err_path):
+        """A _Forked child running pytest with `args`, its output appended to the two files."""
+        self.proc.stdin.write((json.dumps({"args": list(args), "out": out_path, "err": err_path}) + "\n").encode())
+        self.proc.stdin.flush()
+        line = self.line(60.0)
+        if line is None or not line.startswith("PID "):
+            raise OSError("the warm parent did not fork (%r)" % line)
+        return _Forked(self, int(line.split()[1]))
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)
 
 
 class TargetRun:
@@ -348,7 +448,38 @@ class Runner:
         begun = dict.fromkeys(skip)  # tests not to run again: skipped, then begun, in order
         start = time.monotonic()
         deadline = start + self.target_timeout
-        tested = 0
+        zygote = self._zygote(spec, logs)
+        try:
+            self._attempts(run, spec, work, logs, exclude_path, begun, deadline, paths, zygote)
+        finally:
+            if zygote is not None:
+                zygote.close()
+        run.duration = time.monotonic() - start
+        if self.interrupted:
+            run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
+            return run
+        session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
+        if run.tested == 0 and session_bad:
+            run.status = "crashed"
+            run.reason = "; ".join([session_bad[0]["message"].splitlines()[0][:300]] + run.notes)
+        elif run.notes:
+            run.reason = "; ".join(run.notes)
+        return run
+
+    def _zygote(self, spec, logs):
+        """The warm parent of this target's children, or None (DLCONFORM_FORK=0, no fork, or it
+        did not start: then each child is a fresh interpreter)."""
+        if self.env.get("DLCONFORM_FORK") == "0" or not hasattr(os, "fork"):
+            return None
+        try:
+            return _Zygote(self.python, library_module(spec), self.env, os.path.dirname(self.suites),
+                           os.path.join(logs, "%s.zygote.err" % safe_name(spec)))
+        except OSError:
+            return None
+
+    def _attempts(self, run, spec, work, logs, exclude_path, begun, deadline, paths, zygote):
+        """The children of one target run, one after another, until the suite ran through."""
+        run.tested = 0
         confirming, confirmations = None, 0  # (the test that died, its message, evidence) being rerun alone
         while not self.interrupted:
             run.attempts += 1
@@ -360,14 +491,22 @@ class Runner:
             out_path = os.path.join(logs, "%s.%d.out" % (safe_name(spec), n))
             err_path = os.path.join(logs, "%s.%d.err" % (safe_name(spec), n))
             att = _Attempt()
+            cmd = self.command(spec, results_path, exclude_path if begun else None,
+                               [os.path.join(self.suites, confirming[0].test)] if confirming else paths)
             try:
-                with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
-                    proc = subprocess.Popen(
-                        self.command(spec, results_path, exclude_path if begun else None,
-                                     [os.path.join(self.suites, confirming[0].test)] if confirming else paths),
-                        stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=self.env,
-                        cwd=os.path.dirname(self.suites), start_new_session=True,
-                    )
+                proc = None
+                if zygote is not None:
+                    try:
+                        open(out_path, "wb").close()
+                        open(err_path, "wb").close()
+                        proc = zygote.start(cmd[3:], out_path, err_path)  # cmd: PYTHON -m pytest ARGS
+                    except OSError:
+                        zygote.close()
+                        zygote = None
+                if proc is None:
+                    with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+                        proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL, env=self.env,
+                                                cwd=os.path.dirname(self.suites), start_new_session=True)
             except OSError as e:
                 self._session_record(run, "<start>", "crash", "cannot start %s: %s" % (self.python, e))
                 run.status = "crashed"
@@ -380,7 +519,7 @@ class Runner:
                     kill_group(proc)
                 self._proc = None
             att.rc = proc.returncode
-            tested += att.begun
+            run.tested += att.begun
             if self.interrupted:  # the child died of our kill, not of the library: no verdict
                 break
             evidence = _evidence(err_path, out_path)
@@ -420,17 +559,6 @@ class Runner:
             if run.attempts > self.max_restarts:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
                 break
-        run.duration = time.monotonic() - start
-        if self.interrupted:
-            run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
-            return run
-        session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
-        if tested == 0 and session_bad:
-            run.status = "crashed"
-            run.reason = "; ".join([session_bad[0]["message"].splitlines()[0][:300]] + run.notes)
-        elif run.notes:
-            run.reason = "; ".join(run.notes)
-        return run
 
     def _not_the_checks_death(self, err_path):
         """True when faulthandler shows a dying thread that was not calling the library for a

@@ -151,6 +151,17 @@ def _import(name):
                           % (name, _exc_name(e), str(e).splitlines()[0] if str(e) else ""))
 
 
+def library_module(spec):
+    """The module a run of `spec` imports first (the library, or ref's and pyref's own), for the
+    runner's warm parent to import once; None where the spec names a file."""
+    name, _, rest = spec.partition(":")
+    if name in BUILTIN:
+        return BUILTIN[name][2] or BUILTIN[name][0]
+    if os.sep in spec or name.endswith(".py"):
+        return None
+    return name
+
+
 def describe_status(returncode):
     """'killed by SIGSEGV' / 'exit status 3' for a child's return code."""
     if returncode is None:
