@@ -419,6 +419,9 @@ class _State:
         """The reproducer of `case` ((function, arguments)), about `focus`; a rerun command where
         the case cannot be written out."""
         fn, args, env = case
+        runtime = os.environ.get("DLCONFORM_CUDART")  # kit.cuda.ENV: the CUDA runtime this run used
+        if runtime:
+            env = dict(env or {}, DLCONFORM_CUDART=runtime)
         try:
             return _repro.script(fn, args, self.spec, focus=focus, levels=self.levels(st, st.clauses),
                                  feeds=st.check.feeds, where=item.nodeid, env=env)

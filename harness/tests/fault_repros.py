@@ -30,7 +30,21 @@ def faults():
     from test_calibration import TSAN_FAULTS
 
     out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items()) if name not in TSAN_FAULTS]
-    return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())]
+    # pyref's CUDA faults run on pyref@cuda over the simulated CUDA runtime, where it is built
+    return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())
+                  if name not in pyref.CUDA_FAULTS or SIM.exists()]
+
+
+#: the simulated CUDA runtime (make build)
+SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
+
+
+def spec_of(library, fault):
+    """The target spec a fault runs as: pyref's CUDA faults on pyref@cuda."""
+    from dlconform import pyref
+
+    base = "pyref@cuda" if library == "pyref" and fault in pyref.CUDA_FAULTS else library
+    return "%s:fault=%s" % (base, fault)
 
 
 def _env(**extra):
@@ -44,10 +58,12 @@ def _env(**extra):
 def _run_clause(out, clause, specs):
     """The non-pass records of one run of every fault that breaks `clause`, each target in its
     own child (`specs`: {target spec: (library, fault)})."""
-    folder = Path(out) / clause
+    cuda = any(spec.startswith("pyref@cuda") for spec in specs)
+    folder = Path(out) / (clause + ("-cuda" if cuda else ""))
     subprocess.run([sys.executable, "-m", "dlconform", "run", "--clause", clause, "--out", str(folder), "-j", "1",
                     "-q", *("--target=" + spec for spec in specs)],
-                   cwd=REPO, env=_env(), capture_output=True, timeout=900)
+                   cwd=REPO, env=_env(**({"DLCONFORM_CUDART": str(SIM)} if cuda else {})), capture_output=True,
+                   timeout=900)
     path = folder / "results.json"
     data = json.loads(path.read_text()) if path.exists() else {"results": []}
     return [dict(r, library=specs[r["target"]][0], fault=specs[r["target"]][1]) for r in data["results"]
@@ -59,8 +75,9 @@ def findings(out, jobs=2):
     one run per clause, `jobs` runs at a time."""
     by_clause = {}
     for library, fault, clause in faults():
-        by_clause.setdefault(clause, {})["%s:fault=%s" % (library, fault)] = (library, fault)
-    runs = run_many(lambda kv: _run_clause(out, *kv), sorted(by_clause.items()), jobs)
+        spec = spec_of(library, fault)
+        by_clause.setdefault((clause, spec.startswith("pyref@cuda")), {})[spec] = (library, fault)
+    runs = run_many(lambda kv: _run_clause(out, kv[0][0], kv[1]), sorted(by_clause.items()), jobs)
     return [r for recs in runs for r in recs]
 
 
@@ -68,10 +85,11 @@ def fault_off(text, library, fault):
     """The script with its target built without the fault (RefTarget(fault='NAME', ...) becomes
     RefTarget(...))."""
     cls = "RefTarget" if library == "ref" else "PyrefTarget"
-    made = re.search(r"%s\(fault=%r(, )?" % (cls, fault), text)
+    made = re.search(r"%s\((device='cuda', )?fault=%r(, )?" % (cls, fault), text)
     if made is None:
         raise ValueError("the script does not build %s with the fault %r" % (cls, fault))
-    return text.replace(made.group(0), cls + "(")
+    device = "device='cuda'" + (made.group(2) or "") if made.group(1) else ""
+    return text.replace(made.group(0), cls + "(" + device)
 
 
 RUN = R.RUN_PREFIX

@@ -63,15 +63,30 @@ UNCATCHABLE = {
 }
 
 
+#: the simulated CUDA runtime (make build): pyref's CUDA faults run on pyref@cuda over it
+SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
+
+
 def _fault_specs():
-    """{target spec: (base, fault)} of every fault the suite can see."""
+    """{target spec: (base, fault)} of every fault the suite can see: pyref's CUDA faults
+    (pyref.CUDA_FAULTS) as pyref@cuda on the simulated CUDA runtime, where it is built."""
     specs = {}
     for base, names, side in (("ref", _ref.FAULTS, lambda n: _ref.FAULT_SIDES[n]),
                               ("pyref", pyref.FAULTS, lambda n: pyref.FAULTS[n].side)):
         for name in sorted(names):
-            if not (base == "ref" and name in TSAN_FAULTS):
-                specs["%s:fault=%s,role=%s" % (base, name, side(name))] = (base, name)
+            if base == "ref" and name in TSAN_FAULTS:
+                continue
+            spec = "pyref@cuda" if base == "pyref" and name in pyref.CUDA_FAULTS else base
+            if spec == "pyref@cuda" and not SIM.exists():
+                continue
+            specs["%s:fault=%s,role=%s" % (spec, name, side(name))] = (base, name)
     return specs
+
+
+def _env_of(env, spec):
+    """The environment a spec's child runs in: the simulated CUDA runtime for pyref@cuda only
+    (the CPU targets' runs stay as they are without a runtime)."""
+    return dict(env, DLCONFORM_CUDART=str(SIM)) if spec.startswith("pyref@cuda") else env
 
 
 def _own_clause(base, name):
@@ -96,12 +111,18 @@ def _run_all(out, plan):
     queue, lock, runs = list(plan), threading.Lock(), {}
 
     def work():
-        runner = Runner(suites, str(out), python=sys.executable, env=env, timeout=30.0, target_timeout=900.0)
+        runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
         while True:
             with lock:
                 if not queue:
                     return
                 spec = queue.pop(0)
+            spec_env = _env_of(env, spec)
+            key = spec_env.get("DLCONFORM_CUDART")
+            if key not in runners:
+                runners[key] = Runner(suites, str(out), python=sys.executable, env=spec_env, timeout=30.0,
+                                      target_timeout=900.0)
+            runner = runners[key]
             tests = plan[spec]
             runs[spec] = runner.run_target(spec, paths=None if tests is None else [os.path.join(suites, t)
                                                                                   for t in tests])
@@ -162,6 +183,12 @@ NOT_FOR_REF = {
         "unsupported", "the generic target's round trip (for libraries read only through their own export); ref's "
         "adapter reads its results itself; test_generic_standalone.py sees it fail on viewlib's planted bugs"),
 }
+NOT_FOR_REF.update({"test_cuda_stream.py::" + test: (
+    "unsupported", "ref has no CUDA device: pyref@cuda on the simulated runtime is judged there (test_cuda_checks.py)")
+    for test in ("test_consumer_stream_sees_the_producers_data", "test_stream_minus_one_neither_waits_nor_blocks",
+                 "test_cuda_stream_zero_refused", "test_cuda_consumer_stream_survives",
+                 "test_cuda_to_host_synchronises_and_flags_the_copy",
+                 "test_cuda_copy_is_ordered_on_the_consumer_stream")})
 
 
 def _not_for_ref(record):

@@ -22,8 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 SPINE_GROUPS = ("CAP", "OWN", "VER", "LAY", "DT", "FLG", "ERR")
 
 
-def run_dlconform(out, *args, timeout=600):
-    env = dict(os.environ)
+def run_dlconform(out, *args, timeout=600, env=None):
+    """(the process, results.json's data or None) of `dlconform run --out OUT ARGS`; `env`:
+    variables to set for it."""
+    env = dict(os.environ, **(env or {}))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--out", str(out), *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)

@@ -29,6 +29,8 @@ RIGHT_WITHOUT_PASS = (
      r"no C exchange API|no __dlpack_c_exchange_api__|does not use the C exchange API|offers no exchange API"),
     ("unsupported", r"DT-0[789]|FLG-06", r"(has|exports) no sub-byte dtype"),
     ("skip", r"STR-\d+|CPY-0[45]", r"needs a GPU or another device with streams"),
+    # test_cuda_stream.py: plain pyref's arrays are on the CPU (pyref@cuda is judged there)
+    ("unsupported", r"STR-\d+|CPY-0[45]|FLG-04", r"the target has no CUDA device"),
     ("unsupported", r"[A-Z]+-\d+", r"route the C exchange API not offered"),
     # test_library_round_trip is the generic target's: pyref's adapter reads its results itself
     ("unsupported", r"LAY-0[348]|LAY-11|FLG-02", r"reads its consumer's results without the library's own export"),
@@ -56,26 +58,42 @@ def test_pyref_passes_every_check(tmp_path):
     print("\nright without a pass:", ", ".join("%s %s" % c for c in unsupported))
 
 
-def _caught(tmp_path, clause, names):
-    """{fault: its non-pass records on `clause`} of one run of the faults that break `clause`."""
-    proc, data = run_dlconform(tmp_path / clause, "--clause", clause, *("--target=pyref:fault=" + n for n in names))
+#: the simulated CUDA runtime, on which pyref's CUDA faults run (pyref@cuda)
+SIM = Path(__file__).resolve().parents[2] / "build" / "cuda" / "sim" / "libcudart.so"
+
+
+def _caught(tmp_path, clause, names, base="pyref"):
+    """{fault: its non-pass records on `clause`} of one run of the faults that break `clause`,
+    on `base` (pyref, or pyref@cuda on the simulated CUDA runtime)."""
+    env = {"DLCONFORM_CUDART": str(SIM)} if base == "pyref@cuda" else None
+    proc, data = run_dlconform(tmp_path / ("%s-%s" % (clause, base)), "--clause", clause,
+                               *("--target=%s:fault=%s" % (base, n) for n in names), env=env)
     assert data is not None, proc.stderr
     return {name: sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in data["results"]
-                          if r["target"] == "pyref:fault=" + name and r["clause"] == clause and r["verdict"] != "pass"})
+                          if r["target"] == "%s:fault=%s" % (base, name) and r["clause"] == clause
+                          and r["verdict"] != "pass"})
             for name in names}
 
 
 def test_every_pyref_fault_is_caught_on_its_clause(tmp_path):
+    """Each fault on its clause, on plain pyref; a CUDA fault (pyref.CUDA_FAULTS) on pyref@cuda
+    over the simulated runtime (test_cuda_checks.py runs them on test_cuda_stream.py alone)."""
     assert len(pyref.FAULTS) >= 10
-    by_clause = {}
+    by_clause, unchecked = {}, []
     for name, f in sorted(pyref.FAULTS.items()):
-        by_clause.setdefault(f.clause, []).append(name)
+        base = "pyref@cuda" if name in pyref.CUDA_FAULTS else "pyref"
+        if base == "pyref@cuda" and not SIM.exists():
+            unchecked.append(name)
+            continue
+        by_clause.setdefault((f.clause, base), []).append(name)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        runs = pool.map(lambda item: _caught(tmp_path, *item), by_clause.items())
+        runs = pool.map(lambda item: _caught(tmp_path, item[0][0], item[1], item[0][1]), by_clause.items())
         caught = {name: tests for run in runs for name, tests in run.items()}
     print("\nfault -> clause -> caught by")
     for name, f in sorted(pyref.FAULTS.items()):
-        print("  %-24s %-8s %s" % (name, f.clause, ", ".join(caught[name]) or "NOT CAUGHT"))
+        print("  %-24s %-8s %s" % (name, f.clause, ", ".join(caught.get(name, ())) or
+                                   ("not run: no simulated CUDA runtime (make build)" if name in unchecked
+                                    else "NOT CAUGHT")))
     missed = sorted(name for name, tests in caught.items() if not tests)
     assert not missed, "pyref faults no check catches on their clause: %s" % missed
 

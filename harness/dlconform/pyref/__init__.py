@@ -12,6 +12,10 @@ owns, or memory it imported.
     >>> y.shape, y.strides
     ((3, 2), (1, 3))
 
+`pyref.to_device(x)` gives a DeviceArray: the same elements in CUDA memory (the runtime
+DLCONFORM_CUDART names, else the system's libcudart), produced on a non-blocking stream of its
+own, exported with CUDA's stream semantics (`__dlpack__(stream=...)`, dl_device=(1, 0)).
+
 There is no C exchange API (`__dlpack_c_exchange_api__`): pure Python has no C functions to
 put in its table. Built-in faults (`FAULTS`, `set_fault`) turn pyref into a library that
 breaks one DLPack rule, for testing test suites.
@@ -19,12 +23,14 @@ breaks one DLPack rule, for testing test suites.
 from ..kit import abi as dlpack
 from ._array import Array, flip, frombuffer, zeros
 from ._consumer import from_dlpack
+from ._cuda import DeviceArray, cuda_available, to_device
 from ._dtypes import NAMES as DTYPES
-from ._faults import FAULTS, current as current_fault, set_fault
+from ._faults import CUDA_FAULTS, FAULTS, current as current_fault, set_fault
 from ._producer import live_exports
 
 __version__ = "1.0"
 DLPACK_VERSION = dlpack.DLPACK_VERSION
 
-__all__ = ["Array", "DLPACK_VERSION", "DTYPES", "FAULTS", "current_fault", "dlpack", "flip", "from_dlpack",
-           "frombuffer", "live_exports", "set_fault", "zeros"]
+__all__ = ["Array", "CUDA_FAULTS", "DLPACK_VERSION", "DTYPES", "DeviceArray", "FAULTS", "cuda_available",
+           "current_fault", "dlpack", "flip", "from_dlpack", "frombuffer", "live_exports", "set_fault", "to_device",
+           "zeros"]

@@ -117,6 +117,7 @@ class Array:
     itemsize = property(lambda self: self._dtype.itemsize)
     readonly = property(lambda self: self._readonly)
     device = property(lambda self: "cpu")
+    dl_device = property(lambda self: (DLDeviceType.kDLCPU, 0))
     address = property(lambda self: self._data + self._offset if self.size else 0,
                        doc="the address of the first element (0 for an empty array)")
 

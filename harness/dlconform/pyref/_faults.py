@@ -61,6 +61,19 @@ bfloat16_typeerror              ERR-01  producer bfloat16 arrays refuse to expor
 reexport_drops_readonly         FLG-02  producer an array imported read-only is re-exported without READ_ONLY
 dl_device_unchecked_on_copy     DEV-05  producer with copy=True any dl_device is exported on the CPU
 copy_none_versioned_copies      CPY-03  producer versioned exports with copy=None are copies (IS_COPIED)
+cuda_no_wait                    STR-01  producer a device array's export returns without making the consumer's stream
+                                                 wait for the array's stream
+cuda_host_sync                  STR-01  producer a device array's export blocks the host until the array's stream is
+                                                 done instead of making the consumer's stream wait (safe, costly: a
+                                                 warn)
+cuda_wrong_stream               STR-07  producer a stream handle above 2 is taken for the legacy default stream: that
+                                                 stream waits, the consumer's does not
+cuda_minus_one_syncs            STR-03  producer stream=-1 synchronizes the array's stream (the host waits)
+cuda_stream_zero_accepted       STR-08  producer stream=0 is taken for the legacy default stream instead of refused
+cuda_host_copy_unsynced         STR-12  producer dl_device=(1, 0) copies to the host without synchronizing the array's
+                                                 stream first
+cuda_host_copy_unflagged        FLG-04  producer the host copy of dl_device=(1, 0) lacks IS_COPIED
+cuda_destroys_stream            STR-11  producer the export destroys the consumer's stream after making it wait
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called
@@ -99,6 +112,9 @@ def _read(table):
 
 
 FAULTS = _read(_TABLE)
+#: the faults only device arrays show (pyref.to_device): they are seen on a CUDA runtime, the
+#: simulated one without a GPU (the target pyref@cuda)
+CUDA_FAULTS = frozenset(name for name in FAULTS if name.startswith("cuda_"))
 
 ENV = "DLCONFORM_PYREF_FAULT"
 

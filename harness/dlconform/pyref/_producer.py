@@ -19,7 +19,7 @@ import atexit
 import ctypes
 import itertools
 
-from . import _array, _capi, _faults  # _array: partly loaded here; read at call time
+from . import _array, _capi, _cuda, _faults  # _array: partly loaded here; read at call time
 from ..kit.abi import (DLPACK_VERSION, FLAG_IS_COPIED, FLAG_READ_ONLY, CapsuleDestructor, Deleter, DLDataTypeCode,
                        DLDeviceType, DLManagedTensor, DLManagedTensorVersioned)
 
@@ -142,8 +142,7 @@ def _check_dl_device(dl_device):
 def _fill(tensor, array, dims, ndim):
     """Fills a DLTensor for `array`; `dims` holds its `ndim` extents, then its strides."""
     tensor.data, tensor.byte_offset = _data(array)
-    tensor.device.device_type = DLDeviceType.kDLCPU
-    tensor.device.device_id = 0
+    tensor.device.device_type, tensor.device.device_id = array.dl_device
     tensor.ndim = ndim
     tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = _dl_dtype(array)
     if ndim:
@@ -249,6 +248,11 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
             flags |= FLAG_READ_ONLY
     if _faults.active("byteswap_in_place") and array.itemsize > 1 and not array.readonly:
         _swap_bytes(array)
+    return _capsule(array, versioned, flags)
+
+
+def _capsule(array, versioned, flags):
+    """A new capsule of a managed struct describing `array`."""
     address = _managed(array, versioned, flags)
     if versioned:
         name = VERSIONED_NAME
@@ -262,6 +266,81 @@ def export(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     except BaseException:
         _release(address)
         raise
+
+
+# ---- export from the device
+def _check_cuda_stream(stream):
+    """STR-02: None or an int; STR-08: 0 is ambiguous on CUDA and refused; -1 and above only."""
+    if stream is None:
+        return
+    if not isinstance(stream, int) or isinstance(stream, bool):
+        raise TypeError("stream must be None or an int, not %s" % type(stream).__name__)
+    if stream == 0 and not _faults.active("cuda_stream_zero_accepted"):
+        raise BufferError("stream=0 is ambiguous on CUDA: pass 1 for the legacy default stream, 2 for the "
+                          "per-thread default stream or a stream handle")
+    if stream < -1:
+        raise BufferError("stream=%d is no CUDA stream" % stream)
+
+
+def _make_safe(array, stream):
+    """STR-01: before the export returns, the consumer's stream waits for the work enqueued on
+    the array's stream (an event recorded there); None, 1 the legacy default stream (STR-04,
+    STR-05), 2 the per-thread default stream (STR-06), above 2 that handle (STR-07); -1 asks for
+    nothing (STR-03). The consumer's stream stays the consumer's (STR-11)."""
+    rt = array._rt
+    if stream == -1:
+        if _faults.active("cuda_minus_one_syncs"):
+            rt("cudaStreamSynchronize", array.stream)
+        return
+    if _faults.active("cuda_no_wait"):
+        return
+    if _faults.active("cuda_host_sync"):  # safe, but the host waits for the device
+        rt("cudaStreamSynchronize", array.stream)
+        return
+    consumer = _cuda.LEGACY if stream in (None, 0, 1) else stream
+    if _faults.active("cuda_wrong_stream") and consumer > _cuda.PER_THREAD:
+        consumer = _cuda.LEGACY
+    rt.order(consumer, array.stream)
+    if _faults.active("cuda_destroys_stream") and consumer > _cuda.PER_THREAD:
+        rt("cudaStreamDestroy", consumer)
+
+
+def _to_host(array, stream, versioned, copy):
+    """dl_device=(kDLCPU, 0): the producer synchronizes its stream, then copies to host memory
+    flagged IS_COPIED (STR-12, FLG-04); copy=False is BufferError (CPY-05); a stream but None
+    makes no sense for the host (STR-12)."""
+    if copy is False:
+        raise BufferError("dl_device=(1, 0) needs a copy of device memory, and copy=False forbids one")
+    if stream is not None:
+        raise BufferError("stream=%r with dl_device=(1, 0): the host has no streams; pass stream=None" % (stream,))
+    if not _faults.active("cuda_host_copy_unsynced"):
+        array._rt("cudaStreamSynchronize", array.stream)
+    host = _array.compact(array._dtype, array.shape, array._to_host())
+    return _capsule(host, versioned, 0 if _faults.active("cuda_host_copy_unflagged") else FLAG_IS_COPIED)
+
+
+def export_device(array, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """DeviceArray.__dlpack__(): as export(), with CUDA's stream semantics."""
+    _check_cuda_stream(stream)
+    versioned = _wants_versioned(max_version)
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError("copy must be None, True or False, not %r" % (copy,))
+    if dl_device is not None:
+        if (not isinstance(dl_device, tuple) or len(dl_device) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in dl_device)):
+            raise TypeError("dl_device must be None or a (device_type, device_id) tuple, not %r" % (dl_device,))
+        if tuple(dl_device) == (DLDeviceType.kDLCPU, 0):
+            return _to_host(array, stream, versioned, copy)
+        if tuple(dl_device) != array.dl_device:
+            raise BufferError("dl_device=%r: pyref copies device arrays to the host (1, 0) only"
+                              % (tuple(dl_device),))
+    _make_safe(array, stream)
+    if copy:  # CPY-04: the copy runs on the consumer's stream, after its wait
+        if stream == -1:
+            raise BufferError("copy=True with stream=-1: pyref copies on the consumer's stream, and -1 names none")
+        array = array.copy_on(_cuda.LEGACY if stream in (None, 0, 1) else stream)
+        return _capsule(array, versioned, FLAG_IS_COPIED)
+    return _capsule(array, versioned, 0)
 
 
 def live_exports():

@@ -1,6 +1,7 @@
 """Resolve a target spec string to a Target.
 
-Specs: `ref`, `ref:fault=NAME[,role=R]`, `pyref`, `pyref:fault=NAME[,role=R]`, `numpy`, `torch`, `module:attr`,
+Specs: `ref`, `ref:fault=NAME[,role=R]`, `pyref`, `pyref:fault=NAME[,role=R]`, `pyref@cuda[:fault=NAME[,role=R]]`
+(pyref's device arrays on a CUDA runtime), `numpy`, `torch`, `module:attr`,
 `path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
@@ -31,6 +32,8 @@ BUILTIN = {
 }
 #: the targets that take a built-in fault (`NAME:fault=FAULT`)
 WITH_FAULTS = ("ref", "pyref")
+#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda
+DEVICES = {"pyref": ("cuda",)}
 
 
 def _exc_name(e):
@@ -41,11 +44,12 @@ def _split(spec):
     """(built-in name, its options) of a built-in spec; (None, None) for any other spec. ref and
     pyref take `fault=NAME` (a built-in fault) and `role=producer|consumer` (the target offers
     that role alone: a fault's checks of its own side), joined by commas:
-    `ref:fault=NAME,role=consumer`."""
+    `ref:fault=NAME,role=consumer`. `pyref@cuda` is pyref on a CUDA device (option device="cuda")."""
     name, _, rest = spec.partition(":")
-    if name not in BUILTIN or (rest and name not in WITH_FAULTS):
+    name, at, device = name.partition("@")
+    if name not in BUILTIN or (rest and name not in WITH_FAULTS) or (at and device not in DEVICES.get(name, ())):
         return None, None
-    options = {}
+    options = {"device": device} if at else {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
         if key not in ("fault", "role") or not eq or not value or key in options or (

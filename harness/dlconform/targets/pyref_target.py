@@ -2,25 +2,70 @@
 
 What `ref` is to the C path, pyref is to the generic one: a producer and a consumer written
 in Python with ctypes, as a small library would be. It has no C exchange API.
+
+`pyref@cuda` is pyref with a CUDA device: its stream_device() makes pyref's device arrays
+(pyref.to_device) on the CUDA runtime kit.cuda finds, the simulated one when DLCONFORM_CUDART
+names build/cuda/sim/libcudart.so; the suites' other checks judge its CPU arrays as for
+`pyref`. Without a runtime it is unavailable, saying why.
 """
-from .base import ReferenceTarget
+from .base import ReferenceTarget, TargetError, spec_name
+
+#: the devices a spec may name after `pyref@`
+DEVICES = ("cuda",)
 
 
 class PyrefTarget(ReferenceTarget):
     name = "pyref"
     library = "dlconform.pyref"
 
-    def __init__(self, name=None, fault=None, role=None):
-        """`fault`: one of pyref.FAULTS; `role`: producer or consumer (ReferenceTarget)."""
+    #: (device type, device id) of the stream device's tensors; (1, 0): the CPU alone
+    device = (1, 0)
+
+    def __init__(self, name=None, fault=None, role=None, device=None):
+        """`fault`: one of pyref.FAULTS; `role`: producer or consumer (ReferenceTarget);
+        `device`: None (the CPU) or "cuda" (pyref@cuda: device arrays on a CUDA runtime)."""
         from .. import pyref
 
+        if device not in (None,) + DEVICES:
+            raise TargetError("pyref has no device %r (it has: %s)" % (device, ", ".join(DEVICES)))
         self.pyref = pyref
+        self.cuda = device == "cuda"
+        if self.cuda:
+            self.device = (2, 0)
+            name = name or spec_name("pyref@cuda", fault, role)
         super().__init__(pyref, pyref.FAULTS, name, fault, role)
         if not fault:
             pyref.set_fault(None)  # pyref's faults are per process: a clean target turns them off
 
+    def available(self):
+        if self.cuda:
+            from ..kit import cuda
+
+            if cuda.runtime() is None:
+                return False, "pyref@cuda needs a CUDA runtime: %s (%s=build/cuda/sim/libcudart.so runs it " \
+                    "on the simulated one)" % (cuda.why_not(), cuda.ENV)
+            ok, why = self.pyref.cuda_available()
+            if not ok:
+                return False, "pyref@cuda: " + why
+        return True, ""
+
     def versions(self):
-        return {"dlconform.pyref": self.pyref.__version__}
+        out = {"dlconform.pyref": self.pyref.__version__}
+        if self.cuda:
+            from ..kit import cuda
+
+            rt = cuda.runtime()
+            out["cuda runtime"] = "%s%s" % (rt.path, " (simulated)" if rt.simulated else "") if rt else "none"
+        return out
+
+    def stream_device(self):
+        """pyref@cuda: a CudaStreamDevice over the kit's runtime; None for plain pyref."""
+        if not self.cuda:
+            return None
+        from ..kit import cuda
+
+        rt = cuda.runtime()
+        return None if rt is None else CudaStreamDevice(self.pyref, rt)
 
     def dtypes(self):
         return list(self.pyref.DTYPES)
@@ -52,3 +97,52 @@ class PyrefTarget(ReferenceTarget):
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.address
+
+
+class CudaStreamDevice:
+    """pyref's device arrays on a CUDA runtime (kit.cuda's `runtime`), for the stream checks
+    that observe (suites/test_cuda_stream.py): what a reader on a stream sees, and on the
+    simulated runtime how often the host was blocked.
+
+    Streams are DLPack's ints: 1 the legacy default stream, 2 the per-thread default stream,
+    above 2 a handle from new_stream()."""
+
+    kind = "cuda"
+    name = "pyref device arrays on CUDA"
+    device = (2, 0)
+    LEGACY, PER_THREAD = 1, 2
+
+    def __init__(self, pyref, runtime):
+        self._pyref, self.runtime = pyref, runtime
+
+    def make(self, dtype, shape, values):
+        """A tensor on the device, its copy there still enqueued on its own stream."""
+        return self._pyref.to_device(self._pyref.frombuffer(values, dtype, tuple(shape)))
+
+    def producer_stream(self, x):
+        """The stream x's data is produced on (a handle)."""
+        return x.stream
+
+    def memory(self, x):
+        """(device address, byte count) of x's elements."""
+        return x.ptr, x.nbytes
+
+    def current_stream(self):
+        """pyref has no current stream: it uses the legacy default stream."""
+        return self.LEGACY
+
+    def new_stream(self):
+        return self.runtime.stream().handle
+
+    def destroy_stream(self, handle):
+        self.runtime.destroy_stream(handle)
+
+    def alive(self, handle):
+        """Whether the runtime still knows the stream (a query of a destroyed one fails)."""
+        from ..kit.cuda import CudaError
+
+        try:
+            self.runtime.idle(handle)
+        except CudaError:
+            return False
+        return True

@@ -1,0 +1,227 @@
+"""Device arrays: pyref's arrays in CUDA memory, on whatever CUDA runtime loads.
+
+pyref calls the runtime as a library would, through its own ctypes prototypes of the few
+functions it uses. The runtime is the library DLCONFORM_CUDART names (dlconform's simulated
+runtime, build/cuda/sim/libcudart.so, makes device arrays testable without a GPU), else the
+system's libcudart; dlopen gives every caller in the process the same loaded library, so
+pyref's streams are the ones the caller's runtime knows.
+
+Invariants:
+  - a DeviceArray owns `nbytes` of device memory at `ptr` (freed when it dies) and a
+    non-blocking stream of its own, `stream`: its data was produced on that stream, and work
+    enqueued there may still be pending (STR-01 is about exactly that);
+  - it is compact and row-major, and never read-only;
+  - stream handles are ints, as DLPack passes them: 1 the legacy default stream, 2 the
+    per-thread default stream, above 2 a cudaStream_t.
+"""
+import ctypes
+import math
+import os
+import threading
+
+from ..kit.abi import DLDeviceType
+
+ENV = "DLCONFORM_CUDART"
+SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+LEGACY, PER_THREAD = 1, 2
+HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE = 1, 2, 3
+NON_BLOCKING, DISABLE_TIMING = 0x01, 0x02
+
+_vp, _sz, _int, _uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint
+#: the runtime functions pyref calls, with their argument types (all return cudaError_t)
+_PROTOTYPES = {
+    "cudaGetDeviceCount": (ctypes.POINTER(_int),),
+    "cudaGetLastError": (),
+    "cudaMalloc": (ctypes.POINTER(_vp), _sz),
+    "cudaFree": (_vp,),
+    "cudaMemcpy": (_vp, _vp, _sz, _int),
+    "cudaMemcpyAsync": (_vp, _vp, _sz, _int, _vp),
+    "cudaStreamCreateWithFlags": (ctypes.POINTER(_vp), _uint),
+    "cudaStreamSynchronize": (_vp,),
+    "cudaStreamWaitEvent": (_vp, _vp, _uint),
+    "cudaStreamDestroy": (_vp,),
+    "cudaEventCreateWithFlags": (ctypes.POINTER(_vp), _uint),
+    "cudaEventRecord": (_vp, _vp),
+    "cudaEventDestroy": (_vp,),
+}
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+class _Runtime:
+    def __init__(self, lib):
+        self.lib = lib
+        for name, args in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, _int
+        lib.cudaGetErrorString.argtypes, lib.cudaGetErrorString.restype = (_int,), ctypes.c_char_p
+
+    def __call__(self, name, *args):
+        code = getattr(self.lib, name)(*args)
+        if code:
+            self.lib.cudaGetLastError()
+            text = self.lib.cudaGetErrorString(code)
+            raise CudaError("%s: %s (cudaError %d)" % (name, text.decode(errors="replace") if text else "?", code))
+
+    def stream(self):
+        h = _vp()
+        self("cudaStreamCreateWithFlags", ctypes.byref(h), NON_BLOCKING)
+        return h.value
+
+    def event(self):
+        h = _vp()
+        self("cudaEventCreateWithFlags", ctypes.byref(h), DISABLE_TIMING)
+        return h.value
+
+    def order(self, consumer, producer):
+        """Makes stream `consumer` wait for what is enqueued on `producer` now: an event
+        recorded there, waited on there (STR-01)."""
+        event = self.event()
+        try:
+            self("cudaEventRecord", event, producer)
+            self("cudaStreamWaitEvent", consumer, event, 0)
+        finally:
+            self("cudaEventDestroy", event)
+
+
+_LOCK = threading.Lock()
+_FOUND = {}
+
+
+def runtime():
+    """(the runtime, None) or (None, why there is none)."""
+    choice = os.environ.get(ENV) or None
+    with _LOCK:
+        if choice not in _FOUND:
+            _FOUND[choice] = _load(choice)
+        return _FOUND[choice]
+
+
+def _load(choice):
+    errors = []
+    for name in (choice,) if choice else SYSTEM_NAMES:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            errors.append(str(e))
+            continue
+        try:
+            rt = _Runtime(lib)
+            n = _int(0)
+            rt("cudaGetDeviceCount", ctypes.byref(n))
+        except (AttributeError, CudaError) as e:
+            return None, "%s is no usable CUDA runtime (%s)" % (name, e)
+        if n.value < 1:
+            return None, "%s counts no CUDA device" % name
+        return rt, None
+    return None, "no CUDA runtime (%s)" % "; ".join(errors)
+
+
+def cuda_available():
+    """(True, "") when pyref can make device arrays, else (False, why not)."""
+    rt, why = runtime()
+    return rt is not None, why or ""
+
+
+def _need():
+    rt, why = runtime()
+    if rt is None:
+        raise CudaError("pyref has no CUDA device: %s" % why)
+    return rt
+
+
+class DeviceArray:
+    """A compact row-major array in CUDA memory, produced on its own non-blocking `stream`.
+    Make one with pyref.to_device(array)."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use pyref.to_device to make a DeviceArray")
+
+    @classmethod
+    def _new(cls, rt, dtype, shape, stream=None):
+        from ._array import numel, row_major_strides
+
+        self = object.__new__(cls)
+        self._rt, self._dtype, self._shape = rt, dtype, tuple(shape)
+        self._strides = row_major_strides(self._shape)
+        self.nbytes = numel(self._shape) * dtype.itemsize
+        self.ptr = 0
+        self.stream = stream or rt.stream()
+        self._own_stream = stream is None
+        if self.nbytes:
+            p = _vp()
+            rt("cudaMalloc", ctypes.byref(p), self.nbytes)
+            self.ptr = p.value
+        self._staging = None
+        return self
+
+    def __del__(self):
+        rt = getattr(self, "_rt", None)
+        if rt is None:
+            return
+        try:
+            if self.ptr:
+                rt("cudaFree", self.ptr)  # synchronizes the device first, as CUDA's does
+            if self._own_stream:
+                rt("cudaStreamDestroy", self.stream)
+        except Exception:  # interpreter teardown, or a runtime already gone
+            pass
+
+    dtype = property(lambda self: self._dtype.name)
+    dl_dtype = property(lambda self: (int(self._dtype.code), self._dtype.bits, self._dtype.lanes))
+    shape = property(lambda self: self._shape)
+    strides = property(lambda self: self._strides)
+    ndim = property(lambda self: len(self._shape))
+    size = property(lambda self: math.prod(self._shape))
+    itemsize = property(lambda self: self._dtype.itemsize)
+    readonly = property(lambda self: False)
+    device = property(lambda self: "cuda:0")
+    address = property(lambda self: self.ptr)
+    dl_data = property(lambda self: (self.ptr, 0))
+
+    dl_device = property(lambda self: (DLDeviceType.kDLCUDA, 0))
+
+    def __repr__(self):
+        return "pyref.DeviceArray(dtype=%r, shape=%r, device='cuda:0')" % (self.dtype, self._shape)
+
+    def tobytes(self):
+        """The elements in row-major order, once the array's stream has produced them."""
+        self._rt("cudaStreamSynchronize", self.stream)
+        return self._to_host()
+
+    def _to_host(self):
+        """A copy of the bytes (cudaMemcpy: it waits for the legacy default stream and the
+        blocking streams, not for this array's own stream)."""
+        buf = ctypes.create_string_buffer(self.nbytes)
+        if self.nbytes:
+            self._rt("cudaMemcpy", buf, self.ptr, self.nbytes, DEVICE_TO_HOST)
+        return buf.raw
+
+    def copy_on(self, stream):
+        """A new DeviceArray holding these elements, copied on `stream` (enqueued, not run)."""
+        out = DeviceArray._new(self._rt, self._dtype, self._shape)
+        if self.nbytes:
+            self._rt("cudaMemcpyAsync", out.ptr, self.ptr, self.nbytes, DEVICE_TO_DEVICE, stream)
+        return out
+
+    def __dlpack_device__(self):
+        return self.dl_device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from ._producer import export_device
+
+        return export_device(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+
+def to_device(array):
+    """A DeviceArray of `array`'s elements: the copy to the device is enqueued on the new
+    array's own stream (its data is produced there)."""
+    rt = _need()
+    out = DeviceArray._new(rt, array._dtype, array.shape)
+    content = array.tobytes()
+    if out.nbytes:
+        out._staging = ctypes.create_string_buffer(content, len(content))  # read when the copy runs
+        rt("cudaMemcpyAsync", out.ptr, out._staging, out.nbytes, HOST_TO_DEVICE, out.stream)
+    return out

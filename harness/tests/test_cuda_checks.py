@@ -1,0 +1,79 @@
+"""suites/test_cuda_stream.py against pyref@cuda on the simulated CUDA runtime
+(build/cuda/sim/libcudart.so, `make build`): clean pyref@cuda passes every check, and each of
+pyref's CUDA faults (pyref.CUDA_FAULTS) is caught on its own clause. Without a runtime the
+target is unavailable with a one-line reason."""
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dlconform import pyref
+from dlconform.targets import loader
+from test_meta import REPO
+
+SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
+CAUGHT = frozenset({"fail", "warn", "crash", "timeout"})
+
+
+def _run(out, spec):
+    """The records of one run of test_cuda_stream.py against `spec` on the simulated runtime."""
+    env = dict(os.environ, DLCONFORM_CUDART=str(SIM))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--tests",
+                           "test_cuda_stream.py", "--out", str(out), "-q"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    path = out / "results.json"
+    assert path.exists(), proc.stderr
+    return [r for r in json.loads(path.read_text())["results"] if r["target"] == spec]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    if not SIM.exists():
+        pytest.skip("no simulated CUDA runtime: run `make build` first")
+    return SIM
+
+
+def test_pyref_at_cuda_without_a_runtime_is_unavailable(tmp_path):
+    env = dict(os.environ, DLCONFORM_CUDART=str(tmp_path / "libcudart.so"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    found = loader.probe("pyref@cuda", env=env)
+    assert not found["ok"] and "pyref@cuda needs a CUDA runtime" in found["reason"]
+    assert "\n" not in found["reason"]
+
+
+def test_pyref_at_cuda_specs_compose():
+    assert loader.construction("pyref@cuda:fault=cuda_no_wait,role=producer")[1] == \
+        "PyrefTarget(device='cuda', fault='cuda_no_wait', role='producer')"
+    assert loader.quick_check("pyref@cuda") is None
+    assert "cannot import" in loader.quick_check("pyref@gpu")
+
+
+def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
+    records = _run(tmp_path, "pyref@cuda")
+    by_test = {r["test"].split("::")[-1] for r in records if r["verdict"] == "pass"}
+    assert len(by_test) >= 6, records
+    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in records if r["verdict"] != "pass"]
+    assert not wrong, wrong
+
+
+def test_every_cuda_fault_is_caught_on_its_clause(sim, tmp_path):
+    assert len(pyref.CUDA_FAULTS) >= 8
+
+    def caught(name):
+        spec = "pyref@cuda:fault=%s,role=%s" % (name, pyref.FAULTS[name].side)
+        records = _run(tmp_path / name, spec)
+        assert not [r for r in records if r["verdict"] == "error"], records
+        return name, sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in records
+                             if r["clause"] == pyref.FAULTS[name].clause and r["verdict"] in CAUGHT})
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        found = dict(pool.map(caught, sorted(pyref.CUDA_FAULTS)))
+    print("\nfault -> clause -> caught by")
+    for name in sorted(found):
+        print("  %-26s %-7s %s" % (name, pyref.FAULTS[name].clause, ", ".join(found[name]) or "NOT CAUGHT"))
+    assert not [name for name, by in found.items() if not by]
+    assert found["cuda_host_sync"] == ["warn:test_consumer_stream_sees_the_producers_data"]
