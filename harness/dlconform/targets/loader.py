@@ -158,7 +158,7 @@ def _import(name):
 def library_module(spec):
     """The module a run of `spec` imports first (the library, or ref's and pyref's own), for the
     runner's warm parent to import once; None where the spec names a file."""
-    name, _, rest = spec.partition(":")
+    name = spec.partition(":")[0].partition("@")[0]
     if name in BUILTIN:
         return BUILTIN[name][2] or BUILTIN[name][0]
     if os.sep in spec or name.endswith(".py"):
