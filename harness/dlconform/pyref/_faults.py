@@ -73,6 +73,7 @@ cuda_stream_zero_accepted       STR-08  producer stream=0 is taken for the legac
 cuda_host_copy_unsynced         STR-12  producer dl_device=(1, 0) copies to the host without synchronizing the array's
                                                  stream first
 cuda_host_copy_unflagged        FLG-04  producer the host copy of dl_device=(1, 0) lacks IS_COPIED
+cuda_host_copy_despite_false    CPY-05  producer dl_device=(1, 0) with copy=False copies to the host anyway
 cuda_destroys_stream            STR-11  producer the export destroys the consumer's stream after making it wait
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
