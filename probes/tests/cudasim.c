@@ -234,23 +234,30 @@ static void test_bad_handles(void) {
   cudaFree(p);
 }
 
-/* Threads enqueue and synchronize concurrently; each sees its own stream's writes. */
+/* Threads enqueue and synchronize concurrently; each sees its own streams' writes. The two
+ * streams of a thread write different memory: the same bytes written on two streams that do
+ * not wait for each other are a race in CUDA, whose outcome no test may assume (another
+ * thread's cudaFree runs every pending op, in enqueue order). */
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg, bad = 0;
-  void *p;
+  void *p, *q;
   cudaStream_t s;
-  unsigned char b[N];
-  if (cudaMalloc(&p, N) || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) return (void *)1;
+  unsigned char b[N], c[N];
+  if (cudaMalloc(&p, N) || cudaMalloc(&q, N) || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))
+    return (void *)1;
   for (int i = 0; i < 200; i++) {
     int v = (id * 31 + i) & 0xFF;
     dlc_slow_fill(s, p, N, v, 0);
-    dlc_slow_fill(cudaStreamPerThread, p, N, 0, 0);
+    dlc_slow_fill(cudaStreamPerThread, q, N, v ^ 0xFF, 0);
     cudaMemcpyAsync(b, p, N, cudaMemcpyDeviceToHost, s);
+    cudaMemcpyAsync(c, q, N, cudaMemcpyDeviceToHost, cudaStreamPerThread);
     cudaStreamSynchronize(s);
     bad += b[0] != v || b[N - 1] != v;
     cudaStreamSynchronize(cudaStreamPerThread);
+    bad += c[0] != (v ^ 0xFF) || c[N - 1] != (v ^ 0xFF);
   }
   cudaStreamDestroy(s);
+  cudaFree(q);
   cudaFree(p);
   return (void *)(intptr_t)bad;
 }
