@@ -234,11 +234,16 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return unlock(cudaSuccess);
 }
 
+/* A query's answer (cudaStreamQuery, cudaEventQuery), the lock held: the lookup's error, else
+ * done(*index) ? cudaSuccess : cudaErrorNotReady (not an error: the last error stays). */
+static cudaError_t query(cudaError_t lookup, int (*done)(size_t), const size_t *index) {
+  return unlock(lookup ? lookup : done(*index) ? cudaSuccess : cudaErrorNotReady);
+}
+
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  size_t s;
+  size_t s = 0;
   lock();
-  cudaError_t e = sim_stream_of(stream, &s);
-  return unlock(e ? e : sim_stream_idle(s) ? cudaSuccess : cudaErrorNotReady);
+  return query(sim_stream_of(stream, &s), sim_stream_idle, &s);
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
@@ -246,17 +251,21 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return unlock(sim_stream_destroy(stream));
 }
 
+/* The stream and the event of an event operation (record, wait); the lock is held. */
+static cudaError_t stream_and_event(cudaStream_t stream, cudaEvent_t event, size_t *s, size_t *ev) {
+  cudaError_t e = sim_stream_of(stream, s);
+  return e ? e : sim_event_of(event, ev);
+}
+
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   size_t s, ev;
-  sim_op op = {0};
   if (flags != cudaEventWaitDefault) return fail(cudaErrorInvalidValue);
   lock();
-  cudaError_t e = sim_stream_of(stream, &s);
-  if (e || (e = sim_event_of(event, &ev))) return unlock(e);
+  cudaError_t e = stream_and_event(stream, event, &s, &ev);
+  if (e) return unlock(e);
+  sim_op op = {.kind = SIM_WAIT, .event = ev};
   sim_event_last(ev, &op.record_stream, &op.record_seq);
   if (op.record_seq == 0) return unlock(cudaSuccess); /* an event never recorded: nothing to wait for */
-  op.kind = SIM_WAIT;
-  op.event = ev;
   return unlock(sim_enqueue(s, &op) ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
@@ -273,23 +282,19 @@ cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlag
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   size_t s, ev;
-  sim_op op = {0};
   lock();
-  cudaError_t e = sim_event_of(event, &ev);
-  if (e || (e = sim_stream_of(stream, &s))) return unlock(e);
-  op.kind = SIM_RECORD;
-  op.event = ev;
+  cudaError_t e = stream_and_event(stream, event, &s, &ev);
+  if (e) return unlock(e);
+  sim_op op = {.kind = SIM_RECORD, .event = ev};
   uint64_t seq = sim_enqueue(s, &op);
-  if (!seq) return unlock(cudaErrorMemoryAllocation);
-  sim_event_recorded(ev, s, seq);
-  return unlock(cudaSuccess);
+  if (seq) sim_event_recorded(ev, s, seq);
+  return unlock(seq ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  size_t ev;
+  size_t ev = 0;
   lock();
-  cudaError_t e = sim_event_of(event, &ev);
-  return unlock(e ? e : sim_event_done(ev) ? cudaSuccess : cudaErrorNotReady);
+  return query(sim_event_of(event, &ev), sim_event_done, &ev);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
