@@ -254,8 +254,23 @@ def _helper(lib):
     return ctypes.CDLL(path).dlc_slow_fill
 
 
-def _load(choice):
-    """(Runtime or None, why not) for the library `choice` names (None: the system's)."""
+_CACHE, _LOCK = {}, threading.Lock()
+
+
+def load(wrap):
+    """(wrap(library, name) or None, why not) for the runtime library ENV names (unset: the
+    system's, SYSTEM_NAMES in order), once per `wrap` and value of ENV. `wrap` builds the
+    caller's runtime object (the kit's Runtime, pyref's own) and raises CudaError or
+    AttributeError when the library is no usable runtime; one with no device is none either.
+    Shared by the kit and pyref."""
+    choice = os.environ.get(ENV) or None
+    with _LOCK:
+        if (wrap, choice) not in _CACHE:
+            _CACHE[wrap, choice] = _open(choice, wrap)
+        return _CACHE[wrap, choice]
+
+
+def _open(choice, wrap):
     if choice:
         candidates, where = (choice,), "%s=%s" % (ENV, choice)
     else:
@@ -268,7 +283,7 @@ def _load(choice):
             errors.append(str(e))
             continue
         try:
-            rt = Runtime(lib, name)
+            rt = wrap(lib, name)
         except CudaError as e:
             return None, "no CUDA device: %s says %s" % (where, e)
         except AttributeError as e:
@@ -279,15 +294,8 @@ def _load(choice):
     return None, "no CUDA runtime: %s cannot be loaded (%s)" % (where, "; ".join(errors))
 
 
-_CACHE, _LOCK = {}, threading.Lock()
-
-
 def _resolve():
-    choice = os.environ.get(ENV) or None
-    with _LOCK:
-        if choice not in _CACHE:
-            _CACHE[choice] = _load(choice)
-        return _CACHE[choice]
+    return load(Runtime)
 
 
 def runtime():

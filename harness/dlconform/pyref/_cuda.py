@@ -1,8 +1,9 @@
 """Device arrays: pyref's arrays in CUDA memory, on whatever CUDA runtime loads.
 
-pyref calls the runtime as a library would, through its own ctypes prototypes of the few
-functions it uses. The runtime is the library DLCONFORM_CUDART names (dlconform's simulated
-runtime, build/cuda/sim/libcudart.so, makes device arrays testable without a GPU), else the
+pyref calls the runtime as a library would, through ctypes, with the runtime's prototypes
+declared once in the kit (kit.cuda.PROTOTYPES), as it takes dlpack.h's from kit.abi. The
+runtime is the library DLCONFORM_CUDART names (dlconform's simulated runtime,
+build/cuda/sim/libcudart.so, makes device arrays testable without a GPU), else the
 system's libcudart; dlopen gives every caller in the process the same loaded library, so
 pyref's streams are the ones the caller's runtime knows.
 
@@ -16,38 +17,20 @@ Invariants:
 """
 import ctypes
 import math
-import os
-import threading
 
 from ..kit.abi import DLDeviceType
+# the CUDA runtime's declarations are made once, in the kit, as dlpack.h's are (kit.abi)
+from ..kit import cuda as _declared
 
-ENV = "DLCONFORM_CUDART"
-SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
-LEGACY, PER_THREAD = 1, 2
-HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE = 1, 2, 3
-NON_BLOCKING, DISABLE_TIMING = 0x01, 0x02
-
-_vp, _sz, _int, _uint = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint
-#: the runtime functions pyref calls, with their argument types (all return cudaError_t)
-_PROTOTYPES = {
-    "cudaGetDeviceCount": (ctypes.POINTER(_int),),
-    "cudaGetLastError": (),
-    "cudaMalloc": (ctypes.POINTER(_vp), _sz),
-    "cudaFree": (_vp,),
-    "cudaMemcpy": (_vp, _vp, _sz, _int),
-    "cudaMemcpyAsync": (_vp, _vp, _sz, _int, _vp),
-    "cudaStreamCreateWithFlags": (ctypes.POINTER(_vp), _uint),
-    "cudaStreamSynchronize": (_vp,),
-    "cudaStreamWaitEvent": (_vp, _vp, _uint),
-    "cudaStreamDestroy": (_vp,),
-    "cudaEventCreateWithFlags": (ctypes.POINTER(_vp), _uint),
-    "cudaEventRecord": (_vp, _vp),
-    "cudaEventDestroy": (_vp,),
-}
+_PROTOTYPES = _declared.PROTOTYPES
+LEGACY, PER_THREAD, NON_BLOCKING, DISABLE_TIMING = (_declared.LEGACY, _declared.PER_THREAD, _declared.NON_BLOCKING,
+                                                    _declared.DISABLE_TIMING)
+HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE = (_declared.HOST_TO_DEVICE, _declared.DEVICE_TO_HOST,
+                                                    _declared.DEVICE_TO_DEVICE)
+_vp, _int = ctypes.c_void_p, ctypes.c_int
 
 
-class CudaError(RuntimeError):
-    pass
+CudaError = _declared.CudaError
 
 
 class _Runtime:
@@ -86,37 +69,18 @@ class _Runtime:
             self("cudaEventDestroy", event)
 
 
-_LOCK = threading.Lock()
-_FOUND = {}
-
-
 def runtime():
     """(the runtime, None) or (None, why there is none)."""
-    choice = os.environ.get(ENV) or None
-    with _LOCK:
-        if choice not in _FOUND:
-            _FOUND[choice] = _load(choice)
-        return _FOUND[choice]
+    return _declared.load(_counted)
 
 
-def _load(choice):
-    errors = []
-    for name in (choice,) if choice else SYSTEM_NAMES:
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError as e:
-            errors.append(str(e))
-            continue
-        try:
-            rt = _Runtime(lib)
-            n = _int(0)
-            rt("cudaGetDeviceCount", ctypes.byref(n))
-        except (AttributeError, CudaError) as e:
-            return None, "%s is no usable CUDA runtime (%s)" % (name, e)
-        if n.value < 1:
-            return None, "%s counts no CUDA device" % name
-        return rt, None
-    return None, "no CUDA runtime (%s)" % "; ".join(errors)
+def _counted(lib, name):
+    """pyref's runtime over `lib`, with its device count (kit.cuda.load asks for it)."""
+    rt = _Runtime(lib)
+    n = _int(0)
+    rt("cudaGetDeviceCount", ctypes.byref(n))
+    rt.devices = n.value
+    return rt
 
 
 def cuda_available():
