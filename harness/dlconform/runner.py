@@ -118,16 +118,20 @@ class _Forked:
     def __init__(self, zygote, pid):
         self.zygote, self.pid, self.returncode = zygote, pid, None
 
+    def _take(self, timeout):
+        """Reads the zygote's report of this child, waiting at most `timeout` s."""
+        try:
+            line = self.zygote.line(timeout)
+        except OSError:  # the zygote is gone (killed from outside): so is what it would report
+            self.kill()
+            self.returncode = -signal.SIGKILL
+            return
+        if line is not None:
+            self.returncode = self.zygote.exit_of(line, self.pid)
+
     def poll(self):
         if self.returncode is None:
-            try:
-                line = self.zygote.line(0)
-            except OSError:  # the zygote is gone (killed from outside): so is what it would report
-                self.kill()
-                self.returncode = -signal.SIGKILL
-                return self.returncode
-            if line is not None:
-                self.returncode = self.zygote.exit_of(line, self.pid)
+            self._take(0)
         return self.returncode
 
     def kill(self):
@@ -138,13 +142,11 @@ class _Forked:
 
     def wait(self, timeout=None):
         end = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
+        while self.returncode is None:
             left = None if end is None else end - time.monotonic()
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired("forked child %d" % self.pid, timeout)
-            line = self.zygote.line(left)
-            if line is not None:
-                self.returncode = self.zygote.exit_of(line, self.pid)
+            self._take(left)
         return self.returncode
 
 
