@@ -30,9 +30,15 @@ from .targets.loader import describe_status, library_module
 
 
 def child_env(base=None):
-    """The caller's environment with harness/ prepended to PYTHONPATH."""
+    """The caller's environment with harness/ prepended to PYTHONPATH, its entries made absolute,
+    and the caller's folder appended: `python -m dlconform` has that folder on sys.path, so a
+    library beside the caller (mylib.py in the project a maintainer runs from) imports in the
+    children as in the parent, although their working folder is the suites' parent."""
     env = dict(os.environ if base is None else base)
-    parts = [HARNESS_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != HARNESS_DIR]
+    parts = [HARNESS_DIR]
+    for p in env.get("PYTHONPATH", "").split(os.pathsep) + [os.getcwd()]:
+        if p and os.path.abspath(p) not in parts:
+            parts.append(os.path.abspath(p))
     env["PYTHONPATH"] = os.pathsep.join(parts)
     return env
 

@@ -245,3 +245,26 @@ def test_an_interrupted_run_reports_what_finished(tmp_path):
     assert doc["targets"][FAKE]["status"] == "interrupted"
     assert "Incomplete run" in (out / "results.md").read_text()
     assert err.strip().splitlines()[-1].startswith("dlconform: interrupted; the report holds what finished")
+
+
+def test_a_library_beside_the_caller_is_found_by_the_children(tmp_path):
+    """A maintainer runs `python -m dlconform run --target mylib` in the folder that holds
+    mylib.py, with nothing on PYTHONPATH for it: the children import it as the parent does,
+    although their working folder is the suites' parent."""
+    import shutil
+
+    from dlconform import HARNESS_DIR
+
+    libs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libs")
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("viewlib.py", "dlpack_structs.py"):
+        shutil.copy(os.path.join(libs, name), str(project))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIEWLIB_BUG")}
+    env["PYTHONPATH"] = HARNESS_DIR
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "viewlib", "--tests", "test_fields.py",
+                        "--out", "out", "-q"], cwd=str(project), env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:]
+    summary = json.loads((project / "out" / "results.json").read_text())["summary"]["viewlib"]
+    assert summary["pass"] > 0 and not summary["crash"] and not summary["error"], summary
