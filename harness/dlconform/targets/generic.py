@@ -141,7 +141,7 @@ class GenericTarget(Target):
         writable data are read-only (numpy 1.x) has no writable tensor to judge the producer on:
         a read-only one may be refused on the legacy path (FLG-02), which is no producer's fault
         here."""
-        if any(s < 0 for s in host.strides) and "a flipped view of it (negative strides)" in self._deaths():
+        if any(s < 0 for s in host.strides) and _FLIPPED in self._deaths():
             raise Unsupported("cannot judge the producer on %s: %s's from_dlpack kills the process on negative "
                               "strides (the consumer checks' crash)" % (what, self.library))
         y = self._import(host)
@@ -322,7 +322,7 @@ class GenericTarget(Target):
         return [("a contiguous float32 (2, 3) tensor", base, "LAY-11"),
                 ("its transpose", base.view((3, 2), (1, 3), 0), "LAY-11"),
                 ("a stepped slice of it", base.view((2, 2), (3, 2), 0), "LAY-11"),
-                ("a flipped view of it (negative strides)", base.view((2, 3), (-3, 1), 12), "LAY-11"),
+                (_FLIPPED, base.view((2, 3), (-3, 1), 12), "LAY-11"),
                 ("a view of it at byte offset 8", base.view((2,), (1,), 8), "LAY-03"),
                 ("a 0-d float32 tensor", HostTensor("float32", (), bytes(range(4))), "LAY-08"),
                 ("a zero-size float32 (0, 3) tensor", HostTensor("float32", (0, 3)), "LAY-04"),
@@ -390,6 +390,9 @@ class GenericTarget(Target):
         return d
 
 
+#: the round trip's case with negative strides: where its import kills the process, so would a
+#: producer tensor with negative strides made through from_dlpack (GenericTarget._made)
+_FLIPPED = "a flipped view of it (negative strides)"
 #: GenericTarget._deaths' child: runs the round-trip cases, saying which case and stage it is in
 _DEATHS_CHILD = """import importlib, sys
 from dlconform.targets.generic import GenericTarget
