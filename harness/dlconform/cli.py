@@ -1,6 +1,7 @@
 """`python3 -m dlconform run ...`: exit 0 when nothing fails, 1 on fail/crash/timeout, 2 on a
 usage error or when no target can be run."""
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -18,7 +19,7 @@ from . import known as _known
 from . import repro as _repro
 from . import report as _report
 from .records import Record
-from .runner import Runner, child_env
+from .runner import Runner, SharedZygote, child_env, merge_lanes, safe_name
 from .targets.loader import BUILTIN, probe
 from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 
@@ -147,19 +148,22 @@ class _Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.every = every
         self.started = time.monotonic()
-        self.state = {}  # spec -> (begun, total)
+        self.state = {}  # spec -> {lane: (begun, total)}
         self.last = 0.0
         self.lock = threading.Lock()
         self.shown = False
 
     def _line(self):
-        parts = ["%s %d/%s" % (spec, begun, total if total is not None else "?")
-                 for spec, (begun, total) in self.state.items()]
+        parts = []
+        for spec, lanes in self.state.items():
+            begun = sum(b for b, _ in lanes.values())
+            total = max((t for _, t in lanes.values() if t is not None), default=None)
+            parts.append("%s %d/%s" % (spec, begun, total if total is not None else "?"))
         return "dlconform: %s; %ds" % (", ".join(parts), time.monotonic() - self.started)
 
-    def __call__(self, spec, begun, total):
+    def __call__(self, spec, begun, total, lane=0):
         with self.lock:
-            self.state[spec] = (begun, total)
+            self.state.setdefault(spec, {})[lane] = (begun, total)
             now = time.monotonic()
             if self.tty:
                 self.stream.write("\r\033[K" + self._line()[:200])
@@ -266,18 +270,23 @@ def cmd_run(args):
         _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
              "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         return EXIT_USAGE
-    why = _environment_problem(python, env)
-    if why:
-        _say("error: %s" % why)
-        return EXIT_USAGE
-
     explicit = bool(args.target)
     specs = list(dict.fromkeys(args.target)) if explicit else list(BUILTIN)
+    # the check of the interpreter and each target's probe are interpreters of their own: they
+    # run side by side (a probe's answer is used only when the interpreter is fine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 1, 8)) as pool:
+        why = pool.submit(_environment_problem, python, env)
+        infos = [pool.submit(probe, spec, python=python, env=env) for spec in specs]
+        if why.result():
+            for f in infos:
+                f.cancel()
+            _say("error: %s" % why.result())
+            return EXIT_USAGE
+        infos = [f.result() for f in infos]
     sink = _Sink(os.path.join(out, "results.jsonl"))
     targets, results = {}, []
     runnable = []
-    for spec in specs:
-        info = probe(spec, python=python, env=env)
+    for spec, info in zip(specs, infos):
         if info.get("ok"):
             targets[spec] = {"status": "pending", "reason": "", "roles": info.get("roles", []),
                              "versions": info.get("versions", {})}
@@ -333,11 +342,18 @@ def cmd_run(args):
         return finish(EXIT_USAGE)
 
     progress = None if args.quiet else _Progress()
-    jobs = min(args.jobs or min(os.cpu_count() or 1, 4), len(runnable))
+    jobs = args.jobs or min(os.cpu_count() or 1, 4)
+    # A target's run is split in lanes, one a worker, that share its tests (Runner.run_target,
+    # `claims`): the workers go through the targets together, so no core idles while the
+    # slowest target runs alone. Not with --tests or --clause (short runs) nor on a device
+    # (its checks would share the device).
+    lanes = {spec: jobs if jobs > 1 and not args.tests and not clause and "@" not in spec else 1
+             for spec in runnable}
+    queue = [(spec, lane) for spec in runnable for lane in range(lanes[spec])]
+    lane_runs = {spec: [] for spec in runnable}
     runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
-                      progress=progress) for _ in range(jobs)]
-    queue = list(runnable)
+                      progress=progress) for _ in range(min(jobs, len(queue)))]
     runs = {}
     lock = threading.Lock()
 
@@ -346,7 +362,7 @@ def cmd_run(args):
     failures = []  # internal errors of the workers: re-raised here, the run exits 2
 
     def worker(runner, finished):
-        # One Runner per thread: a Runner drives one child at a time. Each target still has
+        # One Runner per thread: a Runner drives one child at a time. Each lane still has
         # its own process; the threads only wait on them.
         try:
             work(runner)
@@ -355,18 +371,35 @@ def cmd_run(args):
         finally:
             finished.set()
 
+    def claims_folder(spec):
+        path = os.path.join(out, "work", safe_name(spec) + ".claims")
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        return path
+
+    claims = {spec: claims_folder(spec) for spec in runnable if lanes[spec] > 1}
+    zygotes = {spec: SharedZygote(lanes[spec]) for spec in claims}
+
     def work(runner):
         while True:
             with lock:
                 if not queue:
                     return
-                spec = queue.pop(0)
-            if not args.quiet:
-                print("dlconform: running %s ..." % spec, flush=True)
+                spec, lane = queue.pop(0)
+            if lane == 0:
+                later = [t for t in runnable[runnable.index(spec) + 1:] if t in zygotes][:1]
+                for t in later:  # the next target's warm parent starts while this one runs
+                    zygotes[t].prefetch(runner.zygote_maker(t))
+                if not args.quiet:
+                    print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],
-                                    paths=[os.path.join(suites, t) for t in args.tests] if args.tests else None)
+                                    paths=[os.path.join(suites, t) for t in args.tests] if args.tests else None,
+                                    lane=lane, claims=claims.get(spec), shared=zygotes.get(spec))
             with lock:
-                runs[spec] = run
+                lane_runs[spec].append(run)
+                if len(lane_runs[spec]) < lanes[spec]:
+                    continue
+                run = runs[spec] = merge_lanes(lane_runs[spec])
                 targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts,
                                      duration=round(run.duration, 3))
             if not args.quiet:
@@ -391,9 +424,11 @@ def cmd_run(args):
             r.kill()
         for d in done:  # not Thread.join: a join that Ctrl-C interrupted may report the thread ended
             d.wait(10)
-        partial = {r.current.spec: r.current for r in runners if r.current is not None}
+        for r in runners:
+            if r.current is not None and r.current.spec not in runs and r.current not in lane_runs[r.current.spec]:
+                lane_runs[r.current.spec].append(r.current)
         for spec in runnable:
-            run = runs.get(spec) or partial.get(spec)
+            run = runs.get(spec) or (merge_lanes(lane_runs[spec]) if lane_runs[spec] else None)
             if run is not None:
                 results.extend(run.records)
                 targets[spec].update(status=run.status, reason=run.reason, attempts=run.attempts)
@@ -405,6 +440,8 @@ def cmd_run(args):
         return code
     finally:
         signal.signal(signal.SIGTERM, previous)
+        for z in zygotes.values():
+            z.close()
     if failures:
         raise failures[0]
     for spec in runnable:  # report order is the command line's, whatever finished first

@@ -10,6 +10,7 @@ import ast
 import fnmatch
 import functools
 import gc
+import hashlib
 import json
 import os
 import re
@@ -43,6 +44,9 @@ def pytest_addoption(parser):
                     help="run only tests with a clause id matching this glob (repeatable, comma-separated)")
     group.addoption("--dlc-exclude-file", default=None, help="file of pytest node ids to deselect, one a line")
     group.addoption("--dlc-catalogue", default=None, help="clauses.json (default: next to the suites)")
+    group.addoption("--dlc-claims", default=None,
+                    help="folder shared by the lanes of a target's run: a test runs in the lane that claims it")
+    group.addoption("--dlc-lane", default="0", help="this child's lane (with --dlc-claims)")
 
 
 def _option(config, name):
@@ -345,6 +349,8 @@ class _State:
             except OSError as e:
                 raise pytest.UsageError("dlconform: cannot read --dlc-exclude-file %s: %s" % (ex, e))
         self.catalogue = self._load_catalogue(config)
+        self.claims = config.getoption("--dlc-claims")
+        self.lane = str(config.getoption("--dlc-lane"))
         if self.explicit_target:
             self.get_target()  # fail early, as a usage error, when the target cannot load
 
@@ -542,11 +548,51 @@ class _State:
     def pytest_runtestloop(self, session):
         """--dlconform-isolate: each test file runs in the isolating runner's children (a
         crash costs one check, as in `dlconform run`); their verdicts become this session's
-        test outcomes."""
-        if not self.isolate or self._out is not None or session.config.option.collectonly:
+        test outcomes. --dlc-claims: the runner's lanes share the tests (claimed_items)."""
+        if session.config.option.collectonly:
+            return None
+        if self.claims and self._out is not None:
+            if session.testsfailed and not session.config.option.continue_on_collection_errors:
+                return None  # pytest's own loop says why it stops
+            for item in self.claimed_items(session.items):
+                # nextitem None: everything is torn down after each test, since the next test
+                # this lane runs is not known before it is claimed (the suites' only fixture
+                # above function scope is `target`, which the state keeps)
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
+                if session.shouldfail:
+                    raise session.Failed(session.shouldfail)
+                if session.shouldstop:
+                    raise session.Interrupted(session.shouldstop)
+            return True
+        if not self.isolate or self._out is not None:
             return None
         isolate_items(session, self)
         return True
+
+    def claimed_items(self, items):
+        """The items this lane runs: each is claimed just before it runs by creating a file
+        named after it in the claims folder, which fails where another lane did first. A claim
+        of this lane that is still in `items` is this lane's again: the child that made it died
+        before the test began (a begun test is in the exclude file)."""
+        mark = os.path.join(self.claims, "lane-%s.%d" % (self.lane, os.getpid()))
+        with open(mark, "w", encoding="utf-8") as f:
+            f.write(self.lane)
+        try:
+            for item in items:
+                path = os.path.join(self.claims, hashlib.sha1(item.nodeid.encode()).hexdigest())
+                try:
+                    os.link(mark, path)  # atomic, and the claim holds its lane from the start
+                except FileExistsError:
+                    try:
+                        with open(path, encoding="utf-8") as f:
+                            mine = f.read() == self.lane
+                    except OSError:
+                        mine = False
+                    if not mine:
+                        continue
+                yield item
+        finally:
+            os.unlink(mark)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):

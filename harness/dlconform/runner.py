@@ -18,6 +18,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -125,15 +126,15 @@ class _Forked:
         self.zygote, self.pid, self.returncode = zygote, pid, None
 
     def _take(self, timeout):
-        """Reads the zygote's report of this child, waiting at most `timeout` s."""
+        """Waits at most `timeout` s for the zygote's report of this child's end."""
         try:
-            line = self.zygote.line(timeout)
+            code = self.zygote.exit_code(self.pid, timeout)
         except OSError:  # the zygote is gone (killed from outside): so is what it would report
             self.kill()
             self.returncode = -signal.SIGKILL
             return
-        if line is not None:
-            self.returncode = self.zygote.exit_of(line, self.pid)
+        if code is not None:
+            self.returncode = code
 
     def poll(self):
         if self.returncode is None:
@@ -157,23 +158,39 @@ class _Forked:
 
 
 class _Zygote:
-    """The runner's side of dlconform/zygote.py: one per target run."""
+    """The runner's side of dlconform/zygote.py: one per target run, shared by its lanes (the
+    Runners of one target, each in its thread: every read of the zygote's lines holds `lock`,
+    and an EXIT line waits in `exits` for the lane whose child it names)."""
 
-    READY_TIMEOUT = 120.0
+    #: longest a reader holds the lock while waiting for a line
+    SLICE = 0.02
 
-    def __init__(self, python, module, env, cwd, err_path):
+    def __init__(self, python, module, env, cwd, err_path, collect=None, ready_timeout=120.0):
+        """collect: the arguments of a pytest session that imports the suites in the zygote.
+        ready_timeout: how long its imports may take; past it (a test file that hangs as it
+        is imported, say) the zygote is killed and the children are fresh interpreters, whose
+        collection the runner times (collect_timeout)."""
         self.buf = b""
+        self.lock = threading.Lock()
+        self.exits = {}  # pid -> returncode, reported and not yet taken
+        args = ["--collect", json.dumps(list(collect))] if collect is not None else []
         with open(err_path, "ab") as err:
-            self.proc = subprocess.Popen([python, "-m", "dlconform.zygote", *([module] if module else [])],
+            self.proc = subprocess.Popen([python, "-m", "dlconform.zygote", *args, *([module] if module else [])],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                                          cwd=cwd, start_new_session=True)
-        if self.line(self.READY_TIMEOUT) != "READY":
+        try:
+            ready = self.line(ready_timeout)
+        except OSError:
+            ready = None
+        if ready != "READY":
+            kill_group(self.proc)
             self.close()
             raise OSError("the warm parent did not start")
 
     def line(self, timeout):
         """The next line the zygote wrote, waiting at most `timeout` s (None: no limit); None
-        when none came. EOF (the zygote died) raises OSError."""
+        when none came. EOF (the zygote died) raises OSError. Callers hold `lock` (but
+        __init__)."""
         end = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.buf:
             left = None if end is None else max(0.0, end - time.monotonic())
@@ -187,21 +204,41 @@ class _Zygote:
         line, self.buf = self.buf.split(b"\n", 1)
         return line.decode()
 
-    @staticmethod
-    def exit_of(line, pid):
-        word, got, code = line.split()
-        if word != "EXIT" or int(got) != pid:
+    def _keep_exit(self, line):
+        """Files an EXIT line for its lane; anything else is a broken protocol."""
+        word, pid, code = (line.split() + ["", "", ""])[:3]
+        if word != "EXIT":
             raise OSError("the warm parent said %r" % line)
-        return int(code)
+        self.exits[int(pid)] = int(code)
+
+    def exit_code(self, pid, timeout):
+        """The return code of child `pid` once the zygote reported its end; None when it did
+        not within `timeout` s."""
+        end = time.monotonic() + (timeout or 0.0)
+        while True:
+            with self.lock:
+                if pid in self.exits:
+                    return self.exits.pop(pid)
+                line = self.line(min(self.SLICE, max(0.0, end - time.monotonic())))
+                if line is not None:
+                    self._keep_exit(line)
+                    continue
+            if time.monotonic() >= end:
+                return None
 
     def start(self, args, out_path, err_path):
         """A _Forked child running pytest with `args`, its output appended to the two files."""
-        self.proc.stdin.write((json.dumps({"args": list(args), "out": out_path, "err": err_path}) + "\n").encode())
-        self.proc.stdin.flush()
-        line = self.line(60.0)
-        if line is None or not line.startswith("PID "):
-            raise OSError("the warm parent did not fork (%r)" % line)
-        return _Forked(self, int(line.split()[1]))
+        with self.lock:
+            self.proc.stdin.write((json.dumps({"args": list(args), "out": out_path, "err": err_path}) + "\n").encode())
+            self.proc.stdin.flush()
+            end = time.monotonic() + 60.0
+            while True:
+                line = self.line(max(0.0, end - time.monotonic()))
+                if line is None or not line.startswith(("PID ", "EXIT ")):
+                    raise OSError("the warm parent did not fork (%r)" % line)
+                if line.startswith("PID "):
+                    return _Forked(self, int(line.split()[1]))
+                self._keep_exit(line)
 
     def close(self):
         try:
@@ -212,6 +249,50 @@ class _Zygote:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             kill_group(self.proc)
+
+
+class SharedZygote:
+    """The zygote of a target whose lanes run at the same time: started by prefetch (while the
+    target before it runs, so that its imports do not leave a core idle) or by the first lane
+    to ask; closed by the last lane to finish. None where it did not start (then each lane
+    starts its children as fresh interpreters)."""
+
+    def __init__(self, lanes):
+        self.lock = threading.Lock()
+        self.users = lanes
+        self.zygote = None
+        self.thread = None
+
+    def prefetch(self, make):
+        """Starts the zygote in the background with make() (a Runner's _zygote)."""
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._make, args=(make,), daemon=True)
+                self.thread.start()
+
+    def _make(self, make):
+        self.zygote = make()
+
+    def get(self, make):
+        self.prefetch(make)
+        self.thread.join()
+        return self.zygote
+
+    def close(self):
+        """Ends the zygote whatever its lanes did (a run interrupted before they all ran)."""
+        if self.thread is not None:
+            self.thread.join()
+        with self.lock:
+            if self.zygote is not None:
+                self.zygote.close()
+                self.zygote = None
+
+    def release(self):
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.zygote is not None:
+                self.zygote.close()
+                self.zygote = None
 
 
 class TargetRun:
@@ -229,6 +310,9 @@ class TargetRun:
         self.duration = 0.0
         self.total = None  # tests the first child collected
         self.begun = 0  # tests begun in all its children
+        self.lane = 0  # which of the target's lanes (merge_lanes), 0 when it has one
+        self.tested = 0
+        self.interrupted = False
 
     def summary(self):
         out = {}
@@ -328,8 +412,8 @@ class Runner:
     def __init__(self, suites, out_dir, python=None, clause=None, timeout=30.0, target_timeout=3600.0,
                  env=None, max_restarts=100, sink=None, catalogue=None, poll=0.05, extra_args=(),
                  progress=None, collect_timeout=None):
-        """progress: called as progress(spec, begun, total) when a test begins (total: the
-        number the first child collected, None before it said)."""
+        """progress: called as progress(spec, begun, total, lane) when a test begins (total:
+        the number the first child collected, None before it said)."""
         self.suites = os.path.abspath(suites)
         self.out_dir = os.path.abspath(out_dir)
         self.python = python or sys.executable
@@ -354,6 +438,7 @@ class Runner:
         self._proc = None
         self.interrupted = False  # kill() was called: no verdict for what the kill cut short
         self.current = None  # the TargetRun in progress
+        self._lane = (None, 0)  # (claims folder, lane) of the run in progress
 
     # ---- records
     def _emit(self, run, rec):
@@ -420,7 +505,7 @@ class Runner:
         return stop.restart
 
     # ---- child
-    def command(self, spec, results_path, exclude_path, paths=None):
+    def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0):
         # The library under test must see its process as any Python process: pytest's warnings,
         # unraisable- and thread-exception plugins and its output capture would change the
         # warnings filters, sys.unraisablehook, threading.excepthook and sys.stdout around
@@ -438,17 +523,26 @@ class Runner:
         catalogue = os.path.join(self.suites, "clauses.json")
         if os.path.isfile(catalogue):
             cmd += ["--dlc-catalogue", catalogue]
+        if claims:
+            cmd += ["--dlc-claims", claims, "--dlc-lane", str(lane)]
         return cmd + self.extra_args
 
-    def run_target(self, spec, roles=(), versions=None, paths=None, skip=()):
+    def run_target(self, spec, roles=(), versions=None, paths=None, skip=(), lane=0, claims=None, shared=None):
         """Runs every test against `spec`, one child after another: a child that dies or is
         killed is replaced by one that skips every test already begun. `paths`: test files or
-        node ids to run instead of the whole suites folder; `skip`: node ids not to run."""
+        node ids to run instead of the whole suites folder; `skip`: node ids not to run.
+        `claims`: a folder shared with the target's other lanes (runs of the same target by
+        other Runners at the same time, `lane` 1, 2...): each test runs in the lane that
+        claims it first (pytest_plugin: claimed_items); merge_lanes makes one run of them.
+        `shared`: the lanes' SharedZygote."""
         run = TargetRun(spec)
         self.current = run
         run.roles = list(roles)
         run.versions = dict(versions or {})
-        work = os.path.join(self.out_dir, "work", safe_name(spec))
+        run.lane = lane
+        self._lane = (claims, lane)
+        name = safe_name(spec) + (".lane%d" % lane if lane else "")
+        work = os.path.join(self.out_dir, "work", name)
         logs = os.path.join(self.out_dir, "logs")
         os.makedirs(work, exist_ok=True)
         os.makedirs(logs, exist_ok=True)
@@ -456,14 +550,20 @@ class Runner:
         begun = dict.fromkeys(skip)  # tests not to run again: skipped, then begun, in order
         start = time.monotonic()
         deadline = start + self.target_timeout
-        zygote = self._zygote(spec, logs)
+        if shared is not None:
+            zygote = shared.get(self.zygote_maker(spec))
+        else:
+            zygote = self._zygote(spec, logs, name)
         try:
             self._attempts(run, spec, work, logs, exclude_path, begun, deadline, paths, zygote)
         finally:
-            if zygote is not None:
+            if shared is not None:
+                shared.release()
+            elif zygote is not None:
                 zygote.close()
         run.duration = time.monotonic() - start
         if self.interrupted:
+            run.interrupted = True
             run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
             return run
         session_bad = [r for r in run.records if r["clause"] == SESSION and r["verdict"] in ("crash", "timeout")]
@@ -474,14 +574,25 @@ class Runner:
             run.reason = "; ".join(run.notes)
         return run
 
-    def _zygote(self, spec, logs):
+    def zygote_maker(self, spec):
+        """A function that starts the zygote of `spec`'s lanes (SharedZygote)."""
+        logs = os.path.join(self.out_dir, "logs")
+        os.makedirs(logs, exist_ok=True)
+        return lambda: self._zygote(spec, logs, safe_name(spec))
+
+    def _zygote(self, spec, logs, name):
         """The warm parent of this target's children, or None (DLCONFORM_FORK=0, no fork, or it
         did not start: then each child is a fresh interpreter)."""
         if self.env.get("DLCONFORM_FORK") == "0" or not hasattr(os, "fork"):
             return None
         try:
+            # the suites are collected once there, as the children will (no target, no results)
+            collect = self.command(spec, "", None)[3:]
+            at = collect.index("--dlc-target")
+            del collect[at:at + 4]  # --dlc-target SPEC --dlc-results PATH
             return _Zygote(self.python, library_module(spec), self.env, os.path.dirname(self.suites),
-                           os.path.join(logs, "%s.zygote.err" % safe_name(spec)))
+                           os.path.join(logs, "%s.zygote.err" % name), collect=collect,
+                           ready_timeout=self.collect_timeout)
         except OSError:
             return None
 
@@ -496,11 +607,13 @@ class Runner:
             open(results_path, "w").close()
             with open(exclude_path, "w", encoding="utf-8") as f:
                 f.write("".join(t + "\n" for t in begun))
-            out_path = os.path.join(logs, "%s.%d.out" % (safe_name(spec), n))
-            err_path = os.path.join(logs, "%s.%d.err" % (safe_name(spec), n))
+            name = safe_name(spec) + (".lane%d" % run.lane if run.lane else "")
+            out_path = os.path.join(logs, "%s.%d.out" % (name, n))
+            err_path = os.path.join(logs, "%s.%d.err" % (name, n))
             att = _Attempt()
             cmd = self.command(spec, results_path, exclude_path if begun else None,
-                               [os.path.join(self.suites, confirming[0].test)] if confirming else paths)
+                               [os.path.join(self.suites, confirming[0].test)] if confirming else paths,
+                               *self._lane)
             try:
                 proc = None
                 if zygote is not None:
@@ -508,8 +621,7 @@ class Runner:
                         open(out_path, "wb").close()
                         open(err_path, "wb").close()
                         proc = zygote.start(cmd[3:], out_path, err_path)  # cmd: PYTHON -m pytest ARGS
-                    except OSError:
-                        zygote.close()
+                    except OSError:  # a fresh interpreter from now on; run_target closes the zygote
                         zygote = None
                 if proc is None:
                     with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
@@ -652,7 +764,7 @@ class Runner:
                                 input=str(ev.get("input") or "valid"))
             run.begun += 1
             if self.progress:
-                self.progress(run.spec, run.begun, run.total)
+                self.progress(run.spec, run.begun, run.total, run.lane)
         elif kind == "collected":
             if run.total is None and isinstance(ev.get("count"), int):
                 run.total = ev["count"]
@@ -682,6 +794,42 @@ class Runner:
         proc = self._proc
         if proc is not None and proc.poll() is None:
             kill_group(proc)
+
+
+def merge_lanes(lanes):
+    """One TargetRun from the runs of a target's lanes (Runner.run_target with `claims`), each
+    test having run in exactly one of them: records in lane order, then by test file (the
+    lanes ran the files side by side); a session record that several lanes made alike (each
+    child's interpreter exit) once."""
+    lanes = sorted(lanes, key=lambda r: r.lane)
+    if len(lanes) == 1:
+        return lanes[0]
+    run = TargetRun(lanes[0].spec)
+    run.roles, run.versions = lanes[0].roles, lanes[0].versions
+    seen = set()
+    for lane in lanes:
+        for rec in lane.records:
+            if rec.get("clause") == SESSION:
+                key = (rec.get("test"), rec.get("verdict"), rec.get("message"))
+                if key in seen:
+                    continue
+                seen.add(key)
+            run.records.append(rec)
+        run.notes += [n for n in lane.notes if n not in run.notes]
+    run.records.sort(key=lambda r: str(r.get("test", "")).split("::")[0] if "::" in str(r.get("test")) else "~")
+    run.attempts = sum(r.attempts for r in lanes)
+    run.tested = sum(r.tested for r in lanes)
+    run.begun = sum(r.begun for r in lanes)
+    run.total = max((r.total for r in lanes if r.total is not None), default=None)
+    run.duration = max(r.duration for r in lanes)
+    run.interrupted = any(r.interrupted for r in lanes)
+    if run.interrupted:
+        run.status, run.reason = "interrupted", "interrupted: only the tests that finished have results"
+    elif all(r.status == "crashed" for r in lanes):
+        run.status, run.reason = "crashed", lanes[0].reason
+    else:
+        run.reason = "; ".join(run.notes)
+    return run
 
 
 def _last_lines(text, n=3):

@@ -317,3 +317,74 @@ def test_hang_during_collection_is_a_timeout(tmp_path):
     run = runner.run_target(FAKE)
     assert [(r["clause"], r["verdict"], r["test"]) for r in run.records] == [("*", "timeout", "<collection>")]
     assert run.attempts == 1 and run.status == "crashed"
+
+
+def _lanes(suite, out, n=2):
+    """The fake suite run as `n` lanes of one target at the same time, as `dlconform run`
+    does with --jobs n: one Runner a thread, a shared claims folder and zygote."""
+    import threading
+
+    from dlconform.runner import SharedZygote, merge_lanes
+
+    claims = os.path.join(out, "claims")
+    os.makedirs(claims)
+    shared = SharedZygote(n)
+    runs = []
+
+    def lane(k):
+        runner = Runner(suite, out, python=sys.executable, timeout=1.5)
+        runs.append(runner.run_target(FAKE, lane=k, claims=claims, shared=shared))
+
+    threads = [threading.Thread(target=lane, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return merge_lanes(runs), runs, claims
+
+
+def test_lanes_share_the_tests_and_give_the_verdicts_of_one_run(fake_run, tmp_path):
+    single, _, _, _ = fake_run
+    merged, lanes, claims = _lanes(write_suite(str(tmp_path / "suite"), {"test_fake.py": SUITE}, LEVELS),
+                                   str(tmp_path / "out"))
+    verdicts = sorted((r["test"], r["clause"], r["verdict"]) for r in merged.records)
+    assert verdicts == sorted((r["test"], r["clause"], r["verdict"]) for r in single.records)
+    assert len(verdicts) == 8  # each clause of each test once: no test ran in both lanes
+    assert sorted(lane.lane for lane in lanes) == [0, 1]
+    assert merged.attempts == sum(lane.attempts for lane in lanes) >= single.attempts
+    assert len([f for f in os.listdir(claims) if not f.startswith("lane-")]) == 7  # one claim a test
+
+
+def test_a_lane_takes_back_its_claims_that_never_began(tmp_path):
+    """A child that died after claiming a test and before beginning it leaves the claim to
+    its lane's next child; another lane's claim keeps the test out."""
+    import hashlib
+    import subprocess
+
+    suite = write_suite(str(tmp_path / "suite"), {"test_t.py": TRIVIAL_THREE}, {"T-01": "MUST"})
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    for name, lane in (("test_t.py::test_mine", "0"), ("test_t.py::test_theirs", "1")):
+        (claims / hashlib.sha1(name.encode()).hexdigest()).write_text(lane)
+    results = tmp_path / "r.jsonl"
+    cmd = Runner(suite, str(tmp_path / "out")).command(FAKE, str(results), None, claims=str(claims), lane=0)
+    p = subprocess.run(cmd, cwd=suite, env=child_env(), capture_output=True, text=True)
+    begun = [json.loads(l)["test"] for l in results.read_text().splitlines() if '"begin"' in l]
+    assert begun == ["test_t.py::test_mine", "test_t.py::test_free"], p.stdout + p.stderr
+
+
+TRIVIAL_THREE = '''
+import pytest
+
+@pytest.mark.clause("T-01")
+def test_mine():
+    pass
+
+@pytest.mark.clause("T-01")
+def test_theirs():
+    pass
+
+@pytest.mark.clause("T-01")
+def test_free():
+    pass
+'''
