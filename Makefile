@@ -97,7 +97,7 @@ include probes/nanobind/nanobind.mk
 # stderr, and its status, read back from $(OUT)/exit-status, becomes make's: 1 through make's
 # question mode (-q), 2 through $(error).
 ifeq ($(MAKECMDGOALS),conformance)
-CONFORMANCE_VARS := PYTHON OUT TARGETS CLAUSE JOBS KNOWN TIER TIER_DIR
+CONFORMANCE_VARS := PYTHON OUT TARGETS CLAUSE JOBS KNOWN TIER TIER_DIR DEVICE
 CONFORMANCE_STATUS := $(shell $(MAKE) --no-print-directory conformance-run \
   $(foreach v,$(CONFORMANCE_VARS),$(if $(filter-out undefined,$(origin $(v))),$(v)=$(call q,$($(v))))) >&2; \
   cat $(call q,$(OUT))/exit-status 2>/dev/null || echo 2)
@@ -111,7 +111,8 @@ endif
 conformance:
 	@:
 RUN_CONFORMANCE = $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target $(call q,$(t))) --out $(call q,$(OUT)) \
-  $(if $(CLAUSE),--clause $(call q,$(CLAUSE))) $(if $(JOBS),--jobs $(call q,$(JOBS))) $(if $(KNOWN),--known $(call q,$(KNOWN)))
+  $(if $(CLAUSE),--clause $(call q,$(CLAUSE))) $(if $(JOBS),--jobs $(call q,$(JOBS))) $(if $(KNOWN),--known $(call q,$(KNOWN))) \
+  $(if $(DEVICE),--device $(call q,$(DEVICE)))
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
 conformance-run:
@@ -120,9 +121,13 @@ conformance-run:
 	  if [ -f $(call q,$(OUT))/$(call q,$(TIER))/exit-status ]; then cp $(call q,$(OUT))/$(call q,$(TIER))/exit-status $(call q,$(OUT))/exit-status; \
 	  else echo 2 > $(call q,$(OUT))/exit-status; fi
 else
+# DEVICE=cuda: the device checks of every target with a CUDA variant (dlconform run --device);
+# the CUDA helper is built (make cuda) where the runtime finds a device.
 conformance-run: deps
 	@mkdir -p $(call q,$(OUT)); rm -f $(call q,$(OUT))/exit-status
 	@$(MAKE) --no-print-directory build
+	@if [ "$(DEVICE)" = cuda ] && $(PYTHON) -c 'import sys; from dlconform.kit import cuda; \
+	  sys.exit(cuda.runtime() is None or cuda.runtime().simulated)'; then $(MAKE) --no-print-directory cuda; fi
 	@rc=0; $(RUN_CONFORMANCE) || rc=$$?; echo $$rc > $(call q,$(OUT))/exit-status
 endif
 

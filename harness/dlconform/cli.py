@@ -25,6 +25,8 @@ from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
+#: the test files that judge device tensors, by device (--device)
+DEVICE_TESTS = {"cuda": ("test_cuda_stream.py",)}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +56,10 @@ def build_parser():
     r.add_argument("--suites", default=SUITES_DIR, metavar="DIR", help="the suites folder (default: <repo>/suites)")
     r.add_argument("--tests", action="append", default=None, metavar="FILE",
                    help="run only this test file of the suites folder, e.g. test_layout.py (repeatable)")
+    r.add_argument("--device", choices=sorted(DEVICE_TESTS), default=None,
+                   help="judge device tensors: the targets' variants on DEVICE (ref... -> ref@DEVICE; default: "
+                        "every built-in target that has one) on the device checks; exits 2 when no such device "
+                        "is here")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="targets run at once, each in its own child (default: the CPU count, at most 4)")
@@ -236,11 +242,36 @@ def _environment_problem(python, env):
     return "%s cannot import %s (%s): %s" % (python, name, what.split(": ", 1)[-1], fix)
 
 
+def _device_run(device, targets, tests):
+    """--device: (target specs, test files) of the run, or (None, None, why not) in one line."""
+    from .kit import cuda
+    from .targets.loader import DEVICES
+
+    if cuda.runtime() is None:
+        return None, None, "--device %s: %s; nothing was run" % (device, cuda.why_not())
+    able = sorted(name for name, devices in DEVICES.items() if device in devices)
+    specs = []
+    for spec in targets or able:
+        name, colon, rest = spec.partition(":")
+        if "@" not in name:
+            if name not in able:
+                return None, None, "--device %s: target %r has no %s variant (targets that have one: %s)" % (
+                    device, spec, device, ", ".join(able))
+            spec = "%s@%s%s%s" % (name, device, colon, rest)
+        specs.append(spec)
+    return specs, tests or list(DEVICE_TESTS[device]), None
+
+
 def cmd_run(args):
     suites = os.path.abspath(args.suites)
     if not os.path.isdir(suites):
         _say("error: no suites folder %s" % suites)
         return EXIT_USAGE
+    if args.device:
+        args.target, args.tests, why = _device_run(args.device, args.target, args.tests)
+        if why:
+            _say("error: %s" % why)
+            return EXIT_USAGE
     missing = [t for t in args.tests or () if not os.path.isfile(os.path.join(suites, t))]
     if missing:
         _say("error: --tests %s: no such file in %s" % (", ".join(missing), suites))

@@ -22,8 +22,8 @@ def _run(out, spec):
     """The records of one run of test_cuda_stream.py against `spec` on the simulated runtime."""
     env = dict(os.environ, DLCONFORM_CUDART=str(SIM))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--tests",
-                           "test_cuda_stream.py", "--out", str(out), "-q"],
+    proc = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", spec,
+                           "--out", str(out), "-q"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     path = out / "results.json"
     assert path.exists(), proc.stderr
@@ -43,6 +43,39 @@ def test_pyref_at_cuda_without_a_runtime_is_unavailable(tmp_path):
     found = loader.probe("pyref@cuda", env=env)
     assert not found["ok"] and "pyref@cuda needs a CUDA runtime" in found["reason"]
     assert "\n" not in found["reason"]
+
+
+def _device_run(out, cudart, *args):
+    env = dict(os.environ, DLCONFORM_CUDART=str(cudart))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--out", str(out), *args],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_device_run_without_a_device_says_so_in_one_line_and_exits_2(tmp_path):
+    p = _device_run(tmp_path / "out", tmp_path / "libcudart.so")
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--device cuda: no CUDA runtime" in lines[0] and "nothing was run" in lines[0]
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
+    p = _device_run(tmp_path / "out", sim, "--target", "numpy")
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: pyref)"]
+
+
+def test_device_run_judges_every_target_with_that_device_on_the_device_checks(sim, tmp_path):
+    p = _device_run(tmp_path / "out", sim, "-q", "--target", "pyref:fault=cuda_no_wait")
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert list(doc["targets"]) == ["pyref@cuda:fault=cuda_no_wait"], p.stderr
+    assert {r["test"].split("::")[0] for r in doc["results"]} == {"test_cuda_stream.py"}
+    assert p.returncode == 1  # the fault is caught
+    p = _device_run(tmp_path / "clean", sim, "-q")
+    doc = json.loads((tmp_path / "clean" / "results.json").read_text())
+    assert p.returncode == 0 and list(doc["targets"]) == ["pyref@cuda"], p.stderr
 
 
 def test_pyref_at_cuda_specs_compose():
