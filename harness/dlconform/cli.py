@@ -384,7 +384,7 @@ def cmd_run(args):
     lane_runs = {spec: [] for spec in runnable}
     runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
-                      progress=progress) for _ in range(min(jobs, len(queue)))]
+                      progress=progress, keep_warm=True) for _ in range(min(jobs, len(queue)))]
     runs = {}
     lock = threading.Lock()
 
@@ -473,6 +473,8 @@ def cmd_run(args):
         signal.signal(signal.SIGTERM, previous)
         for z in zygotes.values():
             z.close()
+        for r in runners:
+            r.close()
     if failures:
         raise failures[0]
     for spec in runnable:  # report order is the command line's, whatever finished first

@@ -411,9 +411,11 @@ def stop_reasons(att):
 class Runner:
     def __init__(self, suites, out_dir, python=None, clause=None, timeout=30.0, target_timeout=3600.0,
                  env=None, max_restarts=100, sink=None, catalogue=None, poll=0.05, extra_args=(),
-                 progress=None, collect_timeout=None):
+                 progress=None, collect_timeout=None, keep_warm=False):
         """progress: called as progress(spec, begun, total, lane) when a test begins (total:
-        the number the first child collected, None before it said)."""
+        the number the first child collected, None before it said). keep_warm: a target's
+        warm parent stays for the next target that imports the same library (the faults of
+        ref or pyref, run one after another), until close()."""
         self.suites = os.path.abspath(suites)
         self.out_dir = os.path.abspath(out_dir)
         self.python = python or sys.executable
@@ -439,6 +441,8 @@ class Runner:
         self.interrupted = False  # kill() was called: no verdict for what the kill cut short
         self.current = None  # the TargetRun in progress
         self._lane = (None, 0)  # (claims folder, lane) of the run in progress
+        self.keep_warm = keep_warm
+        self._kept = None  # (key, zygote) kept warm: see _warm
 
     # ---- records
     def _emit(self, run, rec):
@@ -552,6 +556,8 @@ class Runner:
         deadline = start + self.target_timeout
         if shared is not None:
             zygote = shared.get(self.zygote_maker(spec))
+        elif self.keep_warm:
+            zygote = self._warm(spec, logs, name)
         else:
             zygote = self._zygote(spec, logs, name)
         try:
@@ -559,7 +565,7 @@ class Runner:
         finally:
             if shared is not None:
                 shared.release()
-            elif zygote is not None:
+            elif zygote is not None and not self.keep_warm:
                 zygote.close()
         run.duration = time.monotonic() - start
         if self.interrupted:
@@ -579,6 +585,27 @@ class Runner:
         logs = os.path.join(self.out_dir, "logs")
         os.makedirs(logs, exist_ok=True)
         return lambda: self._zygote(spec, logs, safe_name(spec))
+
+    def _warm(self, spec, logs, name):
+        """The kept zygote when it imported the library of `spec` and still runs, else a new
+        one, kept in place of the old. A zygote never loads a target (the child does, after
+        the fork), so the targets of one library can share it."""
+        key = library_module(spec)
+        if self._kept is not None:
+            kept_key, zygote = self._kept
+            if kept_key == key and zygote.proc.poll() is None:
+                return zygote
+            self.close()
+        zygote = self._zygote(spec, logs, name)
+        if zygote is not None:
+            self._kept = (key, zygote)
+        return zygote
+
+    def close(self):
+        """Ends the zygote kept warm (keep_warm)."""
+        if self._kept is not None:
+            self._kept[1].close()
+            self._kept = None
 
     def _zygote(self, spec, logs, name):
         """The warm parent of this target's children, or None (DLCONFORM_FORK=0, no fork, or it

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "fuzz", "oss-fuzz"))
 @pytest.fixture(scope="session")
 def fault_findings(tmp_path_factory):
     """The non-pass records of every built-in fault of ref and pyref, run on its clause
-    (fault_repros.findings: one run per clause, two at a time)."""
+    (fault_repros.findings: two runners, one fault after another)."""
     import fault_repros
 
     return fault_repros.findings(tmp_path_factory.mktemp("faults"))

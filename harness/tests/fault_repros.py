@@ -1,17 +1,18 @@
 """The reproducers of the built-in faults (helper of test_repro_faults.py and test_bugreport.py).
 
-`findings(tmp)` runs every fault of ref and pyref on its own clause (one run per clause, two
-runs at a time) and returns the non-pass records with their fault; `run(text, ...)` runs a
+`findings(tmp)` runs every fault of ref and pyref on its own clause (two runners, each
+running one fault after another, a library's faults sharing its warm parent) and returns the
+non-pass records with their fault; `run(text, ...)` runs a
 reproducer as a script in a fresh interpreter; `fault_off(text, ...)` is the same script with
 the fault off.
 """
 import concurrent.futures
 import hashlib
-import json
 import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from dlconform import repro as R
@@ -55,30 +56,43 @@ def _env(**extra):
     return env
 
 
-def _run_clause(out, clause, specs):
-    """The non-pass records of one run of every fault that breaks `clause`, each target in its
-    own child (`specs`: {target spec: (library, fault)})."""
-    cuda = any(spec.startswith("pyref@cuda") for spec in specs)
-    folder = Path(out) / (clause + ("-cuda" if cuda else ""))
-    subprocess.run([sys.executable, "-m", "dlconform", "run", "--clause", clause, "--out", str(folder), "-j", "1",
-                    "-q", *("--target=" + spec for spec in specs)],
-                   cwd=REPO, env=_env(**({"DLCONFORM_CUDART": str(SIM)} if cuda else {})), capture_output=True,
-                   timeout=900)
-    path = folder / "results.json"
-    data = json.loads(path.read_text()) if path.exists() else {"results": []}
-    return [dict(r, library=specs[r["target"]][0], fault=specs[r["target"]][1]) for r in data["results"]
-            if r["verdict"] in FINDINGS and r["target"] in specs]
-
-
 def findings(out, jobs=2):
     """The non-pass records of every fault run on its clause, each with `fault` and `library`:
-    one run per clause, `jobs` runs at a time."""
-    by_clause = {}
-    for library, fault, clause in faults():
-        spec = spec_of(library, fault)
-        by_clause.setdefault((clause, spec.startswith("pyref@cuda")), {})[spec] = (library, fault)
-    runs = run_many(lambda kv: _run_clause(out, kv[0][0], kv[1]), sorted(by_clause.items()), jobs)
-    return [r for recs in runs for r in recs]
+    `jobs` runners, each running one fault after another (the runner's children, as in
+    `dlconform run --clause CLAUSE --target SPEC`), a library's faults sharing its zygote."""
+    from dlconform.runner import Runner
+
+    units = [(library, clause, fault) for library, fault, clause in faults()]
+    queue, lock, found = sorted(units), threading.Lock(), {}
+    env = _env()
+
+    def work():
+        runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    library, clause, fault = queue.pop(0)
+                spec = spec_of(library, fault)
+                cuda = spec.startswith("pyref@cuda")
+                if cuda not in runners:
+                    runners[cuda] = Runner(str(REPO / "suites"), str(Path(out) / ("cuda" if cuda else "cpu")),
+                                           env=dict(env, DLCONFORM_CUDART=str(SIM)) if cuda else env,
+                                           keep_warm=True)
+                runner = runners[cuda]
+                runner.clause = clause  # read by each child's command line
+                found[(library, clause, fault)] = [dict(r, library=library, fault=fault)
+                                                   for r in runner.run_target(spec).records
+                                                   if r["verdict"] in FINDINGS]
+        finally:
+            for runner in runners.values():
+                runner.close()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(work) for _ in range(jobs)]:
+            f.result()
+    return [r for unit in units for r in found[unit]]
 
 
 def fault_off(text, library, fault):

@@ -112,20 +112,23 @@ def _run_all(out, plan):
 
     def work():
         runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
-        while True:
-            with lock:
-                if not queue:
-                    return
-                spec = queue.pop(0)
-            spec_env = _env_of(env, spec)
-            key = spec_env.get("DLCONFORM_CUDART")
-            if key not in runners:
-                runners[key] = Runner(suites, str(out), python=sys.executable, env=spec_env, timeout=30.0,
-                                      target_timeout=900.0)
-            runner = runners[key]
-            tests = plan[spec]
-            runs[spec] = runner.run_target(spec, paths=None if tests is None else [os.path.join(suites, t)
-                                                                                  for t in tests])
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    spec = queue.pop(0)
+                spec_env = _env_of(env, spec)
+                key = spec_env.get("DLCONFORM_CUDART")
+                if key not in runners:  # keep_warm: the faults of a library share its zygote
+                    runners[key] = Runner(suites, str(out), python=sys.executable, env=spec_env, timeout=30.0,
+                                          target_timeout=900.0, keep_warm=True)
+                tests = plan[spec]
+                runs[spec] = runners[key].run_target(spec, paths=None if tests is None else [
+                    os.path.join(suites, t) for t in tests])
+        finally:
+            for runner in runners.values():
+                runner.close()
 
     # a limit for a machine that others share too
     jobs = max(2, min(4, os.cpu_count() or 2))

@@ -49,7 +49,7 @@ def _run(tmp_path, lib, bug):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(LIBS)]), OMP_NUM_THREADS="1")
     env[variable] = bug
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--out", str(out), "--jobs", "1",
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", spec, "--out", str(out),
                         "-q", *options], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=300)
     assert p.returncode in (0, 1), p.stdout[-3000:]

@@ -7,7 +7,6 @@
 - the library itself: round trips with numpy, torch and _ref, deleter accounting, refusals,
   faults, and that it stands alone (no dlconform, no numpy).
 """
-import concurrent.futures
 import gc
 import os
 import re
@@ -62,36 +61,20 @@ def test_pyref_passes_every_check(tmp_path):
 SIM = Path(__file__).resolve().parents[2] / "build" / "cuda" / "sim" / "libcudart.so"
 
 
-def _caught(tmp_path, clause, names, base="pyref"):
-    """{fault: its non-pass records on `clause`} of one run of the faults that break `clause`,
-    on `base` (pyref, or pyref@cuda on the simulated CUDA runtime)."""
-    env = {"DLCONFORM_CUDART": str(SIM)} if base == "pyref@cuda" else None
-    proc, data = run_dlconform(tmp_path / ("%s-%s" % (clause, base)), "--clause", clause,
-                               *("--target=%s:fault=%s" % (base, n) for n in names), env=env)
-    assert data is not None, proc.stderr
-    return {name: sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in data["results"]
-                          if r["target"] == "%s:fault=%s" % (base, name) and r["clause"] == clause
-                          and r["verdict"] != "pass"})
-            for name in names}
-
-
-def test_every_pyref_fault_is_caught_on_its_clause(tmp_path):
+def test_every_pyref_fault_is_caught_on_its_clause(fault_findings):
     """Each fault on its clause, on plain pyref; a CUDA fault (pyref.CUDA_FAULTS) on pyref@cuda
-    over the simulated runtime (test_cuda_checks.py runs them on test_cuda_stream.py alone)."""
+    over the simulated runtime (test_cuda_checks.py runs them on test_cuda_stream.py alone).
+    The runs are fault_findings' (conftest.py), which test_repro_faults.py and
+    test_bugreport.py share."""
     assert len(pyref.FAULTS) >= 10
-    by_clause, unchecked = {}, []
-    for name, f in sorted(pyref.FAULTS.items()):
-        base = "pyref@cuda" if name in pyref.CUDA_FAULTS else "pyref"
-        if base == "pyref@cuda" and not SIM.exists():
-            unchecked.append(name)
-            continue
-        by_clause.setdefault((f.clause, base), []).append(name)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        runs = pool.map(lambda item: _caught(tmp_path, item[0][0], item[1], item[0][1]), by_clause.items())
-        caught = {name: tests for run in runs for name, tests in run.items()}
+    unchecked = sorted(name for name in pyref.CUDA_FAULTS if not SIM.exists())
+    caught = {name: set() for name in pyref.FAULTS if name not in unchecked}
+    for r in fault_findings:
+        if r["library"] == "pyref" and r["clause"] == pyref.FAULTS[r["fault"]].clause:
+            caught[r["fault"]].add("%s:%s" % (r["verdict"], r["test"].split("::")[-1]))
     print("\nfault -> clause -> caught by")
     for name, f in sorted(pyref.FAULTS.items()):
-        print("  %-24s %-8s %s" % (name, f.clause, ", ".join(caught.get(name, ())) or
+        print("  %-24s %-8s %s" % (name, f.clause, ", ".join(sorted(caught.get(name, ()))) or
                                    ("not run: no simulated CUDA runtime (make build)" if name in unchecked
                                     else "NOT CAUGHT")))
     missed = sorted(name for name, tests in caught.items() if not tests)
