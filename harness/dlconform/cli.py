@@ -303,8 +303,24 @@ def cmd_run(args):
         return EXIT_USAGE
     explicit = bool(args.target)
     specs = list(dict.fromkeys(args.target)) if explicit else list(BUILTIN)
+    clause = ",".join(args.clause) if args.clause else None
+    jobs = args.jobs or min(os.cpu_count() or 1, 4)
+    # A target's run is split in lanes, one a worker, that share its tests (Runner.run_target,
+    # `claims`): the workers go through the targets together, so no core idles while the
+    # slowest target runs alone. Not with --tests or --clause (short runs) nor on a device
+    # (its checks would share the device). The lanes of a target share its zygote.
+    lanes = {spec: jobs if jobs > 1 and not args.tests and not clause and "@" not in spec else 1
+             for spec in specs}
+    zygotes = {spec: SharedZygote(lanes[spec]) for spec in specs if lanes[spec] > 1}
+
+    def runner(**kw):
+        return Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
+                      target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts,
+                      keep_warm=True, **kw)
+
     # the check of the interpreter and each target's probe are interpreters of their own: they
-    # run side by side (a probe's answer is used only when the interpreter is fine)
+    # run side by side (a probe's answer is used only when the interpreter is fine), and the
+    # first target's zygote starts beside the slowest probes
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 1, 8)) as pool:
         why = pool.submit(_environment_problem, python, env)
         infos = [pool.submit(probe, spec, python=python, env=env) for spec in specs]
@@ -313,6 +329,8 @@ def cmd_run(args):
                 f.cancel()
             _say("error: %s" % why.result())
             return EXIT_USAGE
+        for spec in list(zygotes)[:1]:
+            zygotes[spec].prefetch(runner().zygote_maker(spec))
         infos = [f.result() for f in infos]
     sink = _Sink(os.path.join(out, "results.jsonl"))
     targets, results = {}, []
@@ -331,7 +349,8 @@ def cmd_run(args):
                                      repro=_repro.run_command(spec, None))
                 results.append(rec)
                 sink(rec)
-    clause = ",".join(args.clause) if args.clause else None
+    for spec in [t for t in zygotes if t not in runnable]:  # its probe failed: no lane will run
+        zygotes.pop(spec).close()
     environment = _environment.collect(python, env=env)
     run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
                 "timeout": args.timeout, "target_timeout": args.target_timeout,
@@ -339,6 +358,8 @@ def cmd_run(args):
                     timespec="seconds")}
 
     def finish(code):
+        for z in zygotes.values():  # those no lane used (a run that stopped early)
+            z.close()
         if args.known:
             used, fixed = _known.apply(known_entries, results, targets)
             run_info["known"] = {"file": os.path.abspath(args.known), "used": [e.text() for e in used],
@@ -373,18 +394,9 @@ def cmd_run(args):
         return finish(EXIT_USAGE)
 
     progress = None if args.quiet else _Progress()
-    jobs = args.jobs or min(os.cpu_count() or 1, 4)
-    # A target's run is split in lanes, one a worker, that share its tests (Runner.run_target,
-    # `claims`): the workers go through the targets together, so no core idles while the
-    # slowest target runs alone. Not with --tests or --clause (short runs) nor on a device
-    # (its checks would share the device).
-    lanes = {spec: jobs if jobs > 1 and not args.tests and not clause and "@" not in spec else 1
-             for spec in runnable}
     queue = [(spec, lane) for spec in runnable for lane in range(lanes[spec])]
     lane_runs = {spec: [] for spec in runnable}
-    runners = [Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
-                      target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts, sink=sink,
-                      progress=progress, keep_warm=True) for _ in range(min(jobs, len(queue)))]
+    runners = [runner(sink=sink, progress=progress) for _ in range(min(jobs, len(queue)))]
     runs = {}
     lock = threading.Lock()
 
@@ -409,7 +421,6 @@ def cmd_run(args):
         return path
 
     claims = {spec: claims_folder(spec) for spec in runnable if lanes[spec] > 1}
-    zygotes = {spec: SharedZygote(lanes[spec]) for spec in claims}
 
     def work(runner):
         while True:
