@@ -56,15 +56,17 @@ def _env(**extra):
     return env
 
 
-def findings(out, jobs=2):
-    """The non-pass records of every fault run on its clause, each with `fault` and `library`:
-    `jobs` runners, each running one fault after another (the runner's children, as in
-    `dlconform run --clause CLAUSE --target SPEC`), a library's faults sharing its zygote."""
+def run_specs(out, items, jobs=2, env=None):
+    """{item: TargetRun} of the runs of `items`, (target spec, clause glob or None, test files
+    or None) each, as `dlconform run` makes them: `jobs` threads, each with a Runner kept warm
+    (the targets of one library share its zygote) that takes the next item. pyref@cuda's
+    targets run in the simulated CUDA runtime's environment, the others in `env` (default
+    _env())."""
     from dlconform.runner import Runner
 
-    units = [(library, clause, fault) for library, fault, clause in faults()]
-    queue, lock, found = sorted(units), threading.Lock(), {}
-    env = _env()
+    queue, lock, runs = list(items), threading.Lock(), {}
+    env = _env() if env is None else env
+    suites = str(REPO / "suites")
 
     def work():
         runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
@@ -73,18 +75,16 @@ def findings(out, jobs=2):
                 with lock:
                     if not queue:
                         return
-                    library, clause, fault = queue.pop(0)
-                spec = spec_of(library, fault)
+                    item = queue.pop(0)
+                spec, clause, tests = item
                 cuda = spec.startswith("pyref@cuda")
                 if cuda not in runners:
-                    runners[cuda] = Runner(str(REPO / "suites"), str(Path(out) / ("cuda" if cuda else "cpu")),
-                                           env=dict(env, DLCONFORM_CUDART=str(SIM)) if cuda else env,
-                                           keep_warm=True)
+                    runners[cuda] = Runner(suites, str(out), env=dict(env, DLCONFORM_CUDART=str(SIM)) if cuda else env,
+                                           timeout=30.0, target_timeout=900.0, keep_warm=True)
                 runner = runners[cuda]
                 runner.clause = clause  # read by each child's command line
-                found[(library, clause, fault)] = [dict(r, library=library, fault=fault)
-                                                   for r in runner.run_target(spec).records
-                                                   if r["verdict"] in FINDINGS]
+                runs[item] = runner.run_target(spec, paths=None if tests is None else [
+                    os.path.join(suites, t) for t in tests])
         finally:
             for runner in runners.values():
                 runner.close()
@@ -92,7 +92,16 @@ def findings(out, jobs=2):
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for f in [pool.submit(work) for _ in range(jobs)]:
             f.result()
-    return [r for unit in units for r in found[unit]]
+    return runs
+
+
+def findings(out, jobs=2):
+    """The non-pass records of every fault run on its clause, each with `fault` and `library`
+    (run_specs: `dlconform run --clause CLAUSE --target SPEC` for each)."""
+    units = {(spec_of(library, fault), clause, None): (library, fault) for library, fault, clause in faults()}
+    runs = run_specs(out, sorted(units), jobs)
+    return [dict(r, library=library, fault=fault) for item, (library, fault) in units.items()
+            for r in runs[item].records if r["verdict"] in FINDINGS]
 
 
 def fault_off(text, library, fault):

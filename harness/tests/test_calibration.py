@@ -28,14 +28,13 @@ import concurrent.futures
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+import fault_repros
 from dlconform import _ref, pyref
-from dlconform.runner import Runner, child_env
 from test_meta import REPO
 
 #: the committed map: fault spec -> the tests (FILE::NAME) it runs in make test
@@ -83,12 +82,6 @@ def _fault_specs():
     return specs
 
 
-def _env_of(env, spec):
-    """The environment a spec's child runs in: the simulated CUDA runtime for pyref@cuda only
-    (the CPU targets' runs stay as they are without a runtime)."""
-    return dict(env, DLCONFORM_CUDART=str(SIM)) if spec.startswith("pyref@cuda") else env
-
-
 def _own_clause(base, name):
     return _ref.FAULTS[name][0] if base == "ref" else pyref.FAULTS[name].clause
 
@@ -103,39 +96,14 @@ def _load_map():
 
 def _run_all(out, plan):
     """{"results": records} of runs of every spec of `plan` ({spec: tests, or None for the
-    whole suite}), a few children at a time (the runner's per-target children, as in
-    `dlconform run`)."""
-    suites = str(REPO / "suites")
-    env = child_env(dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "harness"),
-                                                                              os.environ.get("PYTHONPATH")]))))
-    queue, lock, runs = list(plan), threading.Lock(), {}
-
-    def work():
-        runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
-        try:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    spec = queue.pop(0)
-                spec_env = _env_of(env, spec)
-                key = spec_env.get("DLCONFORM_CUDART")
-                if key not in runners:  # keep_warm: the faults of a library share its zygote
-                    runners[key] = Runner(suites, str(out), python=sys.executable, env=spec_env, timeout=30.0,
-                                          target_timeout=900.0, keep_warm=True)
-                tests = plan[spec]
-                runs[spec] = runners[key].run_target(spec, paths=None if tests is None else [
-                    os.path.join(suites, t) for t in tests])
-        finally:
-            for runner in runners.values():
-                runner.close()
-
+    whole suite}), a few children at a time (fault_repros.run_specs)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "harness"),
+                                                                   os.environ.get("PYTHONPATH")])))
+    env.pop("DLCONFORM_CUDART", None)  # the CPU targets' runs stay as they are without a runtime
     # a limit for a machine that others share too
-    jobs = max(2, min(4, os.cpu_count() or 2))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for f in [pool.submit(work) for _ in range(jobs)]:
-            f.result()
-    return {"results": [r for spec in plan for r in runs[spec].records]}
+    items = [(spec, None, tests and tuple(tests)) for spec, tests in plan.items()]
+    runs = fault_repros.run_specs(out, items, jobs=max(2, min(4, os.cpu_count() or 2)), env=env)
+    return {"results": [r for item in items for r in runs[item].records]}
 
 
 @pytest.fixture(scope="module")
