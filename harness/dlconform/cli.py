@@ -62,7 +62,8 @@ def build_parser():
                         "is here")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
-                   help="targets run at once, each in its own child (default: the CPU count, at most 4)")
+                   help="children at once: each target's tests are shared by N lanes (harness/README.md, "
+                        "\"Lanes\"; default: the CPU count, at most 4)")
     r.add_argument("--known", metavar="FILE", help="known failures (harness/dlconform/known.py): findings it lists "
                    "are reported as known and do not make the run exit 1")
     r.add_argument("--write-known", metavar="FILE", help="write the run's findings as a known-failures file")
