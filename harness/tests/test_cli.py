@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from dlconform.runner import child_env
+from dlconform.runner import child_env, safe_name
 from fakes import FAKE, write_suite
 
 PASSING = '''
@@ -268,3 +268,31 @@ def test_a_library_beside_the_caller_is_found_by_the_children(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:]
     summary = json.loads((project / "out" / "results.json").read_text())["summary"]["viewlib"]
     assert summary["pass"] > 0 and not summary["crash"] and not summary["error"], summary
+
+
+def _processes_mentioning(text):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if text.encode() in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_lanes_share_the_tests_and_leave_no_warm_parent_behind(tmp_path):
+    """--jobs 2: each target's tests are shared by two lanes (each test once, in one of them);
+    the warm parents (one per target, prefetched) are gone when the run ends."""
+    src = "".join('@pytest.mark.clause("T-01")\ndef test_%d(target):\n    pass\n\n' % i for i in range(12))
+    folder = suite(tmp_path, "import pytest\n\n" + src)
+    out = tmp_path / "out"
+    p = dlc("run", "--jobs", "2", "--target", FAKE, "--target", "ref", "--suites", folder, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    for spec in (FAKE, "ref"):
+        tests = [r["test"] for r in doc["results"] if r["target"] == spec]
+        assert sorted(tests) == sorted("test_s.py::test_%d" % i for i in range(12)), tests
+    assert (out / "work" / (safe_name(FAKE) + ".lane1")).is_dir()  # the second lane ran
+    assert not _processes_mentioning(folder), "warm parents left running"
