@@ -430,9 +430,9 @@ def cmd_run(args):
                     return
                 spec, lane = queue.pop(0)
             if lane == 0:
-                later = [t for t in runnable[runnable.index(spec) + 1:] if t in zygotes][:1]
-                for t in later:  # the next target's warm parent starts while this one runs
-                    zygotes[t].prefetch(runner.zygote_maker(t))
+                after = next((t for t in runnable[runnable.index(spec) + 1:] if t in zygotes), None)
+                if after is not None:  # the next target's warm parent starts while this one runs
+                    zygotes[after].prefetch(runner.zygote_maker(after))
                 if not args.quiet:
                     print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],

@@ -283,16 +283,19 @@ class SharedZygote:
         if self.thread is not None:
             self.thread.join()
         with self.lock:
-            if self.zygote is not None:
-                self.zygote.close()
-                self.zygote = None
+            self._end()
 
     def release(self):
+        """A lane is done with the zygote; the last one ends it."""
         with self.lock:
             self.users -= 1
-            if self.users == 0 and self.zygote is not None:
-                self.zygote.close()
-                self.zygote = None
+            if self.users == 0:
+                self._end()
+
+    def _end(self):
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
 
 class TargetRun:
@@ -311,8 +314,14 @@ class TargetRun:
         self.total = None  # tests the first child collected
         self.begun = 0  # tests begun in all its children
         self.lane = 0  # which of the target's lanes (merge_lanes), 0 when it has one
+        self.claims = None  # the claims folder its lanes share (Runner.run_target)
         self.tested = 0
         self.interrupted = False
+
+    @property
+    def name(self):
+        """The name of its work folder and logs: the spec's, and the lane's past the first."""
+        return safe_name(self.spec) + (".lane%d" % self.lane if self.lane else "")
 
     def summary(self):
         out = {}
@@ -440,7 +449,6 @@ class Runner:
         self._proc = None
         self.interrupted = False  # kill() was called: no verdict for what the kill cut short
         self.current = None  # the TargetRun in progress
-        self._lane = (None, 0)  # (claims folder, lane) of the run in progress
         self.keep_warm = keep_warm
         self._kept = None  # (key, zygote) kept warm: see _warm
 
@@ -510,6 +518,8 @@ class Runner:
 
     # ---- child
     def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0):
+        """The child's command line; without `spec` (and `results_path`), the collecting
+        session of the zygote, which reads no target and writes no results."""
         # The library under test must see its process as any Python process: pytest's warnings,
         # unraisable- and thread-exception plugins and its output capture would change the
         # warnings filters, sys.unraisablehook, threading.excepthook and sys.stdout around
@@ -518,8 +528,9 @@ class Runner:
         cmd = [self.python, "-m", "pytest", *(paths or [self.suites]), "-p", "dlconform.pytest_plugin", "-q",
                "-p", "no:warnings", "-p", "no:unraisableexception", "-p", "no:threadexception", "--capture=no",
                "-p", "no:cacheprovider", "--continue-on-collection-errors", "--rootdir", self.suites,
-               "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9)),
-               "--dlc-target", spec, "--dlc-results", results_path]
+               "-o", "faulthandler_timeout=%d" % max(1, int(self.timeout * 0.9))]
+        if spec is not None:
+            cmd += ["--dlc-target", spec, "--dlc-results", results_path]
         if self.clause:
             cmd += ["--dlc-clause", self.clause]
         if exclude_path:
@@ -543,10 +554,8 @@ class Runner:
         self.current = run
         run.roles = list(roles)
         run.versions = dict(versions or {})
-        run.lane = lane
-        self._lane = (claims, lane)
-        name = safe_name(spec) + (".lane%d" % lane if lane else "")
-        work = os.path.join(self.out_dir, "work", name)
+        run.lane, run.claims = lane, claims
+        work = os.path.join(self.out_dir, "work", run.name)
         logs = os.path.join(self.out_dir, "logs")
         os.makedirs(work, exist_ok=True)
         os.makedirs(logs, exist_ok=True)
@@ -557,9 +566,9 @@ class Runner:
         if shared is not None:
             zygote = shared.get(self.zygote_maker(spec))
         elif self.keep_warm:
-            zygote = self._warm(spec, logs, name)
+            zygote = self._warm(spec, logs, run.name)
         else:
-            zygote = self._zygote(spec, logs, name)
+            zygote = self._zygote(spec, logs, run.name)
         try:
             self._attempts(run, spec, work, logs, exclude_path, begun, deadline, paths, zygote)
         finally:
@@ -614,9 +623,7 @@ class Runner:
             return None
         try:
             # the suites are collected once there, as the children will (no target, no results)
-            collect = self.command(spec, "", None)[3:]
-            at = collect.index("--dlc-target")
-            del collect[at:at + 4]  # --dlc-target SPEC --dlc-results PATH
+            collect = self.command(None, None, None)[3:]  # cmd: PYTHON -m pytest ARGS
             return _Zygote(self.python, library_module(spec), self.env, os.path.dirname(self.suites),
                            os.path.join(logs, "%s.zygote.err" % name), collect=collect,
                            ready_timeout=self.collect_timeout)
@@ -634,13 +641,12 @@ class Runner:
             open(results_path, "w").close()
             with open(exclude_path, "w", encoding="utf-8") as f:
                 f.write("".join(t + "\n" for t in begun))
-            name = safe_name(spec) + (".lane%d" % run.lane if run.lane else "")
-            out_path = os.path.join(logs, "%s.%d.out" % (name, n))
-            err_path = os.path.join(logs, "%s.%d.err" % (name, n))
+            out_path = os.path.join(logs, "%s.%d.out" % (run.name, n))
+            err_path = os.path.join(logs, "%s.%d.err" % (run.name, n))
             att = _Attempt()
             cmd = self.command(spec, results_path, exclude_path if begun else None,
                                [os.path.join(self.suites, confirming[0].test)] if confirming else paths,
-                               *self._lane)
+                               run.claims, run.lane)
             try:
                 proc = None
                 if zygote is not None:
@@ -843,7 +849,7 @@ def merge_lanes(lanes):
                 seen.add(key)
             run.records.append(rec)
         run.notes += [n for n in lane.notes if n not in run.notes]
-    run.records.sort(key=lambda r: str(r.get("test", "")).split("::")[0] if "::" in str(r.get("test")) else "~")
+    run.records.sort(key=_test_file)
     run.attempts = sum(r.attempts for r in lanes)
     run.tested = sum(r.tested for r in lanes)
     run.begun = sum(r.begun for r in lanes)
@@ -857,6 +863,12 @@ def merge_lanes(lanes):
     else:
         run.reason = "; ".join(run.notes)
     return run
+
+
+def _test_file(record):
+    """A record's test file; "~" (last) for a session record such as <interpreter exit>."""
+    test = str(record.get("test", ""))
+    return test.split("::")[0] if "::" in test else "~"
 
 
 def _last_lines(text, n=3):
