@@ -263,6 +263,22 @@ def _imports_of(source, name, is_package):
     return [(m, eager) for m, eager in out if m]
 
 
+_PARSED = {}
+
+
+def _parsed(path, name, is_package):
+    """(source, _imports_of(source)) of one of our module files, parsed once per process and
+    again only when the file changes (a report writes hundreds of scripts from the same modules)."""
+    st = os.stat(path)
+    key = (path, name, is_package)
+    hit = _PARSED.get(key)
+    if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+        hit = _PARSED[key] = ((st.st_mtime_ns, st.st_size), src, _imports_of(src, name, is_package))
+    return hit[1], hit[2]
+
+
 def _dynamic():
     """{module: the modules it imports by name at run time}: the loader imports the built-in
     adapters from its table."""
@@ -296,12 +312,11 @@ def _bundle(text):
                 third.add(top)
             continue
         path, is_package = found
-        with open(path, encoding="utf-8") as f:
-            src = f.read()
+        src, imports = _parsed(path, name, is_package)
         sources[name] = (src, is_package)
         parts = name.split(".")
         todo += [(".".join(parts[:i]), eager) for i in range(1, len(parts))]  # parent packages
-        todo += [(m, eager and lvl) for m, lvl in _imports_of(src, name, is_package)]
+        todo += [(m, eager and lvl) for m, lvl in imports]
         todo += [(m, False) for m in _DYNAMIC.get(name, ())]
     return sources, native, third
 
