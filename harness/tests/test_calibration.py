@@ -123,29 +123,53 @@ def _pair(record):
     return record["test"].split("[")[0], record["clause"]
 
 
+def _costs(results, specs):
+    """{spec: {case: seconds}}: what running one case (FILE::NAME[PARAMS]) of a whole run costs
+    under each fault, from its records' durations; a case that crashed or timed out adds a
+    second, the restart of its child (which imports a peer library such as torch again)."""
+    costs = {}
+    for r in results:
+        if r["target"] in specs:
+            by = costs.setdefault(r["target"], {})
+            extra = 1.0 if r["verdict"] in ("crash", "timeout") else 0.0
+            by[r["test"]] = max(by.get(r["test"], 0.0), (r.get("duration") or 0.0) + extra)
+    return costs
+
+
 def plan_from(results, specs):
-    """{spec: [test, ...]}: for each fault, tests where `results` (a whole run) saw it caught,
-    so that these alone still show each fault caught on its own clause and every (test, clause)
-    pair of ref and pyref caught under some fault. Greedy: the first test of its own clause,
-    then each pair not yet covered goes to the fault catching it with the fewest tests."""
-    caught = {}
+    """{spec: [case, ...]}: for each fault, cases (FILE::NAME, or FILE::NAME[PARAMS] of a
+    parametrized test) where `results` (a whole run) saw it caught, so that these alone still
+    show each fault caught on its own clause and every (test, clause) pair of ref and pyref
+    caught under some fault. Greedy and cheapest first (_costs): the cheapest case of its own
+    clause, then each pair not yet covered by a planned case goes to the cheapest case that
+    catches it (a case already planned costs nothing)."""
+    costs = _costs(results, specs)
+    caught = {}  # pair -> {(spec, case)}
     for r in results:
         if r["target"] in specs and r["verdict"] in CAUGHT:
-            caught.setdefault(_pair(r), set()).add(r["target"])
+            caught.setdefault(_pair(r), set()).add((r["target"], r["test"]))
     plan = {spec: set() for spec in specs}
+
+    def price(unit):
+        spec, case = unit
+        return (0.0 if case in plan[spec] else round(costs[spec].get(case, 0.0), 2), len(plan[spec]), spec, case)
+
     for spec, (base, name) in specs.items():
-        own = sorted(test for (test, clause), by in caught.items() if clause == _own_clause(base, name) and spec in by)
-        plan[spec].update(own[:1])
+        own = [unit for (test, clause), units in caught.items() if clause == _own_clause(base, name)
+               for unit in units if unit[0] == spec]
+        if own:
+            plan[spec].add(min(own, key=price)[1])
     for pair in sorted({_pair(r) for r in results if r["target"] in ("ref", "pyref")}):
-        by = caught.get(pair, set())
-        if by and not any(pair[0] in plan[spec] for spec in by):
-            plan[min(by, key=lambda spec: (len(plan[spec]), spec))].add(pair[0])
+        units = caught.get(pair, set())
+        if units and not any(case in plan[spec] for spec, case in units):
+            spec, case = min(units, key=price)
+            plan[spec].add(case)
     for spec, (base, name) in specs.items():  # caught nowhere on its clause: where it was caught, else
         if not plan[spec]:                   # where it ran its clause (its own run shows it ran)
-            ran = sorted(_pair(r)[0] for r in results if r["target"] == spec and r["clause"] == _own_clause(base, name)
+            ran = sorted(r["test"] for r in results if r["target"] == spec and r["clause"] == _own_clause(base, name)
                          and r["verdict"] not in ("skip", "unsupported"))
-            plan[spec].update((sorted(test for (test, _), by in caught.items() if spec in by) or ran)[:1])
-    return {spec: sorted(tests) for spec, tests in sorted(plan.items())}
+            plan[spec].update((sorted(case for units in caught.values() for s, case in units if s == spec) or ran)[:1])
+    return {spec: sorted(cases) for spec, cases in sorted(plan.items())}
 
 
 #: test -> (verdict, why) of the checks that do not apply to ref by design
@@ -274,7 +298,7 @@ def test_the_map_names_every_fault_and_existing_tests(calibration):
     data, specs, mapped = calibration
     if FULL:
         pytest.skip("make calibrate writes the map (test_write_the_map)")
-    tests = {r["test"].split("[")[0] for r in data["results"] if r["target"] in ("ref", "pyref")}
+    tests = {r["test"] for r in data["results"] if r["target"] in ("ref", "pyref")}
     stale = sorted(set(specs) ^ set(mapped)) + sorted({t for ts in mapped.values() for t in ts} - tests)
     assert not stale, "calibration_map.json is out of date (make calibrate): %s" % stale
 

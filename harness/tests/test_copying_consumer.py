@@ -14,13 +14,13 @@ REPO = Path(__file__).resolve().parents[2]
 CLAUSES = ["SEM-01", "OWN-03", "CPY-06", "CPY-07", "CAP-03", "LAY-04", "FLG-03"]
 
 
-def _run(tmp_path, bug=""):
+def _run(tmp_path, bug="", clauses=CLAUSES):
     env = dict(os.environ,
                PYTHONPATH=os.pathsep.join([str(REPO / "harness"), str(REPO / "harness" / "tests" / "libs")]),
                BYTECOPY_BUG=bug)
     out = tmp_path / ("run-" + (bug or "clean"))
     args = [sys.executable, "-m", "dlconform", "run", "--target", "bytecopy", "--out", str(out), "-q"]
-    for c in CLAUSES:
+    for c in clauses:
         args += ["--clause", c]
     p = subprocess.run(args, env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=600)
@@ -52,7 +52,9 @@ def test_a_copying_consumer_gets_no_false_fail(tmp_path):
 
 
 def test_a_copying_consumer_s_bugs_are_caught(tmp_path):
-    """Three planted bugs in one run, each caught on its clause."""
-    rc, results = _run(tmp_path, "double_delete,no_rename,wrong_exc")
+    """Three planted bugs in one run, each caught on its clause. The run reads only their
+    clauses: the round trips of SEM-01 would crash on the double delete in every case, and each
+    crash restarts a child that imports torch again (issue 22: 21 s against 3 s)."""
+    rc, results = _run(tmp_path, "double_delete,no_rename,wrong_exc", clauses=["OWN-03", "CAP-03", "CPY-07"])
     caught = {b[1] for b in _bad(results)}
     assert rc == 1 and {"OWN-03", "CAP-03", "CPY-07"} <= caught, _bad(results)
