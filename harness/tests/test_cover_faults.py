@@ -2,17 +2,13 @@
 clause) pair it marks is non-pass under a named built-in fault of ref or pyref, and ref and
 pyref pass it (test_meta.py and test_pyref.py run the whole suite clean).
 
-One pytest run per fault, over the files of its pairs; a pair passes when some record of
+One run per fault, over the test functions of its pairs; a pair passes when some record of
 its test (any parametrised case) on its clause is not pass, unsupported or skip.
 """
-import concurrent.futures
-import json
 import os
-import subprocess
-import sys
-import tempfile
 
-from dlconform import HARNESS_DIR, REPO_DIR
+import fault_repros
+from dlconform import REPO_DIR
 
 #: "fault spec | suite file | test function | clause it must make non-pass", one a line (a
 #: backslash at the end of a line here joins it to the next)
@@ -93,31 +89,17 @@ def _caught():
 CAUGHT = _caught()
 
 
-def _non_pass(spec, files):
-    """{(file, function, clause)} of the non-pass records of one run of `files` against spec."""
-    with tempfile.TemporaryDirectory(prefix="cover-") as tmp:
-        out = os.path.join(tmp, "results.jsonl")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [HARNESS_DIR, os.environ.get("PYTHONPATH")])))
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin",
-                        "--dlc-target", spec, "--dlc-results", out] + [os.path.join("suites", f) for f in files],
-                       cwd=REPO_DIR, env=env, capture_output=True, timeout=900)
-        found = set()
-        for line in open(out, encoding="utf-8") if os.path.exists(out) else ():
-            r = json.loads(line)
-            if r.get("event") == "result" and r["verdict"] not in ("pass", "unsupported", "skip"):
-                path, _, name = r["test"].partition("::")
-                found.add((os.path.basename(path), name.split("[")[0], r["clause"]))
-        return found
-
-
-def test_every_coverage_check_fails_under_its_fault():
-    def run(item):
-        spec, pairs = item
-        found = _non_pass(spec, sorted({f for f, _, _ in pairs}))
-        return spec, [p for p in pairs if p not in found]
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        missed = [(spec, p) for spec, ps in pool.map(run, sorted(CAUGHT.items())) for p in ps]
+def test_every_coverage_check_fails_under_its_fault(tmp_path):
+    """Each fault runs the test functions of its pairs (every case of each), as `dlconform run`
+    would (fault_repros.run_specs: the faults of a library share its warm parent)."""
+    items = {spec: (spec, None, tuple(sorted({"%s::%s" % (f, t) for f, t, _ in pairs})))
+             for spec, pairs in CAUGHT.items()}
+    runs = fault_repros.run_specs(tmp_path, sorted(items.values()))
+    missed = []
+    for spec, pairs in sorted(CAUGHT.items()):
+        found = {(r["test"].split("::")[0], r["test"].split("::")[1].split("[")[0], r["clause"])
+                 for r in runs[items[spec]].records if r["verdict"] not in ("pass", "unsupported", "skip")}
+        missed += [(spec, p) for p in pairs if p not in found]
     assert not missed, "checks not seen failing under their fault:\n" + "\n".join(
         "  %s: %s::%s on %s" % (spec, *p) for spec, p in missed)
 
