@@ -31,14 +31,14 @@ from dlconform.targets.loader import load
 from dlconform.fuzz import consumer_oracles as CO, record as R
 from support import seeds as sd
 T = load(%(spec)r)
-for name in %(names)r:
+for side, name in %(todo)r:
     data = open(sd.SEEDS_DIR + "/" + name, "rb").read()
-    print("BEGIN", name, flush=True)
-    if %(side)r == "suite":
+    print("BEGIN", side, name, flush=True)
+    if side == "suite":
         found = [c for c, v, _ in sd.judge(T, data) if v != "pass"]
     else:
         found = [c for c, _ in CO.judge(data, T.from_dlpack) if c != "EXC"]
-    print("END", name, json.dumps(found), flush=True)
+    print("END", side, name, json.dumps(found), flush=True)
 '''
 
 
@@ -50,28 +50,30 @@ def _seed_names():
     return [n for n, data in sd.seeds() if not sd.offers_table_checks(R.apply_offer(R.decode(data)))]
 
 
-def _verdicts(spec, side, names):
-    """{seed: "finding" | "none" | "crash"} of one side against one target spec; a child that
-    dies costs the seed in flight, and a new child takes the rest."""
-    out, todo = {}, list(names)
+def _verdicts(spec, names):
+    """{(side, seed): "finding" | "none" | "crash"} of both sides ("suite", "fuzz") against one
+    target spec, in one child; a child that dies costs the (side, seed) in flight, and a new
+    child takes the rest."""
+    everything = [(side, n) for side in ("suite", "fuzz") for n in names]
+    out, todo = {}, everything
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [HARNESS_DIR, os.environ.get("PYTHONPATH")])))
     while todo:
-        script = CHILD % {"suites": SUITES_DIR, "spec": spec, "names": todo, "side": side}
+        script = CHILD % {"suites": SUITES_DIR, "spec": spec, "todo": todo}
         p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_DIR, env=env,
                            timeout=600)
         current = None
         for line in p.stdout.splitlines():
             if line.startswith("BEGIN "):
-                current = line.split()[1]
+                current = tuple(line.split()[1:3])
             elif line.startswith("END "):
-                _, name, found = line.split(" ", 2)
-                out[name] = "finding" if json.loads(found) else "none"
+                _, side, name, found = line.split(" ", 3)
+                out[side, name] = "finding" if json.loads(found) else "none"
                 current = None
         if current is None and p.returncode != 0:
-            raise AssertionError("%s %s: the child failed outside a seed: %s" % (spec, side, p.stderr[-800:]))
+            raise AssertionError("%s: the child failed outside a seed: %s" % (spec, p.stderr[-800:]))
         if current is not None:
             out[current] = "crash"
-        todo = [n for n in names if n not in out]
+        todo = [k for k in everything if k not in out]
     return out
 
 
@@ -93,9 +95,8 @@ def _configs():
 
 
 def _compare(spec, names):
-    suite = _verdicts(spec, "suite", names)
-    fuzz = _verdicts(spec, "fuzz", names)
-    return spec, [(n, suite[n], fuzz[n]) for n in names]
+    got = _verdicts(spec, names)
+    return spec, [(n, got["suite", n], got["fuzz", n]) for n in names]
 
 
 def test_suite_and_fuzz_oracles_agree_on_the_shared_seeds():
