@@ -779,7 +779,10 @@ class Runner:
                 stop()
                 att.killed = "wall"
                 return
-            time.sleep(self.poll)
+            try:  # the next look at the results, or the child's end, whichever comes first
+                proc.wait(timeout=self.poll)
+            except subprocess.TimeoutExpired:
+                pass
 
     def _event(self, run, line, att, begun):
         try:
