@@ -98,8 +98,9 @@ def test_standalone_reproducers_against_host_torch(tmp_path):
     scripts = [s for s in (bugreport.standalone_script(open(p).read()) for p in paths) if s]
     if not scripts:
         pytest.skip("this torch has no finding on these clauses")
-    for i, text in enumerate(scripts):
-        rc, output = fr.run(text, tmp_path / "scripts", "torch_%d" % i, env={}, args=("-I",))
+    runs = fr.run_many(lambda item: fr.run(item[1], tmp_path / "scripts", "torch_%d" % item[0], env={}, args=("-I",)),
+                       list(enumerate(scripts)))
+    for rc, output in runs:
         assert rc not in (0, None) and (rc < 0 or "REPRODUCED " in output), (rc, fr.tail(output))
 
 
