@@ -437,7 +437,7 @@ def cmd_run(args):
                     print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],
                                     paths=[os.path.join(suites, t) for t in args.tests] if args.tests else None,
-                                    lane=lane, claims=claims.get(spec), shared=zygotes.get(spec))
+                                    lane=lane, lanes=lanes[spec], claims=claims.get(spec), shared=zygotes.get(spec))
             with lock:
                 lane_runs[spec].append(run)
                 if len(lane_runs[spec]) < lanes[spec]:

@@ -47,6 +47,7 @@ def pytest_addoption(parser):
     group.addoption("--dlc-claims", default=None,
                     help="folder shared by the lanes of a target's run: a test runs in the lane that claims it")
     group.addoption("--dlc-lane", default="0", help="this child's lane (with --dlc-claims)")
+    group.addoption("--dlc-lanes", default="1", help="how many lanes share the claims folder")
 
 
 def _option(config, name):
@@ -351,6 +352,10 @@ class _State:
         self.catalogue = self._load_catalogue(config)
         self.claims = config.getoption("--dlc-claims")
         self.lane = str(config.getoption("--dlc-lane"))
+        try:
+            self.lanes = max(1, int(config.getoption("--dlc-lanes")))
+        except ValueError:
+            raise pytest.UsageError("dlconform: --dlc-lanes takes a count, not %r" % config.getoption("--dlc-lanes"))
         if self.explicit_target:
             self.get_target()  # fail early, as a usage error, when the target cannot load
 
@@ -573,7 +578,15 @@ class _State:
         """The items this lane runs: each is claimed just before it runs by creating a file
         named after it in the claims folder, which fails where another lane did first. A claim
         of this lane that is still in `items` is this lane's again: the child that made it died
-        before the test began (a begun test is in the exclude file)."""
+        before the test began (a begun test is in the exclude file).
+
+        Lane K of N starts K/N of the way down the list and wraps around: each lane works
+        through a stretch of files of its own (a file's costs paid once per child, such as
+        importing a peer library, are paid by one lane) until the lanes meet and share the
+        rest."""
+        if self.lanes > 1 and self.lane.isdigit():
+            start = len(items) * (int(self.lane) % self.lanes) // self.lanes
+            items = items[start:] + items[:start]
         mark = os.path.join(self.claims, "lane-%s.%d" % (self.lane, os.getpid()))
         with open(mark, "w", encoding="utf-8") as f:
             f.write(self.lane)

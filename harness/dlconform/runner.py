@@ -315,6 +315,7 @@ class TargetRun:
         self.begun = 0  # tests begun in all its children
         self.lane = 0  # which of the target's lanes (merge_lanes), 0 when it has one
         self.claims = None  # the claims folder its lanes share (Runner.run_target)
+        self.lanes = 1  # how many lanes share it
         self.tested = 0
         self.interrupted = False
 
@@ -517,7 +518,7 @@ class Runner:
         return stop.restart
 
     # ---- child
-    def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0):
+    def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0, lanes=1):
         """The child's command line; without `spec` (and `results_path`), the collecting
         session of the zygote, which reads no target and writes no results."""
         # The library under test must see its process as any Python process: pytest's warnings,
@@ -539,22 +540,23 @@ class Runner:
         if os.path.isfile(catalogue):
             cmd += ["--dlc-catalogue", catalogue]
         if claims:
-            cmd += ["--dlc-claims", claims, "--dlc-lane", str(lane)]
+            cmd += ["--dlc-claims", claims, "--dlc-lane", str(lane), "--dlc-lanes", str(lanes)]
         return cmd + self.extra_args
 
-    def run_target(self, spec, roles=(), versions=None, paths=None, skip=(), lane=0, claims=None, shared=None):
+    def run_target(self, spec, roles=(), versions=None, paths=None, skip=(), lane=0, claims=None, shared=None,
+                   lanes=1):
         """Runs every test against `spec`, one child after another: a child that dies or is
         killed is replaced by one that skips every test already begun. `paths`: test files or
         node ids to run instead of the whole suites folder; `skip`: node ids not to run.
         `claims`: a folder shared with the target's other lanes (runs of the same target by
         other Runners at the same time, `lane` 1, 2...): each test runs in the lane that
         claims it first (pytest_plugin: claimed_items); merge_lanes makes one run of them.
-        `shared`: the lanes' SharedZygote."""
+        `lanes`: how many there are; `shared`: the lanes' SharedZygote."""
         run = TargetRun(spec)
         self.current = run
         run.roles = list(roles)
         run.versions = dict(versions or {})
-        run.lane, run.claims = lane, claims
+        run.lane, run.lanes, run.claims = lane, lanes, claims
         work = os.path.join(self.out_dir, "work", run.name)
         logs = os.path.join(self.out_dir, "logs")
         os.makedirs(work, exist_ok=True)
@@ -646,7 +648,7 @@ class Runner:
             att = _Attempt()
             cmd = self.command(spec, results_path, exclude_path if begun else None,
                                [os.path.join(self.suites, confirming[0].test)] if confirming else paths,
-                               run.claims, run.lane)
+                               run.claims, run.lane, run.lanes)
             try:
                 proc = None
                 if zygote is not None:

@@ -333,7 +333,7 @@ def _lanes(suite, out, n=2):
 
     def lane(k):
         runner = Runner(suite, out, python=sys.executable, timeout=1.5)
-        runs.append(runner.run_target(FAKE, lane=k, claims=claims, shared=shared))
+        runs.append(runner.run_target(FAKE, lane=k, lanes=n, claims=claims, shared=shared))
 
     threads = [threading.Thread(target=lane, args=(k,)) for k in range(n)]
     for t in threads:
@@ -371,6 +371,27 @@ def test_a_lane_takes_back_its_claims_that_never_began(tmp_path):
     p = subprocess.run(cmd, cwd=suite, env=child_env(), capture_output=True, text=True)
     begun = [json.loads(l)["test"] for l in results.read_text().splitlines() if '"begin"' in l]
     assert begun == ["test_t.py::test_mine", "test_t.py::test_free"], p.stdout + p.stderr
+
+
+def test_each_lane_starts_its_own_stretch_of_the_tests(tmp_path):
+    """Lane K of N begins K/N of the way down the tests and wraps around, so that lanes work on
+    different files until they meet (a file's imports paid by one lane)."""
+    import subprocess
+
+    suite = write_suite(str(tmp_path / "suite"), {"test_t.py": TRIVIAL_THREE}, {"T-01": "MUST"})
+    order = {}
+    for lane in (0, 1, 2):
+        claims = tmp_path / ("claims%d" % lane)
+        claims.mkdir()
+        results = tmp_path / ("r%d.jsonl" % lane)
+        cmd = Runner(suite, str(tmp_path / "out")).command(FAKE, str(results), None, claims=str(claims), lane=lane,
+                                                           lanes=3)
+        p = subprocess.run(cmd, cwd=suite, env=child_env(), capture_output=True, text=True)
+        order[lane] = [json.loads(l)["test"].split("::")[1] for l in results.read_text().splitlines()
+                       if '"begin"' in l]
+        assert len(order[lane]) == 3, p.stdout + p.stderr
+    assert order == {0: ["test_mine", "test_theirs", "test_free"], 1: ["test_theirs", "test_free", "test_mine"],
+                     2: ["test_free", "test_mine", "test_theirs"]}
 
 
 TRIVIAL_THREE = '''
