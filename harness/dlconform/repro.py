@@ -344,15 +344,16 @@ def standalone_problem(text, library=None, native_ok=None):
 
 _HOOK = '''
 # ---- dlconform's modules that this script uses, embedded from their files ----------------
-import importlib.abc as _abc
 import importlib.machinery as _machinery
 import importlib.util as _util
 import os as _os
 import sys as _sys
 
 
-class _Embedded(_abc.MetaPathFinder, _abc.Loader):
-    """Serves the embedded modules; dlconform's native modules come from beside the script."""
+class _Embedded:
+    """Serves the embedded modules; dlconform's native modules come from beside the script.
+    A finder and loader by its methods (importlib.abc's base classes would import
+    importlib.resources, pathlib and tempfile: a third of a short script's time)."""
 
     def __init__(self, sources):
         self.sources = sources
