@@ -268,6 +268,7 @@ def cmd_run(args):
     if not os.path.isdir(suites):
         _say("error: no suites folder %s" % suites)
         return EXIT_USAGE
+    named = bool(args.target)  # the targets the command line named (a device run's own are not)
     if args.device:
         args.target, args.tests, why = _device_run(args.device, args.target, args.tests)
         if why:
@@ -302,8 +303,8 @@ def cmd_run(args):
         _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
              "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         return EXIT_USAGE
-    explicit = bool(args.target)
-    specs = list(dict.fromkeys(args.target)) if explicit else list(BUILTIN)
+    explicit = named
+    specs = list(dict.fromkeys(args.target)) if args.target else list(BUILTIN)
     clause = ",".join(args.clause) if args.clause else None
     jobs = args.jobs or min(os.cpu_count() or 1, 4)
     # A target's run is split in lanes, one a worker, that share its tests (Runner.run_target,
@@ -344,7 +345,7 @@ def cmd_run(args):
         else:
             reason = info.get("reason") or "unavailable"
             targets[spec] = {"status": "skipped", "reason": reason, "roles": [], "versions": {}}
-            if explicit or spec == "ref":
+            if explicit or spec == "ref" or args.device:  # a device run says why a device target did not
                 _say("target %r: %s" % (spec, reason))
                 rec = Record.session(spec, "<target>", "skip", reason,
                                      repro=_repro.run_command(spec, None))

@@ -64,7 +64,7 @@ def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
     p = _device_run(tmp_path / "out", sim, "--target", "numpy")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: pyref)"]
+        "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: pyref, torch)"]
 
 
 def test_device_run_judges_every_target_with_that_device_on_the_device_checks(sim, tmp_path):
@@ -75,7 +75,27 @@ def test_device_run_judges_every_target_with_that_device_on_the_device_checks(si
     assert p.returncode == 1  # the fault is caught
     p = _device_run(tmp_path / "clean", sim, "-q")
     doc = json.loads((tmp_path / "clean" / "results.json").read_text())
-    assert p.returncode == 0 and list(doc["targets"]) == ["pyref@cuda"], p.stderr
+    ran = [spec for spec, t in doc["targets"].items() if t["status"] != "skipped"]
+    assert p.returncode == 0 and ran == ["pyref@cuda"], p.stderr
+    # every built-in target with a CUDA variant was tried: one that cannot run here says why
+    # in one line and is no error of the run (torch without a CUDA device, or not installed)
+    assert set(doc["targets"]) == {"pyref@cuda", "torch@cuda"}, doc["targets"]
+    torch = doc["targets"]["torch@cuda"]
+    assert torch["status"] == "skipped" and "\n" not in torch["reason"], torch
+    assert "target 'torch@cuda': %s" % torch["reason"] in p.stderr
+
+
+def test_torch_at_cuda_without_a_cuda_torch_is_unavailable_in_one_line():
+    """torch@cuda needs a torch with a CUDA device; this machine's torch (a CPU build, or on a
+    GPU machine a CPU-only one) gives the reason, and torch@cuda's reproducers name it."""
+    torch = pytest.importorskip("torch")
+    assert loader.construction("torch@cuda")[1] == "TorchTarget(device='cuda')"
+    if torch.cuda.is_available():
+        pytest.skip("this torch has a CUDA device: make conformance DEVICE=cuda judges it")
+    found = loader.probe("torch@cuda")
+    assert not found["ok"] and "torch.cuda.is_available() is False" in found["reason"], found
+    assert "\n" not in found["reason"]
+    assert loader.load("torch").stream_device() is None  # plain torch judges CPU tensors alone
 
 
 def test_pyref_at_cuda_specs_compose():

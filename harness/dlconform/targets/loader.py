@@ -1,7 +1,7 @@
 """Resolve a target spec string to a Target.
 
 Specs: `ref`, `ref:fault=NAME[,role=R]`, `pyref`, `pyref:fault=NAME[,role=R]`, `pyref@cuda[:fault=NAME[,role=R]]`
-(pyref's device arrays on a CUDA runtime), `numpy`, `torch`, `module:attr`,
+(pyref's device arrays on a CUDA runtime), `numpy`, `torch`, `torch@cuda` (torch's CUDA tensors), `module:attr`,
 `path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
@@ -32,8 +32,8 @@ BUILTIN = {
 }
 #: the targets that take a built-in fault (`NAME:fault=FAULT`)
 WITH_FAULTS = ("ref", "pyref")
-#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda
-DEVICES = {"pyref": ("cuda",)}
+#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda, torch@cuda
+DEVICES = {"pyref": ("cuda",), "torch": ("cuda",)}
 
 
 def _exc_name(e):

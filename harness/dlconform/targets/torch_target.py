@@ -1,13 +1,64 @@
-"""torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack)."""
+"""torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack).
+
+`torch@cuda` is torch with its CUDA device: its stream_device() makes CUDA tensors
+(torch_cuda.TorchCudaStreamDevice) for the device checks (suites/test_cuda_stream.py); the
+suites' other checks judge its CPU tensors as for `torch`. Unavailable, saying why, where this
+torch has no CUDA device."""
 from ._util import index, keywords_of
-from .base import LibraryTarget, import_library
+from .base import LibraryTarget, TargetError, import_library
 from .dtypes import DTYPES, by_dlpack_order
+
+#: the devices a spec may name after `torch@`
+DEVICES = ("cuda",)
 
 
 class TorchTarget(LibraryTarget):
     library = "torch"
     torch = property(lambda self: self.module)
     _dtypes = None  # dtypes(), once asked
+    #: (device type, device id) of the stream device's tensors; (1, 0): the CPU alone
+    device = (1, 0)
+
+    def __init__(self, name=None, device=None):
+        if device not in (None,) + DEVICES:
+            raise TargetError("torch has no device %r (it has: %s)" % (device, ", ".join(DEVICES)))
+        self.cuda = device == "cuda"
+        super().__init__(name or ("torch@cuda" if self.cuda else None))
+        if self.cuda:
+            self.device = (2, 0)
+
+    def available(self):
+        ok, why = super().available()
+        if not ok or not self.cuda:
+            return ok, why
+        torch = self.torch
+        if not torch.cuda.is_available():
+            return False, "torch@cuda: torch %s has no CUDA device (torch.cuda.is_available() is False; built for " \
+                "CUDA %s)" % (self.version(), torch.version.cuda or "none")
+        torch.cuda.init()  # loads torch's CUDA runtime, which kit.cuda then finds by its name
+        from ..kit import cuda
+
+        if cuda.runtime() is None:
+            return False, "torch@cuda: the checks observe through the CUDA runtime, which did not load: %s" \
+                % cuda.why_not()
+        return True, ""
+
+    def versions(self):
+        out = super().versions()
+        if self.cuda:
+            torch = self.torch
+            out["torch cuda"] = "%s on %s" % (torch.version.cuda, torch.cuda.get_device_name(0))
+        return out
+
+    def stream_device(self):
+        """torch@cuda: a TorchCudaStreamDevice over the kit's runtime; None for plain torch."""
+        if not self.cuda:
+            return None
+        from ..kit import cuda
+        from .torch_cuda import TorchCudaStreamDevice
+
+        rt = cuda.runtime()
+        return None if rt is None else TorchCudaStreamDevice(self, rt)
 
     def offers(self, torch):
         import_library("torch.utils.dlpack")

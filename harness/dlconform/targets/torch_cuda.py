@@ -1,0 +1,39 @@
+"""torch@cuda's stream device: torch's CUDA tensors for the device checks that observe
+(suites/test_cuda_stream.py), through kit.cuda's runtime, which is torch's own libcudart once
+torch initialised CUDA (kit.cuda finds a loaded runtime by its name).
+
+torch's producer side: Tensor.__dlpack__(stream=S) makes S wait on an event recorded on
+torch's *current* stream, so that stream is the producer's: the checks enqueue their slow work
+on it. Streams are DLPack's ints: 1 the legacy default stream (torch's default stream, whose
+handle is 0 in torch), 2 the per-thread default stream, above 2 a handle from new_stream().
+
+Not yet run on a GPU (issue 21): written to the interface pyref@cuda's device passes with on
+the simulated runtime (targets/pyref_target.py, CudaStreamDevice, whose stream handling it
+shares)."""
+from .pyref_target import CudaStreamDevice
+
+
+class TorchCudaStreamDevice(CudaStreamDevice):
+    def __init__(self, target, runtime):
+        self._target, self.runtime = target, runtime
+        self._torch = target.torch
+        self.name = "torch %s CUDA tensors" % target.version()
+
+    def _dlpack_stream(self, stream):
+        """DLPack's int for a torch stream: its handle, 1 for the legacy default stream."""
+        return stream.cuda_stream or self.LEGACY
+
+    def make(self, dtype, shape, values):
+        """A tensor on cuda:0 with the values, copied there by torch."""
+        return self._target.make(dtype, shape, values).to("cuda:0")
+
+    def producer_stream(self, x):
+        """The stream torch's export makes the consumer's wait on: its current stream."""
+        return self._dlpack_stream(self._torch.cuda.current_stream(x.device))
+
+    def memory(self, x):
+        """(device address, byte count) of x's elements (a contiguous tensor from make())."""
+        return x.data_ptr(), x.numel() * x.element_size()
+
+    def current_stream(self):
+        return self._dlpack_stream(self._torch.cuda.current_stream())
