@@ -17,6 +17,9 @@ from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 
+#: every record here names the CUDA device its tensors were on
+pytestmark = pytest.mark.device("cuda")
+
 #: the shape of every tensor here, and the clock cycles of a slow fill (about 0.1 s on a GPU)
 SHAPE, SLOW = (64, 64), 200_000_000
 

@@ -97,6 +97,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "role(name): producer, consumer or both: what the target must be")
     config.addinivalue_line("markers", "feeds(kind): what the check feeds the library: valid (the default), "
                                        "invalid (malformed metadata) or argument (an invalid argument)")
+    config.addinivalue_line("markers", "device(kind): the device the check's tensors are on (cuda: the target's "
+                                       "stream device); without it, the host's CPU")
     state = _State(config)
     config._dlc_state = state
     config.pluginmanager.register(state, "dlconform-state")
@@ -665,6 +667,14 @@ class _State:
                      test=nodeid, duration=round(duration, 6), catalogue=self.catalogue, **optional)
         return dict(event="result", **rec)
 
+    def _device(self, item):
+        """The device the test's tensors are on, for its records: its `device` marker's kind
+        with the target's device id ("cuda:0"); None, the host's CPU, without a marker or where
+        the target has no such device (its checks are unsupported)."""
+        mark = item.get_closest_marker("device")
+        device = tuple(getattr(self._target, "device", None) or (1, 0))
+        return None if mark is None or device[0] == 1 else "%s:%d" % (mark.args[0], device[1])
+
     def results(self, item, st):
         """The test's result events, made once its phases are known (pytest's report of the call
         and the protocol's end both ask)."""
@@ -710,5 +720,6 @@ class _State:
                 repro = (self.script(item, st, self.case_of(item, st, clause), focus=clause) if clause != UNMARKED
                          else _repro.run_command(self.spec, "*", item.nodeid))
             out.append(self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration,
-                                    peer=st.check.peer, input=st.check.feeds if st.check.feeds != "valid" else None))
+                                    peer=st.check.peer, input=st.check.feeds if st.check.feeds != "valid" else None,
+                                    device=self._device(item)))
         return out

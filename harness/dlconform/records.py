@@ -18,8 +18,9 @@ FIELDS = ("target", "role", "clause", "level", "group", "verdict", "message", "r
 #: kept only when set: the evidence of a crash (stack, oracle line); the other library of an
 #: interop check; True for a finding a known-failures file lists (known.py); what the check
 #: fed the library when that was not valid input ("invalid" or "argument": a crash there is a
-#: robustness crash, suites/README.md, Grading)
-OPTIONAL = ("evidence", "peer", "known", "input")
+#: robustness crash, suites/README.md, Grading); the device the check's tensors were on when
+#: not the host's CPU ("cuda:0")
+OPTIONAL = ("evidence", "peer", "known", "input", "device")
 #: the clause of a record about a whole run rather than one clause
 SESSION = "*"
 

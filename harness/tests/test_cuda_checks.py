@@ -111,6 +111,8 @@ def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
     assert len(by_test) >= 6, records
     wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in records if r["verdict"] != "pass"]
     assert not wrong, wrong
+    # each record names the device its tensors were on (the CPU checks' records name none)
+    assert {r.get("device") for r in records} == {"cuda:0"}, records
 
 
 def test_every_cuda_fault_is_caught_on_its_clause(sim, tmp_path):
