@@ -179,8 +179,9 @@ pytest: build
 	$(PYTHON) -m pytest -q -p no:cacheprovider harness/tests
 
 # The whole calibration: every built-in fault of ref and pyref on the whole suite (about 10
-# CPU-minutes), then harness/tests/calibration_map.json written anew from it (the tests each
-# fault runs in make test). -x: a failing assertion leaves the map as it was.
+# CPU-minutes), then harness/tests/calibration_map.json written anew from it (the cases each
+# fault runs in make test besides the tests of its own clause). -x: a failing assertion leaves
+# the map as it was.
 .PHONY: calibrate
 calibrate: build
 	DLCONFORM_CALIBRATE=full $(PYTHON) -m pytest -x -q -p no:cacheprovider harness/tests/test_calibration.py

@@ -12,9 +12,18 @@ sys.path.insert(0, os.path.join(ROOT, "fuzz", "oss-fuzz"))
 
 
 @pytest.fixture(scope="session")
-def fault_findings(tmp_path_factory):
-    """The non-pass records of every built-in fault of ref and pyref, run on its clause
-    (fault_repros.findings: two runners, one fault after another)."""
+def fault_runs(tmp_path_factory):
+    """{(library, fault): records} of every built-in fault of ref and pyref, run on the tests
+    of its clause (fault_repros.clause_runs: two runners, one fault after another); the
+    calibration reads them all."""
     import fault_repros
 
-    return fault_repros.findings(tmp_path_factory.mktemp("faults"))
+    return fault_repros.clause_runs(tmp_path_factory.mktemp("faults"))
+
+
+@pytest.fixture(scope="session")
+def fault_findings(fault_runs):
+    """Their non-pass records, each with its fault: the reproducers the tests run."""
+    import fault_repros
+
+    return fault_repros.findings(fault_runs)

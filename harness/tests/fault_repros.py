@@ -1,8 +1,9 @@
 """The reproducers of the built-in faults (helper of test_repro_faults.py and test_bugreport.py).
 
-`findings(tmp)` runs every fault of ref and pyref on its own clause (two runners, each
-running one fault after another, a library's faults sharing its warm parent) and returns the
-non-pass records with their fault; `run(text, ...)` runs a
+`clause_runs(tmp)` runs every fault of ref and pyref on its clause (two runners, each running
+one fault after another, a library's faults sharing its warm parent);
+`findings(runs)` are their non-pass records, each with its fault (the reproducers' tests), and
+test_calibration.py reads all their records; `run(text, ...)` runs a
 reproducer as a script in a fresh interpreter; `fault_off(text, ...)` is the same script with
 the fault off.
 """
@@ -95,13 +96,18 @@ def run_specs(out, items, jobs=2, env=None):
     return runs
 
 
-def findings(out, jobs=2):
-    """The non-pass records of every fault run on its clause, each with `fault` and `library`
-    (run_specs: `dlconform run --clause CLAUSE --target SPEC` for each)."""
+def clause_runs(out, jobs=2):
+    """{(library, fault): the records of its run}: every fault on the tests of its clause
+    (run_specs: `dlconform run --clause CLAUSE --target SPEC` for each, SPEC spec_of's)."""
     units = {(spec_of(library, fault), clause, None): (library, fault) for library, fault, clause in faults()}
     runs = run_specs(out, sorted(units), jobs)
-    return [dict(r, library=library, fault=fault) for item, (library, fault) in units.items()
-            for r in runs[item].records if r["verdict"] in FINDINGS]
+    return {key: runs[item].records for item, key in units.items()}
+
+
+def findings(runs):
+    """The non-pass records of clause_runs(), each with `fault` and `library`."""
+    return [dict(r, library=library, fault=fault) for (library, fault), records in sorted(runs.items())
+            for r in records if r["verdict"] in FINDINGS]
 
 
 def fault_off(text, library, fault):

@@ -16,9 +16,10 @@ upset a consumer check through the forged producers, which share ref's code, and
 would then be charged for a producer's breach. The data races of TSAN_FAULTS are invisible
 from Python; the TSan stress of ref's cache catches them instead.
 
-Which runs (issue 22): ref and pyref run the whole suite; each fault runs only the tests of
-its line in calibration_map.json, the tests where the last whole run saw it caught, chosen so
-that its own clause and every (test, clause) pair stay covered. So the map is kept true by
+Which runs (issue 22): ref and pyref run the whole suite; each fault runs the tests of its own
+clause (the runs the reproducers' tests share, conftest.py: fault_runs) and the cases of its
+line in calibration_map.json: cases where the last whole run saw it catch a (test, clause)
+pair that no fault catches on the tests of its own clause. So the map is kept true by
 the same assertions: a fault no longer caught where the map says, a new pair, a new fault or
 a fault gone fails here, with "make calibrate" as the fix. `make calibrate`
 (DLCONFORM_CALIBRATE=full) runs every fault on the whole suite instead, holds the same
@@ -82,6 +83,27 @@ def _fault_specs():
     return specs
 
 
+OTHER_SIDE = {"producer": "consumer", "consumer": "producer"}
+
+
+def _marked_clauses():
+    """{FILE::NAME: the clauses its markers name} of every test of the suites (a collection):
+    the tests a `--clause` run selects."""
+    import pytest as _pytest
+    from dlconform.pytest_plugin import item_clauses
+
+    found = {}
+
+    class Collector:
+        def pytest_collection_modifyitems(self, items):
+            for item in items:
+                found["%s::%s" % (os.path.basename(str(item.path)), item.originalname)] = set(item_clauses(item))
+
+    _pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin", "--dlc-target",
+                  "ref", str(REPO / "suites")], plugins=[Collector()])
+    return found
+
+
 def _own_clause(base, name):
     return _ref.FAULTS[name][0] if base == "ref" else pyref.FAULTS[name].clause
 
@@ -107,15 +129,31 @@ def _run_all(out, plan):
 
 
 @pytest.fixture(scope="module")
-def calibration(tmp_path_factory):
-    """(results, {spec: (base, fault)}, map) of the runs of ref, pyref and every fault: the
-    faults on their tests of the map, or on the whole suite under make calibrate (about 10
-    CPU-minutes) and for a fault the map does not name."""
+def calibration(tmp_path_factory, request):
+    """(results, {spec: (base, fault)}, map) of the runs of ref, pyref and every fault. Under
+    make calibrate every fault runs on the whole suite (about 10 CPU-minutes). In make test a
+    fault's records are those of its run on the tests of its own clause (fault_runs, which the
+    reproducers' tests share) and of the cases its line of the map adds; a fault the map does
+    not name runs on the whole suite."""
     specs = _fault_specs()
-    mapped = {} if FULL else _load_map()
+    out = tmp_path_factory.mktemp("calibration")
     plan = {"ref": None, "pyref": None}
-    plan.update({spec: mapped.get(spec) for spec in specs})
-    return _run_all(tmp_path_factory.mktemp("calibration"), plan), specs, mapped
+    if FULL:
+        plan.update({spec: None for spec in specs})
+        return _run_all(out, plan), specs, {}
+    mapped = _load_map()
+    plan.update({spec: mapped[spec] for spec in specs if mapped.get(spec)})
+    plan.update({spec: None for spec in specs if spec not in mapped})
+    data = _run_all(out, plan)
+    # the clause runs offer both roles (the reproducers' tests read them as a user's run would):
+    # the records of the other side's checks are left out here
+    spec_of = {fault: spec for spec, fault in specs.items()}
+    for fault, records in request.getfixturevalue("fault_runs").items():
+        spec = spec_of.get(fault)
+        if spec in mapped:
+            other = OTHER_SIDE[spec.rpartition("role=")[2]]
+            data["results"] += [dict(r, target=spec) for r in records if r["role"] != other]
+    return data, specs, mapped
 
 
 def _pair(record):
@@ -136,14 +174,20 @@ def _costs(results, specs):
     return costs
 
 
-def plan_from(results, specs):
-    """{spec: [case, ...]}: for each fault, cases (FILE::NAME, or FILE::NAME[PARAMS] of a
-    parametrized test) where `results` (a whole run) saw it caught, so that these alone still
-    show each fault caught on its own clause and every (test, clause) pair of ref and pyref
-    caught under some fault. Greedy and cheapest first (_costs): the cheapest case of its own
-    clause, then each pair not yet covered by a planned case goes to the cheapest case that
-    catches it (a case already planned costs nothing)."""
+def plan_from(results, specs, marked=None):
+    """{spec: [case, ...]}: the cases (FILE::NAME, or FILE::NAME[PARAMS] of a parametrized
+    test) each fault runs in make test besides the tests of its own clause (fault_runs), chosen
+    from `results` (a whole run) so that every (test, clause) pair of ref and pyref caught there
+    stays caught: a pair that a fault catches on a test of its own clause needs nothing, and
+    each other pair goes to the case that catches it at the least cost (_costs; a case already
+    planned costs nothing). A fault's own clause is caught by its clause run or nowhere.
+    `marked`: _marked_clauses(), collected when not given."""
     costs = _costs(results, specs)
+    marked = _marked_clauses() if marked is None else marked
+
+    def own_test(spec, case):
+        return _own_clause(*specs[spec]) in marked.get(case.split("[")[0], ())
+
     caught = {}  # pair -> {(spec, case)}
     for r in results:
         if r["target"] in specs and r["verdict"] in CAUGHT:
@@ -154,21 +198,11 @@ def plan_from(results, specs):
         spec, case = unit
         return (0.0 if case in plan[spec] else round(costs[spec].get(case, 0.0), 2), len(plan[spec]), spec, case)
 
-    for spec, (base, name) in specs.items():
-        own = [unit for (test, clause), units in caught.items() if clause == _own_clause(base, name)
-               for unit in units if unit[0] == spec]
-        if own:
-            plan[spec].add(min(own, key=price)[1])
     for pair in sorted({_pair(r) for r in results if r["target"] in ("ref", "pyref")}):
         units = caught.get(pair, set())
-        if units and not any(case in plan[spec] for spec, case in units):
+        if units and not any(own_test(spec, case) or case in plan[spec] for spec, case in units):
             spec, case = min(units, key=price)
             plan[spec].add(case)
-    for spec, (base, name) in specs.items():  # caught nowhere on its clause: where it was caught, else
-        if not plan[spec]:                   # where it ran its clause (its own run shows it ran)
-            ran = sorted(r["test"] for r in results if r["target"] == spec and r["clause"] == _own_clause(base, name)
-                         and r["verdict"] not in ("skip", "unsupported"))
-            plan[spec].update((sorted(case for units in caught.values() for s, case in units if s == spec) or ran)[:1])
     return {spec: sorted(cases) for spec, cases in sorted(plan.items())}
 
 
@@ -309,6 +343,6 @@ def test_write_the_map(calibration):
     data, specs, _ = calibration
     if not FULL:
         pytest.skip("the map is written by make calibrate (DLCONFORM_CALIBRATE=full)")
-    doc = {"note": "written by `make calibrate` (harness/tests/test_calibration.py): the tests each built-in fault "
-                   "runs in make test", "faults": plan_from(data["results"], specs)}
+    doc = {"note": "written by `make calibrate` (harness/tests/test_calibration.py): the cases each built-in fault "
+                   "runs in make test besides the tests of its own clause", "faults": plan_from(data["results"], specs)}
     MAP.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
