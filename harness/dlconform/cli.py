@@ -268,7 +268,7 @@ def cmd_run(args):
     if not os.path.isdir(suites):
         _say("error: no suites folder %s" % suites)
         return EXIT_USAGE
-    named = bool(args.target)  # the targets the command line named (a device run's own are not)
+    explicit = bool(args.target)  # the command line named targets (a device run's own are not named)
     if args.device:
         args.target, args.tests, why = _device_run(args.device, args.target, args.tests)
         if why:
@@ -303,7 +303,6 @@ def cmd_run(args):
         _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
              "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         return EXIT_USAGE
-    explicit = named
     specs = list(dict.fromkeys(args.target)) if args.target else list(BUILTIN)
     clause = ",".join(args.clause) if args.clause else None
     jobs = args.jobs or min(os.cpu_count() or 1, 4)

@@ -110,6 +110,25 @@ def findings(runs):
             for r in records if r["verdict"] in FINDINGS]
 
 
+def marked_clauses(files=None):
+    """{FILE::NAME: the clauses its markers name} of the tests of the suites' `files` (default:
+    all), by a collection: the tests a `--clause` run selects."""
+    import pytest
+    from dlconform.pytest_plugin import item_clauses
+
+    found = {}
+
+    class Collector:
+        def pytest_collection_modifyitems(self, items):
+            for item in items:
+                found["%s::%s" % (os.path.basename(str(item.path)), item.originalname)] = set(item_clauses(item))
+
+    suites = REPO / "suites"
+    pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin", "--dlc-target",
+                 "ref"] + [str(suites / f) for f in files or ["."]], plugins=[Collector()])
+    return found
+
+
 def fault_off(text, library, fault):
     """The script with its target built without the fault (RefTarget(fault='NAME', ...) becomes
     RefTarget(...))."""

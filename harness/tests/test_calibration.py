@@ -71,37 +71,23 @@ def _fault_specs():
     """{target spec: (base, fault)} of every fault the suite can see: pyref's CUDA faults
     (pyref.CUDA_FAULTS) as pyref@cuda on the simulated CUDA runtime, where it is built."""
     specs = {}
-    for base, names, side in (("ref", _ref.FAULTS, lambda n: _ref.FAULT_SIDES[n]),
-                              ("pyref", pyref.FAULTS, lambda n: pyref.FAULTS[n].side)):
+    for base, names in (("ref", _ref.FAULTS), ("pyref", pyref.FAULTS)):
         for name in sorted(names):
             if base == "ref" and name in TSAN_FAULTS:
                 continue
             spec = "pyref@cuda" if base == "pyref" and name in pyref.CUDA_FAULTS else base
             if spec == "pyref@cuda" and not SIM.exists():
                 continue
-            specs["%s:fault=%s,role=%s" % (spec, name, side(name))] = (base, name)
+            specs["%s:fault=%s,role=%s" % (spec, name, _side(base, name))] = (base, name)
     return specs
 
 
+def _side(base, name):
+    """The role a fault of ref or pyref breaks."""
+    return _ref.FAULT_SIDES[name] if base == "ref" else pyref.FAULTS[name].side
+
+
 OTHER_SIDE = {"producer": "consumer", "consumer": "producer"}
-
-
-def _marked_clauses():
-    """{FILE::NAME: the clauses its markers name} of every test of the suites (a collection):
-    the tests a `--clause` run selects."""
-    import pytest as _pytest
-    from dlconform.pytest_plugin import item_clauses
-
-    found = {}
-
-    class Collector:
-        def pytest_collection_modifyitems(self, items):
-            for item in items:
-                found["%s::%s" % (os.path.basename(str(item.path)), item.originalname)] = set(item_clauses(item))
-
-    _pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin", "--dlc-target",
-                  "ref", str(REPO / "suites")], plugins=[Collector()])
-    return found
 
 
 def _own_clause(base, name):
@@ -151,7 +137,7 @@ def calibration(tmp_path_factory, request):
     for fault, records in request.getfixturevalue("fault_runs").items():
         spec = spec_of.get(fault)
         if spec in mapped:
-            other = OTHER_SIDE[spec.rpartition("role=")[2]]
+            other = OTHER_SIDE[_side(*fault)]
             data["results"] += [dict(r, target=spec) for r in records if r["role"] != other]
     return data, specs, mapped
 
@@ -181,9 +167,9 @@ def plan_from(results, specs, marked=None):
     stays caught: a pair that a fault catches on a test of its own clause needs nothing, and
     each other pair goes to the case that catches it at the least cost (_costs; a case already
     planned costs nothing). A fault's own clause is caught by its clause run or nowhere.
-    `marked`: _marked_clauses(), collected when not given."""
+    `marked`: fault_repros.marked_clauses(), collected when not given."""
     costs = _costs(results, specs)
-    marked = _marked_clauses() if marked is None else marked
+    marked = fault_repros.marked_clauses() if marked is None else marked
 
     def own_test(spec, case):
         return _own_clause(*specs[spec]) in marked.get(case.split("[")[0], ())

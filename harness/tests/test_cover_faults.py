@@ -5,10 +5,8 @@ pyref pass it (test_meta.py and test_pyref.py run the whole suite clean).
 One run per fault, over the test functions of its pairs; a pair passes when some record of
 its test (any parametrised case) on its clause is not pass, unsupported or skip.
 """
-import os
 
 import fault_repros
-from dlconform import REPO_DIR
 
 #: "fault spec | suite file | test function | clause it must make non-pass", one a line (a
 #: backslash at the end of a line here joins it to the next)
@@ -106,22 +104,9 @@ def test_every_coverage_check_fails_under_its_fault(tmp_path):
 
 def test_every_marked_clause_of_the_coverage_checks_has_a_fault():
     """Each (test, clause) pair the coverage checks mark is in CAUGHT."""
-    import pytest as _pytest
-
-    class Collector:
-        pairs = set()
-
-        def pytest_collection_modifyitems(self, items):
-            for item in items:
-                for mark in item.iter_markers("clause"):
-                    for c in mark.args:
-                        self.pairs.add((os.path.basename(str(item.path)), item.originalname, c))
-
     files = sorted({f for pairs in CAUGHT.values() for f, _, _ in pairs})
-    col = Collector()
-    _pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin", "--dlc-target",
-                  "ref"] + [os.path.join(REPO_DIR, "suites", f) for f in files], plugins=[col])
+    marked = {(*test.split("::"), c) for test, clauses in fault_repros.marked_clauses(files).items() for c in clauses}
     covered = {p for pairs in CAUGHT.values() for p in pairs}
     tests = {(f, t) for f, t, _ in covered}
-    missing = sorted(p for p in col.pairs if (p[0], p[1]) in tests and p not in covered)
+    missing = sorted(p for p in marked if (p[0], p[1]) in tests and p not in covered)
     assert not missing, "marked pairs of the coverage checks with no fault in CAUGHT: %s" % missing
