@@ -36,14 +36,17 @@ C_HEADERS := $(wildcard probes/*.h probes/probe/*.h probes/ref/*.h probes/tests/
 
 export PYTHONPATH := $(CURDIR)/harness$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all build deps test-deps header conformance test ctest pytest clean cuda
+.PHONY: all build modules deps test-deps header conformance test ctest pytest clean cuda
 all: build
-build: $(HEADER) $(PROBE_SO) $(REF_SO) $(BUILD)/test_check $(SIM_LIB) $(BUILD)/test_cudasim
+build: modules $(BUILD)/test_check $(BUILD)/test_cudasim
+# What a conformance run loads: the extension modules and the simulated CUDA runtime (the C
+# unit tests, built with the sanitizers' runtimes, are make test's alone).
+modules: $(HEADER) $(PROBE_SO) $(REF_SO) $(SIM_LIB)
 
 deps:
-	@sh probes/build-tools/deps.sh build
+	@PYTHON=$(call q,$(PYTHON)) sh probes/build-tools/deps.sh build
 test-deps:
-	@sh probes/build-tools/deps.sh test
+	@PYTHON=$(call q,$(PYTHON)) sh probes/build-tools/deps.sh test
 
 header: $(HEADER)
 $(HEADER):
@@ -125,7 +128,7 @@ else
 # the CUDA helper is built (make cuda) where the runtime finds a device.
 conformance-run: deps
 	@mkdir -p $(call q,$(OUT)); rm -f $(call q,$(OUT))/exit-status
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory modules
 	@if [ "$(DEVICE)" = cuda ] && $(PYTHON) -c 'import sys; from dlconform.kit import cuda; \
 	  sys.exit(cuda.runtime() is None or cuda.runtime().simulated)'; then $(MAKE) --no-print-directory cuda; fi
 	@rc=0; $(RUN_CONFORMANCE) || rc=$$?; echo $$rc > $(call q,$(OUT))/exit-status

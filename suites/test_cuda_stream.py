@@ -38,12 +38,10 @@ def _cuda_device(target):
 
 
 def _filled(dev, rt, pattern):
-    """(a float32 tensor on the device, its byte count): its data, then a slow fill of `pattern`
-    bytes over it, both still pending on the producer's stream."""
-    x = dev.make("float32", SHAPE, dty.safe_values("float32", SHAPE))
-    ptr, nbytes = dev.memory(x)
-    rt.slow_fill(dev.producer_stream(x), ptr, nbytes, pattern, SLOW)
-    return x, nbytes
+    """(a float32 tensor on the device, its byte count): its bytes will all be `pattern` once
+    the slow work before them is done, which is still pending on the producer's stream."""
+    x = dev.slow_pattern(rt, "float32", SHAPE, dty.safe_values("float32", SHAPE), pattern, SLOW)
+    return x, 4 * SHAPE[0] * SHAPE[1]  # not dev.memory(x): asking jax for the address waits
 
 
 def _read(rt, stream, ptr, nbytes):
@@ -107,7 +105,7 @@ def test_stream_minus_one_neither_waits_nor_blocks(target, check):
     before = rt.host_syncs()
     cap = x.__dlpack__(stream=-1, max_version=pycap.SUITE_VERSION)
     after = rt.host_syncs()
-    check.that(not rt.idle(dev.producer_stream(x)), "STR-03",
+    check.that(dev.pending(rt, x), "STR-03",
                "stream=-1: the producer's stream was done when __dlpack__ returned (it synchronised)")
     if before is not None:
         check.equal(after - before, 0, "STR-03", "stream=-1: host-blocking calls during __dlpack__")
@@ -191,3 +189,81 @@ def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
         tries.settle()
         if dev.alive(handle):
             dev.destroy_stream(handle)
+
+
+# ---------------------------------------------------------------------------- consumer
+class _Recorded:
+    """A producer over real device memory (pyref's device array on kit.cuda's runtime) that
+    records the keywords of each __dlpack__ call and passes them on."""
+
+    def __init__(self, x):
+        self.x, self.calls = x, []
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, *args, **kw):
+        self.calls.append(dict(kw, positional=args) if args else dict(kw))
+        return self.x.__dlpack__(*args, **kw)
+
+
+def _pending_pyref_array(rt, pattern):
+    """A pyref device array whose bytes will all be `pattern`, behind slow work still pending
+    on pyref's own (non-blocking) stream; None when pyref's device arrays are unavailable."""
+    from dlconform import pyref
+
+    ok, _ = pyref.cuda_available()
+    if not ok:
+        return None
+    x = pyref.to_device(pyref.frombuffer(dty.safe_values("float32", SHAPE), "float32", SHAPE))
+    rt.slow_fill(x.stream, x.ptr, x.nbytes, pattern, SLOW)
+    return x
+
+
+@pytest.mark.clause("STR-01", "STR-05", "STR-07", "STR-08")
+@pytest.mark.role("consumer")
+def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
+    """from_dlpack of a CUDA producer whose data is still pending on its own stream: the
+    consumer names a stream (never 0, STR-08), the one it will read on, its current stream (1
+    for the legacy default stream, STR-05; a side stream's handle inside a stream context,
+    STR-07), and what it then reads of the import is the producer's final data (STR-01).
+    pyref's device arrays are the producer: they make the named stream wait on their own."""
+    dev, rt = _cuda_device(target)
+    contexts = [(None, dev.current_stream())]
+    side = dev.side_stream()
+    if side is not None:
+        contexts.append(side)
+    for i, (context, expected) in enumerate(contexts):
+        x = _pending_pyref_array(rt, 0x3C + i)
+        if x is None:
+            raise kit.Unsupported("pyref's device arrays are unavailable on this runtime")
+        p = _Recorded(x)
+        where = "from_dlpack %s" % ("on the current stream" if context is None
+                                    else "inside a side-stream context (stream %d)" % expected)
+        if context is None:
+            y, e = kit.attempt(lambda: target.from_dlpack(p))
+        else:
+            with context:
+                y, e = kit.attempt(lambda: target.from_dlpack(p))
+        if e is not None:  # a consumer may refuse device memory it cannot use (API-04)
+            raise kit.Unsupported("%s: the consumer does not import CUDA tensors (%s)" % (where, tries.describe_exc(e)))
+        streams = [c.get("stream") for c in p.calls]
+        check.that(bool(streams), "STR-01", "%s: the consumer never called __dlpack__" % where)
+        for stream in streams:
+            check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
+            if expected is not None and stream is not None:
+                clause = "STR-05" if expected == dev.LEGACY else "STR-07"
+                check.equal(stream, expected, clause, "%s: the stream passed (the consumer's current stream is %d)"
+                            % (where, expected))
+        seen = dev.to_host(y) if context is None else _in(context, lambda: dev.to_host(y))
+        if check.equal(seen, bytes([0x3C + i]) * (4 * SHAPE[0] * SHAPE[1]), "STR-01",
+                       "%s (streams passed: %s): what the consumer reads of the import" % (where, streams)):
+            check.record("STR-01", "pass", "%s: the consumer passed stream %s and read the final data"
+                         % (where, " then ".join(map(repr, streams))))
+        del y, p, x
+        tries.settle()
+
+
+def _in(context, fn):
+    with context:
+        return fn()

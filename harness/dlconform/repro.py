@@ -282,9 +282,10 @@ def _parsed(path, name, is_package):
 def _dynamic():
     """{module: the modules it imports by name at run time}: the loader imports the built-in
     adapters from its table."""
-    from .targets.loader import BUILTIN
+    from .targets.loader import BUILTIN, DEVICE_ONLY
 
-    return {"dlconform.targets.loader": tuple(m for m, _, _ in BUILTIN.values()) + ("dlconform.targets.generic",)}
+    adapters = dict.fromkeys(m for m, _, _ in list(BUILTIN.values()) + list(DEVICE_ONLY.values()))
+    return {"dlconform.targets.loader": tuple(adapters) + ("dlconform.targets.generic",)}
 
 
 _DYNAMIC = _dynamic()

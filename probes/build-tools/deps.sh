@@ -1,28 +1,60 @@
 #!/bin/sh
 # Installs what a step needs, and only what is missing.
-#   deps.sh build   what `make conformance` needs: a compiler, Python headers, pytest, hypothesis
+#   deps.sh build   what `make conformance` needs: a C compiler, make, the headers of the
+#                   Python under test ($PYTHON), pytest and hypothesis importable by it
 #   deps.sh test    the same plus what `make test` checks with: the frameworks (numpy, torch),
 #                   packaging (version order in the matrix), flake8 (make lint) and, for the matrix page's browser
 #                   test, Debian's chromium and nodejs/npm and playwright-core from npm under
 #                   reports/.browser (never a downloaded browser)
-# Without root it prints the exact apt-get line and stops with status 1.
+# Each need is tested as a capability (`$PYTHON -c 'import pytest'`, a compiler on PATH), so a
+# virtualenv's pip-installed pytest or a GPU machine's own toolchain counts; only what is
+# really missing becomes a Debian package to install. Without root it prints the exact
+# apt-get line and stops with status 1.
 set -eu
 cd "$(dirname "$0")/../.."
-build="gcc make python3-dev python3-pytest python3-hypothesis"
-case "${1:-build}" in
-  build) pkgs=$build ;;
-  test)  pkgs="$build python3-numpy python3-torch python3-packaging python3-flake8 chromium"
-         # npm from Debian only where none is on PATH: a machine's own Node.js (nodesource's
-         # bundles npm) conflicts with Debian's npm package
-         command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;;
-  *) echo "deps.sh: unknown set '$1' (build or test)" >&2; exit 2 ;;
-esac
-command -v dpkg-query >/dev/null 2>&1 || exit 0   # not Debian: the user provides the tools
+PYTHON=${PYTHON:-python3}
+set_=${1:-build}
+case $set_ in build|test) ;; *) echo "deps.sh: unknown set '$set_' (build or test)" >&2; exit 2 ;; esac
 missing=""
-for p in $pkgs; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
+pip_missing=""
+need() { # need PACKAGE TEST...: PACKAGE is missing when the test command fails
+  pkg=$1; shift
+  "$@" >/dev/null 2>&1 || missing="$missing $pkg"
+}
+# Debian's python3-* packages serve Debian's Python (and virtualenvs made from it with
+# --system-site-packages); another interpreter needs the module installed into it.
+debian_python() { "$PYTHON" -c 'import sys; sys.exit(sys.base_prefix != "/usr")'; }
+need_module() { # need_module PACKAGE MODULE
+  has_module "$2" >/dev/null 2>&1 && return 0
+  if debian_python >/dev/null 2>&1; then missing="$missing $1"; else pip_missing="$pip_missing $2"; fi
+}
+has_module() { "$PYTHON" -c "import $1"; }
+has_headers() { "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+need gcc sh -c 'command -v "${CC:-cc}" || command -v gcc'
+need make command -v make
+need python3-dev has_headers
+need_module python3-pytest pytest
+need_module python3-hypothesis hypothesis
+if [ "$set_" = test ]; then
+  need_module python3-numpy numpy
+  need_module python3-torch torch
+  need_module python3-packaging packaging
+  need_module python3-flake8 flake8
+  need chromium sh -c 'command -v chromium'
+  # npm from Debian only where none is on PATH: a machine's own Node.js (nodesource's
+  # bundles npm) conflicts with Debian's npm package
+  command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+fi
+if [ -n "$pip_missing" ]; then
+  echo "dlconform: $PYTHON lacks the modules$pip_missing; install them into it" \
+       "(for a virtualenv: $PYTHON -m pip install$pip_missing)" >&2
+  exit 1
+fi
 if [ -n "$missing" ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "dlconform needs what these Debian packages provide, and this is no Debian system:$missing" >&2
+    exit 1
+  fi
   line="apt-get install -y --no-install-recommends$missing"
   if [ "$(id -u)" -ne 0 ]; then
     echo "dlconform needs Debian packages that are not installed. As root, run:" >&2
@@ -37,7 +69,7 @@ if [ -n "$missing" ]; then
   done
   $line -qq >/dev/null || { apt-get update -qq && $line -qq >/dev/null; }
 fi
-if [ "${1:-build}" = test ] && [ ! -d reports/.browser/node_modules/playwright-core ]; then
+if [ "$set_" = test ] && [ ! -d reports/.browser/node_modules/playwright-core ]; then
   echo "dlconform: installing playwright-core under reports/.browser"
   npm install --prefix reports/.browser --no-audit --no-fund --silent playwright-core
 fi

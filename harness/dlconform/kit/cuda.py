@@ -32,6 +32,10 @@ NOT_READY = 600  # cudaErrorNotReady: a query's "still pending"
 #: matches a loaded library by its SONAME, so a runtime a library under test already loaded
 #: (torch's own libcudart.so.13, say) is the one used, not a second copy
 SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+#: where a CUDA toolkit keeps its runtime when the dynamic loader's path does not name it (a
+#: GPU machine's /usr/local/cuda/lib64 is often absent from ld.so.conf): tried after SYSTEM_NAMES
+TOOLKIT_DIRS = tuple(os.path.join(d, "lib64") for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                                                     "/usr/local/cuda") if d)
 _HERE = os.path.dirname(os.path.abspath(__file__)) if os.path.isfile(__file__) else None
 #: the helper library `make cuda` builds, beside the harness (None in a standalone reproducer)
 HELPER = None if _HERE is None else os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))),
@@ -274,7 +278,9 @@ def _open(choice, wrap):
     if choice:
         candidates, where = (choice,), "%s=%s" % (ENV, choice)
     else:
-        candidates, where = SYSTEM_NAMES, "the system's libcudart"
+        candidates = SYSTEM_NAMES + tuple(os.path.join(d, n) for d in TOOLKIT_DIRS for n in SYSTEM_NAMES
+                                          if os.path.exists(os.path.join(d, n)))
+        where = "the system's libcudart"
     errors = []
     for name in candidates:
         try:

@@ -30,10 +30,22 @@ BUILTIN = {
     "nanobind": ("dlconform.targets.nanobind_target", "NanobindTarget", "dlconform._nanobind"),
     "onnxruntime": ("dlconform.targets.onnxruntime_target", "OnnxruntimeTarget", "onnxruntime"),
 }
+#: the built-in targets of a device alone (`NAME@DEVICE`, judged by `--device`): libraries whose
+#: tensors live on the GPU
+DEVICE_ONLY = {
+    "cupy": ("dlconform.targets.cuda_libs", "CupyTarget", "cupy"),
+    "jax": ("dlconform.targets.cuda_libs", "JaxTarget", "jax"),
+}
 #: the targets that take a built-in fault (`NAME:fault=FAULT`)
 WITH_FAULTS = ("ref", "pyref")
-#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda, torch@cuda
-DEVICES = {"pyref": ("cuda",), "torch": ("cuda",)}
+#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda,
+#: torch@cuda, cupy@cuda, jax@cuda
+DEVICES = {"pyref": ("cuda",), "torch": ("cuda",), "cupy": ("cuda",), "jax": ("cuda",)}
+
+
+def _registered(name):
+    """(adapter module, class, library module) of a built-in name."""
+    return BUILTIN.get(name) or DEVICE_ONLY[name]
 
 
 def _exc_name(e):
@@ -47,7 +59,10 @@ def _split(spec):
     `ref:fault=NAME,role=consumer`. `pyref@cuda` is pyref on a CUDA device (option device="cuda")."""
     name, _, rest = spec.partition(":")
     name, at, device = name.partition("@")
-    if name not in BUILTIN or (rest and name not in WITH_FAULTS) or (at and device not in DEVICES.get(name, ())):
+    if name in DEVICE_ONLY and not at:
+        return None, None  # plain `jax`, `cupy`: the generic target
+    if (name not in BUILTIN and name not in DEVICE_ONLY) or (rest and name not in WITH_FAULTS) or (
+            at and device not in DEVICES.get(name, ())):
         return None, None
     options = {"device": device} if at else {}
     for part in filter(None, rest.split(",")):
@@ -64,7 +79,7 @@ def construction(spec):
     """(import lines, expression) that give the target of `spec` in a reproducer script."""
     name, options = _split(spec)
     if name is not None:
-        module, cls, _ = BUILTIN[name]
+        module, cls, _ = _registered(name)
         args = ", ".join("%s=%r" % kv for kv in sorted(options.items()))
         return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, args)
     if ":" not in spec:
@@ -113,7 +128,7 @@ def load(spec, check_available=True):
         raise TargetError("empty target spec")
     name, options = _split(spec)
     if name is not None:
-        module, cls, _ = BUILTIN[name]
+        module, cls, _ = _registered(name)
         target = getattr(importlib.import_module(module), cls)(**options)
     elif ":" in spec:
         left, attr = spec.rsplit(":", 1)
@@ -159,8 +174,8 @@ def library_module(spec):
     """The module a run of `spec` imports first (the library, or ref's and pyref's own), for the
     runner's warm parent to import once; None where the spec names a file."""
     name = spec.partition(":")[0].partition("@")[0]
-    if name in BUILTIN:
-        return BUILTIN[name][2] or BUILTIN[name][0]
+    if name in BUILTIN or name in DEVICE_ONLY:
+        return _registered(name)[2] or _registered(name)[0]
     if os.sep in spec or name.endswith(".py"):
         return None
     return name

@@ -131,6 +131,28 @@ class CudaStreamDevice:
         """pyref has no current stream: it uses the legacy default stream."""
         return self.LEGACY
 
+    def side_stream(self):
+        """(a context manager making a new stream the library's current one, its DLPack int), or
+        None for a library with no current stream to set (pyref, jax)."""
+        return None
+
+    def to_host(self, y):
+        """The bytes of an array the library imported (consumer side), read the library's way."""
+        return y.tobytes()
+
+    def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
+        """A tensor of the library whose bytes will all be `pattern`, that work still pending on
+        the producer's stream: the tensor made of `values`, then `cycles` clock cycles of work
+        and the pattern's write enqueued there (the helper's slow fill)."""
+        x = self.make(dtype, shape, values)
+        ptr, nbytes = self.memory(x)
+        runtime.slow_fill(self.producer_stream(x), ptr, nbytes, pattern, cycles)
+        return x
+
+    def pending(self, runtime, x):
+        """Whether work producing x is still pending (its producer stream is not idle)."""
+        return not runtime.idle(self.producer_stream(x))
+
     def new_stream(self):
         return self.runtime.stream().handle
 

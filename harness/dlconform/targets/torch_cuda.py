@@ -37,3 +37,11 @@ class TorchCudaStreamDevice(CudaStreamDevice):
 
     def current_stream(self):
         return self._dlpack_stream(self._torch.cuda.current_stream())
+
+    def side_stream(self):
+        """(torch.cuda.stream(s) for a new torch stream s, its DLPack int)."""
+        s = self._torch.cuda.Stream()
+        return self._torch.cuda.stream(s), s.cuda_stream
+
+    def to_host(self, y):
+        return y.cpu().contiguous().view(self._torch.uint8).numpy().tobytes()

@@ -1,0 +1,229 @@
+"""cupy@cuda and jax@cuda: libraries whose tensors live on the GPU, judged on the device checks
+(`dlconform run --device cuda`, suites/test_cuda_stream.py) as producers and consumers.
+
+Neither has a CPU variant here: cupy's arrays are device memory only, and jax on the CPU is
+the generic target (`--target jax`). The device checks reach each library through its stream
+device (the interface of pyref_target.CudaStreamDevice):
+- cupy's producer stream is its *current* stream (`cupy.cuda.get_current_stream()`, whose
+  handle 0 is DLPack's 1, the legacy default stream); the checks' slow work goes there.
+- jax has no stream a user can name: its arrays are produced on its own compute stream. The
+  slow work is a jitted computation of known length whose result is the pattern, so the data
+  is still pending when `__dlpack__` is called; `Array.is_ready()` says whether it is done.
+
+A spec names the device: `cupy@cuda`, `jax@cuda`. Unavailable, with the reason, where the
+library does not import or sees no GPU.
+"""
+from ._util import keywords_of
+from .base import LibraryTarget, TargetError
+from .pyref_target import CudaStreamDevice
+
+#: the devices a spec may name after `cupy@` or `jax@`
+DEVICES = ("cuda",)
+
+
+def _check_device(library, device):
+    if device not in DEVICES:
+        raise TargetError("%s is judged on the GPU alone: spec %s@cuda (with --device cuda)" % (library, library))
+
+
+class _DeviceOnlyTarget(LibraryTarget):
+    device = (2, 0)
+
+    def __init__(self, name=None, device=None):
+        _check_device(self.library, device)
+        super().__init__(name or "%s@cuda" % self.library)
+
+    def offers(self, module):
+        return hasattr(self.array_type(module), "__dlpack__"), callable(self.consumer(module))
+
+    def from_dlpack(self, obj, **kw):
+        return self.consumer(self.module)(obj, **kw)
+
+    def consumer_keywords(self):
+        return keywords_of(self.consumer(self.module)) or frozenset()
+
+    def _runtime_or_why(self):
+        from ..kit import cuda
+
+        rt = cuda.runtime()
+        return rt, None if rt is not None else "%s@cuda: the checks observe through the CUDA runtime, which " \
+            "did not load: %s" % (self.library, cuda.why_not())
+
+    def versions(self):
+        out = {self.library: self.version()}
+        rt, _ = self._runtime_or_why()
+        out["cuda runtime"] = rt.path if rt is not None else "none"
+        return out
+
+    def make(self, dtype, shape, values):
+        dev = self.stream_device()
+        if dev is None:
+            raise TargetError("%s@cuda has no CUDA device here" % self.library)
+        return dev.make(dtype, shape, values)
+
+
+# ---------------------------------------------------------------------------- cupy
+class CupyTarget(_DeviceOnlyTarget):
+    library = "cupy"
+
+    @staticmethod
+    def array_type(module):
+        return module.ndarray
+
+    @staticmethod
+    def consumer(module):
+        return getattr(module, "from_dlpack", None)
+
+    def available(self):
+        ok, why = super().available()
+        if not ok:
+            return ok, why
+        try:
+            n = self.module.cuda.runtime.getDeviceCount()
+        except Exception as e:  # cupy raises its own CUDARuntimeError without a device
+            return False, "cupy@cuda: cupy %s sees no CUDA device (%s: %s)" % (self.version(), type(e).__name__, e)
+        if n < 1:
+            return False, "cupy@cuda: cupy %s counts 0 CUDA devices" % self.version()
+        _, why = self._runtime_or_why()
+        return (why is None), why or ""
+
+    def stream_device(self):
+        rt, _ = self._runtime_or_why()
+        return None if rt is None else CupyStreamDevice(self, rt)
+
+
+class CupyStreamDevice(CudaStreamDevice):
+    def __init__(self, target, runtime):
+        self._cupy, self.runtime = target.module, runtime
+        self.name = "cupy %s arrays on CUDA" % target.version()
+
+    def _dlpack_stream(self, stream):
+        """DLPack's int for a cupy stream: its handle, 1 for the legacy default (null) stream."""
+        return stream.ptr or self.LEGACY
+
+    def make(self, dtype, shape, values):
+        import numpy
+
+        host = numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(tuple(shape))
+        return self._cupy.asarray(host)
+
+    def producer_stream(self, x):
+        return self._dlpack_stream(self._cupy.cuda.get_current_stream())
+
+    def memory(self, x):
+        return x.data.ptr, x.nbytes
+
+    def current_stream(self):
+        return self._dlpack_stream(self._cupy.cuda.get_current_stream())
+
+    def side_stream(self):
+        """(a context manager making a new non-blocking cupy stream current, its DLPack int)."""
+        s = self._cupy.cuda.Stream(non_blocking=True)
+        return s, s.ptr
+
+    def to_host(self, y):
+        return self._cupy.asnumpy(y).tobytes()
+
+
+# ---------------------------------------------------------------------------- jax
+class JaxTarget(_DeviceOnlyTarget):
+    library = "jax"
+
+    @staticmethod
+    def array_type(module):
+        return module.Array
+
+    @staticmethod
+    def consumer(module):
+        return getattr(getattr(module, "dlpack", None), "from_dlpack", None)
+
+    def _gpu(self):
+        try:
+            return self.module.devices("gpu")[0]
+        except Exception:
+            return None
+
+    def available(self):
+        ok, why = super().available()
+        if not ok:
+            return ok, why
+        if self._gpu() is None:
+            return False, "jax@cuda: jax %s has no GPU backend here (jax.devices('gpu') fails)" % self.version()
+        _, why = self._runtime_or_why()
+        return (why is None), why or ""
+
+    def versions(self):
+        out = super().versions()
+        gpu = self._gpu()
+        out["jax device"] = str(gpu) if gpu is not None else "none"
+        out["jax_enable_x64"] = str(bool(self.module.config.read("jax_enable_x64")))
+        return out
+
+    def stream_device(self):
+        rt, _ = self._runtime_or_why()
+        gpu = self._gpu()
+        return None if rt is None or gpu is None else JaxStreamDevice(self, rt, gpu)
+
+
+class JaxStreamDevice(CudaStreamDevice):
+    """jax arrays on the GPU. jax names no stream: producer_stream() is None, and the slow work
+    is jax's own (slow_pattern)."""
+
+    #: the side of the square matrices the slow computation multiplies, and how many products
+    SIDE, ROUNDS = 2048, 64
+
+    def __init__(self, target, runtime, gpu):
+        self._jax, self.runtime, self._gpu = target.module, runtime, gpu
+        self.name = "jax %s arrays on %s" % (target.version(), gpu)
+        self._slow = None
+
+    def make(self, dtype, shape, values):
+        import numpy
+
+        host = numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(tuple(shape))
+        return self._jax.device_put(host, self._gpu)
+
+    def producer_stream(self, x):
+        return None
+
+    def memory(self, x):
+        return x.unsafe_buffer_pointer(), x.nbytes
+
+    def current_stream(self):
+        return None
+
+    def side_stream(self):
+        return None
+
+    def to_host(self, y):
+        import numpy
+
+        return numpy.asarray(y).tobytes()
+
+    def _program(self):
+        """A jitted f(pattern) -> float32 array of shape (64, 64) whose bytes are all `pattern`
+        once ROUNDS products of SIDE x SIDE matrices have run before it."""
+        if self._slow is None:
+            jax = self._jax
+            jnp, lax = jax.numpy, jax.lax
+            side, rounds = self.SIDE, self.ROUNDS
+
+            def slow(pattern, shape=(64, 64)):
+                a = jnp.full((side, side), 1e-3, jnp.float32)
+                a = lax.fori_loop(0, rounds, lambda i, m: jnp.tanh(m @ m), a)
+                done = jnp.isfinite(a[0, 0])  # always true (tanh is bounded): an unfoldable dependency
+                byte = jnp.where(done, pattern, pattern ^ 0xFF).astype(jnp.uint8)
+                return lax.bitcast_convert_type(jnp.full(shape + (4,), byte, jnp.uint8), jnp.float32)
+
+            self._slow = jax.jit(slow, static_argnames=("shape",))
+            self._slow(0).block_until_ready()  # compiled once, before any timing matters
+        return self._slow
+
+    def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
+        if dtype != "float32":
+            raise TargetError("jax@cuda's slow pattern is float32 only")
+        with self._jax.default_device(self._gpu):
+            return self._program()(pattern, shape=tuple(shape))
+
+    def pending(self, runtime, x):
+        return not x.is_ready()
