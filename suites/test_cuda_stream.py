@@ -260,7 +260,7 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
                        "%s (streams passed: %s): what the consumer reads of the import" % (where, streams)):
             check.record("STR-01", "pass", "%s: the consumer passed stream %s and read the final data"
                          % (where, " then ".join(map(repr, streams))))
-        del y, p, x
+        y = p = x = None  # released before the next round
         tries.settle()
 
 
