@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "devices.h"
 #include "exchange.h"
 #include "oracle.h"
 #include "pyhost.h"
@@ -64,7 +65,9 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
   int is_type_error = PyErr_GivenExceptionMatches(type, PyExc_TypeError);
   if (is_type_error) text = dlc_exception_text(&type, &value, &tb);
   const char *clause = NULL;
-  if (r->device_type != kDLCPU && !other_reason && log->refused_kw == 0 &&
+  /* host memory named as a device this machine has: a lie the consumer can act on (devices.h) */
+  int lie = dlc_device_present(r->device_type);
+  if (r->device_type != kDLCPU && !other_reason && !lie && log->refused_kw == 0 &&
       !keyword_type_error(type, text) &&
       !PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&
       !PyErr_GivenExceptionMatches(type, PyExc_MemoryError)) {
@@ -83,7 +86,7 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
    * (exchange.c): refusing it with any class is fine; only SystemError breaks the C API */
   int foreign_device_arg = (r->kw & DLC_KW_DL_DEVICE) && !cpu_device_kw(r);
   if (clause == NULL && !dlc_pyhost_exception_allowed(type) &&
-      (!foreign_device_arg || PyErr_GivenExceptionMatches(type, PyExc_SystemError)))
+      (!(foreign_device_arg || lie) || PyErr_GivenExceptionMatches(type, PyExc_SystemError)))
     clause = "EXC";
   if (clause != NULL && !dlc_oracle_ignored(clause)) {
     if (text == NULL) text = dlc_exception_text(&type, &value, &tb);

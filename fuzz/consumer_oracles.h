@@ -42,7 +42,9 @@ void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log,
 /* On a refusal: consumes the pending exception (or its absence) and judges its class.
  * other_reason: the export has something unusual besides its device (a must-refuse clause,
  * a dtype outside the array API, an invalid extent, NULL or dangling data, more elements than
- * the 1 MiB cap holds (stride-0 giants), more than 32 dims, a versioned capsule the consumer did not ask for), so DEV-07 / CPY-08 cannot tell why it was refused. */
+ * the 1 MiB cap holds (stride-0 giants), more than 32 dims, a versioned capsule the consumer did not ask for), so DEV-07 / CPY-08 cannot tell why it was refused.
+ * Host memory named as a device this machine really has (devices.h) is a lie the consumer can
+ * act on: then no class is judged, SystemError aside. */
 void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_log *log,
                              int other_reason);
 

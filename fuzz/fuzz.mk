@@ -56,7 +56,7 @@ FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
 FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c \
-  fuzz/xapi_offer.c fuzz/xapi_guard.c
+  fuzz/devices.c fuzz/xapi_offer.c fuzz/xapi_guard.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
 FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)

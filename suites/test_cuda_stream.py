@@ -9,6 +9,8 @@ On a GPU the same checks run against the real runtime; the simulated one
 (DLCONFORM_CUDART=build/cuda/sim/libcudart.so) runs everything it enqueues only when something
 waits for it, so a missing wait is always seen.
 """
+import contextlib
+
 import pytest
 
 from dlconform import kit
@@ -16,6 +18,7 @@ from dlconform.kit import cuda
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
+from support import readings as rd
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
@@ -60,13 +63,44 @@ def _address(cap):
 
 
 # ---------------------------------------------------------------------------- producer
+@contextlib.contextmanager
+def _producing(dev):
+    """The producer's side of a check, inside a side-stream context where the library has one
+    (torch, cupy, pyref): its current stream, where the slow work goes and which its export
+    must order the consumer after, is then a non-blocking stream of its own. On the legacy
+    default stream a read on stream 1 would wait for it implicitly and hide a missing wait."""
+    side = dev.side_stream()
+    if side is None:
+        yield
+    else:
+        with side[0]:
+            yield
+
+
+def _export(check, x, stream, clause, **kw):
+    """x.__dlpack__(stream=stream, ...), or None when the producer refused the stream: cleanly,
+    as STR-13 lets it refuse any stream but None (the case is `unsupported` on `clause`), or not
+    (the clause's fail)."""
+    cap, e = kit.attempt(lambda: x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION, **kw))
+    if e is None:
+        return cap
+    why = check.unclean(e)
+    if stream is None or why is not None:
+        check.record(clause, "fail", "stream=%r raised %s" % (stream, why or tries.describe_exc(e)))
+    else:
+        check.record(clause, "unsupported", "stream=%r was refused (%s); STR-13: a producer need not accept any "
+                     "stream but None" % (stream, tries.describe_exc(e)))
+    return None
+
+
 @pytest.mark.clause("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
 @pytest.mark.role("producer")
 def test_consumer_stream_sees_the_producers_data(target, check):
     """For each stream a consumer may name (its own non-blocking stream, 1, 2, None), what that
     stream reads after __dlpack__ returns is the data the producer's stream made: the slow fill's
     pattern. A producer that blocks the host until its stream is done instead of making the
-    consumer's stream wait is safe but costly: a warn (seen on the simulated runtime's count)."""
+    consumer's stream wait is safe but costly: a warn (the simulated runtime counts host
+    blocks; on a GPU, the slow work was pending before the call and is done after it)."""
     dev, rt = _cuda_device(target)
     own = dev.new_stream()
     cases = ((own, own, "STR-07"), (1, dev.LEGACY, "STR-05"), (2, dev.PER_THREAD, "STR-06"),
@@ -74,10 +108,16 @@ def test_consumer_stream_sees_the_producers_data(target, check):
     try:
         for i, (stream, reader, clause) in enumerate(cases):
             pattern = 0xA1 + i
-            x, nbytes = _filled(dev, rt, pattern)
-            before = rt.host_syncs()
-            cap = x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION)
-            blocked = before is not None and rt.host_syncs() != before
+            with _producing(dev):
+                x, nbytes = _filled(dev, rt, pattern)
+                before, pending = rt.host_syncs(), dev.pending(rt, x)
+                cap = _export(check, x, stream, clause)
+                if before is not None:
+                    blocked = rt.host_syncs() != before
+                else:
+                    blocked = pending and not dev.pending(rt, x)
+            if cap is None:
+                continue
             seen = _read(rt, reader, _address(cap), nbytes)
             what = "stream=%r: what stream %d reads after __dlpack__" % (stream, reader)
             ok = check.equal(seen, bytes([pattern]) * nbytes, clause, what)
@@ -101,12 +141,15 @@ def test_stream_minus_one_neither_waits_nor_blocks(target, check):
     """stream=-1 asks for no synchronisation: __dlpack__ returns with the producer's slow fill
     still pending, and (on the simulated runtime) without blocking the host."""
     dev, rt = _cuda_device(target)
-    x, _ = _filled(dev, rt, 0xB7)
-    before = rt.host_syncs()
-    cap = x.__dlpack__(stream=-1, max_version=pycap.SUITE_VERSION)
-    after = rt.host_syncs()
-    check.that(dev.pending(rt, x), "STR-03",
-               "stream=-1: the producer's stream was done when __dlpack__ returned (it synchronised)")
+    with _producing(dev):
+        x, _ = _filled(dev, rt, 0xB7)
+        before = rt.host_syncs()
+        cap = _export(check, x, -1, "STR-03")
+        after = rt.host_syncs()
+        if cap is None:
+            return
+        check.that(dev.pending(rt, x), "STR-03",
+                   "stream=-1: the producer's stream was done when __dlpack__ returned (it synchronised)")
     if before is not None:
         check.equal(after - before, 0, "STR-03", "stream=-1: host-blocking calls during __dlpack__")
     del cap, x
@@ -119,13 +162,38 @@ def test_cuda_stream_zero_refused(target, check):
     """stream=0 is ambiguous on CUDA: consumers must not pass it and producers should refuse it
     (BufferError)."""
     dev, rt = _cuda_device(target)
-    x, _ = _filled(dev, rt, 0xC3)
-    cap, e = kit.attempt(lambda: x.__dlpack__(stream=0, max_version=pycap.SUITE_VERSION))
+    with _producing(dev):
+        x, _ = _filled(dev, rt, 0xC3)
+        cap, e = kit.attempt(lambda: x.__dlpack__(stream=0, max_version=pycap.SUITE_VERSION))
     if e is not None:  # any clean refusal is what the clause asks
         check.refusal("STR-08", e, "stream=0", verdict="fail")
         return
     del cap
     check.accepted("STR-08", "stream=0 was accepted by a CUDA producer; the array API says producers should reject it")
+
+
+@pytest.mark.clause("STR-02")
+@pytest.mark.feeds("argument")
+@pytest.mark.role("producer")
+def test_cuda_stream_of_wrong_type_or_range(target, check):
+    """On a CUDA tensor, where the stream becomes a cudaStream_t the consumer's stream is made
+    to wait on: a value that is not an int is an error by STR-02's words (a clean refusal
+    passes, acceptance fails); an int below -1 or past 64 bits names no stream (acceptance is
+    a warn: unspecified); dying on any is a crash. The ints come last: a producer that takes
+    -2 for a handle may die on it."""
+    dev, rt = _cuda_device(target)
+    with _producing(dev):
+        x = dev.make("float32", SHAPE, dty.safe_values("float32", SHAPE))
+        for stream in ("1", 1.5, -2, 1 << 64):
+            cap, err = kit.attempt(lambda: x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION))
+            if cap is None:
+                check.refusal("STR-02", err, "stream=%r" % (stream,))
+            elif isinstance(stream, int):
+                check.accepted("STR-02", "stream=%r was accepted by a CUDA producer: it names no CUDA stream" % stream)
+            else:
+                check.must_refuse("STR-02", "stream=%r (%s) was accepted" % (stream, type(stream).__name__),
+                                  rd.REFUSAL_RULES["STR-02"])
+            del cap
 
 
 @pytest.mark.clause("STR-11")
@@ -135,8 +203,12 @@ def test_cuda_consumer_stream_survives(target, check):
     tensor die."""
     dev, rt = _cuda_device(target)
     handle = dev.new_stream()
-    x, _ = _filled(dev, rt, 0xD2)
-    cap = x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION)
+    with _producing(dev):
+        x, _ = _filled(dev, rt, 0xD2)
+        cap = _export(check, x, handle, "STR-11")
+    if cap is None:
+        dev.destroy_stream(handle)
+        return
     alive = check.that(dev.alive(handle), "STR-11", "the consumer's stream %d died in __dlpack__" % handle)
     del cap, x
     tries.settle()
@@ -151,15 +223,16 @@ def test_cuda_to_host_synchronises_and_flags_the_copy(target, check):
     copy, so the host memory holds the slow fill's pattern (STR-12), flagged IS_COPIED (FLG-04);
     with copy=False the copy it would need is BufferError (CPY-05)."""
     dev, rt = _cuda_device(target)
-    x, nbytes = _filled(dev, rt, 0xE5)
-    cap = x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0))
-    info = pycap.fields(cap)
-    check.equal(tuple(info["device"]), (1, 0), "STR-12", "device of the dl_device=(1, 0) export")
-    check.equal(kit.read_elements(cap), bytes([0xE5]) * nbytes, "STR-12",
-                "the host copy (the producer's stream must be synchronised first)")
-    check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "FLG-04", "the host copy lacks IS_COPIED")
-    del cap
-    cap2, e = kit.attempt(lambda: x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0), copy=False))
+    with _producing(dev):
+        x, nbytes = _filled(dev, rt, 0xE5)
+        cap = x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0))
+        info = pycap.fields(cap)
+        check.equal(tuple(info["device"]), (1, 0), "STR-12", "device of the dl_device=(1, 0) export")
+        check.equal(kit.read_elements(cap), bytes([0xE5]) * nbytes, "STR-12",
+                    "the host copy (the producer's stream must be synchronised first)")
+        check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "FLG-04", "the host copy lacks IS_COPIED")
+        del cap
+        cap2, e = kit.attempt(lambda: x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0), copy=False))
     if e is None:
         check.record("CPY-05", "fail", "dl_device=(1, 0) with copy=False was exported (device %r)"
                      % (tuple(kit.inspect(cap2)["device"]),))
@@ -168,23 +241,29 @@ def test_cuda_to_host_synchronises_and_flags_the_copy(target, check):
                    % tries.describe_exc(e))
 
 
-@pytest.mark.clause("CPY-04")
+@pytest.mark.clause("CPY-04", "CPY-01", "FLG-04")
 @pytest.mark.role("producer")
 def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
-    """copy=True with a consumer stream: the copy is the consumer's on that stream, so what the
-    stream reads of it right after __dlpack__ is the producer's data (the slow fill's pattern),
-    in new memory flagged IS_COPIED."""
+    """copy=True with a consumer stream: a copy (new memory, CPY-01) flagged IS_COPIED (FLG-04),
+    made on the consumer's stream, so what that stream reads of it right after __dlpack__ is the
+    producer's data, the slow fill's pattern (CPY-04). A producer that cannot copy on the device
+    and refuses with BufferError sits between CPY-01 and ERR-01 (warn, as on the CPU)."""
     dev, rt = _cuda_device(target)
     handle = dev.new_stream()
     try:
-        x, nbytes = _filled(dev, rt, 0xF4)
-        cap = x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION, copy=True)
+        with _producing(dev):
+            x, nbytes = _filled(dev, rt, 0xF4)
+            cap, e = kit.attempt(lambda: x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION, copy=True))
+        if e is not None:
+            check.record("CPY-01", *rd.copy_refused(e))
+            check.record("CPY-04", "unsupported", "no copy to order: copy=True raised %s" % tries.describe_exc(e))
+            return
         info = pycap.fields(cap)
-        check.that(_address(cap) != dev.memory(x)[0], "CPY-04", "copy=True exported the tensor's own memory")
-        check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "CPY-04", "the copy lacks IS_COPIED")
+        check.that(_address(cap) != dev.memory(x)[0], "CPY-01", "copy=True exported the tensor's own memory")
+        check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "FLG-04", "the copy=True export lacks IS_COPIED")
         check.equal(_read(rt, handle, _address(cap), nbytes), bytes([0xF4]) * nbytes, "CPY-04",
                     "what the consumer's stream reads of the copy")
-        del cap, x
+        cap = x = None
     finally:
         tries.settle()
         if dev.alive(handle):
@@ -240,30 +319,25 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
         p = _Recorded(x)
         where = "from_dlpack %s" % ("on the current stream" if context is None
                                     else "inside a side-stream context (stream %d)" % expected)
-        if context is None:
+        with context or contextlib.nullcontext():  # the import and the read, on one stream
             y, e = kit.attempt(lambda: target.from_dlpack(p))
-        else:
-            with context:
-                y, e = kit.attempt(lambda: target.from_dlpack(p))
-        if e is not None:  # a consumer may refuse device memory it cannot use (API-04)
-            raise kit.Unsupported("%s: the consumer does not import CUDA tensors (%s)" % (where, tries.describe_exc(e)))
+            seen = dev.to_host(y) if e is None else None
         streams = [c.get("stream") for c in p.calls]
-        check.that(bool(streams), "STR-01", "%s: the consumer never called __dlpack__" % where)
         for stream in streams:
             check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
-            if expected is not None and stream is not None:
+            if expected is not None and stream not in (None, -1, 0):  # 0: STR-08; -1, None: the read decides
                 clause = "STR-05" if expected == dev.LEGACY else "STR-07"
                 check.equal(stream, expected, clause, "%s: the stream passed (the consumer's current stream is %d)"
                             % (where, expected))
-        seen = dev.to_host(y) if context is None else _in(context, lambda: dev.to_host(y))
+        if e is not None:
+            if check.found:  # the producer refused a stream it was wrongly given
+                continue
+            # a consumer may refuse device memory it cannot use (API-04)
+            raise kit.Unsupported("%s: the consumer does not import CUDA tensors (%s)" % (where, tries.describe_exc(e)))
+        check.that(bool(streams), "STR-01", "%s: the consumer never called __dlpack__" % where)
         if check.equal(seen, bytes([0x3C + i]) * (4 * SHAPE[0] * SHAPE[1]), "STR-01",
                        "%s (streams passed: %s): what the consumer reads of the import" % (where, streams)):
             check.record("STR-01", "pass", "%s: the consumer passed stream %s and read the final data"
                          % (where, " then ".join(map(repr, streams))))
         y = p = x = None  # released before the next round
         tries.settle()
-
-
-def _in(context, fn):
-    with context:
-        return fn()

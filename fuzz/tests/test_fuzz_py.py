@@ -156,6 +156,16 @@ def test_cpu_device_refusal_clause_follows_the_producer():
     assert V.pair("host_asker", rec) == ("DEV-07", "DEV-07")
 
 
+def test_refusal_class_of_a_device_this_machine_has_is_not_judged():
+    """Where a CUDA device really exists (devices.h; DLCONFORM_REAL_DEVICES=2 says so here), a
+    seed naming CUDA over host memory is a lie the consumer may act on (torch copies from
+    "device" memory and raises a CUDA error): both twins leave its refusal's class alone, and
+    judge it as before where there is no such device."""
+    rec = _seed("legacy-cuda-strict-to-cpu")
+    assert V.pair("host_asker", rec, DLCONFORM_REAL_DEVICES="2") == (V.NO_FINDING, V.NO_FINDING)
+    assert V.pair("host_asker", rec, DLCONFORM_REAL_DEVICES="10") == ("CPY-08", "CPY-08")
+
+
 def test_dev06_is_a_refusal_without_asking_for_the_host():
     """from_dlpack(device='cpu') refused without asking the producer for dl_device=(1, 0)
     breaks DEV-06 (tuple_device_asserter refuses a CUDA producer at once); asking first

@@ -36,6 +36,7 @@ def env(target, fault=None, **extra):
     ref's built-in fault set or none, and the test consumers of fuzz/tests importable."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("DLCONFORM_", "ASAN_", "UBSAN_"))}
     e["PYTHONPATH"] = os.pathsep.join((os.path.join(ROOT, "harness"), TESTS))
+    e["DLCONFORM_REAL_DEVICES"] = ""  # judged as on a machine without devices, GPU or not (devices.h)
     if target.startswith("producer-"):
         e["DLCONFORM_FUZZ_PRODUCER"] = target[len("producer-"):]
     else:
@@ -120,11 +121,11 @@ def py_verdicts(target, env, paths):
     return verdicts
 
 
-def pair(target, data, fault=None):
-    """(C verdict, Python verdict) of one input."""
+def pair(target, data, fault=None, **extra):
+    """(C verdict, Python verdict) of one input; `extra`: more environment."""
     with tempfile.TemporaryDirectory(prefix="verdict-") as tmp:
         path = os.path.join(tmp, "input")
         with open(path, "wb") as f:
             f.write(bytes(data))
-        e = env(target, fault)
+        e = env(target, fault, **extra)
         return c_verdicts(target, e, [path], tmp)[path], py_verdicts(target, e, [path])[path]

@@ -64,7 +64,8 @@ def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
     p = _device_run(tmp_path / "out", sim, "--target", "numpy")
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: pyref, torch)"]
+        "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: cupy, jax, pyref, "
+        "torch)"]
 
 
 def test_device_run_judges_every_target_with_that_device_on_the_device_checks(sim, tmp_path):
@@ -79,10 +80,11 @@ def test_device_run_judges_every_target_with_that_device_on_the_device_checks(si
     assert p.returncode == 0 and ran == ["pyref@cuda"], p.stderr
     # every built-in target with a CUDA variant was tried: one that cannot run here says why
     # in one line and is no error of the run (torch without a CUDA device, or not installed)
-    assert set(doc["targets"]) == {"pyref@cuda", "torch@cuda"}, doc["targets"]
-    torch = doc["targets"]["torch@cuda"]
-    assert torch["status"] == "skipped" and "\n" not in torch["reason"], torch
-    assert "target 'torch@cuda': %s" % torch["reason"] in p.stderr
+    assert set(doc["targets"]) == {"pyref@cuda", "torch@cuda", "cupy@cuda", "jax@cuda"}, doc["targets"]
+    for spec in ("torch@cuda", "cupy@cuda", "jax@cuda"):
+        t = doc["targets"][spec]
+        assert t["status"] == "skipped" and "\n" not in t["reason"], t
+        assert "target '%s': %s" % (spec, t["reason"]) in p.stderr
 
 
 def test_torch_at_cuda_without_a_cuda_torch_is_unavailable_in_one_line():
@@ -96,6 +98,19 @@ def test_torch_at_cuda_without_a_cuda_torch_is_unavailable_in_one_line():
     assert not found["ok"] and "torch.cuda.is_available() is False" in found["reason"], found
     assert "\n" not in found["reason"]
     assert loader.load("torch").stream_device() is None  # plain torch judges CPU tensors alone
+
+
+def test_gpu_libraries_have_device_specs_alone():
+    """cupy@cuda and jax@cuda are built-in targets of the device run (targets/cuda_libs.py);
+    plain `cupy` and `jax` stay the generic target, and another device is no built-in spec."""
+    assert loader.construction("cupy@cuda")[1] == "CupyTarget(device='cuda')"
+    assert loader.construction("jax@cuda")[1] == "JaxTarget(device='cuda')"
+    assert loader.construction("jax")[1] == "GenericTarget('jax')"
+    assert loader.library_module("jax@cuda") == "jax" and loader.library_module("cupy@cuda") == "cupy"
+    for spec in ("cupy@cuda", "jax@cuda"):
+        found = loader.probe(spec)
+        if not found["ok"]:  # not installed here, or no GPU: one line saying which
+            assert found["reason"] and "\n" not in found["reason"], found
 
 
 def test_pyref_at_cuda_specs_compose():

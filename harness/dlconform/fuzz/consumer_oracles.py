@@ -16,6 +16,7 @@ import ctypes as C
 import gc
 import operator
 
+from . import devices
 from . import exchange as X
 from . import record as R
 from .breaches import Breaches, allowed_exceptions, conclude, say
@@ -149,7 +150,9 @@ def check_refusal_class(b, rec, copy, log, error, other_reason):
     if error is None:
         return b.fail("EXC", "from_dlpack returned NULL without setting an exception")
     clause = None
-    if (rec["device"][0] != R.CPU and not other_reason and log.refused_kw == 0 and not _keyword_type_error(error)
+    lie = devices.present(rec["device"][0])  # host memory named as a device this machine has
+    if (rec["device"][0] != R.CPU and not other_reason and not lie and log.refused_kw == 0
+            and not _keyword_type_error(error)
             and not isinstance(error, (BufferError, MemoryError))):
         if not rec["kw"] & R.KW["dl_device"]:
             clause = "DEV-07"
@@ -158,7 +161,7 @@ def check_refusal_class(b, rec, copy, log, error, other_reason):
             clause = "DEV-07" if log.cpu_dl_device and not strict else "CPY-08"
     foreign_device_arg = bool(rec["kw"] & R.KW["dl_device"]) and not _cpu_device_kw(rec)
     if (clause is None and not isinstance(error, allowed_exceptions())
-            and (not foreign_device_arg or isinstance(error, SystemError))):
+            and (not (foreign_device_arg or lie) or isinstance(error, SystemError))):
         clause = "EXC"
     if clause is not None:
         b.fail(clause, "from_dlpack raised %s: %s" % (type(error).__name__, error))

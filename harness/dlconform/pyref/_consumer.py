@@ -68,10 +68,15 @@ def _refuse(clause, message):
 
 
 def _layout(tensor):
-    """(dtype, shape, strides) of a tensor, validated; refuses otherwise."""
+    """(dtype, shape, strides) of a CPU tensor, validated; refuses otherwise."""
     if tensor.device.device_type != DLDeviceType.kDLCPU:
         _refuse("DEV-07", "memory on device %r; pyref imports CPU memory only"
                 % ((tensor.device.device_type, tensor.device.device_id),))
+    return _layout_fields(tensor)
+
+
+def _layout_fields(tensor):
+    """(dtype, shape, strides) of a tensor on any device, validated; refuses otherwise."""
     lanes = 1 if _faults.active("consumer_ignores_lanes") else tensor.dtype.lanes
     fields = (tensor.dtype.code, tensor.dtype.bits, lanes)
     dtype = _dtypes.BY_FIELDS.get(fields)

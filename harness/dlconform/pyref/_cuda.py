@@ -121,9 +121,29 @@ class DeviceArray:
         self._staging = None
         return self
 
+    @classmethod
+    def _over(cls, rt, owner, dtype, shape, ptr, stream):
+        """An import (device_from_dlpack): the compact row-major memory at ptr, which `owner`
+        (the imported managed tensor) keeps alive and gives back when this array dies; read on
+        `stream`, the stream the import named to its producer. Owns neither memory nor stream."""
+        from ._array import numel, row_major_strides
+
+        self = object.__new__(cls)
+        self._rt, self._dtype, self._shape = rt, dtype, tuple(shape)
+        self._strides = row_major_strides(self._shape)
+        self.nbytes = numel(self._shape) * dtype.itemsize
+        self.ptr, self.stream, self._own_stream, self._staging = ptr, stream, False, None
+        self._owner = owner
+        return self
+
+    _owner = None
+
     def __del__(self):
         rt = getattr(self, "_rt", None)
         if rt is None:
+            return
+        if self._owner is not None:  # an import: the producer's memory goes back through its deleter
+            self._owner.release()
             return
         try:
             if self.ptr:

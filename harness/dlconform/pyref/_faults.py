@@ -75,6 +75,18 @@ cuda_host_copy_unsynced         STR-12  producer dl_device=(1, 0) copies to the 
 cuda_host_copy_unflagged        FLG-04  producer the host copy of dl_device=(1, 0) lacks IS_COPIED
 cuda_host_copy_despite_false    CPY-05  producer dl_device=(1, 0) with copy=False copies to the host anyway
 cuda_destroys_stream            STR-11  producer the export destroys the consumer's stream after making it wait
+cuda_stream_type_unchecked      STR-02  producer a device array's export takes a stream of any type (a str, a
+                                                 float) for the legacy default stream
+cuda_copy_shares_memory         CPY-01  producer copy=True of a device array exports the array's own memory
+                                                 (flagged IS_COPIED all the same)
+cuda_copy_unflagged             FLG-04  producer copy=True of a device array exports the copy without IS_COPIED
+cuda_consumer_passes_zero       STR-08  consumer device_from_dlpack names the legacy default stream 0 instead of 1
+cuda_consumer_per_thread        STR-05  consumer device_from_dlpack names the per-thread default stream (2) while
+                                                 it reads on the legacy default stream
+cuda_consumer_ignores_context   STR-07  consumer device_from_dlpack names the legacy default stream inside a
+                                                 cuda_stream() context, whose stream it reads on
+cuda_consumer_no_sync           STR-01  consumer device_from_dlpack passes stream=-1 (no synchronisation) and
+                                                 reads the import on its own stream regardless
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called

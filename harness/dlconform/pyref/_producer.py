@@ -278,7 +278,7 @@ def _check_cuda_stream(stream):
     if stream == 0 and not _faults.active("cuda_stream_zero_accepted"):
         raise BufferError("stream=0 is ambiguous on CUDA: pass 1 for the legacy default stream, 2 for the "
                           "per-thread default stream or a stream handle")
-    if stream < -1:
+    if stream < -1 or stream >= 1 << 64:
         raise BufferError("stream=%d is no CUDA stream" % stream)
 
 
@@ -321,6 +321,8 @@ def _to_host(array, stream, versioned, copy):
 
 def export_device(array, *, stream=None, max_version=None, dl_device=None, copy=None):
     """DeviceArray.__dlpack__(): as export(), with CUDA's stream semantics."""
+    if _faults.active("cuda_stream_type_unchecked") and (not isinstance(stream, int) or isinstance(stream, bool)):
+        stream = None  # taken for the legacy default stream
     _check_cuda_stream(stream)
     versioned = _wants_versioned(max_version)
     if copy is not None and not isinstance(copy, bool):
@@ -338,8 +340,9 @@ def export_device(array, *, stream=None, max_version=None, dl_device=None, copy=
     if copy:  # CPY-04: the copy runs on the consumer's stream, after its wait
         if stream == -1:
             raise BufferError("copy=True with stream=-1: pyref copies on the consumer's stream, and -1 names none")
-        array = array.copy_on(_cuda.LEGACY if stream in (None, 0, 1) else stream)
-        return _capsule(array, versioned, FLAG_IS_COPIED)
+        if not _faults.active("cuda_copy_shares_memory"):
+            array = array.copy_on(_cuda.LEGACY if stream in (None, 0, 1) else stream)
+        return _capsule(array, versioned, 0 if _faults.active("cuda_copy_unflagged") else FLAG_IS_COPIED)
     return _capsule(array, versioned, 0)
 
 

@@ -34,7 +34,11 @@ class _DeviceOnlyTarget(LibraryTarget):
         super().__init__(name or "%s@cuda" % self.library)
 
     def offers(self, module):
-        return hasattr(self.array_type(module), "__dlpack__"), callable(self.consumer(module))
+        try:
+            exports = hasattr(self.array_type(module), "__dlpack__")
+        except ImportError:  # a layout of the library this adapter does not know
+            exports = False
+        return exports, callable(self.consumer(module))
 
     def from_dlpack(self, obj, **kw):
         return self.consumer(self.module)(obj, **kw)
@@ -131,11 +135,16 @@ class JaxTarget(_DeviceOnlyTarget):
 
     @staticmethod
     def array_type(module):
-        return module.Array
+        """jax's concrete array class (jax.Array is abstract: __dlpack__ lives on ArrayImpl)."""
+        from jax._src.array import ArrayImpl
+
+        return ArrayImpl
 
     @staticmethod
     def consumer(module):
-        return getattr(getattr(module, "dlpack", None), "from_dlpack", None)
+        import jax.dlpack
+
+        return getattr(jax.dlpack, "from_dlpack", None)
 
     def _gpu(self):
         try:

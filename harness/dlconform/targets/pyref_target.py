@@ -67,6 +67,13 @@ class PyrefTarget(ReferenceTarget):
         rt = cuda.runtime()
         return None if rt is None else CudaStreamDevice(self.pyref, rt)
 
+    def from_dlpack(self, obj, **kw):
+        """pyref@cuda takes a CUDA producer's memory with pyref.device_from_dlpack (read on
+        pyref's current stream); everything else, and plain pyref, with pyref.from_dlpack."""
+        if self.cuda and not kw and _claims_cuda(obj):
+            return self.pyref.device_from_dlpack(obj)
+        return self.pyref.from_dlpack(obj, **kw)
+
     def dtypes(self):
         return list(self.pyref.DTYPES)
 
@@ -99,6 +106,18 @@ class PyrefTarget(ReferenceTarget):
         return tuple(x.shape), tuple(x.strides), x.address
 
 
+def _claims_cuda(obj):
+    """Whether obj is a producer whose __dlpack_device__ names kDLCUDA (asked once more by the
+    import itself, as any consumer asks it first)."""
+    ask = getattr(obj, "__dlpack_device__", None)
+    if ask is None or not hasattr(obj, "__dlpack__"):
+        return False
+    try:
+        return tuple(ask())[0] == 2
+    except Exception:  # the import asks again and meets the same error
+        return False
+
+
 class CudaStreamDevice:
     """pyref's device arrays on a CUDA runtime (kit.cuda's `runtime`), for the stream checks
     that observe (suites/test_cuda_stream.py): what a reader on a stream sees, and on the
@@ -128,13 +147,16 @@ class CudaStreamDevice:
         return x.ptr, x.nbytes
 
     def current_stream(self):
-        """pyref has no current stream: it uses the legacy default stream."""
-        return self.LEGACY
+        """pyref's current stream (pyref.current_stream(): the legacy default stream outside a
+        pyref.cuda_stream() block)."""
+        return self._pyref.current_stream()
 
     def side_stream(self):
-        """(a context manager making a new stream the library's current one, its DLPack int), or
-        None for a library with no current stream to set (pyref, jax)."""
-        return None
+        """(a context manager making a new non-blocking stream the library's current one, its
+        DLPack int), or None for a library with no current stream to set (jax). pyref's:
+        pyref.cuda_stream(handle)."""
+        handle = self.runtime.stream().handle
+        return self._pyref.cuda_stream(handle), handle
 
     def to_host(self, y):
         """The bytes of an array the library imported (consumer side), read the library's way."""

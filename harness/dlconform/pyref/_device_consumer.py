@@ -1,0 +1,87 @@
+"""Import of CUDA memory: device_from_dlpack(x), pyref's consumer for producers on kDLCUDA,
+and the current stream it reads on (current_stream(), cuda_stream(handle)).
+
+Invariants:
+  - the producer is asked on pyref's current stream of this thread: 1, the legacy default
+    stream, unless `with cuda_stream(handle):` names another. pyref names it explicitly, never
+    None or 0 (STR-05, STR-07, STR-08, STR-14), and the producer makes it safe to read there
+    before __dlpack__ returns (STR-01);
+  - the import is a DeviceArray over the producer's memory, read on that stream; it owns the
+    managed tensor and gives it back (its deleter, once) when it dies (OWN-01, OWN-03);
+  - only compact row-major CUDA tensors are taken (pyref's DeviceArray has no strides); any
+    other tensor is given back, then BufferError.
+"""
+import contextlib
+import threading
+
+from . import _capi, _cuda, _faults
+from ._array import row_major_strides
+from ._consumer import _KINDS, MAX_VERSION, _Import, _layout_fields
+from ..kit.abi import DLDeviceType
+
+_local = threading.local()
+
+
+def current_stream():
+    """The stream pyref reads imports on in this thread (DLPack's int: 1 the legacy default)."""
+    return getattr(_local, "stream", _cuda.LEGACY)
+
+
+@contextlib.contextmanager
+def cuda_stream(handle):
+    """Makes `handle` (a cudaStream_t as an int, above 2) pyref's current stream inside the block."""
+    if not isinstance(handle, int) or isinstance(handle, bool) or handle <= _cuda.PER_THREAD:
+        raise ValueError("cuda_stream takes a stream handle (an int above 2), not %r" % (handle,))
+    before = current_stream()
+    _local.stream = handle
+    try:
+        yield handle
+    finally:
+        _local.stream = before
+
+
+def _named_stream():
+    """The stream device_from_dlpack names to the producer (the faults' one site each)."""
+    stream = current_stream()
+    if _faults.active("cuda_consumer_no_sync"):
+        return -1
+    if _faults.active("cuda_consumer_ignores_context"):
+        return _cuda.LEGACY
+    if stream == _cuda.LEGACY and _faults.active("cuda_consumer_passes_zero"):
+        return 0
+    if stream == _cuda.LEGACY and _faults.active("cuda_consumer_per_thread"):
+        return _cuda.PER_THREAD
+    return stream
+
+
+def device_from_dlpack(x):
+    """A DeviceArray over the CUDA memory `x` exports (an object with __dlpack__ and
+    __dlpack_device__ on kDLCUDA), read on pyref's current stream, which it names to x."""
+    rt = _cuda._need()
+    device_type, device_id = x.__dlpack_device__()
+    if device_type != DLDeviceType.kDLCUDA:
+        raise BufferError("pyref.device_from_dlpack: the data is on device %r, not CUDA (pyref.from_dlpack "
+                          "imports CPU memory)" % ((device_type, device_id),))
+    reader = current_stream()
+    capsule = x.__dlpack__(stream=_named_stream(), max_version=MAX_VERSION)
+    if not _capi.is_capsule(capsule):
+        raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
+    name = _capi.capsule_get_name(id(capsule))
+    if name not in _KINDS:
+        raise BufferError("pyref.device_from_dlpack: %r is not an unconsumed DLPack capsule" % (name,))
+    struct, used = _KINDS[name]
+    address = _capi.capsule_get_pointer(id(capsule), name)
+    _capi.capsule_set_name(id(capsule), used)  # CAP-03
+    owner = _Import(address, struct)
+    try:
+        tensor = struct.from_address(address).dl_tensor
+        if tensor.device.device_type != DLDeviceType.kDLCUDA:
+            raise BufferError("pyref.device_from_dlpack: the export is on device %r, not CUDA"
+                              % ((tensor.device.device_type, tensor.device.device_id),))
+        dtype, shape, strides = _layout_fields(tensor)
+        if any(n > 1 and s != r for n, s, r in zip(shape, strides, row_major_strides(shape))):
+            raise BufferError("pyref.device_from_dlpack: strides %r; pyref's device arrays are row-major" % (strides,))
+        return _cuda.DeviceArray._over(rt, owner, dtype, shape, (tensor.data or 0) + tensor.byte_offset, reader)
+    except BaseException:
+        owner.release()
+        raise
