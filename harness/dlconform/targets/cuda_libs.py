@@ -179,7 +179,7 @@ class JaxStreamDevice(CudaStreamDevice):
     is jax's own (slow_pattern)."""
 
     #: the side of the square matrices the slow computation multiplies, and how many products
-    SIDE, ROUNDS = 2048, 64
+    SIDE, ROUNDS = 4096, 64
 
     def __init__(self, target, runtime, gpu):
         self._jax, self.runtime, self._gpu = target.module, runtime, gpu
