@@ -467,3 +467,20 @@ def test_views_leaves_out_the_ops_a_target_lacks(ref_target):
     ops = (("x.T", ("transpose", (1, 0))), ("flip(x, 0)", ("flip", 0)))
     assert [label for label, _ in tns.views(ref_target, x, ops)] == ["x.T", "flip(x, 0)"]
     assert [label for label, _ in tns.views(NoFlip(), x, ops)] == ["x.T"]
+
+
+def test_seed_refusal_class_is_not_judged_for_a_device_this_machine_has(monkeypatch):
+    """A seed naming CUDA over host memory, refused with a CUDA error (torch on a GPU machine
+    copying from "device" memory): CPY-08's BufferError rule holds where no CUDA device exists,
+    and is not applied where one does (dlconform.fuzz.devices, as the fuzz oracles do)."""
+    from dlconform.fuzz import devices
+    from support import seedrules
+
+    facts = {"kwargs": {"device": "cpu"}, "device": (2, 0), "clause": "DEV-07", "old_producer": False,
+             "control": None, "reasons": []}
+    calls = [{"stream": None, "dl_device": (1, 0)}]
+    exc = RuntimeError("CUDA error: invalid argument")
+    monkeypatch.setattr(devices, "_found", frozenset())
+    assert [r[:2] for r in seedrules.refusal_rules(facts, exc, calls, None)] == [("CPY-08", "fail")]
+    monkeypatch.setattr(devices, "_found", frozenset({devices.CUDA}))
+    assert not [r for r in seedrules.refusal_rules(facts, exc, calls, None) if r[0] in ("CPY-08", "DEV-07")]

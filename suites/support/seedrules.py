@@ -10,6 +10,7 @@ so a seed's reproducer is the check's case with its facts written out.
 import gc
 
 from dlconform import kit
+from dlconform.fuzz import devices
 
 from .attempts import drop_capsules, result_device
 from .xapi_forge import handout_producer
@@ -152,7 +153,8 @@ def calls_rules(facts, calls):
 
 def refusal_rules(facts, exc, calls, target):
     """The refusal rules: clean (kit.unclean's), BufferError for another device (DEV-07, or
-    CPY-08 when device= asked for the host), a retry without the new keywords for an old
+    CPY-08 when device= asked for the host; not judged for a device this machine really has,
+    dlconform.fuzz.devices), a retry without the new keywords for an old
     producer (VER-06), and no refusal of a plain export over its NULL strides or zero-size
     NULL data alone (LAY-07, LAY-04: the same export over row-major strides and a buffer
     imports, `facts["control"]`)."""
@@ -162,7 +164,10 @@ def refusal_rules(facts, exc, calls, target):
         return [(facts["clause"], "fail", "%s refused uncleanly: %s" % (WHAT, why))]
     # a keyword the consumer does not take (a TypeError naming it)
     lacks = bool(kwargs) and isinstance(exc, TypeError) and "keyword" in str(exc)
-    if facts["clause"] == "DEV-07" and not isinstance(exc, BufferError) and not lacks:
+    # host memory named as a device this machine has is a lie the consumer can act on (a CUDA
+    # error from a copy of "device" memory): the class of its refusal says nothing there
+    lie = devices.present(device[0])
+    if facts["clause"] == "DEV-07" and not isinstance(exc, BufferError) and not lacks and not lie:
         clause = "CPY-08" if kwargs.get("device") is not None else "DEV-07"
         return [(clause, "fail" if clause == "CPY-08" else "warn", "memory on device %r refused with %s; %s names "
                  "BufferError" % (device, kit.describe(exc), clause))]
