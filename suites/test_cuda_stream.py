@@ -1,5 +1,4 @@
-"""STR on CUDA, observed: the producer side of the stream rules on a real (or simulated) CUDA
-device.
+"""STR on CUDA, observed: both sides of the stream rules on a real (or simulated) CUDA device.
 
 The target's `stream_device()` gives tensors on a CUDA device (`kind == "cuda"`); kit.cuda's
 runtime is the one the checks observe with: `slow_fill` enqueues work of known length and then
@@ -7,7 +6,9 @@ a distinctive pattern on the producer's stream, `read_on(S)` is what a consumer 
 sees, `host_syncs()` (the simulated runtime's count) says whether anything blocked the host.
 On a GPU the same checks run against the real runtime; the simulated one
 (DLCONFORM_CUDART=build/cuda/sim/libcudart.so) runs everything it enqueues only when something
-waits for it, so a missing wait is always seen.
+waits for it, so a missing wait is always seen. The consumer side imports a producer over real
+device memory (pyref's device arrays, their data still pending on their own stream) and sees
+which stream the consumer names and what it reads.
 """
 import contextlib
 
