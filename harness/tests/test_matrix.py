@@ -235,7 +235,7 @@ def test_markdown_render(fixture_matrix):
     assert link                                                 # a failing cell links to its finding
     finding = lib.split('<a id="%s"></a>' % link.group(1))[1].split("\n#### ")[1].split("<a id=")[0]
     assert "**FAIL**" in finding and "> " in finding
-    assert "Reproducers: [index.html](index.html#%s)" % link.group(1) in finding  # one click to the snippets
+    assert "[Reproducers](index.html#%s)" % link.group(1) in finding  # one click to the snippets
     findings = lib.split("### Findings: numpy")[1].split("### Clauses")[0]
     assert "unsup" not in findings and "#### " in findings       # unsupported and skip are folded
     assert re.search(r"^- \d+ clauses not offered: ", lib, re.M)
@@ -486,3 +486,12 @@ def test_malformed_upstream_entry_is_rejected(entry, field):
             "state": "open", "summary": "s"}
     with pytest.raises(upstream.UpstreamError, match=r"entries\[0\]\.%s" % field):
         upstream.validate({"schema": upstream.SCHEMA, "entries": [dict(good, **entry)]})
+
+
+def test_a_device_variant_is_labelled_with_its_library_version():
+    """torch@cuda's column is torch's version (the device is in the target's name), not every
+    entry of its versions joined; a target without its library's entry keeps them all."""
+    label = merge._version_label
+    assert label({"torch": "2.11.0+cu130", "torch cuda": "13.0 on NVIDIA H200"}, "torch@cuda", {}) == "2.11.0+cu130"
+    assert label({"jax": "0.11.2", "jax_enable_x64": "False"}, "jax@cuda:fault=x", {}) == "0.11.2"
+    assert label({"a": "1", "b": "2"}, "lib@cuda", {}) == "a 1, b 2"

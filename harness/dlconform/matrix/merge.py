@@ -128,8 +128,10 @@ def _read_json(path):
 
 def _version_label(versions, target, environment):
     versions = versions if isinstance(versions, dict) else {}
-    own = versions.get(target.split(":", 1)[0])
-    if own:  # the library's own version (an adapter may list what it needs too, e.g. pyarrow: numpy)
+    # the library's own version (an adapter may list what it needs too, e.g. pyarrow: numpy), also
+    # for the library's device variant (torch@cuda: torch's version; the device is in the name)
+    own = versions.get(target.split(":", 1)[0].split("@", 1)[0])
+    if own:
         return str(own)
     vals = [(k, v) for k, v in versions.items() if v]
     if len(vals) == 1:

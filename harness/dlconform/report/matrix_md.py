@@ -16,7 +16,7 @@ from .matrix_view import GROUP_TITLES
 SHORT = {"pass": "pass", "warn": "warn", "unsupported": "unsup", "skip": "skip",
          "fail": "**FAIL**", "timeout": "**TIMEOUT**", "crash": "**CRASH**"}
 #: a message's length in MATRIX.md; index.html and matrix.json keep it whole
-MESSAGE_CHARS = 300
+MESSAGE_CHARS = 240
 #: the checks a finding's folded warnings line names (the rest are counted)
 WARN_CHECKS = 6
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -115,18 +115,20 @@ def _fold_line(what, fold):
     return "%d clauses %s: %s." % (n, what, "; ".join(parts))
 
 
-def _records(view, detail_ids, with_clause):
+def _records(view, detail_ids, with_clause, one_version=False):
     """The distinct results of a finding: each defect's message once (fail, crash, timeout,
     error), with the versions and tiers it was seen in, and the warnings folded into one line
     naming their checks. Reproducers and the warnings' messages are in index.html, one click
     from the finding's link, and in matrix.json: inline they made MATRIX.md's findings several
-    times 100 KB."""
+    times 100 KB. `one_version`: the heading names the one version of every record, so a
+    record says only where (the tier) it was seen."""
     seen, order = {}, []
     warned, warn_wheres = [], []
     srcs, strings = view["sources"], view["strings"]
     for d in detail_ids:
         src, _, version, clause, test, role, verdict, msg, repro, _, peer = view["details"][d]
-        where = "%s %s" % (version, srcs[src]["tier"] if src >= 0 else "?")
+        tier = srcs[src]["tier"] if src >= 0 else "?"
+        where = tier if one_version else "%s %s" % (version, tier)
         if verdict == "warn":
             name = "`%s`%s%s" % (_cell(test.split("::")[-1], 120), (" " + clause) if with_clause else "",
                                  (" (%s)" % _cell(peer)) if peer else "")
@@ -169,8 +171,9 @@ def _finding(view, anchors, title, verdicts, details, upstream, clause_row=None)
         lines += ["> " + _cell(clause_row["text"], 240), ""]
     if upstream:
         lines += [_upstream_text(upstream) + ".", ""]
-    lines += _records(view, details, clause_row is None)
-    lines += ["", "Reproducers: [index.html](index.html#%s)" % anchors[0], ""]
+    one_version = len({v for _, vs in verdicts for v in vs}) == 1
+    lines += _records(view, details, clause_row is None, one_version)
+    lines += ["", "[Reproducers](index.html#%s)" % anchors[0], ""]
     return lines
 
 
