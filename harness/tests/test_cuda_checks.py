@@ -2,7 +2,6 @@
 (build/cuda/sim/libcudart.so, `make build`): clean pyref@cuda passes every check, and each of
 pyref's CUDA faults (pyref.CUDA_FAULTS) is caught on its own clause. Without a runtime the
 target is unavailable with a one-line reason."""
-import concurrent.futures
 import json
 import os
 import subprocess
@@ -130,20 +129,18 @@ def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
     assert {r.get("device") for r in records} == {"cuda:0"}, records
 
 
-def test_every_cuda_fault_is_caught_on_its_clause(sim, tmp_path):
+def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):
+    """Each of pyref's CUDA faults, run as pyref@cuda on the simulated runtime on the tests of
+    its clause (the session's fault runs, conftest.py: fault_runs), is caught there."""
     assert len(pyref.CUDA_FAULTS) >= 8
-
-    def caught(name):
-        spec = "pyref@cuda:fault=%s,role=%s" % (name, pyref.FAULTS[name].side)
-        records = _run(tmp_path / name, spec)
+    found = {}
+    for name in sorted(pyref.CUDA_FAULTS):
+        records = fault_runs[("pyref", name)]
         assert not [r for r in records if r["verdict"] == "error"], records
-        return name, sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in records
-                             if r["clause"] == pyref.FAULTS[name].clause and r["verdict"] in CAUGHT})
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        found = dict(pool.map(caught, sorted(pyref.CUDA_FAULTS)))
+        found[name] = sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in records
+                              if r["clause"] == pyref.FAULTS[name].clause and r["verdict"] in CAUGHT})
     print("\nfault -> clause -> caught by")
     for name in sorted(found):
-        print("  %-26s %-7s %s" % (name, pyref.FAULTS[name].clause, ", ".join(found[name]) or "NOT CAUGHT"))
+        print("  %-30s %-7s %s" % (name, pyref.FAULTS[name].clause, ", ".join(found[name]) or "NOT CAUGHT"))
     assert not [name for name, by in found.items() if not by]
     assert found["cuda_host_sync"] == ["warn:test_consumer_stream_sees_the_producers_data"]
