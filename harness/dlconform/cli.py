@@ -215,8 +215,10 @@ def _unmatched_clauses(suites, globs):
 
 
 #: what the children's interpreter must import, and what to do when it cannot
-_NEEDS = (("pytest", "install pytest for it (Debian: apt-get install python3-pytest)"),
-          ("hypothesis", "install hypothesis for it (Debian: apt-get install python3-hypothesis)"),
+_NEEDS = (("pytest", "install pytest for it (`PYTHON -m pip install pytest`; Debian's python3: apt-get install "
+                     "python3-pytest)"),
+          ("hypothesis", "install hypothesis for it (`PYTHON -m pip install hypothesis`; Debian's python3: apt-get "
+                         "install python3-hypothesis)"),
           ("dlconform._probe", "run `make build` in the repository (or `pip install .`)"),
           ("dlconform._ref", "run `make build` in the repository (or `pip install .`)"))
 
@@ -240,7 +242,7 @@ def _environment_problem(python, env):
     if fix is None:
         lines = [line for line in p.stderr.strip().splitlines() if line.strip()]
         return "%s does not start (%s)" % (python, lines[-1] if lines else "exit status %d" % p.returncode)
-    return "%s cannot import %s (%s): %s" % (python, name, what.split(": ", 1)[-1], fix)
+    return "%s cannot import %s (%s): %s" % (python, name, what.split(": ", 1)[-1], fix.replace("PYTHON", python))
 
 
 def _device_run(device, targets, tests):

@@ -296,3 +296,24 @@ def test_lanes_share_the_tests_and_leave_no_warm_parent_behind(tmp_path):
         assert sorted(tests) == sorted("test_s.py::test_%d" % i for i in range(12)), tests
     assert (out / "work" / (safe_name(FAKE) + ".lane1")).is_dir()  # the second lane ran
     assert not _processes_mentioning(folder), "warm parents left running"
+
+
+def test_a_virtualenv_without_pytest_is_told_to_pip_install_it(tmp_path):
+    """A plain virtualenv (no system site packages) lacks pytest: deps.sh (make conformance's
+    first step) and `dlconform run --python` each say so in one line and name pip for that
+    interpreter, not a Debian package it would never see; neither tries to install anything."""
+    import venv
+
+    from test_meta import REPO
+
+    venv.create(tmp_path / "v", with_pip=False)
+    python = str(tmp_path / "v" / "bin" / "python3")
+    p = subprocess.run(["sh", str(REPO / "probes" / "build-tools" / "deps.sh"), "build"], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHON=python), timeout=60)
+    assert p.returncode == 1 and "%s -m pip install pytest hypothesis" % python in p.stderr, p.stderr
+    assert "installing" not in p.stdout
+    out = tmp_path / "out"
+    r = dlc("run", "--target", "ref", "--python", python, "--out", str(out))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "%s -m pip install pytest" % python in lines[0], lines

@@ -21,9 +21,10 @@ need() { # need PACKAGE TEST...: PACKAGE is missing when the test command fails
   pkg=$1; shift
   "$@" >/dev/null 2>&1 || missing="$missing $pkg"
 }
-# Debian's python3-* packages serve Debian's Python (and virtualenvs made from it with
-# --system-site-packages); another interpreter needs the module installed into it.
-debian_python() { "$PYTHON" -c 'import sys; sys.exit(sys.base_prefix != "/usr")'; }
+# Debian's python3-* packages serve the interpreters that read Debian's dist-packages (Debian's
+# Python, and virtualenvs made from it with --system-site-packages); another interpreter needs
+# the module installed into it.
+debian_python() { "$PYTHON" -c 'import sys; sys.exit("/usr/lib/python3/dist-packages" not in sys.path)'; }
 need_module() { # need_module PACKAGE MODULE
   has_module "$2" >/dev/null 2>&1 && return 0
   if debian_python >/dev/null 2>&1; then missing="$missing $1"; else pip_missing="$pip_missing $2"; fi
