@@ -138,6 +138,18 @@ def _import_struct(owner, struct, address, copy):
 
 
 def _import_capsule(capsule, copy):
+    owner, struct, address = take_capsule(capsule)
+    try:
+        return _import_struct(owner, struct, address, copy)
+    except BaseException:
+        owner.release()
+        raise
+
+
+def take_capsule(capsule):
+    """(the _Import that now owns the capsule's tensor, its struct type, its address): the
+    capsule taken under its unconsumed name (CAP-04) and renamed used_* (CAP-03). Shared by
+    from_dlpack and device_from_dlpack; BufferError for a used or foreign capsule."""
     name = current = _capi.capsule_get_name(id(capsule))
     if name in _USED and _faults.active("consumer_accepts_used"):
         name = _USED[name]
@@ -154,12 +166,7 @@ def _import_capsule(capsule, copy):
         used = _capi.keep_forever(ctypes.create_string_buffer(used))
     if not _faults.active("consumer_no_rename"):
         _capi.capsule_set_name(id(capsule), used)  # CAP-03: the tensor is ours now
-    owner = _Import(address, struct)
-    try:
-        return _import_struct(owner, struct, address, copy)
-    except BaseException:
-        owner.release()
-        raise
+    return _Import(address, struct), struct, address
 
 
 def _wants_cpu(device):

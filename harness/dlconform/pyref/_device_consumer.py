@@ -16,7 +16,7 @@ import threading
 
 from . import _capi, _cuda, _faults
 from ._array import row_major_strides
-from ._consumer import _KINDS, MAX_VERSION, _Import, _layout_fields
+from ._consumer import MAX_VERSION, _layout_fields, take_capsule
 from ..kit.abi import DLDeviceType
 
 _local = threading.local()
@@ -66,13 +66,7 @@ def device_from_dlpack(x):
     capsule = x.__dlpack__(stream=_named_stream(), max_version=MAX_VERSION)
     if not _capi.is_capsule(capsule):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
-    name = _capi.capsule_get_name(id(capsule))
-    if name not in _KINDS:
-        raise BufferError("pyref.device_from_dlpack: %r is not an unconsumed DLPack capsule" % (name,))
-    struct, used = _KINDS[name]
-    address = _capi.capsule_get_pointer(id(capsule), name)
-    _capi.capsule_set_name(id(capsule), used)  # CAP-03
-    owner = _Import(address, struct)
+    owner, struct, address = take_capsule(capsule)
     try:
         tensor = struct.from_address(address).dl_tensor
         if tensor.device.device_type != DLDeviceType.kDLCUDA:

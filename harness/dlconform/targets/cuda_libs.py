@@ -21,6 +21,13 @@ from .pyref_target import CudaStreamDevice
 DEVICES = ("cuda",)
 
 
+def _host(dtype, shape, values):
+    """A numpy array of the values (both libraries copy host arrays to the device)."""
+    import numpy
+
+    return numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(tuple(shape))
+
+
 def _check_device(library, device):
     if device not in DEVICES:
         raise TargetError("%s is judged on the GPU alone: spec %s@cuda (with --device cuda)" % (library, library))
@@ -106,10 +113,7 @@ class CupyStreamDevice(CudaStreamDevice):
         return stream.ptr or self.LEGACY
 
     def make(self, dtype, shape, values):
-        import numpy
-
-        host = numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(tuple(shape))
-        return self._cupy.asarray(host)
+        return self._cupy.asarray(_host(dtype, shape, values))
 
     def producer_stream(self, x):
         return self._dlpack_stream(self._cupy.cuda.get_current_stream())
@@ -187,10 +191,7 @@ class JaxStreamDevice(CudaStreamDevice):
         self._slow = None
 
     def make(self, dtype, shape, values):
-        import numpy
-
-        host = numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(tuple(shape))
-        return self._jax.device_put(host, self._gpu)
+        return self._jax.device_put(_host(dtype, shape, values), self._gpu)
 
     def producer_stream(self, x):
         return None

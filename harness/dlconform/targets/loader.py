@@ -39,8 +39,8 @@ DEVICE_ONLY = {
 #: the targets that take a built-in fault (`NAME:fault=FAULT`)
 WITH_FAULTS = ("ref", "pyref")
 #: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda,
-#: torch@cuda, cupy@cuda, jax@cuda
-DEVICES = {"pyref": ("cuda",), "torch": ("cuda",), "cupy": ("cuda",), "jax": ("cuda",)}
+#: torch@cuda, and every device-only target's cupy@cuda, jax@cuda
+DEVICES = dict({"pyref": ("cuda",), "torch": ("cuda",)}, **{name: ("cuda",) for name in DEVICE_ONLY})
 
 
 def _registered(name):
