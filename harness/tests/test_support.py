@@ -381,6 +381,22 @@ def test_seeds_judge_ref_clean_and_a_fault(ref_target, fault):
     assert [c for c, v, _ in sd.judge(ref_target, plain) if v != "pass"] == ["CAP-03"]
 
 
+def test_a_result_dlconform_cannot_read_is_no_finding_of_the_consumer(ref_target, monkeypatch):
+    """When the adapter cannot read a consumer's result (kit.Unsupported from describe: the
+    generic target over a library whose own export is broken), the seed's record is
+    unsupported: dlconform's limit, never a LAY-11 warn against the consumer."""
+    from dlconform import kit
+    from support import seeds as sd
+
+    def unreadable(y):
+        raise kit.Unsupported("cannot read this library's results")
+
+    monkeypatch.setattr(ref_target, "describe", unreadable)
+    plain = dict(sd.seeds())["legacy-float32-2x3"]
+    verdicts = {(c, v) for c, v, _ in sd.judge(ref_target, plain)}
+    assert ("LAY-11", "unsupported") in verdicts and not [v for _, v in verdicts if v in ("warn", "fail")], verdicts
+
+
 # ---- helpers that record one rule for several suites ------------------------------------
 @needs_ref
 def test_zero_copy_passes_a_view_and_grades_a_copy(ref_target):

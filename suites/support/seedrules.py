@@ -99,6 +99,9 @@ def judge(facts, target):
         try:
             d = target.describe(result)
             ptr = int(d["ptr"])
+        except kit.Unsupported as e:  # dlconform cannot read this library's results: its limit, no finding
+            d = None
+            out.append(("LAY-11", "unsupported", "%s: dlconform cannot read the result (%s)" % (WHAT, e.reason)))
         except Exception as e:  # noqa: BLE001 - a result the suite cannot read is the layout checks'
             d = None
             out.append(("LAY-11", "warn", "%s: the result cannot be described (%s)" % (WHAT, kit.describe(e))))
