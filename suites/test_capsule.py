@@ -8,7 +8,6 @@ and count the forge's deleter calls.
 import ctypes
 import sys
 
-import pytest
 
 from dlconform import kit
 from support import attempts as tries
@@ -17,6 +16,7 @@ from support import dtypes as dty
 from support import readings as rd
 from support import repros as rp
 from support import tensors as tns
+from support.marks import consumer, producer
 
 
 def _exports(target, x, dtype="float32", shape=(2, 3)):
@@ -93,16 +93,14 @@ def _check_names(target, check, clause, kind):
             del cap
 
 
-@pytest.mark.clause("CAP-01")
-@pytest.mark.role("producer")
+@producer("CAP-01")
 def test_legacy_capsule_named_dltensor(target, check):
     """A legacy export (no max_version) is a PyCapsule named exactly "dltensor" whose pointer is
     a DLManagedTensor describing the tensor's elements."""
     _check_names(target, check, "CAP-01", "legacy")
 
 
-@pytest.mark.clause("CAP-02")
-@pytest.mark.role("producer")
+@producer("CAP-02")
 def test_versioned_capsule_named_dltensor_versioned(target, check):
     """With max_version >= (1, 0) the capsule is named "dltensor_versioned" and holds a
     DLManagedTensorVersioned."""
@@ -110,8 +108,7 @@ def test_versioned_capsule_named_dltensor_versioned(target, check):
 
 
 # ============================================================================ producer: lifetime
-@pytest.mark.clause("CAP-04")
-@pytest.mark.role("producer")
+@producer("CAP-04")
 def test_each_export_is_a_fresh_capsule(target, check):
     """A capsule is consumed once, so after one capsule was consumed the next __dlpack__ call must
     hand out a new, unconsumed capsule, itself consumable."""
@@ -139,8 +136,7 @@ def test_each_export_is_a_fresh_capsule(target, check):
         del cap1, cap2
 
 
-@pytest.mark.clause("CAP-05")
-@pytest.mark.role("producer")
+@producer("CAP-05")
 def test_unconsumed_capsule_calls_deleter(target, check):
     """The capsule destructor calls the deleter when the capsule dies with its unconsumed name."""
     for kind, export, values in _export_cases(target):
@@ -152,8 +148,7 @@ def test_unconsumed_capsule_calls_deleter(target, check):
                     "died (%s)" % (kind, rd.UNCALLED_DELETER))
 
 
-@pytest.mark.clause("CAP-06")
-@pytest.mark.role("producer")
+@producer("CAP-06")
 def test_used_capsule_destructor_does_nothing(target, check):
     """After a consumer renamed the capsule used_*, the capsule destructor must not call the
     deleter (the consumer owns the tensor and calls it once)."""
@@ -195,8 +190,7 @@ def _null_deleter_case(target, check, kind):
     print("CAP-07 OK", flush=True)
 
 
-@pytest.mark.clause("CAP-07")
-@pytest.mark.role("producer")
+@producer("CAP-07")
 def test_destructor_skips_null_deleter(target, check):
     """The capsule destructor must skip a NULL deleter. When the producer exports NULL deleters
     itself, its capsules just die; otherwise the deleter is set to NULL in a separate process
@@ -277,8 +271,7 @@ def _dies_in_flight_case(target, check, kind):
                "handling" % (kind, tracker.calls))
 
 
-@pytest.mark.clause("CAP-08")
-@pytest.mark.role("producer")
+@producer("CAP-08")
 def test_destructor_cannot_get_pointer(target, check):
     """A capsule destructor that cannot get the pointer (the capsule carries the other kind's
     used name) reports an unraisable error at most and never lets an exception escape. Runs in a
@@ -310,8 +303,7 @@ def test_destructor_cannot_get_pointer(target, check):
         _dies_in_flight_case(target, check, kind)
 
 
-@pytest.mark.clause("CAP-09")
-@pytest.mark.role("producer")
+@producer("CAP-09")
 def test_producer_capsule_names_static(target, check):
     """Capsule names are statically allocated: every export's name pointer lies in a loaded
     image (not the heap), and stays readable after the tensors are gone."""
@@ -340,8 +332,7 @@ def test_producer_capsule_names_static(target, check):
 
 
 # ============================================================================ producer: API
-@pytest.mark.clause("API-01")
-@pytest.mark.role("producer")
+@producer("API-01")
 def test_dlpack_signature_keyword_only(target, check):
     """__dlpack__() and __dlpack__(stream=None) return a PyCapsule; arguments are keyword-only
     (a positional stream is an extension: warn, not fail)."""
@@ -368,8 +359,7 @@ def test_dlpack_signature_keyword_only(target, check):
                    "extension for callers using keywords" % kind)
 
 
-@pytest.mark.clause("API-01")
-@pytest.mark.role("producer")
+@producer("API-01")
 def test_dlpack_2023_keywords(target, check):
     """max_version, dl_device and copy (array API 2023.12) are accepted as keywords with their
     default None, alone and together with stream, and give a PyCapsule."""
@@ -398,8 +388,7 @@ def test_dlpack_2023_keywords(target, check):
                % type(cap).__name__)
 
 
-@pytest.mark.clause("API-02")
-@pytest.mark.role("producer")
+@producer("API-02")
 def test_dlpack_device_tuple(target, check):
     """__dlpack_device__() returns a 2-tuple (device_type: int or IntEnum, device_id: int), for
     tensors and their views."""
@@ -412,8 +401,7 @@ def test_dlpack_device_tuple(target, check):
                    % (label, d, type(d).__name__))
 
 
-@pytest.mark.clause("API-06")
-@pytest.mark.role("producer")
+@producer("API-06")
 def test_producer_has_both_methods(target, check):
     """An exporting library offers both methods (only a library that can never export omits
     them, and then both)."""
@@ -468,23 +456,20 @@ def _check_import(target, check, versioned):
     check.equal(forge.deleter_calls, 1, "OWN-03", "%s: deleter calls after the capsule died too" % kind)
 
 
-@pytest.mark.clause("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
-@pytest.mark.role("consumer")
+@consumer("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
 def test_import_legacy_from_foreign_producer(target, check):
     """from_dlpack takes an old-style Python producer (legacy capsule): right values, zero-copy,
     same device, capsule renamed used_dltensor, deleter called once when the result dies."""
     _check_import(target, check, versioned=False)
 
 
-@pytest.mark.clause("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
-@pytest.mark.role("consumer")
+@consumer("API-03", "API-05", "CAP-03", "SEM-01", "OWN-03")
 def test_import_versioned_from_foreign_producer(target, check):
     """The same with a versioned capsule: renamed used_dltensor_versioned."""
     _check_import(target, check, versioned=True)
 
 
-@pytest.mark.clause("CAP-04")
-@pytest.mark.role("consumer")
+@consumer("CAP-04")
 def test_consumer_refuses_used_capsule(target, check):
     """A capsule already named used_* belongs to another consumer: from_dlpack must refuse it and
     never call its deleter (the owner does, exactly once)."""
@@ -493,8 +478,7 @@ def test_consumer_refuses_used_capsule(target, check):
                                    shape=(2, 3))
 
 
-@pytest.mark.clause("CAP-09")
-@pytest.mark.role("consumer")
+@consumer("CAP-09")
 def test_consumer_used_names_static(target, check):
     """The used_* name a consumer sets is a statically allocated string."""
     versioned = tries.consumer_takes_versioned(target)
@@ -521,8 +505,7 @@ def test_consumer_used_names_static(target, check):
                                                                     names[0], message))
 
 
-@pytest.mark.clause("API-04")
-@pytest.mark.role("consumer")
+@consumer("API-04")
 def test_consumer_calls_device_first(target, check):
     """from_dlpack calls __dlpack_device__ (to choose stream and device) before __dlpack__.
     Reading: a CPU consumer that skips it loses nothing, so missing or late is warn."""
@@ -540,8 +523,7 @@ def test_consumer_calls_device_first(target, check):
     check.that(True, "API-04")
 
 
-@pytest.mark.clause("API-06")
-@pytest.mark.role("consumer")
+@consumer("API-06")
 def test_consumer_object_without_methods(target, check):
     """An object of a library that never exports has neither method: from_dlpack raises
     AttributeError. Reading: the design topic says from_dlpack "may raise" it, and the array

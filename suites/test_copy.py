@@ -1,19 +1,18 @@
 """CPY: the copy keyword of __dlpack__ (producer side, CPU) and of from_dlpack (consumer side)."""
-import pytest
 
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import readings as rd
 from support import tensors as tns
+from support.marks import consumer, producer
 
 
 def _address(info):
     return None if info.get("data") is None else info["data"] + info["byte_offset"]
 
 
-@pytest.mark.clause("CPY-01")
-@pytest.mark.role("producer")
+@producer("CPY-01")
 def test_copy_true_exports_separate_memory(target, check):
     """copy=True always copies: the export holds the same values in other memory."""
     x, values = tns.make(target, "float32", (2, 3))
@@ -43,8 +42,7 @@ def test_copy_true_exports_separate_memory(target, check):
                    "tensor's own memory (0x%x)" % ptr)
 
 
-@pytest.mark.clause("CPY-02", "CPY-03")
-@pytest.mark.role("producer")
+@producer("CPY-02", "CPY-03")
 def test_copy_false_and_none_share_cpu_memory(target, check):
     """copy=False never copies, and copy=None reuses the buffer when it can (always, on the CPU)."""
     x, values = tns.make(target, "float32", (2, 3))
@@ -61,8 +59,7 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
 
 
 # ---------------------------------------------------------------------------- consumer: copy keyword
-@pytest.mark.clause("CPY-06")
-@pytest.mark.role("consumer")
+@consumer("CPY-06")
 def test_consumer_copy_keyword(target, check):
     """from_dlpack(copy=True) always copies, copy=False never does, None reuses the producer's
     memory when it can (always for CPU memory). The producer honours copy=True itself, so a
@@ -97,8 +94,7 @@ def test_consumer_copy_keyword(target, check):
         tries.settle()
 
 
-@pytest.mark.clause("CPY-07")
-@pytest.mark.role("consumer")
+@consumer("CPY-07")
 def test_consumer_copy_false_when_a_copy_is_needed(target, check):
     """from_dlpack(x, device='cpu', copy=False) for non-CPU memory needs a copy: the array API
     says ValueError (device text, Raises) and BufferError (copy text); either is accepted

@@ -20,6 +20,7 @@ from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
+from support.marks import consumer, producer
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
@@ -94,8 +95,7 @@ def _export(check, x, stream, clause, **kw):
     return None
 
 
-@pytest.mark.clause("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
-@pytest.mark.role("producer")
+@producer("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
 def test_consumer_stream_sees_the_producers_data(target, check):
     """For each stream a consumer may name (its own non-blocking stream, 1, 2, None), what that
     stream reads after __dlpack__ returns is the data the producer's stream made: the slow fill's
@@ -136,8 +136,7 @@ def test_consumer_stream_sees_the_producers_data(target, check):
             dev.destroy_stream(own)
 
 
-@pytest.mark.clause("STR-03")
-@pytest.mark.role("producer")
+@producer("STR-03")
 def test_stream_minus_one_neither_waits_nor_blocks(target, check):
     """stream=-1 asks for no synchronisation: __dlpack__ returns with the producer's slow fill
     still pending, and (on the simulated runtime) without blocking the host."""
@@ -156,9 +155,7 @@ def test_stream_minus_one_neither_waits_nor_blocks(target, check):
     del cap, x
 
 
-@pytest.mark.clause("STR-08")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("STR-08", feeds="argument")
 def test_cuda_stream_zero_refused(target, check):
     """stream=0 is ambiguous on CUDA: consumers must not pass it and producers should refuse it
     (BufferError)."""
@@ -178,9 +175,7 @@ def test_cuda_stream_zero_refused(target, check):
 BAD_CUDA_STREAMS = ("1", 1.5, -2, 1 << 64)
 
 
-@pytest.mark.clause("STR-02")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("STR-02", feeds="argument")
 @pytest.mark.parametrize("stream", BAD_CUDA_STREAMS, ids=("str", "float", "minus-2", "2**64"))
 def test_cuda_stream_of_wrong_type_or_range(target, check, stream):
     """On a CUDA tensor, where the stream becomes a cudaStream_t the consumer's stream is made
@@ -200,8 +195,7 @@ def test_cuda_stream_of_wrong_type_or_range(target, check, stream):
                           rd.REFUSAL_RULES["STR-02"])
 
 
-@pytest.mark.clause("STR-11")
-@pytest.mark.role("producer")
+@producer("STR-11")
 def test_cuda_consumer_stream_survives(target, check):
     """The consumer keeps its stream: it is alive after __dlpack__ and after the capsule and the
     tensor die."""
@@ -220,8 +214,7 @@ def test_cuda_consumer_stream_survives(target, check):
         dev.destroy_stream(handle)
 
 
-@pytest.mark.clause("STR-12", "FLG-04", "CPY-05")
-@pytest.mark.role("producer")
+@producer("STR-12", "FLG-04", "CPY-05")
 def test_cuda_to_host_synchronises_and_flags_the_copy(target, check):
     """dl_device=(kDLCPU, 0) of a CUDA tensor: the producer synchronises its stream before the
     copy, so the host memory holds the slow fill's pattern (STR-12), flagged IS_COPIED (FLG-04);
@@ -245,8 +238,7 @@ def test_cuda_to_host_synchronises_and_flags_the_copy(target, check):
                    % tries.describe_exc(e))
 
 
-@pytest.mark.clause("CPY-04", "CPY-01", "FLG-04")
-@pytest.mark.role("producer")
+@producer("CPY-04", "CPY-01", "FLG-04")
 def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
     """copy=True with a consumer stream: a copy (new memory, CPY-01) flagged IS_COPIED (FLG-04),
     made on the consumer's stream, so what that stream reads of it right after __dlpack__ is the
@@ -303,8 +295,7 @@ def _pending_pyref_array(rt, pattern):
     return x
 
 
-@pytest.mark.clause("STR-01", "STR-05", "STR-07", "STR-08")
-@pytest.mark.role("consumer")
+@consumer("STR-01", "STR-05", "STR-07", "STR-08")
 def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
     """from_dlpack of a CUDA producer whose data is still pending on its own stream: the
     consumer names a stream (never 0, STR-08), the one it will read on, its current stream (1

@@ -1,18 +1,17 @@
 """DEV: the device a producer reports and exports, and how it answers `dl_device` (producer side)."""
-import pytest
 
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import tensors as tns
+from support.marks import consumer, producer
 
 KNOWN_DEVICE_TYPES = {1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
 HOST_DEVICES_WITH_ID_ZERO = {1, 3, 13}  # kDLCPU, kDLCUDAHost, kDLCUDAManaged (DEV-02)
 KDL_HEXAGON = 16  # a device no CPU library can export to
 
 
-@pytest.mark.clause("DEV-01", "DEV-02", "DEV-03")
-@pytest.mark.role("producer")
+@producer("DEV-01", "DEV-02", "DEV-03")
 def test_reported_device_matches_exported_device(target, check):
     """__dlpack_device__() is a known (type, id) pair, and the capsule's DLTensor.device agrees
     with it when dl_device is None."""
@@ -27,8 +26,7 @@ def test_reported_device_matches_exported_device(target, check):
     check.equal(exported, reported, "DEV-03", "capsule DLTensor.device against __dlpack_device__()")
 
 
-@pytest.mark.clause("DEV-04")
-@pytest.mark.role("producer")
+@producer("DEV-04")
 def test_dl_device_of_own_device_exports_in_place(target, check):
     """dl_device equal to the tensor's own device (here the CPU) exports without a copy."""
     x, _ = tns.make(target, "float32", (2, 3))
@@ -54,8 +52,7 @@ def _export_to(x, dl_device):
         return None, e
 
 
-@pytest.mark.clause("DEV-05")
-@pytest.mark.role("producer")
+@producer("DEV-05")
 def test_impossible_dl_device_raises_buffererror(target, check):
     """A dl_device the producer cannot handle (kDLHexagon) must raise BufferError."""
     x, _ = tns.make(target, "float32", (2, 3))
@@ -71,8 +68,7 @@ def test_impossible_dl_device_raises_buffererror(target, check):
 
 
 # ---------------------------------------------------------------------------- producer: dl_device CPU
-@pytest.mark.clause("DEV-06")
-@pytest.mark.role("producer")
+@producer("DEV-06")
 def test_dl_device_cpu_exports_host_memory(target, check):
     """dl_device=(kDLCPU, 0) gives CPU-accessible memory with the tensor's values; for a CPU
     tensor with copy=False that is its own memory (no copy needed)."""
@@ -93,8 +89,7 @@ def test_dl_device_cpu_exports_host_memory(target, check):
 KDL_CUDA = 2
 
 
-@pytest.mark.clause("API-05")
-@pytest.mark.role("consumer")
+@consumer("API-05")
 def test_consumer_device_none_keeps_the_device(target, check):
     """from_dlpack(x, device=None) puts the result on x's device (here the CPU)."""
     for kw in [{}] + ([{"device": None}] if "device" in target.consumer_keywords() else []):
@@ -111,8 +106,7 @@ def test_consumer_device_none_keeps_the_device(target, check):
             tries.settle()
 
 
-@pytest.mark.clause("DEV-06")
-@pytest.mark.role("consumer")
+@consumer("DEV-06")
 def test_consumer_device_cpu(target, check):
     """from_dlpack(x, device='cpu') gives a CPU result: from a CPU producer, and from a
     producer on another device that can copy to the host when asked with dl_device."""
@@ -137,8 +131,7 @@ def test_consumer_device_cpu(target, check):
             tries.settle()
 
 
-@pytest.mark.clause("DEV-07")
-@pytest.mark.role("consumer")
+@consumer("DEV-07")
 def test_consumer_refuses_foreign_device_with_buffererror(target, check):
     """Memory on a device the consumer lacks (kDLHexagon here) should be refused with
     BufferError (older python_spec text said TypeError)."""
@@ -154,8 +147,7 @@ def test_consumer_refuses_foreign_device_with_buffererror(target, check):
                    "TypeError)" % tries.describe_exc(exc))
 
 
-@pytest.mark.clause("CPY-08")
-@pytest.mark.role("consumer")
+@consumer("CPY-08")
 def test_consumer_device_cpu_impossible_is_buffererror(target, check):
     """from_dlpack(x, device='cpu') when x's memory cannot reach the host at all (its
     producer refuses dl_device=(1, 0)): BufferError."""

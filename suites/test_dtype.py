@@ -11,7 +11,6 @@ DT-07/08; packed fp4 kept packed imposes no element order (DT-09).
 """
 import ctypes
 
-import pytest
 
 from dlconform import _probe, kit
 from support import attempts as tries
@@ -19,9 +18,7 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import tensors as tns
-
-P = pytest.mark.role("producer")
-C = pytest.mark.role("consumer")
+from support.marks import consumer, producer
 
 
 def _values(name, n, seed=0):
@@ -33,8 +30,7 @@ def _values(name, n, seed=0):
 
 
 # ============================================================================ producer
-@pytest.mark.clause("DT-01", "DT-03", "DT-04", "DT-05", "DT-06", "DT-10", "DT-13")
-@P
+@producer("DT-01", "DT-03", "DT-04", "DT-05", "DT-06", "DT-10", "DT-13")
 def test_producer_dtype_fields_and_bytes(target, check):
     """Each native dtype exports the header's (code, bits, lanes) and the same element bytes."""
     seen = set()
@@ -65,8 +61,7 @@ def test_producer_dtype_fields_and_bytes(target, check):
             check.record(cl, "unsupported", refused.get(cl) or "%s has no dtype of this kind" % target.name)
 
 
-@pytest.mark.clause("DT-12")
-@P
+@producer("DT-12")
 def test_producer_array_api_dtypes_export(target, check):
     """Every array-API dtype the library has exports (DT-12 reading: a dtype the library lacks
     is not counted)."""
@@ -88,8 +83,7 @@ def test_producer_array_api_dtypes_export(target, check):
         check.record("DT-12", "pass", "")
 
 
-@pytest.mark.clause("DT-02")
-@P
+@producer("DT-02")
 def test_producer_native_byte_order(target, check):
     """Exports hold native-order bytes; a non-native-order array (numpy) should be refused."""
     name = next((d for d in ("int32", "float32", "int16") if d in target.dtypes()), None)
@@ -109,8 +103,7 @@ def test_producer_native_byte_order(target, check):
             check.refusal("DT-02", e, "non-native byte order")
 
 
-@pytest.mark.clause("DT-07", "DT-08", "DT-09")
-@P
+@producer("DT-07", "DT-08", "DT-09")
 def test_producer_subbyte_dtypes(target, check):
     """fp6 exports bits 6, fp4 bits 4 (lanes 1); packed data (no PADDED flag) is little
     bit-endian, padded data holds one element per byte."""
@@ -168,9 +161,7 @@ def _discovered_export(x, versioned):
         return info, None
 
 
-@pytest.mark.clause("ERR-01")
-@pytest.mark.feeds("valid")
-@P
+@producer("ERR-01", feeds="valid")
 def test_producer_every_discovered_dtype(target, check):
     """Every dtype the library has, found in it at run time (Target.discover_dtypes(): float8
     families, bool, bfloat16, complex32, and dtypes DLPack has no type for) and exported in
@@ -219,8 +210,7 @@ def test_producer_every_discovered_dtype(target, check):
 
 
 # ============================================================================ consumer
-@pytest.mark.clause("DT-03", "DT-04", "DT-05", "DT-06", "DT-13")
-@C
+@consumer("DT-03", "DT-04", "DT-05", "DT-06", "DT-13")
 def test_consumer_imports_dtypes(target, check):
     """Forged capsules of each standard and fp8 dtype import with the right item size, kind and
     bytes, or are refused (warn when the library itself has the dtype)."""
@@ -259,8 +249,7 @@ def test_consumer_imports_dtypes(target, check):
             check.record(cl, "unsupported", notes.get(cl, "no dtype of this kind imported"))
 
 
-@pytest.mark.clause("DT-07", "DT-08")
-@C
+@consumer("DT-07", "DT-08")
 def test_consumer_refuses_wrong_subbyte_bits(target, check):
     """fp6 (codes 15, 16) with bits != 6 and fp4 (17) with bits != 4: the consumer must stop
     importing. dlpack.h says so of every consumer, whether or not its result keeps an element
@@ -279,8 +268,7 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
         tries.deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")
 
 
-@pytest.mark.clause("VER-09")
-@C
+@consumer("VER-09")
 def test_consumer_refuses_unknown_dtype_codes(target, check):
     """A code that is no DLDataTypeCode (18, 99, 255) is never imported as something else
     (VER-09: unknown values must not be misread; DT-01 binds the producer that sent it).
@@ -294,8 +282,7 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
         tries.deleted_once(check, att, "VER-09", "dtype %r" % (dtype,), "the import or refusal")
 
 
-@pytest.mark.clause("DT-10", "DT-11", "DT-09")
-@C
+@consumer("DT-10", "DT-11", "DT-09")
 def test_consumer_lanes_opaque_packed(target, check):
     """Vector lanes import with itemsize bits*lanes/8 or are refused; kDLOpaqueHandle is by
     agreement (import or refuse); packed sub-byte data imports little bit-endian or is refused."""

@@ -11,6 +11,7 @@ from support import attempts as tries
 from support import dtypes as dty
 from support import readings as rd
 from support import tensors as tns
+from support.marks import consumer, producer
 
 
 class ProducerError(Exception):
@@ -71,8 +72,7 @@ def _unexportable(target):
     return out
 
 
-@pytest.mark.clause("ERR-01")
-@pytest.mark.role("producer")
+@producer("ERR-01")
 def test_unexportable_raises_buffererror(target, check):
     """__dlpack__ of a tensor that cannot be exported raises BufferError."""
     cases = _unexportable(target)
@@ -95,9 +95,7 @@ def test_unexportable_raises_buffererror(target, check):
             check.record("ERR-01", "pass", "%s: exported on a second try" % label)
 
 
-@pytest.mark.clause("ERR-01", "VER-01")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("ERR-01", "VER-01", feeds="argument")
 def test_bad_argument_not_buffererror(target, check):
     """A bad argument (max_version that is not a tuple of ints, VER-01) is not an export
     failure: any error but BufferError (warn) or SystemError (fail); accepting it warns."""
@@ -116,8 +114,7 @@ def test_bad_argument_not_buffererror(target, check):
     check.record("VER-01", "pass")
 
 
-@pytest.mark.clause("ERR-02")
-@pytest.mark.role("consumer")
+@consumer("ERR-02")
 @pytest.mark.parametrize("where", ["__dlpack__", "__dlpack_device__"])
 def test_producer_exception_propagates(target, check, where):
     """An exception raised by the producer's __dlpack__ or __dlpack_device__ reaches the caller of
@@ -143,8 +140,7 @@ def test_producer_exception_propagates(target, check, where):
         att.result = None
 
 
-@pytest.mark.clause("ERR-03")
-@pytest.mark.role("consumer")
+@consumer("ERR-03")
 def test_missing_methods_attributeerror(target, check):
     """from_dlpack(obj) for an obj without __dlpack__ and __dlpack_device__ raises AttributeError.
     An obj with __dlpack_device__ only: AttributeError expected too (warn otherwise: the Raises

@@ -13,7 +13,6 @@ anything but a clean error there is warn (XAPI-14); BufferError is a SHOULD (XAP
 """
 import ctypes
 
-import pytest
 
 from dlconform import _ref, kit
 from support import attempts as tries
@@ -23,14 +22,11 @@ from support import exchange as xa
 from support import repros as rp
 from support import tensors as tns
 from support.xapi_forge import forged, used_table
-
-P = pytest.mark.role("producer")
-C = pytest.mark.role("consumer")
+from support.marks import consumer, producer
 
 
 # ============================================================================ discovery
-@pytest.mark.clause("XAPI-01")
-@P
+@producer("XAPI-01")
 def test_table_is_a_class_attribute(target, check):
     """The table is found on type(x), and every instance sees that same object."""
     x, _ = xa.sample(target)
@@ -53,8 +49,7 @@ def test_table_is_a_class_attribute(target, check):
                    % (type(on_inst).__name__, type(on_type).__name__))
 
 
-@pytest.mark.clause("XAPI-02")
-@P
+@producer("XAPI-02")
 def test_capsule_name(target, check):
     """The attribute is a PyCapsule named exactly "dlpack_exchange_api" with a table pointer."""
     x, _ = xa.sample(target)
@@ -70,8 +65,7 @@ def test_capsule_name(target, check):
         check.that(info["pointer"] != 0, "XAPI-02", "the capsule's pointer is NULL")
 
 
-@pytest.mark.clause("XAPI-03")
-@P
+@producer("XAPI-03")
 def test_superseded_int_form(target, check):
     """Only the v1.2 int `__c_dlpack_exchange_api__` is superseded by the v1.3 capsule: warn."""
     x, _ = xa.sample(target)
@@ -91,8 +85,7 @@ def test_superseded_int_form(target, check):
         check.record("XAPI-03", "pass", "" if v12 is None else "both forms offered")
 
 
-@pytest.mark.clause("XAPI-05")
-@P
+@producer("XAPI-05")
 def test_table_is_static(target, check):
     """Repeated lookups give the same table pointer, also after tensors died (static table)."""
     x, _ = xa.sample(target)
@@ -109,8 +102,7 @@ def test_table_is_static(target, check):
     check.equal(t3.ptr, t1.ptr, "XAPI-05", "the table pointer after the first tensors died")
 
 
-@pytest.mark.clause("XAPI-06")
-@P
+@producer("XAPI-06")
 def test_table_header_major(target, check):
     """The table's header.version has major 1, the major of the struct this DLPack defines (any
     minor): every consumer must refuse a table of another major before using it (XAPI-06), so
@@ -140,8 +132,7 @@ def walk_prev_api(target, check):
     check.that(False, "XAPI-07", "prev_api is a chain of more than 9 headers")
 
 
-@pytest.mark.clause("XAPI-07")
-@P
+@producer("XAPI-07")
 def test_prev_api_chain(target, check):
     """header.prev_api is NULL, or a chain of strictly older headers that ends in NULL."""
     x, t = xa.table(target)
@@ -164,8 +155,7 @@ def _table_with(target, function, why):
     return x, t
 
 
-@pytest.mark.clause("XAPI-08", "XAPI-09", "XAPI-10", "XAPI-12")
-@P
+@producer("XAPI-08", "XAPI-09", "XAPI-10", "XAPI-12")
 def test_required_pointers(target, check):
     """The allocator, both managed conversions and current_work_stream are non-NULL."""
     x, t = xa.table(target)
@@ -175,8 +165,7 @@ def test_required_pointers(target, check):
 
 
 # ============================================================================ allocator
-@pytest.mark.clause("XAPI-13")
-@P
+@producer("XAPI-13")
 def test_allocator_success(target, check):
     """Every dtype the target makes, including zero-size and 0-d: an owning versioned tensor of
     that dtype, shape and device, and SetError not called."""
@@ -220,8 +209,7 @@ _BAD_PROTOTYPES = (
 )
 
 
-@pytest.mark.clause("XAPI-13")
-@P
+@producer("XAPI-13")
 def test_allocator_failure_calls_seterror_once(target, check):
     """A failing allocator returns non-zero and calls the (real) SetError: once expected, never
     zero times; success with invalid input is warn."""
@@ -254,8 +242,7 @@ def _layouts(target):
                                                                        ("sliced [:, 1:4:2]", ("slice", 1, 1, 4, 2))))
 
 
-@pytest.mark.clause("XAPI-14")
-@P
+@producer("XAPI-14")
 def test_managed_from_owning_versioned(target, check):
     """An owning versioned tensor: version (1, x), only defined flags, the tensor's values, and
     a deleter that releases it while the producer's tensor stays intact; the C path agrees
@@ -307,8 +294,7 @@ def managed_from_wrong_object(target, check, label):
                "an exception" % (label, rc, h is not None, type(exc).__name__ if exc is not None else None))
 
 
-@pytest.mark.clause("XAPI-14")
-@P
+@producer("XAPI-14")
 def test_managed_from_wrong_type(target, check):
     """An object of another type gives an error, not a crash. The header makes the type the
     caller's precondition, so anything else is warn. Each call runs in a child process."""
@@ -323,8 +309,7 @@ def test_managed_from_wrong_type(target, check):
                        "type, so this is robustness, not a breach" % (label, run.describe()))
 
 
-@pytest.mark.clause("XAPI-14")
-@P
+@producer("XAPI-14")
 def test_managed_from_undescribable_raises_buffererror(target, check):
     """Where __dlpack__ cannot describe a tensor (BufferError), a failing C export sets an
     exception, which should be BufferError (SHOULD: warn otherwise)."""
@@ -344,8 +329,7 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
 
 
 # ============================================================================ dltensor_from
-@pytest.mark.clause("XAPI-15")
-@P
+@producer("XAPI-15")
 def test_dltensor_from_matches_managed_path(target, check):
     """The non-owning fill describes the producer's own memory exactly as the owning export."""
     x0, t = _table_with(target, "dltensor_from_py_object_no_sync", "which XAPI-11 allows")
@@ -373,8 +357,7 @@ def test_dltensor_from_matches_managed_path(target, check):
 _UNSET = 0x5E7F00D
 
 
-@pytest.mark.clause("XAPI-16")
-@P
+@producer("XAPI-16")
 def test_current_work_stream_cpu(target, check):
     """For kDLCPU: returns 0 and writes NULL (the header's CPU answer)."""
     x, t = _table_with(target, "current_work_stream", "XAPI-12")
@@ -401,8 +384,7 @@ def test_current_work_stream_cpu(target, check):
 
 
 # ============================================================================ managed_tensor_to_py_object_no_sync
-@pytest.mark.clause("XAPI-17")
-@P
+@producer("XAPI-17")
 def test_to_py_steals_and_returns_producer_type(target, check):
     """The import steals the tensor (its deleter runs once, when the result dies, not before)
     and gives an object of the producer's type with the same values and metadata. Sources:
@@ -475,8 +457,7 @@ def hostile_calls(target, check, first=0, last=None):
         print("END %d" % n, flush=True)
 
 
-@pytest.mark.clause("XAPI-18")
-@P
+@producer("XAPI-18")
 def test_hostile_arguments_do_not_crash(target, check):
     """The calls run in child processes, one after another (a new child after a death): a
     producer must fail cleanly, never abort (an escaped C++ exception reaches std::terminate)
@@ -538,8 +519,7 @@ def _import_ok(target, obj, x, **kw):
     return y, None, same
 
 
-@pytest.mark.clause("XAPI-04")
-@C
+@consumer("XAPI-04")
 def test_consumer_looks_on_the_type(target, check):
     """With one table on the type and another only on the instance, the consumer uses the
     type's (SHOULD); with a table on the instance only, it does not use it."""
@@ -556,8 +536,7 @@ def test_consumer_looks_on_the_type(target, check):
         check.record("XAPI-04", "pass")
 
 
-@pytest.mark.clause("XAPI-06")
-@C
+@consumer("XAPI-06")
 def test_consumer_checks_the_major(target, check):
     """A table whose major is 2 is never used (its layout is unknown); a different minor is
     fine, and refusing the import over it is stricter than the spec (warn)."""
@@ -573,8 +552,7 @@ def test_consumer_checks_the_major(target, check):
                        "match (reading in clauses.json)" % (minor, type(exc).__name__, exc))
 
 
-@pytest.mark.clause("XAPI-11")
-@C
+@consumer("XAPI-11")
 def test_consumer_handles_null_dltensor_from(target, check):
     """A table without dltensor_from_py_object_no_sync still imports correctly (with copy=True
     too, where the consumer takes it)."""

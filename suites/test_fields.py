@@ -15,7 +15,6 @@ prev_api). The tensors are generated (dtypes the library has x views of them).
 | dtype | DT-01 .. DT-13 | the header's (code, bits, lanes) of the tensor's dtype |
 | header.version | VER-07 | the version the capsules carry (prev_api: test_exchange_api.py) |
 """
-import pytest
 from hypothesis import strategies as st
 
 from dlconform import kit
@@ -24,8 +23,8 @@ from support import dtypes as dty
 from support import exchange as xa
 from support import strategies as hh
 from support import tensors as tns
+from support.marks import producer
 
-P = pytest.mark.role("producer")
 CLAUSES = ("CAP-01", "CAP-02", "VER-07", "FLG-01", "DEV-03", "LAY-05", "LAY-06")
 
 
@@ -112,9 +111,7 @@ def fields_of_view(target, check, dtype, shape, ops, own_version):
             keep.release()
 
 
-@pytest.mark.clause(*CLAUSES)
-@pytest.mark.feeds("valid")
-@P
+@producer(*CLAUSES, feeds="valid")
 def test_producer_fields_on_every_path(target, check):
     """Generated tensors (dtype x views) described on every path: each field obeys its clause."""
     names = [d for d in target.dtypes() if d in dty.DTYPES and d not in dty.SUBBYTE]
@@ -140,9 +137,7 @@ def test_producer_fields_on_every_path(target, check):
             check.record(clause, "unsupported", why + " and has no C exchange API")
 
 
-@pytest.mark.clause("VER-07")
-@pytest.mark.feeds("valid")
-@P
+@producer("VER-07", feeds="valid")
 def test_exchange_table_header_version(target, check):
     """The table's header.version is the producer's version, the one its versioned capsules
     carry (prev_api is test_exchange_api.py's XAPI-07)."""

@@ -4,13 +4,13 @@ Flags exist only in versioned capsules: a legacy-only producer or consumer gets 
 """
 import re
 
-import pytest
 
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 from support import tensors as tns
+from support.marks import consumer, producer
 
 #: sub-byte dtype names (a pattern, not a compiled one: a reproducer script defines its
 #: constants before its imports run)
@@ -27,8 +27,7 @@ def _copied(target, x, info):
 
 
 # ============================================================================ producer
-@pytest.mark.clause("FLG-01")
-@pytest.mark.role("producer")
+@producer("FLG-01")
 def test_flags_default_zero(target, check):
     """A plain export (writable, not copied, byte-sized dtype) has flags 0; no undefined bit is
     ever set (a defined bit that does not apply is warn)."""
@@ -48,8 +47,7 @@ def test_flags_default_zero(target, check):
             del cap
 
 
-@pytest.mark.clause("FLG-02")
-@pytest.mark.role("producer")
+@producer("FLG-02")
 def test_readonly_export_flagged(target, check):
     """A read-only tensor exported versioned carries READ_ONLY. A legacy capsule cannot carry it:
     refusing (BufferError) is the safe answer, a silent legacy export is warn."""
@@ -90,9 +88,7 @@ def _imported_readonly(target):
     return [("imported from a READ_ONLY capsule", y, bool(target.describe(y).get("readonly")))]
 
 
-@pytest.mark.clause("FLG-02")
-@pytest.mark.feeds("valid")
-@pytest.mark.role("producer")
+@producer("FLG-02", feeds="valid")
 def test_readonly_every_way_exported_flagged(target, check):
     """Every way the library holds read-only data (Target.readonly_ways(), and data it imported
     from a READ_ONLY capsule) is exported versioned with READ_ONLY, or as a copy (IS_COPIED);
@@ -135,8 +131,7 @@ def test_readonly_every_way_exported_flagged(target, check):
         del cap
 
 
-@pytest.mark.clause("FLG-04")
-@pytest.mark.role("producer")
+@producer("FLG-04")
 def test_copy_sets_is_copied(target, check):
     """Whenever the producer copied (copy=True, or copy=None when it had to), IS_COPIED is set.
     IS_COPIED on memory that was not copied is warn (the consumer may then write to it)."""
@@ -169,8 +164,7 @@ def test_copy_sets_is_copied(target, check):
         del cap
 
 
-@pytest.mark.clause("FLG-06")
-@pytest.mark.role("producer")
+@producer("FLG-06")
 def test_subbyte_padding_flag(target, check):
     """Sub-byte dtypes: IS_SUBBYTE_TYPE_PADDED is set exactly when elements are padded to a byte.
     Byte-sized dtypes never need it."""
@@ -204,8 +198,7 @@ def _library_has_readonly(target):
         return False
 
 
-@pytest.mark.clause("FLG-03")
-@pytest.mark.role("consumer")
+@consumer("FLG-03")
 def test_readonly_import(target, check):
     """A READ_ONLY capsule: a consumer with read-only arrays honours it (read-only result); one
     without ignores it (preferred over raising). Raising is allowed but warn; a writable view
@@ -246,8 +239,7 @@ def _refuses_read_only(target):
     return att.exc is not None
 
 
-@pytest.mark.clause("FLG-05")
-@pytest.mark.role("consumer")
+@consumer("FLG-05")
 def test_is_copied_import(target, check):
     """An IS_COPIED capsule is the consumer's alone: it imports normally (values, deleter once)."""
     tries.require_versioned_consumer(target)
@@ -265,8 +257,7 @@ def test_is_copied_import(target, check):
                            % (flags, tries.describe_exc(att.exc)))
 
 
-@pytest.mark.clause("FLG-06")
-@pytest.mark.role("consumer")
+@consumer("FLG-06")
 def test_subbyte_import(target, check):
     """fp4 (code 17, bits 4) packed (flag clear) and padded (IS_SUBBYTE_TYPE_PADDED): a consumer
     that imports them reads the storage the flag describes; one that cannot refuses both."""

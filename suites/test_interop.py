@@ -28,6 +28,7 @@ from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 from support import tensors as tns
+from support.marks import consumer
 
 #: built-in targets that can produce, and the module each needs (checked at collection)
 PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
@@ -103,8 +104,7 @@ class _Exporter:
         return cap
 
 
-@pytest.mark.clause("SEM-01", "LAY-11")
-@pytest.mark.role("consumer")
+@consumer("SEM-01", "LAY-11")
 def test_interop_round_trip(target, check, case):
     spec, layout, dtype = case
     check.set_peer(spec)

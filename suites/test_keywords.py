@@ -16,15 +16,14 @@ a keyword ignored next to another).
 """
 import itertools
 
-import pytest
 
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import readings as rd
 from support import tensors as tns
+from support.marks import producer
 
-P = pytest.mark.role("producer")
 
 STREAMS = (None, -1, 1, 2, "1")
 MAX_VERSIONS = (None, (0, 9), (1, 0), (1, 3), (1, 99), (2, 0))
@@ -173,9 +172,7 @@ def _bad_argument(problems):
     return any(kind != "class" for _, kind, _ in problems)
 
 
-@pytest.mark.clause("STR-10", "DEV-05")
-@pytest.mark.feeds("argument")
-@P
+@producer("STR-10", "DEV-05", feeds="argument")
 def test_producer_refuses_bad_keywords_in_every_combination(target, check):
     """Every combination with an invalid argument (a stream on the CPU, a dl_device that names
     no device) is refused cleanly. Accepting one the clause's words say is refused (RULES: an int
@@ -192,9 +189,7 @@ def test_producer_refuses_bad_keywords_in_every_combination(target, check):
     table.close(("STR-10", "DEV-05"))
 
 
-@pytest.mark.clause("DEV-05")
-@pytest.mark.feeds("valid")
-@P
+@producer("DEV-05", feeds="valid")
 def test_producer_refuses_devices_it_cannot_serve_in_every_combination(target, check):
     """Every combination of valid values but a dl_device of another dlpack.h device type the
     CPU tensor cannot be exported to: refused with BufferError (DEV-05), or exported on that
@@ -274,9 +269,7 @@ def _judge_export(table, x, kw, info, cap, native, expected, baseline):
 VALID_CLAUSES = ("VER-02", "VER-03", "VER-04", "DEV-04", "DEV-06", "CPY-01", "CPY-02", "CPY-03", "FLG-04")
 
 
-@pytest.mark.clause(*VALID_CLAUSES)
-@pytest.mark.feeds("valid")
-@P
+@producer(*VALID_CLAUSES, feeds="valid")
 def test_producer_honours_every_valid_keyword_combination(target, check):
     """Every combination of valid values exports what it asks for: the capsule kind of
     max_version, a version of the producer's or max_version's, the tensor's device, its own

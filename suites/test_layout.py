@@ -8,7 +8,6 @@ with `Forge.expected_elements()`, and count deleter calls.
 Each hypothesis search has its own seed: the examples it draws stay the same when its text
 is edited (a derandomized run without one seeds from the source text).
 """
-import pytest
 from hypothesis import strategies as st
 
 from dlconform import kit
@@ -17,9 +16,7 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import strategies as hh
 from support import tensors as tns
-
-P = pytest.mark.role("producer")
-C = pytest.mark.role("consumer")
+from support.marks import consumer, producer
 
 
 def _exportable(target):
@@ -81,8 +78,7 @@ def _strided_view_case(target, check, dtype, shape, ops):
                                    expected.hex()[:80]))
 
 
-@pytest.mark.clause("LAY-03", "LAY-05", "LAY-11", "SEM-01")
-@P
+@producer("LAY-03", "LAY-05", "LAY-11", "SEM-01")
 def test_producer_strided_views_describe_the_tensor(target, check):
     """Transposed, stepped, flipped (where the library has negative strides) and size-1 views
     export element strides and data + byte_offset at the first element; values match."""
@@ -90,8 +86,7 @@ def test_producer_strided_views_describe_the_tensor(target, check):
                seed=0xb2ee60b93b172a6c611dc09ff4afecf100fe082ec8f497ff8cda18c77e384c898b4c3035b1391b6e5da294754f6ab262)
 
 
-@pytest.mark.clause("LAY-06")
-@P
+@producer("LAY-06")
 def test_producer_versioned_strides_not_null(target, check):
     """A capsule at version >= 1.2 has non-NULL strides when ndim != 0."""
     names = _exportable(target) or list(target.dtypes())
@@ -107,8 +102,7 @@ def test_producer_versioned_strides_not_null(target, check):
             check.equal(len(info["strides"]), len(shape), "LAY-06", "strides length")
 
 
-@pytest.mark.clause("LAY-04")
-@P
+@producer("LAY-04")
 def test_producer_zero_size_data_null(target, check):
     """Zero-size exports: data should be NULL (SHOULD, warn), the extent is empty and nothing
     is read."""
@@ -130,8 +124,7 @@ def test_producer_zero_size_data_null(target, check):
                                "be NULL (LAY-04 reading: SHOULD for producers)" % (dtype, shape, info["data"]))
 
 
-@pytest.mark.clause("LAY-08", "LAY-09")
-@P
+@producer("LAY-08", "LAY-09")
 def test_producer_zero_d(target, check):
     """0-d tensors export ndim 0 (shape and strides may be NULL or empty) with their value."""
     for dtype in _exporting(target):
@@ -160,8 +153,7 @@ def _high_ndim_case(target, check, dtype, shape):
         check.record("LAY-09", "fail", "values of a %d-d tensor differ after export" % len(shape))
 
 
-@pytest.mark.clause("LAY-09")
-@P
+@producer("LAY-09")
 def test_producer_high_ndim(target, check):
     """ndim up to 32: ndim, every extent (non-negative) and the values survive export."""
     names = _exporting(target)
@@ -172,8 +164,7 @@ def test_producer_high_ndim(target, check):
                dtype=dtype)
 
 
-@pytest.mark.clause("LAY-01")
-@P
+@producer("LAY-01")
 def test_producer_data_alignment(target, check):
     """data is 256-byte aligned and byte_offset points to the first element (SHOULD; LAY-02
     acknowledges producers that export byte_offset=0 with unaligned data: warn at most)."""
@@ -195,8 +186,7 @@ def test_producer_data_alignment(target, check):
             check.record("LAY-01", "pass", "")
 
 
-@pytest.mark.clause("LAY-10")
-@P
+@producer("LAY-10")
 def test_producer_storage_size(target, check):
     """GetDataSize of a compact export, prod(shape) * ceil(bits*lanes/8), is the storage the
     tensor holds. Packed sub-byte exports are left out: the formula overstates their storage by
@@ -229,8 +219,7 @@ def test_producer_storage_size(target, check):
         raise kit.Unsupported("no dtype of %s exports" % target.name)
 
 
-@pytest.mark.clause("SEM-01")
-@P
+@producer("SEM-01")
 def test_producer_exports_share_memory(target, check):
     """Exports are zero-copy: two live exports of one tensor point at the same memory; a copy is
     allowed only when flagged IS_COPIED (versioned)."""
@@ -254,8 +243,7 @@ def test_producer_exports_share_memory(target, check):
     h2.release()
 
 
-@pytest.mark.clause("SEM-02")
-@P
+@producer("SEM-02")
 def test_producer_dense_strided_single_device(target, check):
     """Exports describe dense strided memory on the device __dlpack_device__ names; a
     non-strided (sparse) tensor, where the library has one, may be refused with BufferError."""
@@ -286,8 +274,7 @@ def _check_import_values(check, target, att, clause, what):
     check.equal(got, att.forge.expected_elements(), clause, "%s: result elements" % what)
 
 
-@pytest.mark.clause("LAY-03", "OWN-03")
-@C
+@consumer("LAY-03", "OWN-03")
 def test_consumer_honours_byte_offset(target, check):
     """A non-zero byte_offset moves the first element: the result reads from data + byte_offset."""
     cases = [dict(dtype=(2, 32, 1), shape=(5,), byte_offset=4), dict(dtype=(2, 32, 1), shape=(2, 3), byte_offset=12),
@@ -305,8 +292,7 @@ def test_consumer_honours_byte_offset(target, check):
         tries.deleter_accounting(check, att, alive)
 
 
-@pytest.mark.clause("SEM-01")
-@C
+@consumer("SEM-01")
 def test_consumer_zero_copy(target, check):
     """Importing an aligned contiguous CPU tensor is zero-copy: the result's first element is the
     forged buffer's."""
@@ -318,8 +304,7 @@ def test_consumer_zero_copy(target, check):
         att.settle()
 
 
-@pytest.mark.clause("LAY-02")
-@C
+@consumer("LAY-02")
 def test_consumer_unaligned_data(target, check):
     """data that is element-aligned but not 256-byte aligned imports (SHOULD)."""
     holder = kit.Forge(dtype=(1, 8, 1), shape=(64,))
@@ -332,8 +317,7 @@ def test_consumer_unaligned_data(target, check):
         att.settle()
 
 
-@pytest.mark.clause("LAY-07", "OWN-03")
-@C
+@consumer("LAY-07", "OWN-03")
 def test_consumer_null_strides_legacy(target, check):
     """NULL strides in a legacy capsule (or a versioned one before 1.2) mean compact row-major."""
     for shape in [(2, 3), (4,), (2, 1, 3), ()]:
@@ -349,8 +333,7 @@ def test_consumer_null_strides_legacy(target, check):
         tries.deleter_accounting(check, att, alive, what="NULL strides: ")
 
 
-@pytest.mark.clause("LAY-04", "OWN-03")
-@C
+@consumer("LAY-04", "OWN-03")
 def test_consumer_zero_size_null_data(target, check):
     """NULL data with a zero-size shape imports (MUST) and the deleter still runs exactly once
     (early, too: a zero-size result views nothing, Attempt.copied).
@@ -383,34 +366,27 @@ def test_consumer_zero_size_null_data(target, check):
 # passes, accepting it warns (the behaviour is unspecified), dying on it is a robustness crash
 # of the clause the test is marked with (LAY-09 or LAY-10). The deleter count of a refusal is
 # recorded under OWN-03 explicitly: giving the tensor back is owed whatever the metadata.
-@pytest.mark.clause("LAY-09")
-@pytest.mark.feeds("invalid")
-@C
+@consumer("LAY-09", feeds="invalid")
 def test_consumer_refuses_negative_extent(target, check):
     """A negative extent is invalid: the consumer raises, and the deleter still runs once."""
     for shape in [(-1,), (2, -3), (4, 0, -2)]:
         tries.must_refuse(check, target, dict(shape=shape, buffer_size=256), "LAY-09", "shape %r" % (shape,))
 
 
-@pytest.mark.clause("LAY-09")
-@pytest.mark.feeds("invalid")
-@C
+@consumer("LAY-09", feeds="invalid")
 def test_consumer_refuses_negative_ndim(target, check):
     """ndim < 0 is invalid: the consumer raises without reading shape or strides."""
     tries.must_refuse(check, target, dict(shape=(), ndim=-1, buffer_size=64), "LAY-09", "ndim -1")
 
 
-@pytest.mark.clause("LAY-09")
-@pytest.mark.feeds("invalid")
-@C
+@consumer("LAY-09", feeds="invalid")
 def test_consumer_refuses_null_shape_with_ndim(target, check):
     """ndim > 0 with a NULL shape pointer is invalid: the consumer raises, never dereferences."""
     tries.must_refuse(check, target, dict(shape=(2, 3), shape_null=True, buffer_size=64), "LAY-09",
                       "ndim 2 with NULL shape")
 
 
-@pytest.mark.clause("LAY-08")
-@C
+@consumer("LAY-08")
 def test_consumer_ndim0(target, check):
     """ndim 0 with NULL strides imports in any capsule; NULL shape as well from v1.2."""
     att = tries.forged(target, dict(shape=(), strides=None))
@@ -466,8 +442,7 @@ def _view_import_case(target, check, shape, strides, byte_offset, buffer_size, i
     del holder
 
 
-@pytest.mark.clause("LAY-11", "LAY-05")
-@C
+@consumer("LAY-11", "LAY-05")
 def test_consumer_strided_views(target, check):
     """Transposed, stepped and size-1-odd-stride layouts with byte_offset import with the right
     values, or are refused cleanly (LAY-11: import or copy/raise)."""
@@ -477,8 +452,7 @@ def test_consumer_strided_views(target, check):
                dtype=(2, 32, 1), lay05=True)
 
 
-@pytest.mark.clause("LAY-11")
-@C
+@consumer("LAY-11")
 def test_consumer_negative_strides(target, check):
     """Negative strides are a legal layout: import with the right values or refuse cleanly."""
     views = hh.views(itemsize=4, min_ndim=1, max_ndim=3, allow_negative=True).filter(
@@ -488,9 +462,7 @@ def test_consumer_negative_strides(target, check):
                dtype=(2, 32, 1))
 
 
-@pytest.mark.clause("LAY-10")  # a crash on this input is LAY-10's; OWN-03 is recorded explicitly
-@pytest.mark.feeds("invalid")
-@C
+@consumer("LAY-10", feeds="invalid")  # a crash on this input is LAY-10's; OWN-03 is recorded explicitly
 def test_consumer_huge_shape(target, check):
     """A shape whose storage size overflows int64 is refused (importing it warns: invalid input);
     the deleter runs once, and never while an imported result lives."""
@@ -504,8 +476,7 @@ def test_consumer_huge_shape(target, check):
         tries.deleter_accounting(check, att, alive, what="shape %r: " % (shape,))
 
 
-@pytest.mark.clause("LAY-09")  # a crash on this input is LAY-09's; OWN-03 is recorded explicitly
-@C
+@consumer("LAY-09")  # a crash on this input is LAY-09's; OWN-03 is recorded explicitly
 def test_consumer_shape_beyond_memory(target, check):
     """A valid int64 shape claiming more memory than exists (2**40 float32 over 64 bytes) may be
     imported as a view (a consumer cannot know) or refused; it is never read here."""
@@ -518,9 +489,7 @@ def test_consumer_shape_beyond_memory(target, check):
     tries.deleter_accounting(check, att, alive, what="shape (2**40,): ")
 
 
-@pytest.mark.clause("LAY-10")  # a crash on this input is LAY-10's; OWN-03 is recorded explicitly
-@pytest.mark.feeds("invalid")
-@C
+@consumer("LAY-10", feeds="invalid")  # a crash on this input is LAY-10's; OWN-03 is recorded explicitly
 def test_consumer_huge_strides(target, check):
     """Strides whose byte span overflows int64 are refused or imported without a crash; the
     deleter runs once, and never while an imported result lives."""

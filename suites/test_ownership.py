@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 
-import pytest
 
 from dlconform import _probe, kit
 from support import attempts as tries
@@ -22,9 +21,7 @@ from support import dtypes as dty
 from support import readings as rd
 from support import repros as rp
 from support import tensors as tns
-
-P = pytest.mark.role("producer")
-C = pytest.mark.role("consumer")
+from support.marks import consumer, producer
 
 
 def _dtype(target):
@@ -56,8 +53,7 @@ def _cases(target, shape):
 
 
 # ============================================================================ producer
-@pytest.mark.clause("CAP-05")
-@P
+@producer("CAP-05")
 def test_unconsumed_capsule_runs_deleter_once(target, check):
     """An exported capsule nobody consumes runs its deleter exactly once when it dies."""
     for versioned, x in _cases(target, (4,)):
@@ -74,8 +70,7 @@ def _rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-@pytest.mark.clause("OWN-02")
-@P
+@producer("OWN-02")
 def test_deleter_releases_the_export(target, check):
     """The deleter destroys manager_ctx and frees the managed struct: the tensor's refcount is
     back to its value before the export, and export/release cycles do not grow memory."""
@@ -104,8 +99,7 @@ def test_deleter_releases_the_export(target, check):
                    "deleter does not free the managed struct" % ("versioned" if versioned else "legacy", growth, n))
 
 
-@pytest.mark.clause("OWN-05")
-@P
+@producer("OWN-05")
 def test_consumed_tensor_outlives_producer_object(target, check):
     """After consume, data, shape and strides stay valid when the producer's object (and the
     view it was exported from) is deleted, until the deleter runs."""
@@ -163,8 +157,7 @@ def gil_case(target, check, dtype, versioned):
     os._exit(0)  # the capsule is never touched again
 
 
-@pytest.mark.clause("OWN-04")
-@P
+@producer("OWN-04")
 def test_deleter_runs_without_the_gil(target, check):
     """The deleter is called from a thread that does not hold the GIL (as non-Python code
     would): it must take the GIL before touching Python. Run in a child with
@@ -184,8 +177,7 @@ def test_deleter_runs_without_the_gil(target, check):
             check.record("OWN-04", "pass")
 
 
-@pytest.mark.clause("OWN-01")
-@P
+@producer("OWN-01")
 def test_producer_deleter_field(target, check):
     """A NULL deleter is allowed (then nothing is released) and a non-NULL one is called once by
     a consumer. (manager_ctx is the producer's business, any value or NULL: OWN-06 binds what
@@ -202,8 +194,7 @@ def test_producer_deleter_field(target, check):
 
 
 # ============================================================================ consumer
-@pytest.mark.clause("OWN-03")
-@C
+@consumer("OWN-03")
 def test_consumer_calls_deleter_exactly_once(target, check):
     """0 deleter calls while the imported result lives and views the producer's memory (a
     consumer that copied may call it at once: Attempt.copied), exactly 1 after it dies. Whether the
@@ -219,8 +210,7 @@ def test_consumer_calls_deleter_exactly_once(target, check):
         tries.deleter_accounting(check, att, alive)
 
 
-@pytest.mark.clause("OWN-03")
-@C
+@consumer("OWN-03")
 def test_consumer_refusal_runs_deleter_once(target, check):
     """When the consumer refuses a capsule (unknown dtype code), the deleter still runs exactly
     once in all (by the consumer or by the unconsumed capsule's destructor)."""
@@ -231,8 +221,7 @@ def test_consumer_refusal_runs_deleter_once(target, check):
     check.equal(att.settle(), 1, "OWN-03", "deleter calls after the refusal (%s)" % att.refusal())
 
 
-@pytest.mark.clause("OWN-01")
-@C
+@consumer("OWN-01")
 def test_consumer_skips_null_deleter(target, check):
     """A NULL deleter is legal: the consumer imports and never calls it (a call crashes)."""
     for versioned_kw in [dict(shape=(4,), null_deleter=True), dict(shape=(2, 2), null_deleter=True, dtype=(0, 64, 1))]:
@@ -251,8 +240,7 @@ class _NullCtxProducer(kit.RecordingProducer):
         return cap
 
 
-@pytest.mark.clause("OWN-06", "OWN-03")
-@C
+@consumer("OWN-06", "OWN-03")
 def test_consumer_accepts_null_manager_ctx(target, check):
     """manager_ctx is opaque and may be NULL: the import works and the deleter runs once."""
     p = _NullCtxProducer(kit.forges(shape=(2, 3), strides=(3, 1)), keep=True)
@@ -315,8 +303,7 @@ def _judge_exit(check, clause, run, what):
                      "%s left alive until the interpreter exits: the process ended with %s" % (what, run.describe()))
 
 
-@pytest.mark.clause("CAP-05", "OWN-04")
-@P
+@producer("CAP-05", "OWN-04")
 def test_exports_alive_at_interpreter_exit(target, check):
     """A capsule left unconsumed until the interpreter exits is destroyed then, and a consumed
     tensor still held then is given back then: neither may kill the process (the destructor runs
@@ -328,8 +315,7 @@ def test_exports_alive_at_interpreter_exit(target, check):
         _judge_exit(check, clause, run, "%s exports" % ("consumed" if consumed else "unconsumed"))
 
 
-@pytest.mark.clause("OWN-03")
-@C
+@consumer("OWN-03")
 def test_imports_alive_at_interpreter_exit(target, check):
     """Imports still alive when the interpreter exits are given back as it finalises: the
     consumer's release (the deleter, once) may not kill the process. Runs in a child that exits

@@ -25,8 +25,8 @@ from support import attempts as tries
 from support import dtypes as dty
 from support import readings as rd
 from support import routes as rt
+from support.marks import consumer
 
-C = pytest.mark.role("consumer")
 
 #: must: "refuse" (a MUST clause says so), "read" (refusing or carrying it unread passes,
 #: misreading fails: VER-09), "invalid" (accepting is warn), "any" (a valid input)
@@ -167,7 +167,7 @@ def _judge_import(check, target, reason, att, what):
 
 
 @pytest.mark.parametrize("reason, route", list(_params()))
-@C
+@pytest.mark.role("consumer")
 def test_consumer_refusal_and_deleter(target, check, reason, route):
     """One reason to refuse through one route: a clean refusal or a sound import, and the
     deleter once, never while the result lives. `reason` is the id of one of REASONS."""
@@ -184,9 +184,7 @@ def test_consumer_refusal_and_deleter(target, check, reason, route):
 
 # ---------------------------------------------------------------------------- used names
 @pytest.mark.parametrize("route", ["dlpack", "capsule"])
-@pytest.mark.clause("CAP-04", "OWN-03")
-@pytest.mark.feeds("valid")
-@C
+@consumer("CAP-04", "OWN-03", feeds="valid")
 def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
     """A capsule named used_* (another consumer owns it) is refused through every route that
     takes capsules, and the refusing consumer never calls its deleter; the owner's release is
@@ -201,9 +199,7 @@ def test_consumer_refuses_used_capsule_on_every_route(target, check, route):
 
 # ---------------------------------------------------------------------------- plain imports
 @pytest.mark.parametrize("route", ["unasked", "capsule", "xapi"])
-@pytest.mark.clause("CAP-03", "OWN-03", "SEM-01")
-@pytest.mark.feeds("valid")
-@C
+@consumer("CAP-03", "OWN-03", "SEM-01", feeds="valid")
 def test_consumer_plain_import_on_every_route(target, check, route):
     """A plain tensor through a route other than the one the consumer asks for: where the
     consumer takes it, the values are the producer's, the memory is shared (SEM-01), the
@@ -297,9 +293,7 @@ def _each(target, check, route, cases, feeds="valid", imported=None):
 
 
 @pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
-@pytest.mark.clause("OWN-03")
-@pytest.mark.feeds("valid")
-@C
+@consumer("OWN-03", feeds="valid")
 def test_consumer_dtype_refusals_and_deleter(target, check, route):
     """Every dtype of dlpack.h v1.3: imported or refused cleanly, the deleter once."""
     cases = [("dtype %s %r" % (n, t), {"dtype": t, "shape": (4,)}, (1, 0), None) for n, t in dty.DTYPES.items()]
@@ -307,9 +301,7 @@ def test_consumer_dtype_refusals_and_deleter(target, check, route):
 
 
 @pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
-@pytest.mark.clause("VER-09", "DT-07", "DT-08", "OWN-03")
-@pytest.mark.feeds("valid")
-@C
+@consumer("VER-09", "DT-07", "DT-08", "OWN-03", feeds="valid")
 def test_consumer_ruled_dtype_refusals_and_deleter(target, check, route):
     """dtypes whose reading the spec states: unknown codes never misread (VER-09), fp6/fp4
     with other bits never imported (DT-07, DT-08); a clean refusal passes, the deleter once."""
@@ -319,9 +311,7 @@ def test_consumer_ruled_dtype_refusals_and_deleter(target, check, route):
 
 
 @pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
-@pytest.mark.clause("DT-03", "DT-13")
-@pytest.mark.feeds("invalid")
-@C
+@consumer("DT-03", "DT-13", feeds="invalid")
 def test_consumer_malformed_dtype_refusals_and_deleter(target, check, route):
     """Malformed dtypes (zero bits, a bool of 1 or 16 bits, a 24-bit float): a clean refusal passes,
     an import is warn (invalid input), and the deleter runs once (OWN-03, warn on a breach)."""
@@ -331,9 +321,7 @@ def test_consumer_malformed_dtype_refusals_and_deleter(target, check, route):
 
 
 @pytest.mark.parametrize("route", ["dlpack", "capsule", "xapi"])
-@pytest.mark.clause("DEV-07", "OWN-03")
-@pytest.mark.feeds("valid")
-@C
+@consumer("DEV-07", "OWN-03", feeds="valid")
 def test_consumer_device_refusals_and_deleter(target, check, route):
     """Memory on each non-CPU device type: refused cleanly (DEV-07) or imported, and the
     deleter once in all."""

@@ -10,6 +10,7 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import tensors as tns
+from support.marks import consumer, producer
 
 CUDA_PROBE = os.path.join(REPO_DIR, "build", "cuda", "stream_probe")
 
@@ -59,8 +60,7 @@ def _cpu_tensor(target, check):
     return x
 
 
-@pytest.mark.clause("STR-10")
-@pytest.mark.role("producer")
+@producer("STR-10")
 def test_cpu_producer_accepts_stream_none(target, check):
     """On the CPU, stream=None is the one valid stream: the export must succeed."""
     x = _cpu_tensor(target, check)
@@ -71,9 +71,7 @@ def test_cpu_producer_accepts_stream_none(target, check):
     del cap
 
 
-@pytest.mark.clause("STR-10")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("STR-10", feeds="argument")
 def test_cpu_producer_refuses_int_streams(target, check):
     """On the CPU only stream=None is valid: STR-10's words say the producer refuses an int stream,
     so accepting 1 or 2 is STR-10's breach; -1 asks for no synchronisation on any device, and the
@@ -94,9 +92,7 @@ def test_cpu_producer_refuses_int_streams(target, check):
         check.refusal("STR-10", err, "stream=%d" % stream)
 
 
-@pytest.mark.clause("STR-02")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("STR-02", feeds="argument")
 def test_stream_of_wrong_type_is_rejected(target, check):
     """A stream that is not an int (or None): STR-02's words make it an error, so a clean refusal
     passes and accepting it is STR-02's breach."""
@@ -130,8 +126,7 @@ def _on_stream_device(target, new_stream=False):
     return dev, handle, dev.make("float32", (2, 3), dty.safe_values("float32", (2, 3)))
 
 
-@pytest.mark.clause("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
-@pytest.mark.role("producer")
+@producer("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
 def test_export_waits_on_the_consumer_stream(target, check):
     """Every stream other than -1 makes the consumer's stream wait on the producer's work
     before __dlpack__ returns: None and 1 the legacy default stream, 2 the per-thread default
@@ -157,8 +152,7 @@ def test_export_waits_on_the_consumer_stream(target, check):
         dev.destroy_stream(handle)
 
 
-@pytest.mark.clause("STR-03")
-@pytest.mark.role("producer")
+@producer("STR-03")
 def test_stream_minus_one_does_not_synchronise(target, check):
     """stream=-1: the producer must neither wait nor synchronise."""
     dev, _, x = _on_stream_device(target)
@@ -168,9 +162,7 @@ def test_stream_minus_one_does_not_synchronise(target, check):
     del cap
 
 
-@pytest.mark.clause("STR-08")
-@pytest.mark.feeds("argument")
-@pytest.mark.role("producer")
+@producer("STR-08", feeds="argument")
 def test_stream_zero_rejected_by_stream_producer(target, check):
     """stream=0 is ambiguous: consumers must not pass it and producers should reject it."""
     dev, _, x = _on_stream_device(target)
@@ -183,8 +175,7 @@ def test_stream_zero_rejected_by_stream_producer(target, check):
     check.accepted("STR-08", "stream=0 was accepted; the array API says producers should reject it")
 
 
-@pytest.mark.clause("STR-11")
-@pytest.mark.role("producer")
+@producer("STR-11")
 def test_consumer_stream_stays_the_consumers(target, check):
     """The stream stays owned by the consumer: the producer never destroys it, neither in
     __dlpack__ nor when the capsule or the tensor dies."""
@@ -198,8 +189,7 @@ def test_consumer_stream_stays_the_consumers(target, check):
     dev.events()
 
 
-@pytest.mark.clause("STR-12", "CPY-05")
-@pytest.mark.role("producer")
+@producer("STR-12", "CPY-05")
 def test_dl_device_cpu_synchronises_and_copies(target, check):
     """dl_device=(kDLCPU, 0) from a stream device: the producer synchronises before the host
     copy (STR-12), the copy carries IS_COPIED, and copy=False must be BufferError (CPY-05)."""
@@ -229,8 +219,7 @@ def test_dl_device_cpu_synchronises_and_copies(target, check):
     dev.events()
 
 
-@pytest.mark.clause("CPY-04")
-@pytest.mark.role("producer")
+@producer("CPY-04")
 def test_copy_runs_on_the_consumer_stream(target, check):
     """copy=True with a consumer stream: the copy runs on that stream."""
     dev, handle, x = _on_stream_device(target, new_stream=True)
@@ -247,8 +236,7 @@ def test_copy_runs_on_the_consumer_stream(target, check):
 
 
 # ---------------------------------------------------------------------------- consumer
-@pytest.mark.clause("STR-10")
-@pytest.mark.role("consumer")
+@consumer("STR-10")
 def test_consumer_passes_stream_none_to_cpu(target, check):
     """A CPU producer gets stream=None (or no stream keyword) from the consumer."""
     p = kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True)
@@ -262,8 +250,7 @@ def test_consumer_passes_stream_none_to_cpu(target, check):
     att.result = None
 
 
-@pytest.mark.clause("STR-08", "STR-09", "STR-12", "STR-14")
-@pytest.mark.role("consumer")
+@consumer("STR-08", "STR-09", "STR-12", "STR-14")
 def test_consumer_stream_keywords_for_stream_devices(target, check):
     """A producer claiming CUDA, ROCm or oneAPI memory records what the consumer passes, then
     refuses with BufferError: no 0 for CUDA (STR-08), no 1 or 2 for ROCm (STR-09), None with
@@ -301,9 +288,7 @@ OTHER_STREAM_DEVICES = ((3, "CUDAHost"), (4, "OpenCL"), (7, "Vulkan"), (8, "Meta
                         (17, "MAIA"), (18, "Trn"))
 
 
-@pytest.mark.clause("STR-15", "STR-12")
-@pytest.mark.feeds("valid")
-@pytest.mark.role("consumer")
+@consumer("STR-15", "STR-12", feeds="valid")
 def test_consumer_stream_for_other_stream_devices(target, check):
     """A producer on each device beyond CUDA and ROCm records what the consumer passes, then
     refuses. With dl_device=(1, 0) the stream must be None (STR-12); otherwise any value but

@@ -9,13 +9,13 @@ deleter runs once, from a C thread without the GIL, and the counts balance. XAPI
 managed_tensor_from_py_object_no_sync call gives an owning tensor. Caching itself is allowed:
 it is reported in the pass message.
 """
-import pytest
 
 from dlconform import _probe
 from dlconform import kit
 from support import dtypes as dty
 from support import exchange as xa
 from support import tensors as tns
+from support.marks import producer
 
 THREADS, ITERATIONS = 8, 200
 
@@ -65,8 +65,7 @@ def _judge(check, r):
                      "rounds); %d poison checks passed" % (r["cached_pairs"], THREADS * ITERATIONS, r["poison_checks"]))
 
 
-@pytest.mark.clause("OWN-04", "OWN-05")
-@pytest.mark.role("producer")
+@producer("OWN-04", "OWN-05")
 def test_dlpack_from_many_c_threads(target, check):
     """__dlpack__ from 8 C threads (PyGILState), deleters without the GIL."""
     r = _run(target, False)
@@ -74,8 +73,7 @@ def test_dlpack_from_many_c_threads(target, check):
     _judge(check, r)
 
 
-@pytest.mark.clause("OWN-04", "OWN-05", "XAPI-14")
-@pytest.mark.role("producer")
+@producer("OWN-04", "OWN-05", "XAPI-14")
 def test_exchange_api_and_dlpack_from_many_c_threads(target, check):
     """managed_tensor_from_py_object_no_sync (twice per round) and __dlpack__ from 8 C threads."""
     r = _run(target, True)

@@ -6,7 +6,6 @@ producer: the versioned checks report `unsupported` for it, with the reason. A c
 never passes max_version >= (1, 0) takes legacy capsules only ("consumers may delay using
 max_version"): its versioned checks report `unsupported` too.
 """
-import pytest
 
 from dlconform import _probe, kit
 from support import attempts as tries
@@ -14,11 +13,11 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import tensors as tns
+from support.marks import consumer, producer
 
 
 # ============================================================================ producer
-@pytest.mark.clause("VER-01")
-@pytest.mark.role("producer")
+@producer("VER-01")
 def test_producer_accepts_max_version_tuple(target, check):
     """__dlpack__ takes max_version as a (major, minor) tuple of ints and returns a capsule for
     consumer versions of its own major (equal, newer minor) and a newer major (or BufferError).
@@ -38,8 +37,7 @@ def test_producer_accepts_max_version_tuple(target, check):
         del cap
 
 
-@pytest.mark.clause("VER-02")
-@pytest.mark.role("producer")
+@producer("VER-02")
 def test_no_max_version_gives_legacy(target, check):
     """Without max_version (or with None) the producer returns the legacy "dltensor" capsule.
     Reading: BufferError (allowed from March 2025) reports pass with a note."""
@@ -59,8 +57,7 @@ def test_no_max_version_gives_legacy(target, check):
         del cap
 
 
-@pytest.mark.clause("VER-03")
-@pytest.mark.role("producer")
+@producer("VER-03")
 def test_versioned_capsule_at_producer_version(target, check):
     """A consumer max of at least the producer's version, or the same major, gets a versioned
     capsule at the producer's own version (or at max_version itself, recommended)."""
@@ -84,8 +81,7 @@ def test_versioned_capsule_at_producer_version(target, check):
         del cap
 
 
-@pytest.mark.clause("VER-04")
-@pytest.mark.role("producer")
+@producer("VER-04")
 def test_older_major_gets_legacy_or_buffererror(target, check):
     """A consumer at major 0 gets the legacy DLManagedTensor capsule, or BufferError when the
     producer no longer has it."""
@@ -107,8 +103,7 @@ def test_older_major_gets_legacy_or_buffererror(target, check):
             del cap
 
 
-@pytest.mark.clause("VER-07")
-@pytest.mark.role("producer")
+@producer("VER-07")
 def test_version_field(target, check):
     """DLManagedTensorVersioned.version is the DLPack version the producer implements: major >= 1,
     the same for every tensor, dtype and view."""
@@ -131,8 +126,7 @@ def test_version_field(target, check):
                      % (max(seen), pycap.SUITE_VERSION))
 
 
-@pytest.mark.clause("VER-10")
-@pytest.mark.role("producer")
+@producer("VER-10")
 def test_abi_prefix_deleter(target, check):
     """The fields up to flags (version, manager_ctx, deleter, flags) sit at their ABI offsets, so
     a consumer of any version can call the deleter: it is found and called through them."""
@@ -156,8 +150,7 @@ def test_abi_prefix_deleter(target, check):
     check.equal(tracker.calls, 1, "VER-10", "deleter calls through the fixed-layout prefix")
 
 
-@pytest.mark.clause("VER-11")
-@pytest.mark.role("producer")
+@producer("VER-11")
 def test_producer_offers_both_structs(target, check):
     """During the transition a producer should export both DLManagedTensor (legacy) and
     DLManagedTensorVersioned."""
@@ -189,8 +182,7 @@ def _expect_refusal(target, check, clause, forge, what):
     return att.exc is not None
 
 
-@pytest.mark.clause("VER-01")
-@pytest.mark.role("consumer")
+@consumer("VER-01")
 def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
     seen, exc = tries.consumer_max_versions(target)
@@ -206,8 +198,7 @@ def test_consumer_passes_max_version_tuple(target, check):
                        "capsules through max_version" % (m,))
 
 
-@pytest.mark.clause("VER-05")
-@pytest.mark.role("consumer")
+@consumer("VER-05")
 def test_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
     from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
@@ -240,8 +231,7 @@ def test_consumer_checks_name_and_version(target, check):
     check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
 
 
-@pytest.mark.clause("VER-06")
-@pytest.mark.role("consumer")
+@consumer("VER-06")
 def test_consumer_retries_without_new_keywords(target, check):
     """An old producer's __dlpack__ takes only stream and raises TypeError for max_version,
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
@@ -269,9 +259,7 @@ def test_consumer_retries_without_new_keywords(target, check):
     check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
 
 
-@pytest.mark.clause("VER-06")
-@pytest.mark.feeds("valid")
-@pytest.mark.role("consumer")
+@consumer("VER-06", feeds="valid")
 def test_consumer_retries_for_every_keyword(target, check):
     """The VER-06 retry whatever from_dlpack was asked: an old producer's TypeError for the new
     keywords is retried without them also under copy=True, copy=False and device='cpu' (the
@@ -302,8 +290,7 @@ def test_consumer_retries_for_every_keyword(target, check):
         att.settle()
 
 
-@pytest.mark.clause("VER-08", "VER-10")
-@pytest.mark.role("consumer")
+@consumer("VER-08", "VER-10")
 def test_consumer_refuses_other_major(target, check):
     """A versioned capsule whose version.major is not 1 must be refused, reading nothing past
     flags, and its deleter called exactly once (VER-10: the prefix keeps its layout, so that is
@@ -326,8 +313,7 @@ def test_consumer_refuses_other_major(target, check):
                    "prefix, ran %d time(s) (expected 1)" % (what, forge.deleter_calls))
 
 
-@pytest.mark.clause("VER-09")
-@pytest.mark.role("consumer")
+@consumer("VER-09")
 def test_consumer_newer_minor(target, check):
     """Version (1, 99) with fields the consumer knows is usable; an unknown dtype code or device
     type must not be misread: refusing it passes, reading it as another dtype or device fails, and
@@ -360,8 +346,7 @@ def test_consumer_newer_minor(target, check):
                     "%s: deleter calls once the capsule is gone" % what)
 
 
-@pytest.mark.clause("VER-11")
-@pytest.mark.role("consumer")
+@consumer("VER-11")
 def test_consumer_takes_both_structs(target, check):
     """During the transition a consumer should import both capsule kinds."""
     legacy = kit.RecordingProducer(kit.forges(shape=(3,)), legacy_only=True, keep=True)

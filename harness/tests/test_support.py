@@ -500,3 +500,31 @@ def test_seed_refusal_class_is_not_judged_for_a_device_this_machine_has(monkeypa
     assert [r[:2] for r in seedrules.refusal_rules(facts, exc, calls, None)] == [("CPY-08", "fail")]
     monkeypatch.setattr(devices, "_found", frozenset({devices.CUDA}))
     assert not [r for r in seedrules.refusal_rules(facts, exc, calls, None) if r[0] in ("CPY-08", "DEV-07")]
+
+
+def test_marks_are_the_plugins_clause_role_and_feeds():
+    """@producer/@consumer set pytest's own marks, read back as the plugin reads them."""
+    from dlconform.pytest_plugin import item_clauses, item_feeds, item_role
+    from support.marks import consumer, producer
+
+    class Item:
+        def __init__(self, fn):
+            self.marks, self.nodeid = list(reversed(fn.pytestmark)), fn.__name__
+
+        def iter_markers(self, name):
+            return [m for m in self.marks if m.name == name]
+
+        def get_closest_marker(self, name):
+            return next(iter(self.iter_markers(name)), None)
+
+    @producer("CAP-01", "CAP-02")
+    def a():
+        pass
+
+    @consumer("LAY-10", feeds="invalid")
+    def b():
+        pass
+
+    assert (item_clauses(Item(a)), item_role(Item(a)), item_feeds(Item(a))) == (["CAP-01", "CAP-02"], "producer",
+                                                                               "valid")
+    assert (item_clauses(Item(b)), item_role(Item(b)), item_feeds(Item(b))) == (["LAY-10"], "consumer", "invalid")

@@ -9,6 +9,7 @@ aliases, and no other name means them:
     from support import repros as rp         # reproducer setup lines, the first reproducer, snippets
     from support import strategies as hh      # hypothesis strategies, shrinking a finding
     from support import tensors as tns        # producer side: native tensors, views, layouts
+    from support.marks import consumer, producer   # a check's marks: @producer("CAP-01")
 
 Verdicts are recorded through the `check` fixture only (check.refusal() holds the
 clean-refusal rule); `readings` and `attempts` return what they saw, or record through the

@@ -1,0 +1,27 @@
+"""A check's marks in one line: the clauses it judges, the role it judges them for, what it
+feeds the library (valid input unless `feeds` says otherwise).
+
+    @producer("CAP-01")                     # pytest.mark.clause("CAP-01"), pytest.mark.role("producer")
+    @consumer("LAY-10", feeds="invalid")    # ... role("consumer"), pytest.mark.feeds("invalid")
+
+They are pytest's own marks, which the plugin reads (dlconform.pytest_plugin: item_clauses,
+item_role, item_feeds); a test marked by hand is the same to it."""
+import pytest
+
+
+def _role(role):
+    def marks(*clauses, feeds=None):
+        applied = [pytest.mark.clause(*clauses), pytest.mark.role(role)]
+        applied += [pytest.mark.feeds(feeds)] if feeds is not None else []
+
+        def apply(fn):
+            for mark in applied:
+                fn = mark(fn)
+            return fn
+        return apply
+    marks.__name__ = marks.__qualname__ = role
+    marks.__doc__ = "Marks a %s check of `clauses` (feeding `feeds`, valid when None)." % role
+    return marks
+
+
+producer, consumer = _role("producer"), _role("consumer")
