@@ -8,7 +8,6 @@ and count the forge's deleter calls.
 import ctypes
 import sys
 
-
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap

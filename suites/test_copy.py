@@ -8,10 +8,6 @@ from support import tensors as tns
 from support.marks import consumer, producer
 
 
-def _address(info):
-    return None if info.get("data") is None else info["data"] + info["byte_offset"]
-
-
 @producer("CPY-01")
 def test_copy_true_exports_separate_memory(target, check):
     """copy=True always copies: the export holds the same values in other memory."""
@@ -26,7 +22,7 @@ def test_copy_true_exports_separate_memory(target, check):
         check.record("CPY-01", *rd.copy_refused(e))
     else:
         info = pycap.fields(cap)
-        check.that(_address(info) != ptr, "CPY-01", "copy=True exported the tensor's own memory (0x%x)" % ptr)
+        check.that(pycap.address(info) != ptr, "CPY-01", "copy=True exported the tensor's own memory (0x%x)" % ptr)
         check.equal(kit.read_elements(cap), target.expected(x), "CPY-01", "values of the copy")
     # copy=True binds legacy exports too (max_version=None); a legacy capsule just cannot
     # carry IS_COPIED
@@ -38,7 +34,7 @@ def test_copy_true_exports_separate_memory(target, check):
         return
     linfo = pycap.fields(legacy)
     if linfo["kind"] == "legacy":
-        check.that(_address(linfo) != ptr, "CPY-01", "x.__dlpack__(copy=True) (legacy capsule) exported the "
+        check.that(pycap.address(linfo) != ptr, "CPY-01", "x.__dlpack__(copy=True) (legacy capsule) exported the "
                    "tensor's own memory (0x%x)" % ptr)
 
 
@@ -53,7 +49,7 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
         return
     for clause, copy in (("CPY-02", False), ("CPY-03", None)):
         info = pycap.fields(pycap.export_versioned(x, copy=copy))
-        check.equal(_address(info), ptr, clause, "copy=%r must export the tensor's own memory" % (copy,))
+        check.equal(pycap.address(info), ptr, clause, "copy=%r must export the tensor's own memory" % (copy,))
         check.that(not (info.get("flags") or 0) & pycap.FLAG_IS_COPIED, clause,
                    "copy=%r set IS_COPIED on a zero-copy export" % (copy,))
 

@@ -15,9 +15,9 @@ import contextlib
 import pytest
 
 from dlconform import kit
-from dlconform.kit import cuda
 from support import attempts as tries
 from support import capsules as pycap
+from support import cuda as cu
 from support import dtypes as dty
 from support import readings as rd
 from support.marks import consumer, producer
@@ -25,60 +25,8 @@ from support.marks import consumer, producer
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
 
-#: the shape of every tensor here, and the clock cycles of a slow fill (about 0.1 s on a GPU)
-SHAPE, SLOW = (64, 64), 200_000_000
-
-
-def _cuda_device(target):
-    """(the target's CUDA stream device, kit.cuda's runtime); Unsupported when the target has
-    no CUDA device or no runtime loads."""
-    dev = target.stream_device()
-    if dev is None or getattr(dev, "kind", None) != "cuda":
-        raise kit.Unsupported("the target has no CUDA device (its stream_device() is %s)"
-                              % ("none" if dev is None else getattr(dev, "name", type(dev).__name__)))
-    rt = cuda.runtime()
-    if rt is None:
-        raise kit.Unsupported("no CUDA runtime: %s" % cuda.why_not())
-    return dev, rt
-
-
-def _filled(dev, rt, pattern):
-    """(a float32 tensor on the device, its byte count): its bytes will all be `pattern` once
-    the slow work before them is done, which is still pending on the producer's stream."""
-    x = dev.slow_pattern(rt, "float32", SHAPE, dty.safe_values("float32", SHAPE), pattern, SLOW)
-    return x, 4 * SHAPE[0] * SHAPE[1]  # not dev.memory(x): asking jax for the address waits
-
-
-def _read(rt, stream, ptr, nbytes):
-    """What a reader on `stream` sees of the nbytes at ptr; a description of the runtime's error
-    when the read fails (a stream destroyed under the consumer, say)."""
-    try:
-        return rt.read_on(stream, ptr, nbytes)
-    except cuda.CudaError as e:
-        return "no read on stream %d: %s" % (stream, e)
-
-
-def _address(cap):
-    """The device address of a capsule's first element."""
-    info = pycap.fields(cap)
-    return (info["data"] or 0) + info["byte_offset"]
-
 
 # ---------------------------------------------------------------------------- producer
-@contextlib.contextmanager
-def _producing(dev):
-    """The producer's side of a check, inside a side-stream context where the library has one
-    (torch, cupy, pyref): its current stream, where the slow work goes and which its export
-    must order the consumer after, is then a non-blocking stream of its own. On the legacy
-    default stream a read on stream 1 would wait for it implicitly and hide a missing wait."""
-    side = dev.side_stream()
-    if side is None:
-        yield
-    else:
-        with side[0]:
-            yield
-
-
 def _export(check, x, stream, clause, **kw):
     """x.__dlpack__(stream=stream, ...), or None when the producer refused the stream: cleanly,
     as STR-13 lets it refuse any stream but None (the case is `unsupported` on `clause`), or not
@@ -102,15 +50,15 @@ def test_consumer_stream_sees_the_producers_data(target, check):
     pattern. A producer that blocks the host until its stream is done instead of making the
     consumer's stream wait is safe but costly: a warn (the simulated runtime counts host
     blocks; on a GPU, the slow work was pending before the call and is done after it)."""
-    dev, rt = _cuda_device(target)
+    dev, rt = cu.device(target)
     own = dev.new_stream()
     cases = ((own, own, "STR-07"), (1, dev.LEGACY, "STR-05"), (2, dev.PER_THREAD, "STR-06"),
              (None, dev.LEGACY, "STR-04"))
     try:
         for i, (stream, reader, clause) in enumerate(cases):
             pattern = 0xA1 + i
-            with _producing(dev):
-                x, nbytes = _filled(dev, rt, pattern)
+            with cu.producing(dev):
+                x = cu.filled(dev, rt, pattern)
                 before, pending = rt.host_syncs(), dev.pending(rt, x)
                 cap = _export(check, x, stream, clause)
                 if before is not None:
@@ -119,11 +67,11 @@ def test_consumer_stream_sees_the_producers_data(target, check):
                     blocked = pending and not dev.pending(rt, x)
             if cap is None:
                 continue
-            seen = _read(rt, reader, _address(cap), nbytes)
+            seen = cu.read(rt, reader, cu.address(cap), cu.NBYTES)
             what = "stream=%r: what stream %d reads after __dlpack__" % (stream, reader)
-            ok = check.equal(seen, bytes([pattern]) * nbytes, clause, what)
+            ok = check.equal(seen, bytes([pattern]) * cu.NBYTES, clause, what)
             if not ok:
-                check.equal(seen, bytes([pattern]) * nbytes, "STR-01", what)
+                check.equal(seen, bytes([pattern]) * cu.NBYTES, "STR-01", what)
             elif blocked:
                 check.warn("STR-01", "stream=%r: the export blocked the host until the producer's stream was done "
                            "instead of making the consumer's stream wait on it (safe, but the host stalls)"
@@ -140,9 +88,9 @@ def test_consumer_stream_sees_the_producers_data(target, check):
 def test_stream_minus_one_neither_waits_nor_blocks(target, check):
     """stream=-1 asks for no synchronisation: __dlpack__ returns with the producer's slow fill
     still pending, and (on the simulated runtime) without blocking the host."""
-    dev, rt = _cuda_device(target)
-    with _producing(dev):
-        x, _ = _filled(dev, rt, 0xB7)
+    dev, rt = cu.device(target)
+    with cu.producing(dev):
+        x = cu.filled(dev, rt, 0xB7)
         before = rt.host_syncs()
         cap = _export(check, x, -1, "STR-03")
         after = rt.host_syncs()
@@ -159,9 +107,9 @@ def test_stream_minus_one_neither_waits_nor_blocks(target, check):
 def test_cuda_stream_zero_refused(target, check):
     """stream=0 is ambiguous on CUDA: consumers must not pass it and producers should refuse it
     (BufferError)."""
-    dev, rt = _cuda_device(target)
-    with _producing(dev):
-        x, _ = _filled(dev, rt, 0xC3)
+    dev, rt = cu.device(target)
+    with cu.producing(dev):
+        x = cu.filled(dev, rt, 0xC3)
         cap, e = kit.attempt(lambda: x.__dlpack__(stream=0, max_version=pycap.SUITE_VERSION))
     if e is not None:  # any clean refusal is what the clause asks
         check.refusal("STR-08", e, "stream=0", verdict="fail")
@@ -182,9 +130,9 @@ def test_cuda_stream_of_wrong_type_or_range(target, check, stream):
     to wait on: a value that is not an int is an error by STR-02's words (a clean refusal
     passes, acceptance fails); an int below -1 or past 64 bits names no stream (acceptance is
     a warn: unspecified); dying on it is a crash."""
-    dev, rt = _cuda_device(target)
-    with _producing(dev):
-        x = dev.make("float32", SHAPE, dty.safe_values("float32", SHAPE))
+    dev, rt = cu.device(target)
+    with cu.producing(dev):
+        x = dev.make("float32", cu.SHAPE, dty.safe_values("float32", cu.SHAPE))
         cap, err = kit.attempt(lambda: x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION))
     if cap is None:
         check.refusal("STR-02", err, "stream=%r" % (stream,))
@@ -199,10 +147,10 @@ def test_cuda_stream_of_wrong_type_or_range(target, check, stream):
 def test_cuda_consumer_stream_survives(target, check):
     """The consumer keeps its stream: it is alive after __dlpack__ and after the capsule and the
     tensor die."""
-    dev, rt = _cuda_device(target)
+    dev, rt = cu.device(target)
     handle = dev.new_stream()
-    with _producing(dev):
-        x, _ = _filled(dev, rt, 0xD2)
+    with cu.producing(dev):
+        x = cu.filled(dev, rt, 0xD2)
         cap = _export(check, x, handle, "STR-11")
     if cap is None:
         dev.destroy_stream(handle)
@@ -219,13 +167,13 @@ def test_cuda_to_host_synchronises_and_flags_the_copy(target, check):
     """dl_device=(kDLCPU, 0) of a CUDA tensor: the producer synchronises its stream before the
     copy, so the host memory holds the slow fill's pattern (STR-12), flagged IS_COPIED (FLG-04);
     with copy=False the copy it would need is BufferError (CPY-05)."""
-    dev, rt = _cuda_device(target)
-    with _producing(dev):
-        x, nbytes = _filled(dev, rt, 0xE5)
+    dev, rt = cu.device(target)
+    with cu.producing(dev):
+        x = cu.filled(dev, rt, 0xE5)
         cap = x.__dlpack__(max_version=pycap.SUITE_VERSION, dl_device=(1, 0))
         info = pycap.fields(cap)
         check.equal(tuple(info["device"]), (1, 0), "STR-12", "device of the dl_device=(1, 0) export")
-        check.equal(kit.read_elements(cap), bytes([0xE5]) * nbytes, "STR-12",
+        check.equal(kit.read_elements(cap), bytes([0xE5]) * cu.NBYTES, "STR-12",
                     "the host copy (the producer's stream must be synchronised first)")
         check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "FLG-04", "the host copy lacks IS_COPIED")
         del cap
@@ -244,20 +192,20 @@ def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
     made on the consumer's stream, so what that stream reads of it right after __dlpack__ is the
     producer's data, the slow fill's pattern (CPY-04). A producer that cannot copy on the device
     and refuses with BufferError sits between CPY-01 and ERR-01 (warn, as on the CPU)."""
-    dev, rt = _cuda_device(target)
+    dev, rt = cu.device(target)
     handle = dev.new_stream()
     try:
-        with _producing(dev):
-            x, nbytes = _filled(dev, rt, 0xF4)
+        with cu.producing(dev):
+            x = cu.filled(dev, rt, 0xF4)
             cap, e = kit.attempt(lambda: x.__dlpack__(stream=handle, max_version=pycap.SUITE_VERSION, copy=True))
         if e is not None:
             check.record("CPY-01", *rd.copy_refused(e))
             check.record("CPY-04", "unsupported", "no copy to order: copy=True raised %s" % tries.describe_exc(e))
             return
         info = pycap.fields(cap)
-        check.that(_address(cap) != dev.memory(x)[0], "CPY-01", "copy=True exported the tensor's own memory")
+        check.that(cu.address(cap) != dev.memory(x)[0], "CPY-01", "copy=True exported the tensor's own memory")
         check.that((info.get("flags") or 0) & pycap.FLAG_IS_COPIED, "FLG-04", "the copy=True export lacks IS_COPIED")
-        check.equal(_read(rt, handle, _address(cap), nbytes), bytes([0xF4]) * nbytes, "CPY-04",
+        check.equal(cu.read(rt, handle, cu.address(cap), cu.NBYTES), bytes([0xF4]) * cu.NBYTES, "CPY-04",
                     "what the consumer's stream reads of the copy")
         cap = x = None
     finally:
@@ -267,32 +215,6 @@ def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
 
 
 # ---------------------------------------------------------------------------- consumer
-class _Recorded:
-    """A producer over real device memory (pyref's device array on kit.cuda's runtime) that
-    records the keywords of each __dlpack__ call and passes them on."""
-
-    def __init__(self, x):
-        self.x, self.calls = x, []
-
-    def __dlpack_device__(self):
-        return self.x.__dlpack_device__()
-
-    def __dlpack__(self, *args, **kw):
-        self.calls.append(dict(kw, positional=args) if args else dict(kw))
-        return self.x.__dlpack__(*args, **kw)
-
-
-def _pending_pyref_array(rt, pattern):
-    """A pyref device array whose bytes will all be `pattern`, behind slow work still pending
-    on pyref's own (non-blocking) stream; None when pyref's device arrays are unavailable."""
-    from dlconform import pyref
-
-    ok, _ = pyref.cuda_available()
-    if not ok:
-        return None
-    x = pyref.to_device(pyref.frombuffer(dty.safe_values("float32", SHAPE), "float32", SHAPE))
-    rt.slow_fill(x.stream, x.ptr, x.nbytes, pattern, SLOW)
-    return x
 
 
 @consumer("STR-01", "STR-05", "STR-07", "STR-08")
@@ -302,16 +224,16 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
     for the legacy default stream, STR-05; a side stream's handle inside a stream context,
     STR-07), and what it then reads of the import is the producer's final data (STR-01).
     pyref's device arrays are the producer: they make the named stream wait on their own."""
-    dev, rt = _cuda_device(target)
+    dev, rt = cu.device(target)
     contexts = [(None, dev.current_stream())]
     side = dev.side_stream()
     if side is not None:
         contexts.append(side)
     for i, (context, expected) in enumerate(contexts):
-        x = _pending_pyref_array(rt, 0x3C + i)
+        x = cu.pending_pyref_array(rt, 0x3C + i)
         if x is None:
             raise kit.Unsupported("pyref's device arrays are unavailable on this runtime")
-        p = _Recorded(x)
+        p = cu.Recorded(x)
         where = "from_dlpack %s" % ("on the current stream" if context is None
                                     else "inside a side-stream context (stream %d)" % expected)
         with context or contextlib.nullcontext():  # the import and the read, on one stream
@@ -330,7 +252,7 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
             # a consumer may refuse device memory it cannot use (API-04)
             raise kit.Unsupported("%s: the consumer does not import CUDA tensors (%s)" % (where, tries.describe_exc(e)))
         check.that(bool(streams), "STR-01", "%s: the consumer never called __dlpack__" % where)
-        if check.equal(seen, bytes([0x3C + i]) * (4 * SHAPE[0] * SHAPE[1]), "STR-01",
+        if check.equal(seen, bytes([0x3C + i]) * cu.NBYTES, "STR-01",
                        "%s (streams passed: %s): what the consumer reads of the import" % (where, streams)):
             check.record("STR-01", "pass", "%s: the consumer passed stream %s and read the final data"
                          % (where, " then ".join(map(repr, streams))))

@@ -11,7 +11,6 @@ DT-07/08; packed fp4 kept packed imposes no element order (DT-09).
 """
 import ctypes
 
-
 from dlconform import _probe, kit
 from support import attempts as tries
 from support import capsules as pycap

@@ -4,7 +4,6 @@ Flags exist only in versioned capsules: a legacy-only producer or consumer gets 
 """
 import re
 
-
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap

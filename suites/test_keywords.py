@@ -16,7 +16,6 @@ a keyword ignored next to another).
 """
 import itertools
 
-
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap

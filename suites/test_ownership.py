@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 
-
 from dlconform import _probe, kit
 from support import attempts as tries
 from support import capsules as pycap

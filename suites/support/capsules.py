@@ -11,7 +11,8 @@ from dlconform.kit.abi import (DEFINED_FLAGS, FLAG_IS_COPIED, FLAG_READ_ONLY, FL
 __all__ = ["DEFINED_FLAGS", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED", "LEGACY", "USED_LEGACY",
            "USED_NAMES", "USED_VERSIONED", "VERSIONED", "is_capsule", "keep_forever", "SUITE_VERSION", "MAX_VERSIONS",
            "name_pointer", "keyword_rejected", "export_versioned", "export_kind", "producer_is_legacy_only",
-           "versioned_supported", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset", "read_word"]
+           "versioned_supported", "address", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset",
+           "read_word"]
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
 SUITE_VERSION = kit.DLPACK_VERSION
@@ -77,6 +78,11 @@ def versioned_supported(x):
         return False
     except Exception:  # noqa: BLE001 - refusing this tensor is not lacking the keyword
         return True
+
+
+def address(info):
+    """data + byte_offset of an inspect() dict: the first element's address; None for NULL data."""
+    return None if info.get("data") is None else info["data"] + (info.get("byte_offset") or 0)
 
 
 def fields(cap):

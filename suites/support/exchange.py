@@ -60,12 +60,6 @@ def norm_strides(info):
     return tuple(s if n > 1 else None for n, s in zip(shape, strides))
 
 
-def address(info):
-    if info.get("data") is None:
-        return None
-    return info["data"] + (info.get("byte_offset") or 0)
-
-
 def escaped_cxx(stderr):
     """True when stderr shows a C++ exception reaching std::terminate (XAPI-18)."""
     return "terminate called" in stderr or "std::terminate" in stderr

@@ -1,0 +1,95 @@
+"""CUDA observed from the suites (test_cuda_stream.py): a target's CUDA stream device and the
+runtime the checks observe with (kit.cuda's: the real one, or the simulated one that
+DLCONFORM_CUDART names), tensors whose data is still pending behind slow work, reads on a
+stream, the library's side-stream context, and a producer over real device memory that
+records what a consumer asks of it."""
+import contextlib
+
+from dlconform import kit
+from dlconform.kit import cuda
+
+from .capsules import fields
+from .dtypes import safe_values
+
+#: the shape of every tensor of the CUDA checks, and the clock cycles of a slow fill (about
+#: 0.1 s on a GPU)
+SHAPE, SLOW = (64, 64), 200_000_000
+#: the bytes of a float32 SHAPE tensor
+NBYTES = 4 * SHAPE[0] * SHAPE[1]
+
+
+def device(target):
+    """(the target's CUDA stream device, kit.cuda's runtime); Unsupported when the target has
+    no CUDA device or no runtime loads."""
+    dev = target.stream_device()
+    if dev is None or getattr(dev, "kind", None) != "cuda":
+        raise kit.Unsupported("the target has no CUDA device (its stream_device() is %s)"
+                              % ("none" if dev is None else getattr(dev, "name", type(dev).__name__)))
+    rt = cuda.runtime()
+    if rt is None:
+        raise kit.Unsupported("no CUDA runtime: %s" % cuda.why_not())
+    return dev, rt
+
+
+def filled(dev, rt, pattern):
+    """A float32 SHAPE tensor on the device whose NBYTES will all be `pattern` once the slow
+    work before them, still pending on the producer's stream, is done."""
+    # NBYTES, not dev.memory(x): asking jax for the address waits
+    return dev.slow_pattern(rt, "float32", SHAPE, safe_values("float32", SHAPE), pattern, SLOW)
+
+
+def read(rt, stream, ptr, nbytes):
+    """What a reader on `stream` sees of the nbytes at ptr; a description of the runtime's error
+    when the read fails (a stream destroyed under the consumer, say)."""
+    try:
+        return rt.read_on(stream, ptr, nbytes)
+    except cuda.CudaError as e:
+        return "no read on stream %d: %s" % (stream, e)
+
+
+def address(cap):
+    """The device address of a capsule's first element (data + byte_offset; NULL data as 0)."""
+    info = fields(cap)
+    return (info["data"] or 0) + info["byte_offset"]
+
+
+@contextlib.contextmanager
+def producing(dev):
+    """The producer's side of a check, inside a side-stream context where the library has one
+    (torch, cupy, pyref): its current stream, where the slow work goes and which its export
+    must order the consumer after, is then a non-blocking stream of its own. On the legacy
+    default stream a read on stream 1 would wait for it implicitly and hide a missing wait."""
+    side = dev.side_stream()
+    if side is None:
+        yield
+    else:
+        with side[0]:
+            yield
+
+
+class Recorded:
+    """A producer over real device memory (pyref's device array on kit.cuda's runtime) that
+    records the keywords of each __dlpack__ call and passes them on."""
+
+    def __init__(self, x):
+        self.x, self.calls = x, []
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, *args, **kw):
+        self.calls.append(dict(kw, positional=args) if args else dict(kw))
+        return self.x.__dlpack__(*args, **kw)
+
+
+def pending_pyref_array(rt, pattern):
+    """A pyref device array whose bytes will all be `pattern`, behind slow work still pending
+    on pyref's own (non-blocking) stream; None when pyref's device arrays are unavailable."""
+    from dlconform import pyref
+
+    ok, _ = pyref.cuda_available()
+    if not ok:
+        return None
+    x = pyref.to_device(pyref.frombuffer(safe_values("float32", SHAPE), "float32", SHAPE))
+    rt.slow_fill(x.stream, x.ptr, x.nbytes, pattern, SLOW)
+    return x
