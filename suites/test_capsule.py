@@ -18,50 +18,6 @@ from support import tensors as tns
 from support.marks import consumer, producer
 
 
-def _exports(target, x, dtype="float32", shape=(2, 3)):
-    """[(kind, capsule factory)] for the capsule kinds the producer offers. Each call exports a
-    fresh tensor equal to x (versioned exports may share one cached struct per tensor, and the
-    deleter trampoline of kit.instrument stays on a struct once installed)."""
-    keep = [x]
-    values = target.expected(x)
-
-    def fresh():
-        t = target.make(dtype, shape, values)
-        keep.append(t)
-        return t
-
-    candidates = [("legacy", lambda: fresh().__dlpack__())]
-    if not pycap.producer_is_legacy_only(x):
-        candidates.append(("versioned", lambda: fresh().__dlpack__(max_version=pycap.SUITE_VERSION)))
-    out, skipped = [], []
-    for kind, export in candidates:
-        # only capsules the probe may read: the right name (CAP-01/CAP-02) and, for versioned
-        # ones, major version 1 (VER-07); other clauses report those breaches
-        info = kit.inspect(export())
-        want = _NAME[kind]
-        if info["name"] != want:
-            skipped.append("%s exports are named %r (CAP-01/CAP-02)" % (kind, info["name"]))
-        elif not info.get("readable", True):
-            skipped.append("%s exports carry version %r, unreadable here (VER-07)" % (kind, info.get("version")))
-        else:
-            out.append((kind, export))
-    if not out:
-        raise kit.Unsupported("no capsule this check can read: " + "; ".join(skipped))
-    return out
-
-
-def _export_cases(target):
-    """(kind, export, x's values) for each capsule kind the producer of a float32 (2, 3) tensor
-    x offers (_exports)."""
-    x, values = tns.make(target)
-    for kind, export in _exports(target, x):
-        yield kind, export, values
-
-
-#: the unconsumed capsule name of each kind (CAP-01, CAP-02)
-_NAME = {"legacy": pycap.LEGACY, "versioned": pycap.VERSIONED}
-
-
 def _views(target, x):
     """[(label, native view)] of a 2-d tensor: itself, transposed, sliced, flipped, when
     offered."""
@@ -73,7 +29,7 @@ def _views(target, x):
 def _check_names(target, check, clause, kind):
     """Exports of `kind` (legacy or versioned) of a few dtypes, each tensor and its views: a
     PyCapsule of the kind's name whose managed struct describes the tensor's elements."""
-    want = _NAME[kind]
+    want = pycap.NAMES[kind]
     for dtype in dty.pick(target)[:4]:
         x, values = tns.make(target, dtype, (2, 3))
         for label, v in _views(target, x):
@@ -112,7 +68,7 @@ def test_each_export_is_a_fresh_capsule(target, check):
     """A capsule is consumed once, so after one capsule was consumed the next __dlpack__ call must
     hand out a new, unconsumed capsule, itself consumable."""
     x, values = tns.make(target)
-    for kind, export in _exports(target, x):
+    for kind, export in pycap.readable_exports(target, x):
         cap1 = export()
         h1 = kit.consume(cap1)
         cap2 = export()
@@ -138,7 +94,7 @@ def test_each_export_is_a_fresh_capsule(target, check):
 @producer("CAP-05")
 def test_unconsumed_capsule_calls_deleter(target, check):
     """The capsule destructor calls the deleter when the capsule dies with its unconsumed name."""
-    for kind, export, values in _export_cases(target):
+    for kind, export, values in pycap.export_cases(target):
         cap = export()
         tracker = kit.instrument(cap)
         del cap
@@ -151,7 +107,7 @@ def test_unconsumed_capsule_calls_deleter(target, check):
 def test_used_capsule_destructor_does_nothing(target, check):
     """After a consumer renamed the capsule used_*, the capsule destructor must not call the
     deleter (the consumer owns the tensor and calls it once)."""
-    for kind, export, values in _export_cases(target):
+    for kind, export, values in pycap.export_cases(target):
         cap = export()
         tracker = kit.instrument(cap)
         handle = kit.consume(cap)
@@ -179,7 +135,7 @@ def _null_deleter_case(target, check, kind):
         print("ABI-MISMATCH", hex(orig), hex(info["deleter"]), flush=True)
         raise kit.Unsupported("%s: the managed struct's deleter is not where dlpack.h puts it" % kind)
     ctypes.c_void_p.from_address(slot).value = None  # deleter = NULL
-    kit.rename(cap, _NAME[kind])  # back to the unconsumed name
+    kit.rename(cap, pycap.NAMES[kind])  # back to the unconsumed name
     print("BEFORE", flush=True)
     del cap
     tries.settle()  # the capsule destructor must skip the NULL deleter
@@ -194,7 +150,7 @@ def test_destructor_skips_null_deleter(target, check):
     """The capsule destructor must skip a NULL deleter. When the producer exports NULL deleters
     itself, its capsules just die; otherwise the deleter is set to NULL in a separate process
     (after taking ownership) and the capsule dies there."""
-    for kind, export, values in _export_cases(target):
+    for kind, export, values in pycap.export_cases(target):
         cap = export()
         info = kit.inspect(cap)
         del cap
@@ -276,7 +232,7 @@ def test_destructor_cannot_get_pointer(target, check):
     used name) reports an unraisable error at most and never lets an exception escape. Runs in a
     separate process: reporting the error with the capsule being deallocated as its object (as
     the python_spec example does) makes CPython deallocate it again and again."""
-    for kind, export, values in _export_cases(target):
+    for kind, export, values in pycap.export_cases(target):
         wrong = pycap.USED_VERSIONED if kind == "legacy" else pycap.USED_LEGACY
         run = rp.run_case(check, target, _wrong_name_case, {"kind": kind, "wrong": wrong})
         rc, out, err = run.rc, run.out, run.err
@@ -309,9 +265,9 @@ def test_producer_capsule_names_static(target, check):
     dtypes = dty.pick(target)[:2]
     x1, _ = tns.make(target, dtypes[0], (2, 3))
     x2, _ = tns.make(target, dtypes[-1], (3,), seed=1)
-    for kind, _unused in _exports(target, x1):
+    for kind, _unused in pycap.readable_exports(target, x1):
         caps = [pycap.export_kind(x1, kind == "versioned"), pycap.export_kind(x2, kind == "versioned")]
-        expected = _NAME[kind]
+        expected = pycap.NAMES[kind]
         names = [kit.inspect(c)["name"] for c in caps]
         if names != [expected, expected]:
             raise kit.Unsupported("%s: capsules are named %r (CAP-01/CAP-02), not checking their storage"
@@ -437,7 +393,7 @@ def _check_import(target, check, versioned):
     dev = tries.result_device(att.result)
     check.that(dev in (None, (1, 0)), "API-05", "%s import: result device %r, producer device (1, 0)" % (kind, dev))
     life = att.lifetime()  # the result dies in there
-    names, used = life["names"], "used_" + _NAME[kind]
+    names, used = life["names"], "used_" + pycap.NAMES[kind]
     check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
     if not (names and names[-1] == used):
         # what the missing rename leads to, told once here (OWN-03 judges the deleter calls)

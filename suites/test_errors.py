@@ -14,43 +14,6 @@ from support import tensors as tns
 from support.marks import consumer, producer
 
 
-class ProducerError(Exception):
-    """Raised by RaisingProducer: from_dlpack must let it through unchanged (ERR-02)."""
-
-
-class ProducerBufferError(BufferError):
-    """A BufferError subclass raised by RaisingProducer (ERR-02)."""
-
-
-class RaisingProducer:
-    """Raises `exc` from __dlpack__ or __dlpack_device__ (`where`); the other method works."""
-
-    def __init__(self, exc, where):
-        self.exc = exc
-        self.where = where
-        self.events = []
-
-    def __dlpack_device__(self):
-        self.events.append("__dlpack_device__")
-        if self.where == "__dlpack_device__":
-            raise self.exc
-        return (1, 0)
-
-    def __dlpack__(self, **kw):
-        self.events.append("__dlpack__")
-        if self.where == "__dlpack__":
-            raise self.exc
-        return _capsule_asked_for(**kw)
-
-
-def _capsule_asked_for(max_version=None, **_):
-    """A (2,) float32 capsule of the kind the call asks for: versioned only with a max_version of
-    major 1 or more, legacy otherwise (VER-02), so the consumer meets no other fault than the
-    exception under test."""
-    versioned = isinstance(max_version, tuple) and len(max_version) == 2 and max_version[0] >= 1
-    return kit.Forge(shape=(2,), versioned=versioned).capsule()
-
-
 def _unexportable(target):
     """[(label, export call)] of tensors this target's producer cannot export:
     dtypes whose legacy export raises, read-only tensors exported legacy (where that raises),
@@ -120,9 +83,9 @@ def test_producer_exception_propagates(target, check, where):
     """An exception raised by the producer's __dlpack__ or __dlpack_device__ reaches the caller of
     from_dlpack unchanged (same class, same object), for a plain Exception subclass and a
     BufferError subclass."""
-    for cls in (ProducerError, ProducerBufferError):
+    for cls in (tries.ProducerError, tries.ProducerBufferError):
         raised = cls("raised by the producer's %s" % where)
-        p = RaisingProducer(raised, where)
+        p = tries.RaisingProducer(raised, where)
         att = tries.Attempt(target, p)
         exc = att.exc
         if where not in p.events:

@@ -20,6 +20,7 @@ from support import dtypes as dty
 from support import exchange as xa
 from support import repros as rp
 from support import tensors as tns
+from support import xapi_forge as xf
 from support.xapi_forge import forged, used_table
 from support.marks import consumer, producer
 
@@ -145,13 +146,6 @@ def test_prev_api_chain(target, check):
 
 
 # ============================================================================ NULL rules
-def _table_with(target, function, why):
-    """xa.table(target) when the table's `function` is not NULL; Unsupported else (`why`: the
-    clause that judges a NULL one)."""
-    x, t = xa.table(target)
-    if not t.info["functions"][function]:
-        raise kit.Unsupported("%s is NULL (%s)" % (function, why))
-    return x, t
 
 
 @producer("XAPI-08", "XAPI-09", "XAPI-10", "XAPI-12")
@@ -168,7 +162,7 @@ def test_required_pointers(target, check):
 def test_allocator_success(target, check):
     """Every dtype the target makes, including zero-size and 0-d: an owning versioned tensor of
     that dtype, shape and device, and SetError not called."""
-    x, t = _table_with(target, "managed_tensor_allocator", "XAPI-08")
+    x, t = xa.table_with(target, "managed_tensor_allocator", "XAPI-08")
     failed = []
     for name in target.dtypes():
         dt = kit.DTYPES.get(name)
@@ -212,7 +206,7 @@ _BAD_PROTOTYPES = (
 def test_allocator_failure_calls_seterror_once(target, check):
     """A failing allocator returns non-zero and calls the (real) SetError: once expected, never
     zero times; success with invalid input is warn."""
-    x, t = _table_with(target, "managed_tensor_allocator", "XAPI-08")
+    x, t = xa.table_with(target, "managed_tensor_allocator", "XAPI-08")
     for label, dt, shape, dev, must_fail in _BAD_PROTOTYPES:
         rc, h, errors = kit.xapi_alloc(t.ptr, dt, shape, dev)
         calls = [e for e in errors if e[0] != "<python exception pending>"]
@@ -246,7 +240,7 @@ def test_managed_from_owning_versioned(target, check):
     """An owning versioned tensor: version (1, x), only defined flags, the tensor's values, and
     a deleter that releases it while the producer's tensor stays intact; the C path agrees
     with __dlpack__ on data, shape, strides, dtype and flags."""
-    x0, t = _table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
+    x0, t = xa.table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
     for label, x in _layouts(target):
         expected = target.expected(x)
         rc, h, exc = kit.xapi_managed_from(t.ptr, x)
@@ -297,7 +291,7 @@ def managed_from_wrong_object(target, check, label):
 def test_managed_from_wrong_type(target, check):
     """An object of another type gives an error, not a crash. The header makes the type the
     caller's precondition, so anything else is warn. Each call runs in a child process."""
-    x, t = _table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
+    x, t = xa.table_with(target, "managed_tensor_from_py_object_no_sync", "XAPI-09")
     check.record("XAPI-14", "pass")
     for label in [k for k in WRONG_OBJECTS if k != "a dlconform._ref.Tensor" or not isinstance(x, _ref.Tensor)]:
         run = rp.run_case(check, target, managed_from_wrong_object, {"label": label})
@@ -331,7 +325,7 @@ def test_managed_from_undescribable_raises_buffererror(target, check):
 @producer("XAPI-15")
 def test_dltensor_from_matches_managed_path(target, check):
     """The non-owning fill describes the producer's own memory exactly as the owning export."""
-    x0, t = _table_with(target, "dltensor_from_py_object_no_sync", "which XAPI-11 allows")
+    x0, t = xa.table_with(target, "dltensor_from_py_object_no_sync", "which XAPI-11 allows")
     for label, x in _layouts(target):
         rc, d = kit.xapi_dltensor_from(t.ptr, x)  # d: the description, or the exception when rc != 0
         if not check.that(rc == 0, "XAPI-15", "%s: rc %d, exception %r" % (label, rc, d)):
@@ -359,7 +353,7 @@ _UNSET = 0x5E7F00D
 @producer("XAPI-16")
 def test_current_work_stream_cpu(target, check):
     """For kDLCPU: returns 0 and writes NULL (the header's CPU answer)."""
-    x, t = _table_with(target, "current_work_stream", "XAPI-12")
+    x, t = xa.table_with(target, "current_work_stream", "XAPI-12")
     fn = t.info["functions"]["current_work_stream"]
     # called here, not through kit.xapi_current_stream: the check tells an unwritten output apart
     f = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))(fn)
@@ -388,7 +382,7 @@ def test_to_py_steals_and_returns_producer_type(target, check):
     """The import steals the tensor (its deleter runs once, when the result dies, not before)
     and gives an object of the producer's type with the same values and metadata. Sources:
     the producer's own versioned export, and a foreign tensor from kit.Forge."""
-    x, t = _table_with(target, "managed_tensor_to_py_object_no_sync", "XAPI-10")  # x: a (2, 3) tensor
+    x, t = xa.table_with(target, "managed_tensor_to_py_object_no_sync", "XAPI-10")  # x: a (2, 3) tensor
     dtype = dty.pick(target)[0]
     cap, e = kit.attempt(lambda: x.__dlpack__(max_version=(1, 3)))
     sources = [("its own export", cap, target.expected(x), None)] if e is None else []
@@ -491,44 +485,19 @@ def test_hostile_arguments_do_not_crash(target, check):
 
 
 # ============================================================================ consumer side
-def _consumer_uses_tables(target):
-    """A float32 (2, 3) _ref.Tensor for the forged producers; Unsupported unless target.from_dlpack
-    uses a valid forged type table."""
-    a = _ref.ApiForge(0)
-    x = _ref.Tensor("float32", (2, 3), data=dty.safe_values("float32", (2, 3)))
-    try:
-        target.from_dlpack(forged(x, type_table=a))
-    except Exception as e:  # noqa: BLE001
-        raise kit.Unsupported("%s.from_dlpack refused a producer with a valid forged table: %s: %s"
-                              % (target.name, type(e).__name__, e))
-    if not used_table(a):
-        raise kit.Unsupported("%s.from_dlpack does not use the C exchange API" % target.name)
-    return x
-
-
-def _import_ok(target, obj, x, **kw):
-    """(result or None, exception or None, values equal?)"""
-    y, e = kit.attempt(lambda: target.from_dlpack(obj, **kw))
-    if e is not None:
-        return None, e, False
-    try:
-        same = target.expected(y) == x.tobytes()
-    except Exception:  # noqa: BLE001
-        same = True
-    return y, None, same
 
 
 @consumer("XAPI-04")
 def test_consumer_looks_on_the_type(target, check):
     """With one table on the type and another only on the instance, the consumer uses the
     type's (SHOULD); with a table on the instance only, it does not use it."""
-    x = _consumer_uses_tables(target)
+    x = xf.consumer_uses_tables(target)
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
-    _import_ok(target, forged(x, type_table=a, instance_table=b), x)
+    xf.import_ok(target, forged(x, type_table=a, instance_table=b), x)
     if used_table(b):
         check.warn("XAPI-04", "the consumer used the instance's table, not the one on the type: %r" % b.calls)
     b = _ref.ApiForge(1)
-    _import_ok(target, forged(x, instance_table=b), x)
+    xf.import_ok(target, forged(x, instance_table=b), x)
     if used_table(b):
         check.warn("XAPI-04", "the consumer used a table found on the instance only (none on the type): %r" % b.calls)
     if not [r for r in check.records if r[0] == "XAPI-04"]:
@@ -539,13 +508,13 @@ def test_consumer_looks_on_the_type(target, check):
 def test_consumer_checks_the_major(target, check):
     """A table whose major is 2 is never used (its layout is unknown); a different minor is
     fine, and refusing the import over it is stricter than the spec (warn)."""
-    x = _consumer_uses_tables(target)
+    x = xf.consumer_uses_tables(target)
     a = _ref.ApiForge(0, major=2, minor=0)
-    y, exc, same = _import_ok(target, forged(x, type_table=a), x)
+    y, exc, same = xf.import_ok(target, forged(x, type_table=a), x)
     check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
     for minor in (0, 99):
         a = _ref.ApiForge(0, major=1, minor=minor)
-        y, exc, same = _import_ok(target, forged(x, type_table=a), x)
+        y, exc, same = xf.import_ok(target, forged(x, type_table=a), x)
         if exc is not None:
             check.warn("XAPI-06", "a table with version (1, %d) made the import fail (%s: %s); only the major must "
                        "match (reading in clauses.json)" % (minor, type(exc).__name__, exc))
@@ -555,11 +524,11 @@ def test_consumer_checks_the_major(target, check):
 def test_consumer_handles_null_dltensor_from(target, check):
     """A table without dltensor_from_py_object_no_sync still imports correctly (with copy=True
     too, where the consumer takes it)."""
-    x = _consumer_uses_tables(target)
+    x = xf.consumer_uses_tables(target)
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])
-        y, exc, same = _import_ok(target, forged(x, type_table=a), x, **kw)
+        y, exc, same = xf.import_ok(target, forged(x, type_table=a), x, **kw)
         if exc is not None:
             check.warn("XAPI-11", "from_dlpack(%s) failed on a table whose optional dltensor_from is NULL: %s: %s"
                        % (kw or "", type(exc).__name__, exc))

@@ -61,34 +61,6 @@ def _fields(target, v, info, path, dtype, own_version):
     return out
 
 
-def _exports(target, v, table):
-    """(path, inspect()-like dict, release) of each way the producer describes v; a path that
-    refuses v is left out (refusing is the keyword and dtype checks' business)."""
-    out = []
-    for path, kw in (("legacy", {}), ("versioned", {"max_version": pycap.SUITE_VERSION})):
-        cap, exc = kit.attempt(lambda: v.__dlpack__(**kw))
-        if exc is None:
-            out.append((path, kit.inspect(cap), cap))
-    if table is not None:
-        fns = table.info["functions"]
-        if fns["managed_tensor_from_py_object_no_sync"]:
-            rc, h, exc = kit.xapi_managed_from(table.ptr, v)
-            if rc == 0 and h is not None:
-                out.append(("xapi managed", h.inspect(), h))
-        if fns["dltensor_from_py_object_no_sync"]:
-            rc, d = kit.xapi_dltensor_from(table.ptr, v)
-            if rc == 0:
-                out.append(("xapi dltensor", d, None))
-    return out
-
-
-def _table(target, x):
-    try:
-        return xa.table(target, x)[1]
-    except kit.Unsupported:
-        return None
-
-
 @st.composite
 def _views_of(draw, names):
     """A dtype of `names`, a shape and native view operations on it (drawn in this order)."""
@@ -104,7 +76,7 @@ def fields_of_view(target, check, dtype, shape, ops, own_version):
     v = tns.apply_views(target, x, ops)[0]
     if v is None:
         return
-    for path, info, keep in _exports(target, v, _table(target, x)):
+    for path, info, keep in xa.descriptions(target, v, xa.table_or_none(target, x)):
         for clause, message in _fields(target, v, info, path, dtype, own_version):
             check.record(clause, "fail", message)
         if path == "xapi managed":
@@ -118,7 +90,7 @@ def test_producer_fields_on_every_path(target, check):
     if not names:
         raise kit.Unsupported("%s has no byte-sized dtype" % target.name)
     x0 = target.make(names[0], (2,), dty.distinct_values(names[0], (2,)))
-    table = _table(target, x0)
+    table = xa.table_or_none(target, x0)
     own_version = None
     try:
         own_version = tuple(kit.inspect(pycap.export_versioned(x0)).get("version") or ()) or None

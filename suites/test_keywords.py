@@ -31,8 +31,6 @@ DL_DEVICES = (None, OWN, (1, 1), (2, 0), (10, 0), (14, 0), (16, 0), (1, -1), (2,
 COPIES = (None, False, True)
 #: device types of dlpack.h v1.3
 KNOWN_DEVICE_TYPES = frozenset({1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18})
-#: messages kept per clause: a table of combinations repeats one fault many times
-MAX_MESSAGES = 3
 
 
 #: what a clause's own words say a producer refuses (check.must_refuse quotes it); kind "refuse"
@@ -70,43 +68,6 @@ def _combos(own):
 
 def _call_text(var, kw):
     return "%s.__dlpack__(%s)" % (var, ", ".join("%s=%r" % kv for kv in kw.items()))
-
-
-class _Table:
-    """The combinations' findings per clause, the first few messages of each."""
-
-    def __init__(self, check, target):
-        self.check, self.target = check, target
-        self.found = {}
-        self.reached = set()
-
-    def add(self, clause, verdict, message):
-        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds), a
-        sentence of RULES is check.must_refuse()'s (the clause's breach)."""
-        msgs = self.found.setdefault(clause, [])
-        rule = verdict in RULES.values()
-        msgs.append(kit.breach(self.check.level(clause)) if rule else
-                    "warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
-        if len(msgs) > MAX_MESSAGES:
-            return
-        if rule:
-            self.check.must_refuse(clause, message, verdict)
-        elif verdict == "accepted":
-            self.check.accepted(clause, message)
-        else:
-            self.check.record(clause, verdict, message)
-
-    def close(self, clauses):
-        """pass for each clause some combination reached, unsupported for the rest."""
-        for clause in clauses:
-            n = len(self.found.get(clause, ()))
-            if n > MAX_MESSAGES:
-                self.check.record(clause, self.found[clause][-1], "... and %d more combinations" % (n - MAX_MESSAGES))
-            if clause in self.reached or n:
-                self.check.record(clause, "pass", "")
-            else:
-                self.check.record(clause, "unsupported", "no combination reached it: the producer takes none of the "
-                                  "keywords it needs (a legacy-only producer is asked with stream alone)")
 
 
 def _lacks_keyword(exc):
@@ -154,7 +115,7 @@ def _bad_combinations(target, check, keep):
     """(table, cases) of the combinations with problems that `keep(problems)` selects: an
     unclean refusal is recorded (the first problem's clause that is not ambiguous), the rest
     are cases (problems, must, call, kw, capsule info or None, exception or None)."""
-    table, cases = _Table(check, target), []
+    table, cases = rd.CombinationTable(check, target), []
     for problems, kw, cap, exc in _exported(*_setup(target), lambda p: p and keep(p)):
         table.reached.update(clause for clause, _, _ in problems)
         info = None if exc is not None else kit.inspect(cap) if pycap.is_capsule(cap) else {}
@@ -283,7 +244,7 @@ def test_producer_honours_every_valid_keyword_combination(target, check):
         except Exception as e:  # noqa: BLE001
             raise kit.Unsupported("the plain versioned export raises %s" % tries.describe_exc(e))
     native, expected = tns.native_ptr(target, x), target.expected(x)
-    table = _Table(check, target)
+    table = rd.CombinationTable(check, target)
     for _, kw, cap, exc in _exported(x, own, legacy_only, lambda problems: not problems):
         mv, dev, copy = kw.get("max_version"), kw.get("dl_device"), kw.get("copy")
         table.reached.update([_expect_kind(mv)[1], "DEV-04", _copy_clause(copy)] + (["DEV-06"] if dev == own else [])

@@ -502,6 +502,7 @@ def test_seed_refusal_class_is_not_judged_for_a_device_this_machine_has(monkeypa
     assert not [r for r in seedrules.refusal_rules(facts, exc, calls, None) if r[0] in ("CPY-08", "DEV-07")]
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # the plugin registers them in the suites
 def test_marks_are_the_plugins_clause_role_and_feeds():
     """@producer/@consumer set pytest's own marks, read back as the plugin reads them."""
     from dlconform.pytest_plugin import item_clauses, item_feeds, item_role

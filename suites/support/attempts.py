@@ -435,3 +435,40 @@ def used_capsule_refused(check, target, versioned, what, count_clause, attempt=A
     del att, cap
     settle()
     check.equal(forge.deleter_calls, 1, count_clause, "%s: deleter calls after the owner released it" % what)
+
+
+class ProducerError(Exception):
+    """Raised by RaisingProducer: from_dlpack must let it through unchanged (ERR-02)."""
+
+
+class ProducerBufferError(BufferError):
+    """A BufferError subclass raised by RaisingProducer (ERR-02)."""
+
+
+class RaisingProducer:
+    """Raises `exc` from __dlpack__ or __dlpack_device__ (`where`); the other method works."""
+
+    def __init__(self, exc, where):
+        self.exc = exc
+        self.where = where
+        self.events = []
+
+    def __dlpack_device__(self):
+        self.events.append("__dlpack_device__")
+        if self.where == "__dlpack_device__":
+            raise self.exc
+        return (1, 0)
+
+    def __dlpack__(self, **kw):
+        self.events.append("__dlpack__")
+        if self.where == "__dlpack__":
+            raise self.exc
+        return capsule_asked_for(**kw)
+
+
+def capsule_asked_for(max_version=None, **_):
+    """A (2,) float32 capsule of the kind the call asks for: versioned only with a max_version of
+    major 1 or more, legacy otherwise (VER-02), so the consumer meets no other fault than the
+    exception under test."""
+    versioned = isinstance(max_version, tuple) and len(max_version) == 2 and max_version[0] >= 1
+    return kit.Forge(shape=(2,), versioned=versioned).capsule()

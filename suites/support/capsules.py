@@ -7,12 +7,14 @@ from dlconform.kit.abi import (DEFINED_FLAGS, FLAG_IS_COPIED, FLAG_READ_ONLY, FL
                                USED_LEGACY, USED_NAMES, USED_VERSIONED, VERSIONED, capsule_name_pointer, is_capsule,
                                keep_forever)
 
+from .tensors import make
+
 #: the kit's names the suites read as pycap.NAME
 __all__ = ["DEFINED_FLAGS", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED", "LEGACY", "USED_LEGACY",
            "USED_NAMES", "USED_VERSIONED", "VERSIONED", "is_capsule", "keep_forever", "SUITE_VERSION", "MAX_VERSIONS",
            "name_pointer", "keyword_rejected", "export_versioned", "export_kind", "producer_is_legacy_only",
            "versioned_supported", "address", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset",
-           "read_word"]
+           "read_word", "NAMES", "readable_exports", "export_cases"]
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
 SUITE_VERSION = kit.DLPACK_VERSION
@@ -127,3 +129,47 @@ def manager_ctx_offset(kind):
 
 def read_word(address):
     return ctypes.c_void_p.from_address(address).value or 0
+
+
+def readable_exports(target, x, dtype="float32", shape=(2, 3)):
+    """[(kind, capsule factory)] for the capsule kinds the producer offers. Each call exports a
+    fresh tensor equal to x (versioned exports may share one cached struct per tensor, and the
+    deleter trampoline of kit.instrument stays on a struct once installed)."""
+    keep = [x]
+    values = target.expected(x)
+
+    def fresh():
+        t = target.make(dtype, shape, values)
+        keep.append(t)
+        return t
+
+    candidates = [("legacy", lambda: fresh().__dlpack__())]
+    if not producer_is_legacy_only(x):
+        candidates.append(("versioned", lambda: fresh().__dlpack__(max_version=SUITE_VERSION)))
+    out, skipped = [], []
+    for kind, export in candidates:
+        # only capsules the probe may read: the right name (CAP-01/CAP-02) and, for versioned
+        # ones, major version 1 (VER-07); other clauses report those breaches
+        info = kit.inspect(export())
+        want = NAMES[kind]
+        if info["name"] != want:
+            skipped.append("%s exports are named %r (CAP-01/CAP-02)" % (kind, info["name"]))
+        elif not info.get("readable", True):
+            skipped.append("%s exports carry version %r, unreadable here (VER-07)" % (kind, info.get("version")))
+        else:
+            out.append((kind, export))
+    if not out:
+        raise kit.Unsupported("no capsule this check can read: " + "; ".join(skipped))
+    return out
+
+
+def export_cases(target):
+    """(kind, export, x's values) for each capsule kind the producer of a float32 (2, 3) tensor
+    x offers (readable_exports)."""
+    x, values = make(target)
+    for kind, export in readable_exports(target, x):
+        yield kind, export, values
+
+
+#: the unconsumed capsule name of each kind (CAP-01, CAP-02)
+NAMES = {"legacy": LEGACY, "versioned": VERSIONED}

@@ -3,6 +3,7 @@ table on the type and reading what its functions give. Hostile calls run in chil
 (repros.run_case); the consumer side forges tables with support/xapi_forge.py."""
 from dlconform import kit
 
+from .capsules import SUITE_VERSION
 from .dtypes import pick, row_major_strides
 from .tensors import make
 
@@ -63,3 +64,41 @@ def norm_strides(info):
 def escaped_cxx(stderr):
     """True when stderr shows a C++ exception reaching std::terminate (XAPI-18)."""
     return "terminate called" in stderr or "std::terminate" in stderr
+
+
+def descriptions(target, v, table):
+    """(path, inspect()-like dict, release) of each way the producer describes v; a path that
+    refuses v is left out (refusing is the keyword and dtype checks' business)."""
+    out = []
+    for path, kw in (("legacy", {}), ("versioned", {"max_version": SUITE_VERSION})):
+        cap, exc = kit.attempt(lambda: v.__dlpack__(**kw))
+        if exc is None:
+            out.append((path, kit.inspect(cap), cap))
+    if table is not None:
+        fns = table.info["functions"]
+        if fns["managed_tensor_from_py_object_no_sync"]:
+            rc, h, exc = kit.xapi_managed_from(table.ptr, v)
+            if rc == 0 and h is not None:
+                out.append(("xapi managed", h.inspect(), h))
+        if fns["dltensor_from_py_object_no_sync"]:
+            rc, d = kit.xapi_dltensor_from(table.ptr, v)
+            if rc == 0:
+                out.append(("xapi dltensor", d, None))
+    return out
+
+
+def table_or_none(target, x):
+    """The usable Table of type(x), or None (table() says why not)."""
+    try:
+        return table(target, x)[1]
+    except kit.Unsupported:
+        return None
+
+
+def table_with(target, function, why):
+    """table(target) when the table's `function` is not NULL; Unsupported else (`why`: the
+    clause that judges a NULL one)."""
+    x, t = table(target)
+    if not t.info["functions"][function]:
+        raise kit.Unsupported("%s is NULL (%s)" % (function, why))
+    return x, t

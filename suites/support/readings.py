@@ -1,8 +1,10 @@
 """Catalogue readings that decide a verdict or a misreading from what a check observed. Each
 returns a (verdict, message) or (misread, how) pair for the test to record; the readings
-themselves are in suites/clauses.json."""
-from . import seedrules as sr
+themselves are in suites/clauses.json. `CombinationTable` records what a table of keyword
+combinations found, per clause, the first few messages of each."""
+from dlconform.kit import breach
 
+from . import seedrules as sr
 from .attempts import describe_exc
 
 #: the sentence of each clause whose own words say a producer refuses an argument, quoted by
@@ -126,3 +128,44 @@ def unknown_value_verdict(target, att, what, dtype=None, device=None):
         return "fail", "%s: %s" % (what, how)
     return "warn", ("%s: %s; not misread, but the header calls a tensor usable only when the consumer can interpret "
                     "every field" % (what, how))
+
+
+#: messages kept per clause: a table of combinations repeats one fault many times
+MAX_MESSAGES = 3
+
+
+class CombinationTable:
+    """The combinations' findings per clause, the first few messages of each."""
+
+    def __init__(self, check, target):
+        self.check, self.target = check, target
+        self.found = {}
+        self.reached = set()
+
+    def add(self, clause, verdict, message):
+        """Records `verdict`; "accepted" is check.accepted()'s verdict (the test's feeds), a
+        sentence of REFUSAL_RULES is check.must_refuse()'s (the clause's breach)."""
+        msgs = self.found.setdefault(clause, [])
+        rule = verdict in REFUSAL_RULES.values()
+        msgs.append(breach(self.check.level(clause)) if rule else
+                    "warn" if verdict == "accepted" and self.check.feeds != "valid" else verdict)
+        if len(msgs) > MAX_MESSAGES:
+            return
+        if rule:
+            self.check.must_refuse(clause, message, verdict)
+        elif verdict == "accepted":
+            self.check.accepted(clause, message)
+        else:
+            self.check.record(clause, verdict, message)
+
+    def close(self, clauses):
+        """pass for each clause some combination reached, unsupported for the rest."""
+        for clause in clauses:
+            n = len(self.found.get(clause, ()))
+            if n > MAX_MESSAGES:
+                self.check.record(clause, self.found[clause][-1], "... and %d more combinations" % (n - MAX_MESSAGES))
+            if clause in self.reached or n:
+                self.check.record(clause, "pass", "")
+            else:
+                self.check.record(clause, "unsupported", "no combination reached it: the producer takes none of the "
+                                  "keywords it needs (a legacy-only producer is asked with stream alone)")
