@@ -52,6 +52,7 @@ const dialogState = (page) => page.evaluate(() => {
     w.regressed = await page.$$eval("#history-body .chg.regressed", (x) => x.length);
     w.fixed = await page.$$eval("#history-body .chg.fixed", (x) => x.length);
     w.banner = await page.$eval("#banner", (b) => b.innerText);
+    w.legend = await page.$eval("#legend", (b) => b.innerText);
     w.page_overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     await shot(page, "matrix-1280.png", false);
     await shot(page, "matrix-1280-full.png", true);
@@ -85,6 +86,15 @@ const dialogState = (page) => page.evaluate(() => {
     await shot(page, "matrix-1280-failures-only.png", false);
     await page.uncheck("#f-fail");
     w.reset_rows = (await matrixRows(page)).length;
+    // filters: device
+    await page.selectOption("#f-device", "cuda");
+    w.device_filter = { libs: await matrixLibs(page), rows: (await matrixRows(page)).length,
+      headline: await page.$$eval("#headline-body tbody tr td:first-child", (tds) => tds.map((t) => t.textContent)),
+      hash: await page.evaluate(() => location.hash) };
+    await shot(page, "matrix-1280-filter-cuda.png", false);
+    await page.selectOption("#f-device", "cpu");
+    w.device_cpu_libs = await matrixLibs(page);
+    await page.selectOption("#f-device", "");
 
     // drill-down with the mouse: the first fail cell
     const failBtn = await page.$("#t-matrix button.c.v-fail");
@@ -164,6 +174,9 @@ const dialogState = (page) => page.evaluate(() => {
     await page.selectOption("#f-lib", "torch");
     d.hash_after_select = await page.evaluate(() => location.hash);
     await ctx.close();
+    ({ ctx, page } = await open(browser, 1280, 900, obs, "deep-device", "#device=cuda"));
+    d.device_link = { value: await page.evaluate(() => document.getElementById("f-device").value), libs: await matrixLibs(page) };
+    await ctx.close();
     ({ ctx, page } = await open(browser, 1280, 900, obs, "deep-bare", "#" + d.chip));
     d.bare = await dialogState(page);
     await ctx.close();
@@ -172,7 +185,7 @@ const dialogState = (page) => page.evaluate(() => {
     ({ ctx, page } = await open(browser, 390, 844, obs, "390"));
     const n = obs.narrow;
     n.page_overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    n.filters_visible = await page.$$eval("#f-lib, #f-group, #f-fail", (els) => els.map((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right <= window.innerWidth + 1; }));
+    n.filters_visible = await page.$$eval("#f-lib, #f-group, #f-device, #f-fail", (els) => els.map((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right <= window.innerWidth + 1; }));
     n.font_px = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector("#t-matrix button.c")).fontSize));
     n.scroller = await page.evaluate(() => { const s = document.querySelector("#t-matrix").parentElement; return { client: s.clientWidth, scroll: s.scrollWidth, overflowX: getComputedStyle(s).overflowX }; });
     await shot(page, "matrix-390.png", false);

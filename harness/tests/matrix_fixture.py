@@ -1,6 +1,7 @@
 """A small merged matrix with every feature the views show: several tiers and versions (so a
-version history with regressions and fixes), interop records, a conflict and duplicates, a failed
-tier and a rejected input. Used by test_matrix.py and test_matrix_browser.py."""
+version history with regressions and fixes), interop records, a conflict and duplicates, a
+device run (torch@cuda, records on cuda:0), a failed tier and a rejected input. Used by
+test_matrix.py and test_matrix_browser.py."""
 import json
 import os
 
@@ -23,6 +24,12 @@ def write_inputs(tmp, n=3000):
         with open(path, "w") as f:
             json.dump(doc, f)
         args.append("%s=%s" % (label, path))
+    gpu = synthetic.device_run()
+    path = os.path.join(str(tmp), "h200", "results.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(gpu, f)
+    args.append("host@h200=" + path)
     failed = os.path.join(str(tmp), "gpu", "failure.json")
     os.makedirs(os.path.dirname(failed), exist_ok=True)
     with open(failed, "w") as f:

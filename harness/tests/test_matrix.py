@@ -495,3 +495,19 @@ def test_a_device_variant_is_labelled_with_its_library_version():
     assert label({"torch": "2.11.0+cu130", "torch cuda": "13.0 on NVIDIA H200"}, "torch@cuda", {}) == "2.11.0+cu130"
     assert label({"jax": "0.11.2", "jax_enable_x64": "False"}, "jax@cuda:fault=x", {}) == "0.11.2"
     assert label({"a": "1", "b": "2"}, "lib@cuda", {}) == "a 1, b 2"
+
+
+def test_device_is_a_dimension_of_the_columns(fixture_matrix):
+    """A NAME@DEVICE target, or records naming a device, make a column of that device; the page
+    lists the devices for its filter, cpu first."""
+    from dlconform.report import matrix_view
+
+    doc, paths = fixture_matrix
+    view = matrix_view.build(doc)
+    assert view["devices"] == ["cpu", "cuda"]
+    by_lib = {c["lib"]: c["device"] for c in view["columns"]}
+    assert by_lib["torch@cuda"] == "cuda" and by_lib["torch"] == by_lib["numpy"] == by_lib["ref"] == "cpu"
+    assert matrix_view.device_kind("mymod:Lib", "cuda:1") == "cuda"           # a generic target's records
+    assert matrix_view.device_kind("/x/a@b/lib.py:attr") == "cpu"              # an @ in a path is no device
+    assert matrix_view.device_kind("pyref@cuda:fault=cuda_no_wait") == "cuda"
+    assert 'id="f-device"' in open(paths["html"], encoding="utf-8").read()

@@ -90,6 +90,7 @@ def test_page_shows_all_views(observed):
     assert "sid" in w["banner"] and "build" in w["banner"]          # the failed tier
     assert "field 'results[0].verdict'" in w["banner"] or "results[0].verdict" in w["banner"]  # the rejected file
     assert w["page_overflow"] <= 0
+    assert "undefined" not in w["legend"] and "error" in w["legend"]  # every verdict has its mark
 
 
 def test_filters(observed):
@@ -101,6 +102,9 @@ def test_filters(observed):
     assert w["fail_filter"]["every_row_failing"] and w["fail_filter"]["rows"] <= len(w["group_filter"]["clauses"])
     assert 0 < w["fail_all"]["rows"] < w["rows"] and w["fail_all"]["every_row_failing"]
     assert w["reset_rows"] == w["rows"]
+    assert w["device_filter"]["libs"] == ["torch@cuda"] and w["device_filter"]["headline"] == ["torch@cuda"]
+    assert 0 < w["device_filter"]["rows"] < w["rows"] and "device=cuda" in w["device_filter"]["hash"]
+    assert "torch@cuda" not in w["device_cpu_libs"] and {"ref", "numpy", "torch"} <= set(w["device_cpu_libs"])
 
 
 def test_drill_down(observed):
@@ -153,5 +157,6 @@ def test_headline_and_deep_link_to_a_finding(observed):
     assert d["followed"]["text"] == d["clicked"]["text"]
     assert "open=" not in d["closed_hash"]                     # closing the dialog leaves the filters
     assert d["filters"] == ["numpy", "CAP", True] and d["filter_libs"] == ["numpy"]
+    assert d["device_link"] == {"value": "cuda", "libs": ["torch@cuda"]}
     assert "lib=torch" in d["hash_after_select"] and "group=CAP" in d["hash_after_select"]
     assert d["bare"]["open"] and d["bare"]["title"] == d["clicked"]["title"]  # a bare #anchor works too

@@ -118,3 +118,16 @@ def conflicting_pair():
          "test": "test_capsule.py::test_rename", "duration": 0.01},
     ])
     return a, b
+
+
+def device_run():
+    """A run of the device checks (make conformance DEVICE=cuda): torch's CUDA tensors, each
+    record naming the device they were on."""
+    recs = [{"target": "torch@cuda", "role": "producer", "clause": c, "level": "MUST", "group": "STR", "verdict": v,
+             "message": m, "repro": "import torch\nprint(1)" if m else "", "device": "cuda:0", "duration": 0.02,
+             "test": "test_cuda_stream.py::%s" % test}
+            for c, v, m, test in (("STR-01", "pass", "", "test_consumer_stream_sees_the_producers_data"),
+                                  ("STR-03", "pass", "", "test_stream_minus_one_neither_waits_nor_blocks"),
+                                  ("STR-02", "crash", "stream=-2: the process died (SIGSEGV)",
+                                   "test_cuda_stream_of_wrong_type_or_range[minus-2]"))]
+    return _doc("host", {"torch@cuda": "2.11.0"}, recs)

@@ -6,9 +6,10 @@ version, the findings per library (noise folded into one line per version), libr
 producer x consumer interop per tier (failures over checked), version history per library,
 conflicts, runs. Every cell is a button that opens a dialog with the messages, the reproducers
 and the clause text (Enter/Space opens, Escape closes, arrow keys move between cells). Filters:
-library, clause group, failures only.
+library, clause group, device (the columns of tensors on that device, `cpu` or `cuda`, and the
+clauses judged there; the interop tables are not filtered by it), failures only.
 
-The URL hash holds the view: `#lib=numpy&group=CAP&fail=1&open=ANCHOR` (any part may be left
+The URL hash holds the view: `#lib=numpy&group=CAP&device=cuda&fail=1&open=ANCHOR` (any part may be left
 out; a bare `#ANCHOR` opens it too). ANCHOR is a finding's or a cell's lasting anchor
 (matrix_findings: `numpy-2.4.6-consumer-LAY-09`, `numpy-2.4.6-LAY-09`); the page keeps the hash
 up to date, so a copied link opens the same view.
@@ -71,7 +72,7 @@ button.c.cf{background-image:repeating-linear-gradient(45deg,transparent 0 5px,r
 .v-pass{background:var(--pass);color:var(--pass-fg)}.v-warn{background:var(--warn);color:var(--warn-fg)}
 .v-unsupported{background:var(--unsupported);color:var(--unsupported-fg)}.v-skip{background:var(--skip);color:var(--skip-fg)}
 .v-fail{background:var(--fail);color:var(--fail-fg)}.v-timeout{background:var(--timeout);color:var(--timeout-fg)}
-.v-crash{background:var(--crash);color:var(--crash-fg)}
+.v-crash{background:var(--crash);color:var(--crash-fg)}.v-error{background:#fff;color:#6b0000;border:1px dashed #6b0000}
 td.none{background:repeating-linear-gradient(-45deg,#fff 0 4px,#f3f3f3 4px 8px)}
 .chg{font-size:.75rem;font-weight:700;display:block}.chg.regressed{color:#b3261e}.chg.fixed{color:#0b6b24}
 .box{border-radius:6px;padding:8px 12px;margin:10px 0;border:1px solid}
@@ -118,14 +119,14 @@ _JS = r"""
 (function(){
 "use strict";
 var D=JSON.parse(document.getElementById("data").textContent);
-var SHORT={pass:"\u2713",warn:"W",unsupported:"U",skip:"S",fail:"F",timeout:"T",crash:"C"};
-var WORD={pass:"pass",warn:"warn",unsupported:"unsupported",skip:"skip",fail:"FAIL",timeout:"TIMEOUT",crash:"CRASH"};
+var SHORT={pass:"\u2713",warn:"W",unsupported:"U",skip:"S",fail:"F",timeout:"T",crash:"C",error:"E"};
+var WORD={pass:"pass",warn:"warn",unsupported:"unsupported",skip:"skip",fail:"FAIL",timeout:"TIMEOUT",crash:"CRASH",error:"ERROR (dlconform)"};
 var FAILING={};D.failures_filter.forEach(function(v){FAILING[v]=1;});
 var $=function(id){return document.getElementById(id);};
 function esc(s){return String(s==null?"":s).replace(/[&<>"']/g,function(c){return {"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c];});}
 function S(i){return D.strings[i]||"";}
 function shortGit(g){g=String(g||"");return g.slice(0,12)+(/-dirty$/.test(g)&&g.length>12?"-dirty":"");}
-var state={lib:"",group:"",fail:false,open:""};
+var state={lib:"",group:"",device:"",fail:false,open:""};
 var cols=D.columns,rows=D.rows,cells=D.cells;
 var at={};for(var k=0;k<D.n_matrix_cells;k++){at[cells[k][0]+","+cells[k][1]]=k;}
 function colTitle(c){return c.lib+" "+c.version;}
@@ -140,6 +141,8 @@ function btn(k,where){var c=cells[k];var txt=SHORT[c[2]]||"?";
  return '<button type="button" class="c v-'+c[2]+(c[6]?" cf":"")+'" data-k="'+k+'" aria-label="'+esc(cellLabel(k,where))+'" title="'+esc(cellLabel(k,where))+'" aria-haspopup="dialog">'+txt+"</button>";}
 function lvl(l){return l?'<span class="lvl '+esc(l)+'">'+esc(l)+"</span>":"";}
 function libOk(name){return !state.lib||name===state.lib;}
+function devOk(c){return !state.device||cols[c].device===state.device;}
+function colOk(c){return libOk(cols[c].lib)&&devOk(c);}
 function groupOk(g){return !state.group||g===state.group;}
 function labLib(label){var i=label.indexOf(" ");return i<0?label:label.slice(0,i);}
 
@@ -156,6 +159,7 @@ $("meta").innerHTML="Generated "+esc(D.generated)+" &middot; "+D.n_results.toLoc
 (function(){var libs=[];cols.forEach(function(c){if(libs.indexOf(c.lib)<0)libs.push(c.lib);});
  D.interop.forEach(function(t){t.producers.concat(t.consumers).forEach(function(l){l=labLib(l);if(libs.indexOf(l)<0)libs.push(l);});});
  $("f-lib").innerHTML='<option value="">all libraries</option>'+libs.map(function(l){return '<option value="'+esc(l)+'">'+esc(l)+"</option>";}).join("");
+ $("f-device").innerHTML='<option value="">all devices</option>'+D.devices.map(function(d){return '<option value="'+esc(d)+'">'+esc(d)+"</option>";}).join("");
  $("f-group").innerHTML='<option value="">all groups</option>'+D.groups.map(function(g){return '<option value="'+esc(g.id)+'">'+esc(g.id+" \u2013 "+g.title)+"</option>";}).join("");
  $("legend").innerHTML="Verdicts: "+D.verdicts.map(function(v){return '<span><span class="v v-'+v+'">'+SHORT[v]+"</span> "+v+"</span>";}).join(" ")+
   ' <span><span class="v" style="border:1px dashed #777">\u2260</span> sources disagree</span> <span>small number: results not passing</span>';})();
@@ -173,7 +177,7 @@ function counts(h){var ks=Object.keys(h.counts).sort(function(a,b){return ord(a)
  return ks.length?ks.map(function(v){return h.counts[v]+" "+v;}).join(", "):"none";}
 function upText(u){return u.map(function(x){return /^fixed/.test(x.state)?x.state+" upstream ("+x.ref+")":"reported upstream: "+x.ref+" ("+x.state+")";}).join("; ");}
 function renderHeadline(){var h="<div class='scroll'><table class='plain head'><thead><tr><th>library</th><th>version</th><th>tiers</th><th>producer MUST passed</th><th>consumer MUST passed</th><th>robustness</th><th>findings</th></tr></thead><tbody>";
- D.libraries.forEach(function(l){if(!libOk(l.name))return;l.columns.slice().reverse().forEach(function(c){var hd=D.headlines[c],col=cols[c];
+ D.libraries.forEach(function(l){if(!libOk(l.name))return;l.columns.slice().reverse().forEach(function(c){if(!devOk(c))return;var hd=D.headlines[c],col=cols[c];
   h+="<tr><td><a href='#lib="+encodeURIComponent(l.name)+"'>"+esc(l.name)+"</a></td><td>"+esc(col.version)+"</td><td>"+esc(col.tiers.join(", "))+
    "</td><td class='n'>"+must(hd,"producer")+"</td><td class='n'>"+must(hd,"consumer")+"</td><td>"+robust(hd)+"</td><td>"+
    (hd.findings.length?"<a href='#"+slugLib(l.name)+"' class='go'>"+esc(counts(hd))+"</a>":"none")+"</td></tr>";});});
@@ -186,10 +190,10 @@ function foldLine(what,fold){var gs=Object.keys(fold);if(!gs.length)return "";va
  var parts=gs.map(function(g){n+=fold[g].length;var t=g;D.groups.forEach(function(x){if(x.id===g)t=x.title;});return esc(t)+" ("+esc(compact(fold[g]).join(", "))+")";});
  return "<p class='fold'>"+n+" clauses "+what+": "+parts.join("; ")+".</p>";}
 function renderLibraries(){var h="";
- D.libraries.forEach(function(l){if(!libOk(l.name))return;
+ D.libraries.forEach(function(l){if(!libOk(l.name)||!l.columns.some(devOk))return;
   h+="<div class='lib' id='"+slugLib(l.name)+"'><h3>"+esc(l.name)+"</h3>";
   var groups={},keys=[];
-  l.columns.slice().reverse().forEach(function(c){var hd=D.headlines[c],col=cols[c];
+  l.columns.slice().reverse().forEach(function(c){if(!devOk(c))return;var hd=D.headlines[c],col=cols[c];
    h+="<p><strong>"+esc(col.version)+"</strong> <span class='muted'>("+esc(col.tiers.join(", "))+")</span>: MUST passed: producer "+must(hd,"producer")+", consumer "+must(hd,"consumer")+
     "; robustness: "+robust(hd)+"; findings: "+esc(counts(hd))+".</p>"+foldLine("not offered",hd.not_offered)+foldLine("not testable here",hd.not_testable);
    hd.findings.forEach(function(i){var f=D.findings[i];var key=f.role+"|"+f.row;if(!groups[key]){groups[key]=[];keys.push(key);}groups[key].push(f);});});
@@ -207,7 +211,7 @@ function renderLibraries(){var h="";
 
 /* ---------- library x clause */
 function renderMatrix(){
- var vc=[];cols.forEach(function(c,i){if(libOk(c.lib))vc.push(i);});
+ var vc=[];cols.forEach(function(c,i){if(colOk(i))vc.push(i);});
  var h="<thead><tr><th class='rowh' rowspan='2' scope='col'>clause</th>";var libs=[];
  vc.forEach(function(i){var l=cols[i].lib;if(!libs.length||libs[libs.length-1].n!==l)libs.push({n:l,c:0});libs[libs.length-1].c++;});
  libs.forEach(function(l){h+="<th scope='colgroup' colspan='"+l.c+"'>"+esc(l.n)+"</th>";});
@@ -217,7 +221,7 @@ function renderMatrix(){
  D.groups.forEach(function(g){if(!groupOk(g.id))return;var body="";
   g.rows.forEach(function(ri){var r=rows[ri],ks=[],any=false,bad=false;
    vc.forEach(function(ci){var k=at[ci+","+ri];ks.push(k);if(k!==undefined){any=true;if(isBad(k))bad=true;}});
-   if(state.fail&&!bad)return;if(!any&&g.id==="*")return;
+   if(state.fail&&!bad)return;if(!any&&(g.id==="*"||state.device))return;  /* a device shows the clauses judged on it */
    body+="<tr><th class='rowh' scope='row' title='"+esc(r.text)+"'>"+esc(r.clause)+lvl(r.level)+"</th>";
    ks.forEach(function(k,j){body+=k===undefined?"<td class='none'><span class='hidden'>no result</span></td>":"<td>"+btn(k,colTitle(cols[vc[j]])+", "+r.clause)+"</td>";});
    body+="</tr>";shown++;});
@@ -247,7 +251,7 @@ function renderInterop(){var h="";
 
 /* ---------- history */
 function renderHistory(){var h="";
- D.history.forEach(function(hh){if(!libOk(hh.lib))return;var hc=hh.columns;
+ D.history.forEach(function(hh){if(!libOk(hh.lib)||!hh.columns.some(devOk))return;var hc=hh.columns;
   h+="<h3>"+esc(hh.lib)+"</h3>";
   if(hc.length<2){h+="<p class='muted'>One version only ("+esc(cols[hc[0]].version)+", "+esc(cols[hc[0]].tiers.join(", "))+"): nothing to compare.</p>";return;}
   h+="<p>"+hh.regressions+" regressions, "+hh.fixes+" fixes; "+hh.unchanged+" clauses unchanged across "+hc.length+" versions.</p>";
@@ -330,25 +334,26 @@ document.addEventListener("keydown",function(e){var b=e.target;if(!b.classList||
 
 /* ---------- filters and the URL hash */
 function writeHash(){var p=[];if(state.lib)p.push("lib="+encodeURIComponent(state.lib));if(state.group)p.push("group="+encodeURIComponent(state.group));
+ if(state.device)p.push("device="+encodeURIComponent(state.device));
  if(state.fail)p.push("fail=1");if(state.open)p.push("open="+encodeURIComponent(state.open));
  var h=p.length?"#"+p.join("&"):"";if(location.hash!==h)history.replaceState(null,"",h||location.pathname+location.search);}
-function readHash(){var raw=location.hash.replace(/^#/,""),s={lib:"",group:"",fail:false,open:""};
+function readHash(){var raw=location.hash.replace(/^#/,""),s={lib:"",group:"",device:"",fail:false,open:""};
  if(raw&&raw.indexOf("=")<0){try{s.open=decodeURIComponent(raw);}catch(e){}return s;}
  raw.split("&").forEach(function(kv){var i=kv.indexOf("=");if(i<0)return;var k=kv.slice(0,i),v;try{v=decodeURIComponent(kv.slice(i+1));}catch(e){return;}
-  if(k==="lib"||k==="group"||k==="open")s[k]=v;else if(k==="fail")s.fail=v==="1";});return s;}
+  if(k==="lib"||k==="group"||k==="device"||k==="open")s[k]=v;else if(k==="fail")s.fail=v==="1";});return s;}
 function hasOption(sel,v){return Array.prototype.some.call(sel.options,function(o){return o.value===v;});}
 function render(){var n=renderMatrix();renderInterop();renderHistory();renderHeadline();renderLibraries();
  $("f-count").textContent=n+" clause rows shown";
- document.body.setAttribute("data-filter",[state.lib,state.group,state.fail?"fail":""].join("|"));}
-function apply(){state.lib=$("f-lib").value;state.group=$("f-group").value;state.fail=$("f-fail").checked;render();writeHash();}
+ document.body.setAttribute("data-filter",[state.lib,state.group,state.device,state.fail?"fail":""].join("|"));}
+function apply(){state.lib=$("f-lib").value;state.group=$("f-group").value;state.device=$("f-device").value;state.fail=$("f-fail").checked;render();writeHash();}
 function fromHash(){var s=readHash();
- $("f-lib").value=hasOption($("f-lib"),s.lib)?s.lib:"";$("f-group").value=hasOption($("f-group"),s.group)?s.group:"";$("f-fail").checked=s.fail;
- state.lib=$("f-lib").value;state.group=$("f-group").value;state.fail=s.fail;state.open=s.open;render();
+ $("f-lib").value=hasOption($("f-lib"),s.lib)?s.lib:"";$("f-group").value=hasOption($("f-group"),s.group)?s.group:"";$("f-device").value=hasOption($("f-device"),s.device)?s.device:"";$("f-fail").checked=s.fail;
+ state.lib=$("f-lib").value;state.group=$("f-group").value;state.device=$("f-device").value;state.fail=s.fail;state.open=s.open;render();
  var k=anchorCell[s.open];
  if(k!==undefined){var b=document.querySelector("button.c[data-k='"+k+"']");openCell(k,b||document.getElementById(s.open));}
  else if(dlg.open){dlg.close();}
  else if(s.open){var el=document.getElementById(s.open);if(el)el.scrollIntoView();}}
-["f-lib","f-group","f-fail"].forEach(function(id){$(id).addEventListener("change",apply);});
+["f-lib","f-group","f-device","f-fail"].forEach(function(id){$(id).addEventListener("change",apply);});
 window.addEventListener("hashchange",fromHash);
 fromHash();
 document.body.setAttribute("data-ready","1");
@@ -372,6 +377,7 @@ _TEMPLATE = """<!doctype html>
 <form id="filters" role="search" aria-label="Filters" onsubmit="return false">
 <label for="f-lib">Library <select id="f-lib"></select></label>
 <label for="f-group">Clause group <select id="f-group"></select></label>
+<label for="f-device">Device <select id="f-device"></select></label>
 <label class="chk" for="f-fail"><input type="checkbox" id="f-fail"> Failures only</label>
 <span id="f-count" aria-live="polite"></span>
 </form>

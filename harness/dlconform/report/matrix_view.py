@@ -3,7 +3,9 @@
 build(doc) returns plain JSON data:
 - `sources`: one compact provenance row per source;
 - `columns`: library x version (conformance results, i.e. records without a `peer`), each with
-  the tiers and sources it came from; `libraries` groups the columns;
+  the tiers and sources it came from and the `device` its tensors were on (`cpu`, `cuda`: a
+  `NAME@DEVICE` target, or its records' `device`); `libraries` groups the columns; `devices`
+  lists the devices of the columns, `cpu` first;
 - `groups` / `rows`: clause rows in catalogue order, grouped; clauses met only in results are
   appended to their group, session records (`*`) form the last group;
 - `cells`: [column, row, worst, total, passes, [detail ids], conflict (0/1), [sources], checked
@@ -65,6 +67,18 @@ def version_key(v):
         except _InvalidVersion:
             pass
     return (0, None, _legacy_version_key(v))
+
+
+_AT_DEVICE = re.compile(r"^[A-Za-z0-9_.]+@([A-Za-z0-9_]+)$")
+
+
+def device_kind(target, device=None):
+    """The device a record's tensors were on, as a word: the DEVICE of a `NAME@DEVICE[:...]`
+    target, else the kind of its `device` field (`cuda:0` -> `cuda`), else `cpu`."""
+    m = _AT_DEVICE.match(str(target).split(":", 1)[0])
+    if m:
+        return m.group(1)
+    return str(device).split(":", 1)[0] if device else "cpu"
 
 
 def _lib_order(name):
@@ -239,8 +253,11 @@ def build(doc, upstream=None):
         c = col_ix.get(key)
         if c is None:
             c = col_ix[key] = len(columns)
-            columns.append({"lib": key[0], "version": key[1], "tiers": [], "sources": [], "machines": []})
+            columns.append({"lib": key[0], "version": key[1], "tiers": [], "sources": [], "machines": [],
+                            "device": "cpu"})
         col = columns[c]
+        if col["device"] == "cpu":
+            col["device"] = device_kind(r["target"], r.get("device"))
         src = src_by_id.get(r["source"], {})
         if r["source"] not in col["sources"]:
             col["sources"].append(r["source"])
@@ -361,6 +378,7 @@ def build(doc, upstream=None):
         "groups": groups,
         "rows": rows,
         "columns": columns,
+        "devices": sorted({c["device"] for c in columns}, key=lambda d: (d != "cpu", d)),
         "libraries": libraries,
         "cells": cells,
         "n_matrix_cells": n_conf_cells,
