@@ -26,6 +26,8 @@ from .kit.check import FAILING, FEEDS, HARNESS_ERROR, Check, Unsupported, Warn, 
 from .records import SESSION, Record
 
 UNMARKED = "UNMARKED"
+#: the word for a device type in records' `device` (as the suites' `device` marker names it)
+DEVICE_KINDS = {2: "cuda"}
 
 
 class DlconformWarning(pytest.PytestWarning):
@@ -534,6 +536,26 @@ class _State:
                 st.forced = ("unsupported", "target %s is not a %s (roles: %s)"
                              % (self.spec, st.role, ", ".join(sorted(target.roles)) or "none"))
                 pytest.skip(st.forced[1])
+        why = self._host_check_elsewhere(item, st.role)
+        if why:
+            st.forced = ("skip", why)
+            pytest.skip(why)
+
+    def _host_check_elsewhere(self, item, role):
+        """Why a check of host tensors (no `device` marker) does not run on a device variant
+        (target.device not the CPU), or None where it runs: the producer checks run on the
+        variant's device tensors where its adapter makes them (target.device_tensors); the
+        consumer checks feed host capsules, the library's CPU run judges them."""
+        target = self.get_target()
+        if tuple(getattr(target, "device", (1, 0))) == (1, 0) or item.get_closest_marker("device") is not None:
+            return None
+        if role != "producer":
+            return ("%s: a %s check feeds host memory; the library's own CPU target judges it, not its device "
+                    "variant" % (self.spec, role or "role-free"))
+        if not getattr(target, "device_tensors", False):
+            return "%s: its adapter makes no device tensors for the host checks; its device checks judge it" \
+                % self.spec
+        return None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -669,11 +691,19 @@ class _State:
 
     def _device(self, item):
         """The device the test's tensors are on, for its records: its `device` marker's kind
-        with the target's device id ("cuda:0"); None, the host's CPU, without a marker or where
-        the target has no such device (its checks are unsupported)."""
+        with the target's device id ("cuda:0"), or a device variant's device for the checks
+        it runs on its device tensors (target.device_tensors); None, the host's CPU, else."""
         mark = item.get_closest_marker("device")
         device = tuple(getattr(self._target, "device", None) or (1, 0))
-        return None if mark is None or device[0] == 1 else "%s:%d" % (mark.args[0], device[1])
+        if device[0] == 1:
+            return None
+        if mark is not None:
+            return "%s:%d" % (mark.args[0], device[1])
+        # a producer check of host tensors run on a device variant's device tensors
+        kind = DEVICE_KINDS.get(device[0])
+        producer = getattr(getattr(item, "_dlc", None), "role", None) == "producer"
+        return "%s:%d" % (kind, device[1]) if kind and producer and getattr(self._target, "device_tensors", False) \
+            else None
 
     def results(self, item, st):
         """The test's result events, made once its phases are known (pytest's report of the call

@@ -1,7 +1,8 @@
-"""suites/test_cuda_stream.py against pyref@cuda on the simulated CUDA runtime
-(build/cuda/sim/libcudart.so, `make build`): clean pyref@cuda passes every check, and each of
-pyref's CUDA faults (pyref.CUDA_FAULTS) is caught on its own clause. Without a runtime the
-target is unavailable with a one-line reason."""
+"""The device run (suites/test_cuda_stream.py, and the producer checks of the host files on
+device tensors) against pyref@cuda on the simulated CUDA runtime (build/cuda/sim/libcudart.so,
+`make build`): clean pyref@cuda passes every check, each of pyref's CUDA faults
+(pyref.CUDA_FAULTS) is caught on its own clause, and export faults are caught on device
+tensors. Without a runtime the target is unavailable with a one-line reason."""
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from dlconform import pyref
+from dlconform.cli import DEVICE_TESTS
 from dlconform.targets import loader
 from test_meta import REPO
 
@@ -71,7 +73,7 @@ def test_device_run_judges_every_target_with_that_device_on_the_device_checks(si
     p = _device_run(tmp_path / "out", sim, "-q", "--target", "pyref:fault=cuda_no_wait")
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert list(doc["targets"]) == ["pyref@cuda:fault=cuda_no_wait"], p.stderr
-    assert {r["test"].split("::")[0] for r in doc["results"]} == {"test_cuda_stream.py"}
+    assert {r["test"].split("::")[0] for r in doc["results"]} == set(DEVICE_TESTS["cuda"])
     assert p.returncode == 1  # the fault is caught
     p = _device_run(tmp_path / "clean", sim, "-q")
     doc = json.loads((tmp_path / "clean" / "results.json").read_text())
@@ -120,13 +122,49 @@ def test_pyref_at_cuda_specs_compose():
 
 
 def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
+    """The device checks pass; the producer checks of the host files, run on pyref's device
+    arrays, pass or do not apply (no sub-byte dtypes, no exchange table); their consumer checks
+    are the CPU run's (skip, saying so). Each record names the device its tensors were on."""
     records = _run(tmp_path, "pyref@cuda")
-    by_test = {r["test"].split("::")[-1] for r in records if r["verdict"] == "pass"}
-    assert len(by_test) >= 6, records
-    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in records if r["verdict"] != "pass"]
+    device = [r for r in records if r["test"].startswith("test_cuda_stream.py")]
+    assert len({r["test"] for r in device if r["verdict"] == "pass"}) >= 6, records
+    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in device if r["verdict"] != "pass"]
     assert not wrong, wrong
-    # each record names the device its tensors were on (the CPU checks' records name none)
-    assert {r.get("device") for r in records} == {"cuda:0"}, records
+    host = [r for r in records if not r["test"].startswith("test_cuda_stream.py")]
+    assert {r["test"].split("::")[0] for r in host} == set(DEVICE_TESTS["cuda"]) - {"test_cuda_stream.py"}
+    producer = [r for r in host if r["role"] == "producer"]
+    assert len({r["test"] for r in producer if r["verdict"] == "pass"}) >= 10, producer
+    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in producer
+             if r["verdict"] != "pass" and not (r["verdict"] == "unsupported" and r["clause"] in ("DT-07", "DT-08",
+                                                                                                  "DT-09", "VER-07"))]
+    assert not wrong, wrong
+    assert {r["verdict"] for r in host if r["role"] != "producer"} == {"skip"}
+    assert all("judges it, not its device variant" in r["message"] for r in host if r["role"] != "producer")
+    assert {r.get("device") for r in device + producer} == {"cuda:0"}, records
+    assert {r.get("device") for r in host if r["role"] != "producer"} == {None}
+
+
+#: faults of pyref's export that its device arrays share (the managed struct it fills), each
+#: with the clause it breaks: the host checks catch them on device tensors read through CUDA
+DEVICE_TENSOR_FAULTS = {"byte_strides": "LAY-05", "leading_unit_dim": "LAY-09", "dtype_code_past_enum": "DT-01",
+                        "int_two_lanes": "DT-10", "bfloat16_as_float16": "DT-05",
+                        "versioned_flags_before_deleter": "FLG-01"}
+
+
+def test_host_checks_catch_export_faults_on_device_tensors(sim, tmp_path):
+    """A fault in what pyref's export writes is caught on its clause by the producer checks of
+    the host files run on device arrays (a device run of pyref@cuda), with records naming the
+    device: the element and field reads go through the CUDA runtime."""
+    specs = ["pyref:fault=%s" % f for f in sorted(DEVICE_TENSOR_FAULTS)]
+    p = _device_run(tmp_path / "out", sim, "-q", *[a for s in specs for a in ("--target", s)],
+                    *[a for f in DEVICE_TESTS["cuda"][1:] for a in ("--tests", f)])
+    assert p.returncode == 1, p.stderr
+    records = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
+    for fault, clause in DEVICE_TENSOR_FAULTS.items():
+        mine = [r for r in records if r["target"] == "pyref@cuda:fault=%s" % fault]
+        caught = [r for r in mine if r["clause"] == clause and r["verdict"] == "fail"]
+        assert caught and all(r["device"] == "cuda:0" for r in caught), (fault, mine)
+        assert not [r for r in mine if r["verdict"] == "error"], mine
 
 
 def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):

@@ -29,6 +29,12 @@ class Target:
     roles = frozenset()
     #: the spec load() made this target from (None for one built another way)
     spec = None
+    #: (device type, device id) of the tensors of a device variant (`NAME@cuda`); (1, 0): the CPU
+    device = (1, 0)
+    #: whether make() gives tensors on `device` that the host checks' producer side can judge
+    #: (their elements read through kit.cuda): a device run then runs the element checks of
+    #: cli.DEVICE_TESTS on them; False: a device variant runs the device checks alone
+    device_tensors = False
 
     def __init__(self, name=None):
         if name is not None:

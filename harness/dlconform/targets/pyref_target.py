@@ -3,10 +3,11 @@
 What `ref` is to the C path, pyref is to the generic one: a producer and a consumer written
 in Python with ctypes, as a small library would be. It has no C exchange API.
 
-`pyref@cuda` is pyref with a CUDA device: its stream_device() makes pyref's device arrays
-(pyref.to_device) on the CUDA runtime kit.cuda finds, the simulated one when DLCONFORM_CUDART
-names build/cuda/sim/libcudart.so; the suites' other checks judge its CPU arrays as for
-`pyref`. Without a runtime it is unavailable, saying why.
+`pyref@cuda` is pyref with a CUDA device: make() and its stream_device() make pyref's device
+arrays (pyref.to_device) on the CUDA runtime kit.cuda finds, the simulated one when
+DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Device arrays are compact and row-major,
+with no views and no read-only form: those operations give None. Without a runtime it is
+unavailable, saying why.
 """
 from .base import ReferenceTarget, TargetError, spec_name
 
@@ -17,9 +18,6 @@ DEVICES = ("cuda",)
 class PyrefTarget(ReferenceTarget):
     name = "pyref"
     library = "dlconform.pyref"
-
-    #: (device type, device id) of the stream device's tensors; (1, 0): the CPU alone
-    device = (1, 0)
 
     def __init__(self, name=None, fault=None, role=None, device=None):
         """`fault`: one of pyref.FAULTS; `role`: producer or consumer (ReferenceTarget);
@@ -81,22 +79,33 @@ class PyrefTarget(ReferenceTarget):
         """pyref's element types, as pyref lists them; all are DLPack types."""
         return {name: (name, self.pyref.zeros((1,), name).itemsize) for name in self.pyref.DTYPES}
 
+    @property
+    def device_tensors(self):
+        return self.cuda
+
     def make(self, dtype, shape, values):
-        return self.pyref.frombuffer(values, dtype, tuple(shape))
+        host = self.pyref.frombuffer(values, dtype, tuple(shape))
+        return self.pyref.to_device(host) if self.cuda else host
+
+    def _on_device(self, x):
+        """Whether x is a DeviceArray (views and read-only forms exist for host Arrays only)."""
+        return isinstance(x, self.pyref.DeviceArray)
 
     def transpose(self, x, perm):
-        return x.transpose(tuple(perm))
+        return None if self._on_device(x) else x.transpose(tuple(perm))
 
     def slice(self, x, dim, start, stop, step=1):
+        if self._on_device(x):
+            return None
         index = [slice(None)] * x.ndim
         index[dim] = slice(start, stop, step)
         return x[tuple(index)]
 
     def flip(self, x, dim):
-        return x.flip(dim)
+        return None if self._on_device(x) else x.flip(dim)
 
     def readonly(self, x):
-        return x.as_readonly()
+        return None if self._on_device(x) else x.as_readonly()
 
     def describe(self, y):
         return {"ptr": y.address, "shape": y.shape, "strides": y.strides, "itemsize": y.itemsize,

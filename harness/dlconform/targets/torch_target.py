@@ -16,8 +16,6 @@ class TorchTarget(LibraryTarget):
     library = "torch"
     torch = property(lambda self: self.module)
     _dtypes = None  # dtypes(), once asked
-    #: (device type, device id) of the stream device's tensors; (1, 0): the CPU alone
-    device = (1, 0)
 
     def __init__(self, name=None, device=None):
         if device not in (None,) + DEVICES:
