@@ -172,6 +172,54 @@ static void test_legacy_stream(void) {
   cudaFree(p);
 }
 
+/* A producer's export, as pyref's: an event recorded on the data's stream, the consumer's
+ * stream made to wait on it, the event destroyed. Many of them while nothing synchronises keep
+ * the queues and the event slots bounded (a GPU drains its queues; the simulation must not grow
+ * without end, or an export/release loop looks like a leak of the producer's), keep the order,
+ * and never give a destroyed event's handle again. */
+static void test_export_pattern_is_bounded(void) {
+  void *p;
+  cudaStream_t producer, blocking;
+  cudaEvent_t first = NULL, ev = NULL;
+  int distinct = 1;
+  cudaMalloc(&p, N);
+  CHECK_INT(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  CHECK_INT(cudaStreamCreate(&blocking), cudaSuccess);
+  CHECK_INT(dlc_slow_fill(producer, p, N, 9, 1000), cudaSuccess);
+  unsigned long long before = dlcsim_pending();
+  for (int i = 0; i < 10000; i++) {
+    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) break;
+    if (i == 0)
+      first = ev;
+    else if (ev == first)
+      distinct = 0;
+    cudaEventRecord(ev, producer);
+    cudaStreamWaitEvent(cudaStreamLegacy, ev, 0);
+    cudaEventDestroy(ev);
+  }
+  CHECK(distinct);
+  CHECK_INT(dlcsim_pending(), before + 2); /* one record, one wait */
+  CHECK_INT(cudaEventQuery(first), cudaErrorInvalidResourceHandle);
+  cudaGetLastError();
+  CHECK_INT(cudaStreamQuery(producer), cudaErrorNotReady);
+  CHECK_INT(read_on(cudaStreamLegacy, p), 9); /* the one wait still orders after the fill */
+
+  /* a wait merged into the one before it orders what it would have: here the blocking
+   * stream's work enqueued between the two (the legacy stream's implicit wait) */
+  CHECK_INT(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), cudaSuccess);
+  CHECK_INT(cudaEventRecord(ev, producer), cudaSuccess);
+  CHECK_INT(cudaStreamWaitEvent(cudaStreamLegacy, ev, 0), cudaSuccess);
+  CHECK_INT(dlc_slow_fill(blocking, p, N, 10, 0), cudaSuccess);
+  CHECK_INT(cudaEventRecord(ev, producer), cudaSuccess);
+  CHECK_INT(cudaStreamWaitEvent(cudaStreamLegacy, ev, 0), cudaSuccess);
+  CHECK_INT(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+  CHECK_INT(cudaStreamQuery(blocking), cudaSuccess);
+  cudaEventDestroy(ev);
+  cudaStreamDestroy(producer);
+  cudaStreamDestroy(blocking);
+  cudaFree(p);
+}
+
 static void test_host_syncs(void) {
   void *p;
   cudaStream_t s;
@@ -277,6 +325,7 @@ int main(void) {
   test_memory();
   test_event_wait();
   test_legacy_stream();
+  test_export_pattern_is_bounded();
   test_host_syncs();
   test_bad_handles();
   test_threads();

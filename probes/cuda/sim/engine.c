@@ -14,7 +14,17 @@
  * Everything an op waits for has a smaller seq, so the recursion ends and never cycles.
  *
  * Handles are never reused: a destroyed stream's or event's handle stays an error (STR-11's
- * destroyed stream is seen), and a created handle is never 0, 1 or 2. */
+ * destroyed stream is seen), and a created handle is never 0, 1 or 2. An event's slot is
+ * reused once it is destroyed and no record of it is queued, under a new generation that its
+ * new handle carries, so an old handle still names no live event.
+ *
+ * Bounded queues: a program that records, waits on and destroys an event per call (a DLPack
+ * producer's export) must not grow the simulation without end while nothing synchronises, as a
+ * GPU drains its queues by itself. So a wait enqueued behind a wait for the same stream becomes
+ * that one wait, for the later record, with the new wait's seq (it stays the tail: it orders
+ * what it did, and whatever the new one would have, implicit legacy-stream ordering included),
+ * and a record enqueued behind a record of a destroyed event takes that op over, with its own
+ * seq (no one can ask a destroyed event, and the ops before the old record stay before it). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +43,8 @@ typedef struct {
 typedef struct {
   int alive;
   unsigned flags;
+  uint64_t gen;         /* the slot's generation, part of its handle: bumped at each reuse */
+  size_t records;       /* RECORD ops of this slot still queued: the slot is free only at 0 */
   size_t record_stream; /* the latest record: its stream and seq (0: never recorded) */
   uint64_t record_seq;
   uint64_t ran; /* the largest seq of this event's records that have run */
@@ -42,11 +54,17 @@ typedef struct {
 #define STREAM_BASE ((uintptr_t)0x51000000u)
 #define EVENT_BASE ((uintptr_t)0xE1000000u)
 #define HANDLE_STEP ((uintptr_t)16)
+/* an event handle's serial: its slot index in the low EVENT_INDEX_BITS, its generation above */
+#define EVENT_INDEX_BITS 24
+#define EVENT_INDEX_MASK ((((uint64_t)1) << EVENT_INDEX_BITS) - 1)
+_Static_assert(sizeof(uintptr_t) >= 8, "event handles carry a generation above 24 index bits");
 
 static sim_stream *g_streams; /* index 0: the legacy default stream */
 static size_t g_nstreams, g_capstreams;
 static sim_event *g_events;
 static size_t g_nevents, g_capevents;
+static size_t *g_free_events; /* slots destroyed with no record queued */
+static size_t g_nfree, g_capfree;
 static uint64_t g_seq;
 static _Thread_local size_t t_per_thread; /* index + 1 of this thread's default stream */
 
@@ -122,18 +140,35 @@ cudaError_t sim_stream_destroy(cudaStream_t handle) {
 cudaError_t sim_event_of(cudaEvent_t handle, size_t *index) {
   uintptr_t h = (uintptr_t)handle;
   if (h < EVENT_BASE || (h - EVENT_BASE) % HANDLE_STEP) return cudaErrorInvalidResourceHandle;
-  size_t i = (h - EVENT_BASE) / HANDLE_STEP;
-  if (i >= g_nevents || !g_events[i].alive) return cudaErrorInvalidResourceHandle;
+  uint64_t serial = (h - EVENT_BASE) / HANDLE_STEP;
+  size_t i = (size_t)(serial & EVENT_INDEX_MASK);
+  if (i >= g_nevents || !g_events[i].alive || g_events[i].gen != serial >> EVENT_INDEX_BITS)
+    return cudaErrorInvalidResourceHandle;
   *index = i;
   return cudaSuccess;
 }
 
 cudaError_t sim_event_new(unsigned flags, cudaEvent_t *handle) {
-  if (!grow((void **)&g_events, &g_capevents, g_nevents, sizeof *g_events)) return cudaErrorMemoryAllocation;
-  g_events[g_nevents] = (sim_event){1, flags, 0, 0, 0};
-  *handle = (cudaEvent_t)(EVENT_BASE + g_nevents * HANDLE_STEP);
-  g_nevents++;
+  size_t i;
+  uint64_t gen = 0;
+  if (g_nfree) {
+    i = g_free_events[--g_nfree];
+    gen = g_events[i].gen + 1;
+  } else {
+    if (g_nevents > EVENT_INDEX_MASK) return cudaErrorMemoryAllocation;
+    if (!grow((void **)&g_events, &g_capevents, g_nevents, sizeof *g_events)) return cudaErrorMemoryAllocation;
+    i = g_nevents++;
+  }
+  g_events[i] = (sim_event){.alive = 1, .flags = flags, .gen = gen};
+  *handle = (cudaEvent_t)(EVENT_BASE + (uintptr_t)((gen << EVENT_INDEX_BITS) | i) * HANDLE_STEP);
   return cudaSuccess;
+}
+
+/* Puts a destroyed slot with no record queued on the free list (a failed grow keeps it out:
+ * a slot lost, never a handle reused). */
+static void release_if_unused(size_t i) {
+  if (g_events[i].alive || g_events[i].records) return;
+  if (grow((void **)&g_free_events, &g_capfree, g_nfree, sizeof *g_free_events)) g_free_events[g_nfree++] = i;
 }
 
 cudaError_t sim_event_destroy(cudaEvent_t handle) {
@@ -141,6 +176,7 @@ cudaError_t sim_event_destroy(cudaEvent_t handle) {
   cudaError_t e = sim_event_of(handle, &i);
   if (e) return e;
   g_events[i].alive = 0; /* records and waits already enqueued still run */
+  release_if_unused(i);
   return cudaSuccess;
 }
 
@@ -163,6 +199,39 @@ uint64_t sim_enqueue(size_t stream, const sim_op *op) {
 void sim_event_recorded(size_t event, size_t stream, uint64_t seq) {
   g_events[event].record_stream = stream;
   g_events[event].record_seq = seq;
+  g_events[event].records++;
+}
+
+uint64_t sim_enqueue_record(size_t stream, size_t event) {
+  sim_op *tail = g_streams[stream].tail;
+  if (tail && tail->kind == SIM_RECORD && !g_events[tail->event].alive) { /* take the op over */
+    size_t old = tail->event;
+    g_events[old].records--;
+    release_if_unused(old);
+    tail->event = event;
+    tail->seq = ++g_seq;
+    sim_event_recorded(event, stream, tail->seq);
+    return tail->seq;
+  }
+  sim_op op = {.kind = SIM_RECORD, .event = event};
+  uint64_t seq = sim_enqueue(stream, &op);
+  if (seq) sim_event_recorded(event, stream, seq);
+  return seq;
+}
+
+int sim_enqueue_wait(size_t stream, size_t event) {
+  sim_event *ev = &g_events[event];
+  if (ev->record_seq == 0) return 1; /* an event never recorded: nothing to wait for */
+  sim_op *tail = g_streams[stream].tail;
+  if (tail && tail->kind == SIM_WAIT && tail->record_stream == ev->record_stream &&
+      tail->record_seq <= ev->record_seq) {
+    tail->record_seq = ev->record_seq; /* one wait for the later record of the same stream */
+    tail->event = event;
+    tail->seq = ++g_seq;
+    return 1;
+  }
+  sim_op op = {.kind = SIM_WAIT, .event = event, .record_stream = ev->record_stream, .record_seq = ev->record_seq};
+  return sim_enqueue(stream, &op) != 0;
 }
 
 void sim_event_last(size_t event, size_t *stream, uint64_t *seq) {
@@ -199,6 +268,8 @@ static void run_head(size_t i) {
       break;
     case SIM_RECORD:
       if (g_events[op->event].ran < op->seq) g_events[op->event].ran = op->seq;
+      g_events[op->event].records--;
+      release_if_unused(op->event);
       break;
     case SIM_WAIT:
       break;

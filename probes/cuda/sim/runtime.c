@@ -263,10 +263,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   lock();
   cudaError_t e = stream_and_event(stream, event, &s, &ev);
   if (e) return unlock(e);
-  sim_op op = {.kind = SIM_WAIT, .event = ev};
-  sim_event_last(ev, &op.record_stream, &op.record_seq);
-  if (op.record_seq == 0) return unlock(cudaSuccess); /* an event never recorded: nothing to wait for */
-  return unlock(sim_enqueue(s, &op) ? cudaSuccess : cudaErrorMemoryAllocation);
+  return unlock(sim_enqueue_wait(s, ev) ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
 /* ---- events ---- */
@@ -285,10 +282,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   lock();
   cudaError_t e = stream_and_event(stream, event, &s, &ev);
   if (e) return unlock(e);
-  sim_op op = {.kind = SIM_RECORD, .event = ev};
-  uint64_t seq = sim_enqueue(s, &op);
-  if (seq) sim_event_recorded(ev, s, seq);
-  return unlock(seq ? cudaSuccess : cudaErrorMemoryAllocation);
+  return unlock(sim_enqueue_record(s, ev) ? cudaSuccess : cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {

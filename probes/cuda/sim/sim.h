@@ -52,8 +52,12 @@ cudaError_t sim_event_destroy(cudaEvent_t handle);
 
 /* Appends a copy of *op to the stream's queue; returns its seq (0 when out of memory). */
 uint64_t sim_enqueue(size_t stream, const sim_op *op);
-/* Notes that the event's latest record is the op `seq` on `stream`. */
+/* Notes that the event's latest record is the op `seq` on `stream` (one more queued). */
 void sim_event_recorded(size_t event, size_t stream, uint64_t seq);
+/* cudaEventRecord: a RECORD of the event on the stream; returns its seq (0: out of memory). */
+uint64_t sim_enqueue_record(size_t stream, size_t event);
+/* cudaStreamWaitEvent: the stream waits for the event's latest record; 0 when out of memory. */
+int sim_enqueue_wait(size_t stream, size_t event);
 /* The event's latest record (stream and seq); seq 0 when never recorded. */
 void sim_event_last(size_t event, size_t *stream, uint64_t *seq);
 /* Runs the stream's queue in order up to and including the op `upto` (each op first running
