@@ -26,9 +26,11 @@ from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
 #: the test files of a device run, by device (--device): the device checks, and the files whose
-#: producer checks read elements or own the memory, run on the device tensors of the targets
-#: that make them (target.device_tensors; pytest_plugin skips the rest there)
-DEVICE_TESTS = {"cuda": ("test_cuda_stream.py", "test_fields.py", "test_layout.py", "test_dtype.py",
+#: producer checks judge a tensor the library makes (its fields, layout, dtype, elements, capsules,
+#: versions, flags, copies, errors, device and ownership), run on the device tensors of the
+#: targets that make them (target.device_tensors; pytest_plugin skips the rest there)
+DEVICE_TESTS = {"cuda": ("test_cuda_stream.py", "test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py",
+                         "test_versioning.py", "test_flags.py", "test_copy.py", "test_errors.py", "test_device.py",
                          "test_ownership.py")}
 
 
