@@ -21,7 +21,6 @@ from support import exchange as xa
 from support import repros as rp
 from support import tensors as tns
 from support import xapi_forge as xf
-from support.xapi_forge import forged, used_table
 from support.marks import consumer, producer
 
 
@@ -493,12 +492,12 @@ def test_consumer_looks_on_the_type(target, check):
     type's (SHOULD); with a table on the instance only, it does not use it."""
     x = xf.consumer_uses_tables(target)
     a, b = _ref.ApiForge(0), _ref.ApiForge(1)
-    xf.import_ok(target, forged(x, type_table=a, instance_table=b), x)
-    if used_table(b):
+    xf.import_ok(target, xf.forged(x, type_table=a, instance_table=b), x)
+    if xf.used_table(b):
         check.warn("XAPI-04", "the consumer used the instance's table, not the one on the type: %r" % b.calls)
     b = _ref.ApiForge(1)
-    xf.import_ok(target, forged(x, instance_table=b), x)
-    if used_table(b):
+    xf.import_ok(target, xf.forged(x, instance_table=b), x)
+    if xf.used_table(b):
         check.warn("XAPI-04", "the consumer used a table found on the instance only (none on the type): %r" % b.calls)
     if not [r for r in check.records if r[0] == "XAPI-04"]:
         check.record("XAPI-04", "pass")
@@ -510,11 +509,11 @@ def test_consumer_checks_the_major(target, check):
     fine, and refusing the import over it is stricter than the spec (warn)."""
     x = xf.consumer_uses_tables(target)
     a = _ref.ApiForge(0, major=2, minor=0)
-    y, exc, same = xf.import_ok(target, forged(x, type_table=a), x)
-    check.that(not used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
+    y, exc, same = xf.import_ok(target, xf.forged(x, type_table=a), x)
+    check.that(not xf.used_table(a), "XAPI-06", "the consumer called functions of a major-2 table: %r" % a.calls)
     for minor in (0, 99):
         a = _ref.ApiForge(0, major=1, minor=minor)
-        y, exc, same = xf.import_ok(target, forged(x, type_table=a), x)
+        y, exc, same = xf.import_ok(target, xf.forged(x, type_table=a), x)
         if exc is not None:
             check.warn("XAPI-06", "a table with version (1, %d) made the import fail (%s: %s); only the major must "
                        "match (reading in clauses.json)" % (minor, type(exc).__name__, exc))
@@ -528,7 +527,7 @@ def test_consumer_handles_null_dltensor_from(target, check):
     kws = [{}] + ([{"copy": True}] if "copy" in target.consumer_keywords() else [])
     for kw in kws:
         a = _ref.ApiForge(0, null=["dltensor_from_py_object_no_sync"])
-        y, exc, same = xf.import_ok(target, forged(x, type_table=a), x, **kw)
+        y, exc, same = xf.import_ok(target, xf.forged(x, type_table=a), x, **kw)
         if exc is not None:
             check.warn("XAPI-11", "from_dlpack(%s) failed on a table whose optional dltensor_from is NULL: %s: %s"
                        % (kw or "", type(exc).__name__, exc))

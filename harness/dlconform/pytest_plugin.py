@@ -541,13 +541,19 @@ class _State:
             st.forced = ("skip", why)
             pytest.skip(why)
 
+    @staticmethod
+    def _variant_device(target):
+        """(device type, id) of a device variant's tensors (target.device); None on the CPU."""
+        device = tuple(getattr(target, "device", None) or (1, 0))
+        return None if device[0] == 1 else device
+
     def _host_check_elsewhere(self, item, role):
-        """Why a check of host tensors (no `device` marker) does not run on a device variant
-        (target.device not the CPU), or None where it runs: the producer checks run on the
-        variant's device tensors where its adapter makes them (target.device_tensors); the
-        consumer checks feed host capsules, the library's CPU run judges them."""
+        """Why a check of host tensors (no `device` marker) does not run on a device variant,
+        or None where it runs: the producer checks run on the variant's device tensors where
+        its adapter makes them (target.device_tensors); the consumer checks feed host
+        capsules, the library's CPU run judges them."""
         target = self.get_target()
-        if tuple(getattr(target, "device", (1, 0))) == (1, 0) or item.get_closest_marker("device") is not None:
+        if self._variant_device(target) is None or item.get_closest_marker("device") is not None:
             return None
         if role != "producer":
             return ("%s: a %s check feeds host memory; the library's own CPU target judges it, not its device "
@@ -694,8 +700,8 @@ class _State:
         with the target's device id ("cuda:0"), or a device variant's device for the checks
         it runs on its device tensors (target.device_tensors); None, the host's CPU, else."""
         mark = item.get_closest_marker("device")
-        device = tuple(getattr(self._target, "device", None) or (1, 0))
-        if device[0] == 1:
+        device = self._variant_device(self._target)
+        if device is None:
             return None
         if mark is not None:
             return "%s:%d" % (mark.args[0], device[1])

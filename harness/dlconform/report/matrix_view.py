@@ -254,10 +254,10 @@ def build(doc, upstream=None):
         if c is None:
             c = col_ix[key] = len(columns)
             columns.append({"lib": key[0], "version": key[1], "tiers": [], "sources": [], "machines": [],
-                            "device": "cpu"})
+                            "device": device_kind(key[0])})
         col = columns[c]
-        if col["device"] == "cpu":
-            col["device"] = device_kind(r["target"], r.get("device"))
+        if col["device"] == "cpu" and r.get("device"):
+            col["device"] = device_kind(key[0], r["device"])
         src = src_by_id.get(r["source"], {})
         if r["source"] not in col["sources"]:
             col["sources"].append(r["source"])

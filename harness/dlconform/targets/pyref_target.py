@@ -29,7 +29,7 @@ class PyrefTarget(ReferenceTarget):
         self.pyref = pyref
         self.cuda = device == "cuda"
         if self.cuda:
-            self.device = (2, 0)
+            self.device, self.device_tensors = (2, 0), True
             name = name or spec_name("pyref@cuda", fault, role)
         super().__init__(pyref, pyref.FAULTS, name, fault, role)
         if not fault:
@@ -78,10 +78,6 @@ class PyrefTarget(ReferenceTarget):
     def discover_dtypes(self):
         """pyref's element types, as pyref lists them; all are DLPack types."""
         return {name: (name, self.pyref.zeros((1,), name).itemsize) for name in self.pyref.DTYPES}
-
-    @property
-    def device_tensors(self):
-        return self.cuda
 
     def make(self, dtype, shape, values):
         host = self.pyref.frombuffer(values, dtype, tuple(shape))
