@@ -57,7 +57,7 @@ $(HEADER):
 # optimisation where the compiler can link with it (some GCC installs lack the LTO plugin:
 # "could not run lto-wrapper"); LTO=0 leaves it out.
 LTO ?= $(shell printf 'int main(void){return 0;}' | $(CC) -flto=auto -x c - -o /dev/null 2>/dev/null && echo 1 || echo 0)
-MODULE_FLAGS := -fPIC -shared -fvisibility=hidden $(if $(filter 1,$(LTO)),-flto=auto)
+MODULE_FLAGS = -fPIC -shared -fvisibility=hidden $(if $(filter 1,$(LTO)),-flto=auto)
 $(PROBE_SO): $(PROBE_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)
 	$(CC) $(CFLAGS_STRICT) $(PY_INCLUDES) $(MODULE_FLAGS) -o $@ $(PROBE_SRC) $(CHECK_SRC) -lpthread
 $(REF_SO): $(REF_SRC) $(CHECK_SRC) $(C_HEADERS) $(HEADER)

@@ -23,14 +23,24 @@ need() { # need PACKAGE TEST...: PACKAGE is missing when the test command fails
 }
 # Debian's python3-* packages serve the interpreters that read Debian's dist-packages (Debian's
 # Python, and virtualenvs made from it with --system-site-packages); another interpreter needs
-# the module installed into it.
-debian_python() { "$PYTHON" -c 'import sys; sys.exit("/usr/lib/python3/dist-packages" not in sys.path)'; }
+# the module installed into it. One run of $PYTHON answers for every module (found, not
+# imported: importing hypothesis alone takes 0.3 s, paid by every `make conformance`) and for
+# its headers: "debian" when it reads Debian's dist-packages, "headers" when Python.h is there,
+# then the names of the modules it finds.
+found=$("$PYTHON" -c '
+import importlib.util, os, sys, sysconfig
+print("debian" if "/usr/lib/python3/dist-packages" in sys.path else "other")
+print("headers" if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else "none")
+for m in sys.argv[1:]:
+    if importlib.util.find_spec(m) is not None:
+        print(m)
+' pytest hypothesis numpy torch packaging flake8 2>/dev/null) || found=""
+has() { printf '%s\n' "$found" | grep -qx "$1"; }
 need_module() { # need_module PACKAGE MODULE
-  has_module "$2" >/dev/null 2>&1 && return 0
-  if debian_python >/dev/null 2>&1; then missing="$missing $1"; else pip_missing="$pip_missing $2"; fi
+  has "$2" && return 0
+  if has debian; then missing="$missing $1"; else pip_missing="$pip_missing $2"; fi
 }
-has_module() { "$PYTHON" -c "import $1"; }
-has_headers() { "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; }
+has_headers() { has headers; }
 need gcc sh -c 'command -v "${CC:-cc}" || command -v gcc'
 need make command -v make
 need python3-dev has_headers
