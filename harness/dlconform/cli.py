@@ -326,14 +326,15 @@ def cmd_run(args):
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts,
                       keep_warm=True, **kw)
 
-    # the check of the interpreter and each target's probe are interpreters of their own: they
-    # run side by side (a probe's answer is used only when the interpreter is fine), and the
-    # first target's zygote starts beside the slowest probes
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 1, 8)) as pool:
+    # the check of the interpreter, each target's probe and the description of the environment
+    # are interpreters of their own: they run side by side (a probe's answer is used only when
+    # the interpreter is fine), and the first target's zygote starts beside the slowest probes
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 2, 8)) as pool:
         why = pool.submit(_environment_problem, python, env)
         infos = [pool.submit(probe, spec, python=python, env=env) for spec in specs]
+        described = pool.submit(_environment.collect, python, env=env)
         if why.result():
-            for f in infos:
+            for f in infos + [described]:
                 f.cancel()
             _say("error: %s" % why.result())
             return EXIT_USAGE
@@ -359,7 +360,7 @@ def cmd_run(args):
                 sink(rec)
     for spec in [t for t in zygotes if t not in runnable]:  # its probe failed: no lane will run
         zygotes.pop(spec).close()
-    environment = _environment.collect(python, env=env)
+    environment = described.result()
     run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
                 "timeout": args.timeout, "target_timeout": args.target_timeout,
                 "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(
