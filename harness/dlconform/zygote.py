@@ -28,27 +28,70 @@ Protocol, one line each way (the runner's side is runner._Zygote):
   children end.
 EOF on stdin ends the zygote.
 """
+import builtins
 import gc
 import importlib
 import json
 import os
 import select
+import signal
+import socket
 import sys
+import time
+import types
+
+from dlconform import cases
 
 
-def _child(request):
-    """In the forked child: the runner's session, fds and pytest, as `python -m pytest`."""
+def _child(request, channel, others):
+    """In the forked child: the runner's session, fds and pytest, as `python -m pytest`.
+    `channel`: its end of the socket pair its checks ask for cases on (cases.py); `others`:
+    the zygote's sockets, none of them this child's business."""
     os.setsid()
+    for sock in others:
+        sock.close()
+    _fds(os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+         os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+    import pytest
+
+    cases.use(channel)
+    sys.argv = ["pytest", *request["args"]]
+    raise SystemExit(pytest.main(list(request["args"])))
+
+
+def _fds(out, err):
+    """fd 0 on /dev/null, 1 and 2 on `out` and `err` (closed then)."""
     null = os.open(os.devnull, os.O_RDONLY)
-    out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     for fd, target in ((null, 0), (out, 1), (err, 2)):
         os.dup2(fd, target)
         os.close(fd)
-    import pytest
 
-    sys.argv = ["pytest", *request["args"]]
-    raise SystemExit(pytest.main(list(request["args"])))
+
+def _case(request, others):
+    """In a child forked for a case (cases.py): the request's script run as `python -c SCRIPT`
+    would run it, stdout and stderr on the request's two fds. An exception the
+    script lets escape is printed as the interpreter prints it, without the zygote's frames,
+    and the exit status is 1; the interpreter finalises as it would after `python -c`."""
+    os.setsid()
+    for sock in others:
+        sock.close()
+    _fds(*request["fds"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.argv = ["-c"]
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(request["script"], "<string>", "exec"), main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: B902 -- as the interpreter reports an uncaught exception
+        e.__traceback__ = e.__traceback__.tb_next  # from the script's first frame on
+        sys.excepthook(type(e), e, e.__traceback__)
+        raise SystemExit(1)
+    raise SystemExit(0)
 
 
 def _say(line):
@@ -107,34 +150,94 @@ def main(argv):
 
 def _serve():
     """Forks a child for each request and reports each child's end, several children at a
-    time (a target's lanes share the zygote), until EOF on stdin."""
-    children = set()
+    time (a target's lanes share the zygote), until EOF on stdin. Each pytest child gets a
+    socket pair to ask for cases on; a case's end is reported there, and a case outliving its
+    limit, or the pytest child that asked for it, is killed with its process group."""
+    tests = {}  # pid of a pytest child -> the zygote's end of its socket pair (None at its EOF)
+    cases_of = {}  # pid of a case -> [the socket of the pytest child that asked, deadline]
     pending = b""
     while True:
-        ready, _, _ = select.select([0], [], [], 0.02 if children else None)
-        if ready:
-            data = os.read(0, 65536)
-            if not data:
-                return
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                request = json.loads(line)
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    _child(request)  # does not return: SystemExit ends the child's interpreter
-                children.add(pid)
-                _say("PID %d" % pid)
-        while children:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+        socks = [s for s in tests.values() if s is not None]
+        ready, _, _ = select.select([0] + socks, [], [], 0.02 if tests or cases_of else None)
+        for sock in ready:
+            if sock == 0:
+                data = os.read(0, 65536)
+                if not data:
+                    for pid in cases_of:
+                        _kill(pid)
+                    return
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        pid, sock = _fork_test(json.loads(line), socks)
+                        tests[pid] = sock
+                        _say("PID %d" % pid)
+                continue
+            request = cases.take_request(sock)
+            if request is None:  # the pytest child closed its end: its cases go too
+                for test in [p for p, s in tests.items() if s is sock]:
+                    tests[test] = None
+                sock.close()
+                for pid, (owner, _) in cases_of.items():
+                    if owner is sock:
+                        _kill(pid)
+                continue
+            sys.stderr.flush()
+            pid = os.fork()
             if pid == 0:
-                break
-            children.discard(pid)
-            code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                _case(request, socks)  # does not return: SystemExit ends the case's interpreter
+            for fd in request["fds"]:
+                os.close(fd)
+            cases_of[pid] = [sock, time.monotonic() + request["timeout"]]
+        now = time.monotonic()
+        for pid, entry in cases_of.items():
+            if entry[1] is not None and now > entry[1]:
+                _kill(pid)
+                entry[1] = None  # reported as a timeout once reaped
+        _reap(tests, cases_of)
+
+
+def _fork_test(request, socks):
+    """(pid, the zygote's end of its socket pair) of a pytest child forked for `request`."""
+    mine, theirs = socket.socketpair()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(request, theirs, socks + [mine])  # does not return: SystemExit ends the child
+    theirs.close()
+    return pid, mine
+
+
+def _kill(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:  # it ended already (it is reaped later), or had not yet called setsid
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _reap(tests, cases_of):
+    """Reports the end of each child that ended: a pytest child's to the runner, a case's to
+    the pytest child that asked for it."""
+    while tests or cases_of:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if pid in tests:
+            sock = tests.pop(pid)
+            if sock is not None:
+                sock.close()
             _say("EXIT %d %d" % (pid, code))
+        elif pid in cases_of:
+            owner, deadline = cases_of.pop(pid)
+            try:
+                owner.sendall(b"EXIT %s\n" % (b"timeout" if deadline is None else str(code).encode()))
+            except OSError:  # the pytest child that asked is gone
+                pass
 
 
 if __name__ == "__main__":

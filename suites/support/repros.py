@@ -1,4 +1,4 @@
-"""A case run in a fresh interpreter, for checks whose library may die doing what they check.
+"""A case run in a process of its own, for checks whose library may die doing what they check.
 
 `run_case(check, target, fn, args)` writes the reproducer of fn(target, check, **args) (the
 same script a finding carries, dlconform.repro.script) and runs it in a child process: the
@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 from dlconform import HARNESS_DIR, SUITES_DIR
+from dlconform import cases as _cases
 from dlconform import repro as _repro
 
 #: a finding line of a script (dlconform.kit.check.reproduce)
@@ -40,8 +41,11 @@ class Run:
 
 
 def run_case(check, target, fn, args=None, timeout=60, env=None, unset=()):
-    """Runs fn(target, check, **args) as its reproducer in a fresh interpreter, with `env` added
-    to the environment and the names in `unset` removed; the Run of it."""
+    """Runs fn(target, check, **args) as its reproducer in a process of its own, with `env` added
+    to the environment and the names in `unset` removed; the Run of it. Under dlconform's runner
+    the process is forked from the warm parent, which has imported the library and used nothing
+    (dlconform.cases); where that cannot be (no warm parent; `env` or `unset`, which an
+    interpreter reads as it starts) it is a fresh interpreter."""
     check.set_case(fn, args, env=env)
     text = _repro.script(fn, args, target.spec or target.name, levels={}, feeds=check.feeds, env=env)
     full = dict(os.environ)
@@ -49,6 +53,11 @@ def run_case(check, target, fn, args=None, timeout=60, env=None, unset=()):
     full.update(env or {})
     for name in unset:
         full.pop(name, None)
+    if not env and not unset:
+        forked = _cases.run(text, full, os.getcwd(), timeout)
+        if forked is not None:
+            rc, out, err = forked
+            return Run(rc, out, err) if rc is not None else Run(None, "", "timed out after %ss" % timeout)
     try:
         p = subprocess.run([sys.executable, "-c", text], capture_output=True, text=True, timeout=timeout, env=full)
     except subprocess.TimeoutExpired:
