@@ -54,9 +54,11 @@ def _installed(module):
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        cases = [(p, layout, dtype) for p, mod in PRODUCERS if _installed(mod)
-                 for layout in LAYOUTS for dtype in DTYPES]
-        metafunc.parametrize("case", cases, ids=["%s-%s-%s" % c for c in cases])
+        # a producer's cases run in one lane of the runner: each child imports the producer
+        cases = [pytest.param((p, layout, dtype), id="%s-%s-%s" % (p, layout, dtype),
+                              marks=pytest.mark.lane_group("producer:" + p))
+                 for p, mod in PRODUCERS if _installed(mod) for layout in LAYOUTS for dtype in DTYPES]
+        metafunc.parametrize("case", cases)
 
 
 _LOADED = {}

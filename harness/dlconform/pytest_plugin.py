@@ -101,6 +101,8 @@ def pytest_configure(config):
                                        "invalid (malformed metadata) or argument (an invalid argument)")
     config.addinivalue_line("markers", "device(kind): the device the check's tensors are on (cuda: the target's "
                                        "stream device); without it, the host's CPU")
+    config.addinivalue_line("markers", "lane_group(name): tests that share a cost paid once per process (a peer "
+                                       "library's import) and so run in one lane of the runner")
     state = _State(config)
     config._dlc_state = state
     config.pluginmanager.register(state, "dlconform-state")
@@ -611,18 +613,29 @@ class _State:
         before the test began (a begun test is in the exclude file).
 
         Lane K of N starts K/N of the way down the list and wraps around: each lane works
-        through a stretch of files of its own (a file's costs paid once per child, such as
-        importing a peer library, are paid by one lane) until the lanes meet and share the
-        rest."""
+        through a stretch of files of its own until the lanes meet and share the rest. Tests
+        marked lane_group(NAME) are claimed as one, under NAME, and run together when the
+        first of them is reached: what they share (importing a peer library, 1.5 s for torch)
+        is paid by one lane."""
         if self.lanes > 1 and self.lane.isdigit():
             start = len(items) * (int(self.lane) % self.lanes) // self.lanes
             items = items[start:] + items[:start]
+        groups = {}
+        for item in items:
+            mark = item.get_closest_marker("lane_group")
+            if mark is not None and mark.args:
+                groups.setdefault(str(mark.args[0]), []).append(item)
         mark = os.path.join(self.claims, "lane-%s.%d" % (self.lane, os.getpid()))
         with open(mark, "w", encoding="utf-8") as f:
             f.write(self.lane)
+        done = set()
         try:
             for item in items:
-                path = os.path.join(self.claims, hashlib.sha1(item.nodeid.encode()).hexdigest())
+                if item.nodeid in done:
+                    continue
+                group = item.get_closest_marker("lane_group")
+                key = "group:%s" % group.args[0] if group is not None and group.args else item.nodeid
+                path = os.path.join(self.claims, hashlib.sha1(key.encode()).hexdigest())
                 try:
                     os.link(mark, path)  # atomic, and the claim holds its lane from the start
                 except FileExistsError:
@@ -633,7 +646,10 @@ class _State:
                         mine = False
                     if not mine:
                         continue
-                yield item
+                together = groups[key[len("group:"):]] if key != item.nodeid else [item]
+                for each in together:
+                    done.add(each.nodeid)
+                    yield each
         finally:
             os.unlink(mark)
 

@@ -394,6 +394,57 @@ def test_each_lane_starts_its_own_stretch_of_the_tests(tmp_path):
                      2: ["test_free", "test_mine", "test_theirs"]}
 
 
+def test_a_lane_group_runs_together_in_the_lane_that_claims_it(tmp_path):
+    """Tests marked lane_group(NAME) are claimed as one: the lane that reaches the first of them
+    runs them all then (a peer library's import paid once); another lane skips them all."""
+    import hashlib
+    import subprocess
+
+    suite = write_suite(str(tmp_path / "suite"), {"test_g.py": GROUPED}, {"T-01": "MUST"})
+    order = {}
+    for case, taken in (("free", None), ("taken", "1")):
+        claims = tmp_path / ("claims-" + case)
+        claims.mkdir()
+        if taken:
+            (claims / hashlib.sha1(b"group:peer").hexdigest()).write_text(taken)
+        results = tmp_path / ("r-%s.jsonl" % case)
+        cmd = Runner(suite, str(tmp_path / "out")).command(FAKE, str(results), None, claims=str(claims), lane=0,
+                                                           lanes=2)
+        p = subprocess.run(cmd, cwd=suite, env=child_env(), capture_output=True, text=True)
+        order[case] = [json.loads(l)["test"].split("::")[1] for l in results.read_text().splitlines()
+                       if '"begin"' in l]
+        assert order[case], p.stdout + p.stderr
+    assert order == {"free": ["test_a", "test_b_peer", "test_d_peer", "test_c", "test_e"],
+                     "taken": ["test_a", "test_c", "test_e"]}
+
+
+GROUPED = '''
+import pytest
+
+@pytest.mark.clause("T-01")
+def test_a():
+    pass
+
+@pytest.mark.lane_group("peer")
+@pytest.mark.clause("T-01")
+def test_b_peer():
+    pass
+
+@pytest.mark.clause("T-01")
+def test_c():
+    pass
+
+@pytest.mark.lane_group("peer")
+@pytest.mark.clause("T-01")
+def test_d_peer():
+    pass
+
+@pytest.mark.clause("T-01")
+def test_e():
+    pass
+'''
+
+
 TRIVIAL_THREE = '''
 import pytest
 
