@@ -50,6 +50,11 @@ def pytest_addoption(parser):
                     help="folder shared by the lanes of a target's run: a test runs in the lane that claims it")
     group.addoption("--dlc-lane", default="0", help="this child's lane (with --dlc-claims)")
     group.addoption("--dlc-lanes", default="1", help="how many lanes share the claims folder")
+    group.addoption("--dlc-in-order", action="store_true", default=False,
+                    help="the lane works through the test files in the order given (a resumed lane) instead of "
+                         "starting K/N of the way down")
+    group.addoption("--dlc-collect-map", default=None,
+                    help="write every collected test (node id, file, clauses, claim) to this JSON file")
 
 
 def _option(config, name):
@@ -140,6 +145,13 @@ def item_clauses(item):
                 if cid not in ids:
                     ids.append(str(cid))
     return ids
+
+
+def claim_key(item):
+    """What a lane claims to run the item (pytest_plugin: claimed_items): its lane_group
+    ("group:NAME"), else its node id."""
+    mark = item.get_closest_marker("lane_group")
+    return "group:%s" % mark.args[0] if mark is not None and mark.args else item.nodeid
 
 
 def item_feeds(item):
@@ -457,6 +469,11 @@ class _State:
     # ---- hooks
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        where = config.getoption("--dlc-collect-map")
+        if where:  # every test, before any is deselected: the runner's map of the suites
+            with open(where, "w", encoding="utf-8") as f:
+                json.dump([{"id": item.nodeid, "file": str(item.path), "clauses": item_clauses(item),
+                            "claim": claim_key(item)} for item in items], f)
         keep, drop = [], []
         for item in items:
             if item.nodeid in self.exclude:
@@ -613,18 +630,18 @@ class _State:
         before the test began (a begun test is in the exclude file).
 
         Lane K of N starts K/N of the way down the list and wraps around: each lane works
-        through a stretch of files of its own until the lanes meet and share the rest. Tests
+        through a stretch of files of its own until the lanes meet and share the rest (a lane
+        resumed after a death, --dlc-in-order, takes the files in the order the runner gives
+        them: from the one it was working in). Tests
         marked lane_group(NAME) are claimed as one, under NAME, and run together when the
         first of them is reached: what they share (importing a peer library, 1.5 s for torch)
         is paid by one lane."""
-        if self.lanes > 1 and self.lane.isdigit():
+        if self.lanes > 1 and self.lane.isdigit() and not self.config.getoption("--dlc-in-order"):
             start = len(items) * (int(self.lane) % self.lanes) // self.lanes
             items = items[start:] + items[:start]
         groups = {}
         for item in items:
-            mark = item.get_closest_marker("lane_group")
-            if mark is not None and mark.args:
-                groups.setdefault(str(mark.args[0]), []).append(item)
+            groups.setdefault(claim_key(item), []).append(item)
         mark = os.path.join(self.claims, "lane-%s.%d" % (self.lane, os.getpid()))
         with open(mark, "w", encoding="utf-8") as f:
             f.write(self.lane)
@@ -633,8 +650,7 @@ class _State:
             for item in items:
                 if item.nodeid in done:
                     continue
-                group = item.get_closest_marker("lane_group")
-                key = "group:%s" % group.args[0] if group is not None and group.args else item.nodeid
+                key = claim_key(item)
                 path = os.path.join(self.claims, hashlib.sha1(key.encode()).hexdigest())
                 try:
                     os.link(mark, path)  # atomic, and the claim holds its lane from the start
@@ -646,8 +662,7 @@ class _State:
                         mine = False
                     if not mine:
                         continue
-                together = groups[key[len("group:"):]] if key != item.nodeid else [item]
-                for each in together:
+                for each in groups[key]:
                     done.add(each.nodeid)
                     yield each
         finally:

@@ -10,6 +10,8 @@ Each child is forked from a warm parent that imported pytest and the library onc
 (dlconform/zygote.py), so a restart costs a fork, not an interpreter and an import; where the
 warm parent cannot start (or DLCONFORM_FORK=0), each child is a fresh interpreter.
 """
+import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -165,14 +167,19 @@ class _Zygote:
     #: longest a reader holds the lock while waiting for a line
     SLICE = 0.02
 
-    def __init__(self, python, module, env, cwd, err_path, collect=None, ready_timeout=120.0):
+    def __init__(self, python, module, env, cwd, err_path, collect=None, ready_timeout=120.0, map_path=None):
         """collect: the arguments of a pytest session that imports the suites in the zygote.
         ready_timeout: how long its imports may take; past it (a test file that hangs as it
         is imported, say) the zygote is killed and the children are fresh interpreters, whose
-        collection the runner times (collect_timeout)."""
+        collection the runner times (collect_timeout). map_path: where that session writes
+        every test it collected (`items`: [{"id", "file", "clauses", "claim"}], None when it
+        wrote none), from which the runner picks the files a child need collect."""
         self.buf = b""
+        self.items = None
         self.lock = threading.Lock()
         self.exits = {}  # pid -> returncode, reported and not yet taken
+        if collect is not None and map_path:
+            collect = list(collect) + ["--dlc-collect-map", map_path]
         args = ["--collect", json.dumps(list(collect))] if collect is not None else []
         with open(err_path, "ab") as err:
             self.proc = subprocess.Popen([python, "-m", "dlconform.zygote", *args, *([module] if module else [])],
@@ -186,6 +193,12 @@ class _Zygote:
             kill_group(self.proc)
             self.close()
             raise OSError("the warm parent did not start")
+        try:
+            with open(map_path or "", encoding="utf-8") as f:
+                items = json.load(f)
+            self.items = [i for i in items if isinstance(i, dict) and {"id", "file", "clauses", "claim"} <= set(i)]
+        except (OSError, ValueError, TypeError):
+            pass
 
     def line(self, timeout):
         """The next line the zygote wrote, waiting at most `timeout` s (None: no limit); None
@@ -518,7 +531,7 @@ class Runner:
         return stop.restart
 
     # ---- child
-    def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0, lanes=1):
+    def command(self, spec, results_path, exclude_path, paths=None, claims=None, lane=0, lanes=1, in_order=False):
         """The child's command line; without `spec` (and `results_path`), the collecting
         session of the zygote, which reads no target and writes no results."""
         # The library under test must see its process as any Python process: pytest's warnings,
@@ -541,6 +554,8 @@ class Runner:
             cmd += ["--dlc-catalogue", catalogue]
         if claims:
             cmd += ["--dlc-claims", claims, "--dlc-lane", str(lane), "--dlc-lanes", str(lanes)]
+            if in_order:
+                cmd += ["--dlc-in-order"]
         return cmd + self.extra_args
 
     def run_target(self, spec, roles=(), versions=None, paths=None, skip=(), lane=0, claims=None, shared=None,
@@ -628,7 +643,8 @@ class Runner:
             collect = self.command(None, None, None)[3:]  # cmd: PYTHON -m pytest ARGS
             return _Zygote(self.python, library_module(spec), self.env, os.path.dirname(self.suites),
                            os.path.join(logs, "%s.zygote.err" % name), collect=collect,
-                           ready_timeout=self.collect_timeout)
+                           ready_timeout=self.collect_timeout,
+                           map_path=os.path.join(logs, "%s.zygote.map.json" % name))
         except OSError:
             return None
 
@@ -646,9 +662,12 @@ class Runner:
             out_path = os.path.join(logs, "%s.%d.out" % (run.name, n))
             err_path = os.path.join(logs, "%s.%d.err" % (run.name, n))
             att = _Attempt()
+            files = paths
+            if files is None and not confirming and zygote is not None and zygote.items:
+                files = self._files_left(zygote.items, begun, run, resumed=n > 1)
             cmd = self.command(spec, results_path, exclude_path if begun else None,
-                               [os.path.join(self.suites, confirming[0].test)] if confirming else paths,
-                               run.claims, run.lane, run.lanes)
+                               [os.path.join(self.suites, confirming[0].test)] if confirming else files,
+                               run.claims, run.lane, run.lanes, in_order=files is not paths)
             try:
                 proc = None
                 if zygote is not None:
@@ -714,6 +733,48 @@ class Runner:
             if run.attempts > self.max_restarts:
                 run.notes.append("stopped after %d restarts; the remaining tests did not run" % self.max_restarts)
                 break
+
+    def _files_left(self, items, begun, run, resumed):
+        """The test files a child of this run need collect (None: all of them), from the
+        zygote's map of the suites: those with a test that is not begun, matches --clause and
+        is not another lane's. Collecting a file costs its items (about 0.1 s for all the
+        suites' files, paid again by each child after a death, and by each of the hundreds of
+        clause runs of the faults' calibration). A resumed lane starts with the file of its
+        last begun test, where it was working, and wraps around."""
+        globs = [g.strip() for g in (self.clause or "").split(",") if g.strip()]
+        theirs = set()
+        if run.claims and resumed:
+            try:
+                names = set(os.listdir(run.claims))
+            except OSError:
+                return None
+            for item in items:
+                name = hashlib.sha1(item["claim"].encode()).hexdigest()
+                if name in names and item["id"] not in begun:
+                    try:
+                        with open(os.path.join(run.claims, name), encoding="utf-8") as f:
+                            if f.read() != str(run.lane):
+                                theirs.add(item["id"])
+                    except OSError:
+                        pass
+        files = []
+        for item in items:
+            if item["id"] in begun or item["id"] in theirs:
+                continue
+            if globs and not any(fnmatch.fnmatchcase(c, g) for c in item["clauses"] for g in globs):
+                continue
+            if item["file"] not in files:
+                files.append(item["file"])
+        if not files or (not resumed and not globs):
+            return None
+        if run.lanes > 1:
+            file_of = {i["id"]: i["file"] for i in items}
+            last = next((file_of[t] for t in reversed(list(begun)) if t in file_of), None)
+            order = list(dict.fromkeys(file_of.values()))
+            if last in order:
+                at = order.index(last)
+                files = sorted(files, key=lambda f: (order.index(f) - at) % len(order))
+        return files
 
     def _not_the_checks_death(self, err_path):
         """True when faulthandler shows a dying thread that was not calling the library for a

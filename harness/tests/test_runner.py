@@ -460,3 +460,75 @@ def test_theirs():
 def test_free():
     pass
 '''
+
+
+TWO_FILES = {
+    "test_one.py": '''
+import pytest
+
+@pytest.mark.clause("T-01")
+def test_a():
+    pass
+''',
+    "test_two.py": '''
+import os, pytest
+
+@pytest.mark.clause("T-02")
+def test_b():
+    pass
+
+@pytest.mark.clause("T-02")
+def test_c_dies():
+    os.abort()
+
+@pytest.mark.clause("T-03")
+def test_d():
+    pass
+''',
+}
+
+
+def test_children_collect_only_the_files_left_to_run(tmp_path):
+    """From the zygote's map of the suites: a clause run's children collect only the files with
+    that clause, and a child after a death only the files with tests not yet begun; the
+    verdicts are those of a run that collects everything."""
+    suite = write_suite(str(tmp_path / "suite"), TWO_FILES, {"T-01": "MUST", "T-02": "MUST", "T-03": "MUST"})
+    seen = {}
+    for name, clause, fork in (("clause", "T-02,T-03", "1"), ("all", None, "1"), ("fresh", None, "0")):
+        runner = Runner(suite, str(tmp_path / name), python=sys.executable, timeout=20, clause=clause,
+                        env=dict(child_env(), DLCONFORM_FORK=fork))
+        asked = []
+        command = runner.command
+        runner.command = lambda *a, **kw: asked.append(a[3] if len(a) > 3 else kw.get("paths")) or command(*a, **kw)
+        run = runner.run_target(FAKE)
+        seen[name] = (asked, sorted((r["test"], r["clause"], r["verdict"]) for r in run.records))
+    two = os.path.join(suite, "test_two.py")
+    # the zygote's collection (everything), the first child, the child after test_c_dies
+    assert seen["clause"][0] == [None, [two], [two]]
+    assert seen["all"][0] == [None, None, [two]]  # a whole run's first child collects everything
+    assert seen["fresh"][0] == [None, None]  # no zygote, no map: every child collects everything
+    assert seen["all"][1] == seen["fresh"][1]
+    assert seen["clause"][1] == [r for r in seen["all"][1] if r[1] != "T-01"]
+
+
+def test_a_resumed_lane_starts_where_it_was_and_leaves_the_other_lanes_tests(tmp_path):
+    import hashlib
+    import types
+
+    items = [{"id": "test_%s.py::t%d" % (f, k), "file": "/s/test_%s.py" % f, "clauses": ["T-0%d" % k],
+              "claim": "test_%s.py::t%d" % (f, k)} for f in "abc" for k in (1, 2)]
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    for item, lane in ((items[0], "0"), (items[1], "0"), (items[2], "1")):
+        (claims / hashlib.sha1(item["claim"].encode()).hexdigest()).write_text(lane)
+    run = types.SimpleNamespace(claims=str(claims), lane=1, lanes=2)
+    runner = Runner(str(tmp_path), str(tmp_path / "out"))
+    # lane 1 died in test_b.py::t1 (begun); test_a.py's tests are lane 0's
+    assert runner._files_left(items, {"test_b.py::t1": None}, run, resumed=True) == ["/s/test_b.py", "/s/test_c.py"]
+    assert runner._files_left(items, dict.fromkeys(i["id"] for i in items[2:4]), run, resumed=True) == \
+        ["/s/test_c.py"]
+    run.claims = None
+    runner.clause = "T-02"
+    assert runner._files_left(items, {}, run, resumed=False) == ["/s/test_a.py", "/s/test_b.py", "/s/test_c.py"]
+    runner.clause = None
+    assert runner._files_left(items, {}, run, resumed=False) is None
