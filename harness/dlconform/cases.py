@@ -56,14 +56,15 @@ def run(script, env, cwd, timeout):
         if word != "EXIT":
             use(None)
             return None
-        out, err = [_read(f) for f in files[1:]]
+        out, err = [read(f) for f in files[1:]]
         return (None if code == "timeout" else int(code)), out, err
     finally:
         for f in files:
             f.close()
 
 
-def _read(f):
+def read(f):
+    """What a temporary file holds, as text."""
     f.seek(0)
     return f.read().decode("utf-8", "replace")
 

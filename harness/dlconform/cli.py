@@ -327,19 +327,24 @@ def cmd_run(args):
                       keep_warm=True, **kw)
 
     # the check of the interpreter, each target's probe and the description of the environment
-    # are interpreters of their own: they run side by side (a probe's answer is used only when
-    # the interpreter is fine), and the first target's zygote starts beside the slowest probes
+    # are processes of their own: they run side by side (a probe's answer is used only when the
+    # interpreter is fine). A target with lanes has its zygote started now: it runs the probe
+    # in a child once it imported the library, which a probe of its own would import again
+    # (torch: 1.5 s of CPU); where it cannot, the probe is a fresh interpreter.
+    for spec, shared in zygotes.items():  # each runs its target's probe once it imported the library
+        shared.prefetch(runner().zygote_maker(spec, on_probe=shared.took_probe))
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 2, 8)) as pool:
         why = pool.submit(_environment_problem, python, env)
-        infos = [pool.submit(probe, spec, python=python, env=env) for spec in specs]
+        infos = [pool.submit(probe, spec, python=python, env=env, warm=zygotes[spec].probe if spec in zygotes else None)
+                 for spec in specs]
         described = pool.submit(_environment.collect, python, env=env)
         if why.result():
             for f in infos + [described]:
                 f.cancel()
+            for z in zygotes.values():
+                z.close()
             _say("error: %s" % why.result())
             return EXIT_USAGE
-        for spec in list(zygotes)[:1]:
-            zygotes[spec].prefetch(runner().zygote_maker(spec))
         infos = [f.result() for f in infos]
     sink = _Sink(os.path.join(out, "results.jsonl"))
     targets, results = {}, []
@@ -438,9 +443,6 @@ def cmd_run(args):
                     return
                 spec, lane = queue.pop(0)
             if lane == 0:
-                after = next((t for t in runnable[runnable.index(spec) + 1:] if t in zygotes), None)
-                if after is not None:  # the next target's warm parent starts while this one runs
-                    zygotes[after].prefetch(runner.zygote_maker(after))
                 if not args.quiet:
                     print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],

@@ -167,13 +167,16 @@ class _Zygote:
     #: longest a reader holds the lock while waiting for a line
     SLICE = 0.02
 
-    def __init__(self, python, module, env, cwd, err_path, collect=None, ready_timeout=120.0, map_path=None):
+    def __init__(self, python, module, env, cwd, err_path, collect=None, ready_timeout=120.0, map_path=None,
+                 probe=None, on_probe=None):
         """collect: the arguments of a pytest session that imports the suites in the zygote.
         ready_timeout: how long its imports may take; past it (a test file that hangs as it
         is imported, say) the zygote is killed and the children are fresh interpreters, whose
         collection the runner times (collect_timeout). map_path: where that session writes
         every test it collected (`items`: [{"id", "file", "clauses", "claim"}], None when it
-        wrote none), from which the runner picks the files a child need collect."""
+        wrote none), from which the runner picks the files a child need collect. probe: a
+        target spec whose probe a child runs once the library is imported, its (returncode,
+        stdout, stderr) handed to on_probe as soon as it ends."""
         self.buf = b""
         self.items = None
         self.lock = threading.Lock()
@@ -181,12 +184,21 @@ class _Zygote:
         if collect is not None and map_path:
             collect = list(collect) + ["--dlc-collect-map", map_path]
         args = ["--collect", json.dumps(list(collect))] if collect is not None else []
+        args += ["--probe", probe] if probe else []
         with open(err_path, "ab") as err:
             self.proc = subprocess.Popen([python, "-m", "dlconform.zygote", *args, *([module] if module else [])],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
                                          cwd=cwd, start_new_session=True)
+        end = time.monotonic() + ready_timeout
         try:
             ready = self.line(ready_timeout)
+            if probe and ready is not None and ready.startswith("PROBE "):
+                try:
+                    got = json.loads(ready[len("PROBE "):])
+                    on_probe((int(got["rc"]), str(got["out"]), str(got["err"])))
+                except (ValueError, KeyError, TypeError):
+                    pass
+                ready = self.line(max(0.0, end - time.monotonic()))
         except OSError:
             ready = None
         if ready != "READY":
@@ -266,15 +278,18 @@ class _Zygote:
 
 class SharedZygote:
     """The zygote of a target whose lanes run at the same time: started by prefetch (while the
-    target before it runs, so that its imports do not leave a core idle) or by the first lane
-    to ask; closed by the last lane to finish. None where it did not start (then each lane
-    starts its children as fresh interpreters)."""
+    target before it runs, so that its imports do not leave a core idle, or at the start, to
+    run the target's probe: `probe`) or by the first lane to ask; closed by the last lane to
+    finish. None where it did not start (then each lane starts its children as fresh
+    interpreters)."""
 
     def __init__(self, lanes):
         self.lock = threading.Lock()
         self.users = lanes
         self.zygote = None
         self.thread = None
+        self.probed = threading.Event()
+        self.probe_result = None
 
     def prefetch(self, make):
         """Starts the zygote in the background with make() (a Runner's _zygote)."""
@@ -284,7 +299,21 @@ class SharedZygote:
                 self.thread.start()
 
     def _make(self, make):
-        self.zygote = make()
+        try:
+            self.zygote = make()
+        finally:
+            self.probed.set()  # whatever the zygote did, nobody waits for its probe any longer
+
+    def took_probe(self, result):
+        """on_probe of the zygote's start (Runner.zygote_maker(spec, probe=...))."""
+        self.probe_result = result
+        self.probed.set()
+
+    def probe(self, timeout):
+        """(returncode, stdout, stderr) of the target's probe run in the zygote, waiting at most
+        `timeout` s; None when the zygote ran none (it died importing the library, say)."""
+        self.probed.wait(timeout)
+        return self.probe_result
 
     def get(self, make):
         self.prefetch(make)
@@ -606,11 +635,12 @@ class Runner:
             run.reason = "; ".join(run.notes)
         return run
 
-    def zygote_maker(self, spec):
-        """A function that starts the zygote of `spec`'s lanes (SharedZygote)."""
+    def zygote_maker(self, spec, on_probe=None):
+        """A function that starts the zygote of `spec`'s lanes (SharedZygote); with on_probe,
+        the zygote also runs the target's probe (SharedZygote.took_probe)."""
         logs = os.path.join(self.out_dir, "logs")
         os.makedirs(logs, exist_ok=True)
-        return lambda: self._zygote(spec, logs, safe_name(spec))
+        return lambda: self._zygote(spec, logs, safe_name(spec), on_probe=on_probe)
 
     def _warm(self, spec, logs, name):
         """The kept zygote when it imported the library of `spec` and still runs, else a new
@@ -633,7 +663,7 @@ class Runner:
             self._kept[1].close()
             self._kept = None
 
-    def _zygote(self, spec, logs, name):
+    def _zygote(self, spec, logs, name, on_probe=None):
         """The warm parent of this target's children, or None (DLCONFORM_FORK=0, no fork, or it
         did not start: then each child is a fresh interpreter)."""
         if self.env.get("DLCONFORM_FORK") == "0" or not hasattr(os, "fork"):
@@ -644,7 +674,8 @@ class Runner:
             return _Zygote(self.python, library_module(spec), self.env, os.path.dirname(self.suites),
                            os.path.join(logs, "%s.zygote.err" % name), collect=collect,
                            ready_timeout=self.collect_timeout,
-                           map_path=os.path.join(logs, "%s.zygote.map.json" % name))
+                           map_path=os.path.join(logs, "%s.zygote.map.json" % name),
+                           probe=spec if on_probe else None, on_probe=on_probe)
         except OSError:
             return None
 

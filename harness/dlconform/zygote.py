@@ -17,9 +17,11 @@ limit), points fds 0, 1 and 2 where the runner says, and runs pytest.main in the
 `python -m pytest` would; it exits through SystemExit, so the interpreter's exit runs as in any
 Python process (checks and crashes at exit stay visible).
 
-Command line: `python -m dlconform.zygote [--collect JSON-LIST] [MODULE]`.
+Command line: `python -m dlconform.zygote [--collect JSON-LIST] [--probe SPEC] [MODULE]`.
 
 Protocol, one line each way (the runner's side is runner._Zygote):
+- zygote -> runner, once with --probe: `PROBE {"rc", "out", "err"}`, how the target's probe
+  ended in a child forked once MODULE was imported (the runner's probe then costs no import);
 - zygote -> runner, once: `READY` after the imports;
 - runner -> zygote: a JSON object {"args": pytest arguments, "out": path, "err": path};
 - zygote -> runner: `PID <pid>` once forked (before it reads the next request), then, when
@@ -122,6 +124,30 @@ def _collect(args):
             os.close(fd)
 
 
+def _probe(spec):
+    """The target's probe (targets/loader.py: what `python -m dlconform.targets.loader SPEC`
+    prints) in a forked child, the library imported already: one line to the runner,
+    `PROBE {"rc", "out", "err"}`. The zygote waits for it: the runner needs the answer before
+    any child of this zygote runs."""
+    import tempfile
+
+    files = [tempfile.TemporaryFile() for _ in range(2)]
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        _fds(os.dup(files[0].fileno()), os.dup(files[1].fileno()))
+        from dlconform.targets import loader
+
+        raise SystemExit(loader.main([spec]))
+    _, status = os.waitpid(pid, 0)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    out, err = [cases.read(f) for f in files]
+    for f in files:
+        f.close()
+    _say("PROBE " + json.dumps({"rc": code, "out": out, "err": err[-8000:]}))
+
+
 def main(argv):
     # what every child imports anyway, and the library (MODULE, optional): an import that
     # fails here is left to the child, which reports it as the runner always did
@@ -130,14 +156,18 @@ def main(argv):
 
     from . import pytest_plugin  # noqa: F401
 
-    collect = None
+    collect = probe = None
     if argv[:1] == ["--collect"]:
         collect, argv = json.loads(argv[1]), argv[2:]
+    if argv[:1] == ["--probe"]:
+        probe, argv = argv[1], argv[2:]
     for name in argv[:1]:
         try:
             importlib.import_module(name)
         except Exception:  # the child's own import says what is wrong
             pass
+    if probe is not None:
+        _probe(probe)
     if collect is not None:
         _collect(collect)
     # what is alive now lives as long as the zygote: frozen, a child's first collection of the

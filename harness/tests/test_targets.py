@@ -75,6 +75,29 @@ def test_probe_reports_a_crashing_import(tmp_path):
     assert "SIGSEGV" in info["reason"]
 
 
+def test_a_probe_in_the_warm_parent_answers_as_a_fresh_one(tmp_path):
+    """`dlconform run` has each laned target's zygote run its probe once the library is
+    imported (no second import); its answers, a target that loads, one that refuses and one
+    that kills the process, are those of the probe in a fresh interpreter."""
+    from dlconform import SUITES_DIR
+    from dlconform.runner import Runner, SharedZygote
+
+    crashy = tmp_path / "crashy_load.py"
+    crashy.write_text("import os, signal\nfrom dlconform.targets.base import Target\n\n\nclass X(Target):\n"
+                      "    def __init__(self):\n        os.kill(os.getpid(), signal.SIGSEGV)\n")
+    runner = Runner(SUITES_DIR, str(tmp_path / "out"), python=sys.executable)
+    for spec in (fakes.FAKE, "ref:fault=no_such_fault" if HAVE_REF else fakes.FAKE, "%s:X" % crashy):
+        shared = SharedZygote(1)
+        shared.prefetch(runner.zygote_maker(spec, on_probe=shared.took_probe))
+        try:
+            warm = loader.probe(spec, warm=shared.probe)
+            assert shared.probe_result is not None, "the zygote ran no probe for %s" % spec
+        finally:
+            shared.close()
+        assert warm == loader.probe(spec), spec
+        assert warm["ok"] == (spec == fakes.FAKE) and ("SIGSEGV" in warm["reason"]) == spec.endswith(":X")
+
+
 def test_describe_status():
     assert loader.describe_status(-11) == "killed by SIGSEGV"
     assert loader.describe_status(-6) == "killed by SIGABRT"

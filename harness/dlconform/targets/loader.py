@@ -226,11 +226,17 @@ def _not_found(module, name):
     return None
 
 
-def probe(spec, python=None, env=None, timeout=120, cwd=None):
-    """Load spec in a subprocess; {"ok", "reason", "roles", "versions"}. Never raises."""
+def probe(spec, python=None, env=None, timeout=120, cwd=None, warm=None):
+    """Load spec in a subprocess; {"ok", "reason", "roles", "versions"}. Never raises.
+    warm: a function of the timeout giving (returncode, stdout, stderr) of the same probe run
+    in a child of the target's warm parent (runner.SharedZygote.probe), or None when it could
+    not; a fresh interpreter then."""
     reason = quick_check(spec, python)
     if reason:
         return {"ok": False, "reason": reason, "roles": [], "versions": {}}
+    got = warm(timeout) if warm is not None else None
+    if got is not None:
+        return answer(*got)
     python = python or sys.executable
     try:
         proc = subprocess.run(
@@ -242,7 +248,12 @@ def probe(spec, python=None, env=None, timeout=120, cwd=None):
         return {"ok": False, "reason": "loading took longer than %ds" % timeout, "roles": [], "versions": {}}
     except OSError as e:
         return {"ok": False, "reason": "cannot run %s (%s)" % (python, e), "roles": [], "versions": {}}
-    for line in reversed(proc.stdout.decode(errors="replace").splitlines()):
+    return answer(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+
+
+def answer(returncode, stdout, stderr):
+    """probe()'s answer from how `python -m dlconform.targets.loader SPEC` ended."""
+    for line in reversed(stdout.splitlines()):
         if line.startswith("{"):
             try:
                 data = json.loads(line)
@@ -250,8 +261,8 @@ def probe(spec, python=None, env=None, timeout=120, cwd=None):
                     return data
             except ValueError:
                 pass
-    tail = proc.stderr.decode(errors="replace").strip().splitlines()
-    why = describe_status(proc.returncode)
+    tail = stderr.strip().splitlines()
+    why = describe_status(returncode)
     return {"ok": False, "reason": "loading the target crashed (%s)%s" % (why, (": " + tail[-1][:200]) if tail else ""),
             "roles": [], "versions": {}}
 
