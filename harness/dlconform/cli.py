@@ -270,6 +270,11 @@ def _device_run(device, targets, tests):
     return specs, tests or list(DEVICE_TESTS[device]), None
 
 
+#: how many targets' zygotes start with the run (and run their targets' probes): the zygotes of
+#: a many-target run start one at a time, while the target before runs
+EARLY_ZYGOTES = 4
+
+
 def cmd_run(args):
     suites = os.path.abspath(args.suites)
     if not os.path.isdir(suites):
@@ -328,14 +333,17 @@ def cmd_run(args):
 
     # the check of the interpreter, each target's probe and the description of the environment
     # are processes of their own: they run side by side (a probe's answer is used only when the
-    # interpreter is fine). A target with lanes has its zygote started now: it runs the probe
-    # in a child once it imported the library, which a probe of its own would import again
-    # (torch: 1.5 s of CPU); where it cannot, the probe is a fresh interpreter.
-    for spec, shared in zygotes.items():  # each runs its target's probe once it imported the library
-        shared.prefetch(runner().zygote_maker(spec, on_probe=shared.took_probe))
+    # interpreter is fine). The first EARLY_ZYGOTES targets with lanes have their zygotes
+    # started now: each runs the probe in a child once it imported the library, which a probe
+    # of its own would import again (torch: 1.5 s of CPU); the other targets' probes (a run of
+    # 171 faults has as many targets), and any a zygote could not run, are fresh interpreters,
+    # and their zygotes start while the target before them runs.
+    for spec in list(zygotes)[:EARLY_ZYGOTES]:  # each runs its target's probe once it imported the library
+        zygotes[spec].prefetch(runner().zygote_maker(spec, on_probe=zygotes[spec].took_probe))
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 2, 8)) as pool:
         why = pool.submit(_environment_problem, python, env)
-        infos = [pool.submit(probe, spec, python=python, env=env, warm=zygotes[spec].probe if spec in zygotes else None)
+        infos = [pool.submit(probe, spec, python=python, env=env,
+                             warm=zygotes[spec].probe if spec in list(zygotes)[:EARLY_ZYGOTES] else None)
                  for spec in specs]
         described = pool.submit(_environment.collect, python, env=env)
         if why.result():
@@ -443,6 +451,9 @@ def cmd_run(args):
                     return
                 spec, lane = queue.pop(0)
             if lane == 0:
+                after = next((t for t in runnable[runnable.index(spec) + 1:] if t in zygotes), None)
+                if after is not None:  # the next target's warm parent starts while this one runs
+                    zygotes[after].prefetch(runner.zygote_maker(after))
                 if not args.quiet:
                     print("dlconform: running %s ..." % spec, flush=True)
             run = runner.run_target(spec, roles=targets[spec]["roles"], versions=targets[spec]["versions"],
