@@ -311,8 +311,10 @@ class SharedZygote:
 
     def probe(self, timeout):
         """(returncode, stdout, stderr) of the target's probe run in the zygote, waiting at most
-        `timeout` s; None when the zygote ran none (it died importing the library, say)."""
-        self.probed.wait(timeout)
+        `timeout` s; None when the zygote ran none (it died importing the library, say); False
+        when it took longer."""
+        if not self.probed.wait(timeout):
+            return False
         return self.probe_result
 
     def get(self, make):

@@ -134,8 +134,7 @@ def _probe(spec):
     files = [tempfile.TemporaryFile() for _ in range(2)]
     sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:
-        os.setsid()
+    if pid == 0:  # in the zygote's process group: a kill of the zygote at its limit takes it too
         _fds(os.dup(files[0].fileno()), os.dup(files[1].fileno()))
         from dlconform.targets import loader
 

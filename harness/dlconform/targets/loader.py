@@ -229,12 +229,14 @@ def _not_found(module, name):
 def probe(spec, python=None, env=None, timeout=120, cwd=None, warm=None):
     """Load spec in a subprocess; {"ok", "reason", "roles", "versions"}. Never raises.
     warm: a function of the timeout giving (returncode, stdout, stderr) of the same probe run
-    in a child of the target's warm parent (runner.SharedZygote.probe), or None when it could
-    not; a fresh interpreter then."""
+    in a child of the target's warm parent (runner.SharedZygote.probe), None when it could not
+    (a fresh interpreter then), False when it took longer than `timeout`."""
     reason = quick_check(spec, python)
     if reason:
         return {"ok": False, "reason": reason, "roles": [], "versions": {}}
     got = warm(timeout) if warm is not None else None
+    if got is False:
+        return {"ok": False, "reason": "loading took longer than %ds" % timeout, "roles": [], "versions": {}}
     if got is not None:
         return answer(*got)
     python = python or sys.executable
