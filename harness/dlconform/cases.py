@@ -19,9 +19,12 @@ import json
 import os
 import socket
 import tempfile
+import threading
 
 #: the pytest child's end of its socket pair with the zygote; None outside a zygote's child
 _channel = None
+#: one request at a time on the channel (a check may run cases from threads)
+_lock = threading.Lock()
 
 
 def use(channel):
@@ -41,15 +44,16 @@ def run(script, env, cwd, timeout):
         files[0].write(json.dumps({"script": script, "env": env, "cwd": cwd, "timeout": timeout}).encode())
         files[0].flush()
         try:
-            socket.send_fds(_channel, [b"C"], [f.fileno() for f in files])
-            _channel.settimeout(timeout + 30.0)  # the zygote kills the case at `timeout`
-            line = b""
-            while not line.endswith(b"\n"):
-                data = _channel.recv(64)
-                if not data:
-                    raise OSError("the warm parent ended")
-                line += data
-        except OSError:
+            with _lock:
+                socket.send_fds(_channel, [b"C"], [f.fileno() for f in files])
+                _channel.settimeout(timeout + 30.0)  # the zygote kills the case at `timeout`
+                line = b""
+                while not line.endswith(b"\n"):
+                    data = _channel.recv(64)
+                    if not data:
+                        raise OSError("the warm parent ended")
+                    line += data
+        except (OSError, AttributeError):  # AttributeError: another thread found the zygote gone
             use(None)
             return None
         word, code = (line.decode().split() + ["", ""])[:2]

@@ -532,3 +532,31 @@ def test_a_resumed_lane_starts_where_it_was_and_leaves_the_other_lanes_tests(tmp
     assert runner._files_left(items, {}, run, resumed=False) == ["/s/test_a.py", "/s/test_b.py", "/s/test_c.py"]
     runner.clause = None
     assert runner._files_left(items, {}, run, resumed=False) is None
+
+
+def test_a_child_collects_the_checks_garbage_and_exits_without_walking_the_heap(tmp_path):
+    """At the session's end a child collects every cycle its checks left (their finalisers run
+    before the exit, as the exit's collection would run them) and freezes what is alive, so
+    that the interpreter's exit does not walk, and copy from the warm parent, the whole heap
+    again (0.1 s of each child of ref, 0.3 s of torch's)."""
+    out = tmp_path / "seen.txt"
+    src = '''
+import atexit, gc, os, pytest
+
+class Cycle:
+    def __del__(self):
+        with open(%r, "a") as f:
+            f.write("finalised\\n")
+
+@pytest.mark.clause("T-01")
+def test_leaves_a_cycle():
+    c = Cycle()
+    c.me = c
+    atexit.register(lambda: open(%r, "a").write("frozen at exit: %%d\\n" %% gc.get_freeze_count()))
+''' % (str(out), str(out))
+    suite = write_suite(str(tmp_path / "suite"), {"test_gc.py": src}, {"T-01": "MUST"})
+    run = Runner(suite, str(tmp_path / "out"), python=sys.executable, timeout=20).run_target(FAKE)
+    assert [r["verdict"] for r in run.records] == ["pass"]
+    lines = out.read_text().splitlines()
+    assert lines[0] == "finalised" and lines[1].startswith("frozen at exit: "), lines
+    assert int(lines[1].split(": ")[1]) > 1000
