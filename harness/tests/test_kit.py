@@ -173,3 +173,31 @@ def test_the_kit_leaves_ctypes_pythonapi_alone():
             "    assert fn.argtypes is None and fn.restype in (ctypes.c_int, None), n\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (0, "versioned True\n"), p.stderr
+
+
+def test_reproduce_passes_the_parameters_a_check_names():
+    """kit.reproduce gives a check `target` and `check` when it names them, positional or
+    keyword-only, through a wrapper too, and its arguments; nothing else."""
+    import functools
+
+    from dlconform.kit.check import _parameters
+
+    def plain(target, check, dtype):
+        pass
+
+    def kw_only(check, *, dtype, target=None):
+        pass
+
+    @functools.wraps(plain)
+    def wrapped(*a, **kw):
+        return plain(*a, **kw)
+
+    def local_names(target):
+        x = 1
+        return x
+
+    assert _parameters(plain) == ["target", "check", "dtype"]
+    assert _parameters(kw_only) == ["check", "dtype", "target"]
+    assert _parameters(wrapped) == ["target", "check", "dtype"]
+    assert _parameters(local_names) == ["target"]
+    assert _parameters(functools.partial(plain, 1)) == ["check", "dtype"]

@@ -204,16 +204,16 @@ import leftover
 
 @pytest.mark.clause("T-01")
 def test_a_leaves_a_death_behind():
-    leftover.die_later(1.0)
+    leftover.die_later(0.5)
 
 @pytest.mark.clause("T-02")
 def test_b_innocent():
-    time.sleep(3)
+    time.sleep(1.5)
 
 @pytest.mark.clause("T-03")
 def test_c_dies_in_the_library_every_time():
     leftover.die_later(0)
-    time.sleep(3)
+    time.sleep(1.5)
 
 @pytest.mark.clause("T-04")
 def test_d_last():

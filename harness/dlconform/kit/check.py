@@ -271,6 +271,17 @@ def _say(text):
     print(text, flush=True)
 
 
+def _parameters(fn):
+    """The names fn takes. From its code object where it has one: importing inspect (and with
+    it tokenize, linecache and dis) was a seventh of a standalone reproducer's run."""
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    if code is None:
+        import inspect
+
+        return list(inspect.signature(fn).parameters)
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
 def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
     """Runs the check fn(target=, check=, **args) as a reproducer (target and check go to the
     parameters of those names it has): exits EXIT_FINDING at the first
@@ -289,10 +300,8 @@ def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
         os._exit(EXIT_FINDING)
 
     check = Check(lambda c: (levels or {}).get(c, "MUST"), feeds, on_record=stop)
-    import inspect
-
     given = dict(args or {})
-    names = inspect.signature(fn).parameters
+    names = _parameters(fn)
     given.update({k: v for k, v in (("target", target), ("check", check)) if k in names})
     try:
         fn(**given)
