@@ -14,6 +14,7 @@ its own clause and role, and on nothing else (the other role least of all).
   and can be read only through its own __dlpack__. Its planted bugs are in its re-export, so
   they show in the generic target's round trip, which blames neither role ("any").
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -58,9 +59,23 @@ def _run(tmp_path, lib, bug):
     return p.returncode, results
 
 
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    """{(lib, bug): future of _run}: the selected cases' runs, two at a time. A run leaves a
+    core idle much of its time (its probes, its warm parents' imports, its reports: one core's
+    work), so two together take little longer than one alone."""
+    selected = [(item.callspec.params["lib"], item.callspec.params["bug"]) for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")]
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+    futures = {case: pool.submit(_run, tmp_path_factory.mktemp("%s-%s" % (case[0], case[1] or "clean")), *case)
+               for case in selected}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.parametrize("lib, bug", CASES, ids=["%s-%s" % (lib, bug or "clean") for lib, bug in CASES])
-def test_new_user_library(tmp_path, lib, bug):
-    rc, results = _run(tmp_path, lib, bug)
+def test_new_user_library(runs, lib, bug):
+    rc, results = runs[(lib, bug)].result()
     bad = sorted({(r["clause"], r["role"]) for r in results if r["verdict"] in BAD})
     detail = [(r["verdict"], r["clause"], r["role"], r["test"], r["message"][:200]) for r in results
               if r["verdict"] in BAD]
