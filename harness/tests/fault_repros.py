@@ -196,3 +196,48 @@ def standalone_scripts(findings, library):
         else:
             scripts.setdefault(key, (r["repro"], text))
     return scripts, none
+
+
+def lonely_folder(tmp_path):
+    """A folder where a standalone script finds nothing but ref's native module beside it."""
+    import shutil
+
+    from dlconform import _ref
+
+    lib = Path(tmp_path) / "lib"
+    lib.mkdir(parents=True)
+    shutil.copy(_ref.__file__, lib)
+    return lib
+
+
+def on_and_off(item, lib):
+    """None when the standalone script of ((library, fault, name), text) exits non-zero under the
+    fault and 0 with it off (`python3 -I`, an empty environment), else what it did."""
+    (library, fault, name), text = item
+    key = slug("%s_%s" % (fault, name), text)
+    rc_on, out_on = run(text, lib, key + "_on", env={}, args=("-I",))
+    rc_off, out_off = run(fault_off(text, library, fault), lib, key + "_off", env={}, args=("-I",))
+    if rc_on in (0, None) or rc_off != 0:
+        return "%s %s: under the fault exit %s (%s); fault off exit %s (%s)" % (
+            fault, name, rc_on, tail(out_on, 1), rc_off, tail(out_off, 1))
+    return None
+
+
+def standalone_runs(findings, library, folder):
+    """(scripts, none, bad) of the standalone scripts of `library`'s faults (standalone_scripts),
+    each run under its fault and with it off in a lonely folder under `folder` (on_and_off):
+    `bad` lists those that did not fail under the fault or pass without it. A script whose check
+    imports torch as the peer (test_interop's round trips) costs an import of torch, about 1 s:
+    one per fault and check stands for the others, which differ from it in their arguments only
+    (issue 22)."""
+    lib = lonely_folder(folder)
+    scripts, none = standalone_scripts(findings, library)
+    items, peers = [], set()
+    for (fault, test), (_, text) in sorted(scripts.items()):
+        if "[torch-" in test:
+            if (fault, test.split("[")[0]) in peers:
+                continue
+            peers.add((fault, test.split("[")[0]))
+        items.append(((library, fault, test), text))
+    bad = [b for b in run_many(lambda item: on_and_off(item, lib), items) if b]
+    return scripts, none, bad

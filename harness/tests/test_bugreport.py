@@ -3,14 +3,12 @@
 it uses embedded (dlconform.repro.standalone); it runs from a folder with nothing of dlconform
 on the path: the library beside it (ref's native module, pyref inside the script)."""
 import json
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import fault_repros as fr
-from dlconform import _ref
 from dlconform.report import bugreport
 
 
@@ -41,48 +39,17 @@ def test_report_writes_one_file_per_finding(fault_findings, tmp_path):
     assert p.returncode == 2 and "--all-findings" in p.stderr
 
 
-def _lonely_folder(tmp_path):
-    """A folder where a standalone script finds nothing but ref's native module beside it."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    shutil.copy(_ref.__file__, lib)
-    return lib
-
-
-def _on_and_off(item, lib):
-    """None when the standalone script of ((library, fault, name), text) exits non-zero under the
-    fault and 0 with it off (`python3 -I`, an empty environment), else what it did."""
-    (library, fault, name), text = item
-    slug = fr.slug("%s_%s" % (fault, name), text)
-    rc_on, out_on = fr.run(text, lib, slug + "_on", env={}, args=("-I",))
-    rc_off, out_off = fr.run(fr.fault_off(text, library, fault), lib, slug + "_off", env={}, args=("-I",))
-    if rc_on in (0, None) or rc_off != 0:
-        return "%s %s: under the fault exit %s (%s); fault off exit %s (%s)" % (
-            fault, name, rc_on, fr.tail(out_on, 1), rc_off, fr.tail(out_off, 1))
-    return None
-
-
 @pytest.mark.parametrize("library", ["ref", "pyref"])
-def test_standalone_reproducers_of_faults(fault_findings, tmp_path, library):
+def test_standalone_reproducers_of_faults(fault_findings, standalone_runs, tmp_path, library):
     """Each fault's report carries a standalone script: non-zero under the fault, 0 with the fault
-    off, run where dlconform cannot be imported."""
-    lib = _lonely_folder(tmp_path)
-    scripts, none = fr.standalone_scripts(fault_findings, library)
-    items, peers = [], set()
-    for (fault, test), (_, text) in sorted(scripts.items()):
-        # a script whose check imports torch as the peer (test_interop's round trips) costs an
-        # import of torch, about 1 s: one per fault and check stands for the others, which differ
-        # from it in their arguments only (issue 22)
-        if "[torch-" in test:
-            if (fault, test.split("[")[0]) in peers:
-                continue
-            peers.add((fault, test.split("[")[0]))
-        items.append(((library, fault, test), text))
-    bad = [b for b in fr.run_many(lambda item: _on_and_off(item, lib), items) if b]
+    off, run where dlconform cannot be imported (fault_repros.standalone_runs, made by the session
+    in the background where it can: conftest.py)."""
+    scripts, none, bad = standalone_runs(library)
     print("\n%s: %d standalone scripts; none for %d: %s" % (library, len(scripts), sum(map(len, none.values())),
                                                            {w: len(k) for w, k in none.items()}))
     assert len(scripts) >= {"ref": 161, "pyref": 91}[library]  # as many as the hand-written kit gave
     assert not bad, "\n".join(bad)
+    lib = fr.lonely_folder(tmp_path)
     p = subprocess.run([sys.executable, "-I", "-c", "import dlconform"], env={}, cwd=lib, capture_output=True)
     assert p.returncode != 0
 
