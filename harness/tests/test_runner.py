@@ -418,48 +418,20 @@ def test_a_lane_group_runs_together_in_the_lane_that_claims_it(tmp_path):
                      "taken": ["test_a", "test_c", "test_e"]}
 
 
-GROUPED = '''
-import pytest
-
-@pytest.mark.clause("T-01")
-def test_a():
-    pass
-
-@pytest.mark.lane_group("peer")
-@pytest.mark.clause("T-01")
-def test_b_peer():
-    pass
-
-@pytest.mark.clause("T-01")
-def test_c():
-    pass
-
-@pytest.mark.lane_group("peer")
-@pytest.mark.clause("T-01")
-def test_d_peer():
-    pass
-
-@pytest.mark.clause("T-01")
-def test_e():
-    pass
-'''
+def _trivial_suite(*names, groups=None):
+    """The source of a test file of trivial tests (clause T-01), those named in `groups` marked
+    lane_group(its value)."""
+    lines = ["import pytest", ""]
+    for name in names:
+        if name in (groups or {}):
+            lines.append("@pytest.mark.lane_group(%r)" % groups[name])
+        lines += ['@pytest.mark.clause("T-01")', "def %s():" % name, "    pass", ""]
+    return "\n".join(lines)
 
 
-TRIVIAL_THREE = '''
-import pytest
-
-@pytest.mark.clause("T-01")
-def test_mine():
-    pass
-
-@pytest.mark.clause("T-01")
-def test_theirs():
-    pass
-
-@pytest.mark.clause("T-01")
-def test_free():
-    pass
-'''
+GROUPED = _trivial_suite("test_a", "test_b_peer", "test_c", "test_d_peer", "test_e",
+                         groups={"test_b_peer": "peer", "test_d_peer": "peer"})
+TRIVIAL_THREE = _trivial_suite("test_mine", "test_theirs", "test_free")
 
 
 TWO_FILES = {
