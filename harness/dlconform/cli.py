@@ -338,12 +338,12 @@ def cmd_run(args):
     # of its own would import again (torch: 1.5 s of CPU); the other targets' probes (a run of
     # 171 faults has as many targets), and any a zygote could not run, are fresh interpreters,
     # and their zygotes start while the target before them runs.
-    for spec in list(zygotes)[:EARLY_ZYGOTES]:  # each runs its target's probe once it imported the library
+    early = list(zygotes)[:EARLY_ZYGOTES]
+    for spec in early:
         zygotes[spec].prefetch(runner().zygote_maker(spec, on_probe=zygotes[spec].took_probe))
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs) + 2, 8)) as pool:
         why = pool.submit(_environment_problem, python, env)
-        infos = [pool.submit(probe, spec, python=python, env=env,
-                             warm=zygotes[spec].probe if spec in list(zygotes)[:EARLY_ZYGOTES] else None)
+        infos = [pool.submit(probe, spec, python=python, env=env, warm=zygotes[spec].probe if spec in early else None)
                  for spec in specs]
         described = pool.submit(_environment.collect, python, env=env)
         if why.result():
