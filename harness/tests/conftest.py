@@ -31,21 +31,27 @@ def pytest_collection_modifyitems(session, config, items):
         return
     items[:] = [item for item in items if item.path.name not in FAULT_RUN_USERS] + users
     factory = config._tmp_path_factory
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)  # one after another, in this order
-    _BACKGROUND["fault_runs"] = pool.submit(_niced, _fault_runs, factory.mktemp("faults"))
+    tasks = [("fault_runs", _fault_runs, (factory.mktemp("faults"),))]
     if any(item.path.name == "test_bugreport.py" and "standalone_runs" in item.fixturenames for item in users):
-        for library in ("ref", "pyref"):
-            _BACKGROUND["standalone", library] = pool.submit(_niced, _standalone_runs, library,
-                                                             factory.mktemp("standalone-" + library))
-    pool.shutdown(wait=False)
+        tasks += [(("standalone", library), _standalone_runs, (library, factory.mktemp("standalone-" + library)))
+                  for library in ("ref", "pyref")]
+    for key, _, _ in tasks:
+        _BACKGROUND[key] = concurrent.futures.Future()
+    # a daemon thread: a session that stops early (-x, Ctrl-C) does not wait for it at its exit
+    threading.Thread(target=_niced, args=(tasks,), daemon=True).start()
 
 
-def _niced(fn, *args):
+def _niced(tasks):
+    """Runs the tasks one after another at nice 10, each one's outcome into its future."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # this thread and its children
     except (AttributeError, OSError):
         pass
-    return fn(*args)
+    for key, fn, args in tasks:
+        try:
+            _BACKGROUND[key].set_result(fn(*args))
+        except BaseException as e:  # noqa: B902 -- handed to the test that reads it
+            _BACKGROUND[key].set_exception(e)
 
 
 def _fault_runs(out):
