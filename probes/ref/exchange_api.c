@@ -8,6 +8,7 @@
 #include "ref.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,17 +34,21 @@ static RefTensor *exportable_tensor(PyObject *obj) {
   return t;
 }
 
-static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
-                         void (*SetError)(void *error_ctx, const char *kind,
-                                          const char *message)) {
+int ref_xapi_allocate(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
+                      void (*SetError)(void *error_ctx, const char *kind, const char *message),
+                      DLDevice device, ref_buf *(*alloc)(size_t size)) {
   if (out) *out = NULL;
   if (!prototype || !out) {
     report(error_ctx, SetError, "ValueError", "NULL prototype or out");
     return -1;
   }
-  if (prototype->device.device_type != kDLCPU || prototype->device.device_id != 0) {
+  if (prototype->device.device_type != device.device_type ||
+      prototype->device.device_id != device.device_id) {
     if (ref_fault_is(FAULT_XAPI_ABORT_BAD_DEVICE)) abort(); /* fault: XAPI-18 */
-    report(error_ctx, SetError, "BufferError", "the reference allocates on (kDLCPU, 0) only");
+    char message[96];
+    snprintf(message, sizeof message, "this table allocates on (%d, %d) only",
+             (int)device.device_type, (int)device.device_id);
+    report(error_ctx, SetError, "BufferError", message);
     return -1;
   }
   dlc_dtype_info info = dlc_dtype_classify(prototype->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR);
@@ -58,7 +63,7 @@ static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
   }
   /* only dtype, ndim, shape and device are read: strides and byte_offset are ignored */
   int64_t strides[REF_MAX_NDIM];
-  DLTensor dl = {NULL, {kDLCPU, 0}, prototype->ndim, prototype->dtype, prototype->shape,
+  DLTensor dl = {NULL, device, prototype->ndim, prototype->dtype, prototype->shape,
                  strides, 0};
   for (int32_t i = 0; i < dl.ndim; i++) {
     if (dl.shape[i] < 0) {
@@ -75,12 +80,12 @@ static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
     report(error_ctx, SetError, "MemoryError", "size overflows");
     return -1;
   }
-  ref_buf *buf = ref_buf_alloc(e.zero_size ? 0 : (size_t)(e.hi - e.lo));
+  ref_buf *buf = alloc(e.zero_size ? 0 : (size_t)(e.hi - e.lo));
   if (!buf) {
     report(error_ctx, SetError, "MemoryError", "out of memory");
     return -1;
   }
-  dl.data = buf->mem; /* NULL for zero-size (LAY-04) */
+  dl.data = (void *)buf->lo; /* NULL for zero-size (LAY-04) */
   if (dl.ndim == 0) dl.strides = NULL;
   uint64_t flags = info.subbyte ? DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED : 0;
   DLManagedTensorVersioned *m = ref_make_versioned(buf, &dl, flags);
@@ -91,6 +96,13 @@ static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
   }
   *out = m;
   return 0;
+}
+
+static int ref_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
+                         void (*SetError)(void *error_ctx, const char *kind,
+                                          const char *message)) {
+  return ref_xapi_allocate(prototype, out, error_ctx, SetError, (DLDevice){kDLCPU, 0},
+                           ref_buf_alloc);
 }
 
 static int ref_managed_from_py(void *py_object, DLManagedTensorVersioned **out) {

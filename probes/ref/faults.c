@@ -136,6 +136,17 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "dl_device=(kDLCPU, 0) raises BufferError on a CPU tensor"},
     [FAULT_COPY_FALSE_COPIES] = {"copy_false_copies", "CPY-02", P, 0,
         "copy=False exports a copy (with IS_COPIED)"},
+    /* exchange API on CUDA: CudaTensor's table, on the CUDA runtime ref is bound to */
+    [FAULT_CUDA_WORK_STREAM_IGNORES_CONTEXT] = {"cuda_work_stream_ignores_context", "XAPI-16", P, 0,
+        "current_work_stream(kDLCUDA) gives the legacy default stream even inside a "
+        "cuda_stream() context"},
+    [FAULT_CUDA_FROM_PY_SYNCHRONIZES] = {"cuda_from_py_synchronizes", "XAPI-14", P, 0,
+        "managed_tensor_from_py_object_no_sync synchronizes the tensor's stream (blocks the "
+        "host)"},
+    [FAULT_CUDA_DLTENSOR_FROM_WAITS] = {"cuda_dltensor_from_waits", "XAPI-15", P, 0,
+        "dltensor_from_py_object_no_sync makes the current stream wait on the tensor's stream"},
+    [FAULT_CUDA_TO_PY_SYNCHRONIZES] = {"cuda_to_py_synchronizes", "XAPI-17", P, 0,
+        "managed_tensor_to_py_object_no_sync synchronizes the whole device"},
     [FAULT_VSTREAM_NO_WAIT] = {"vstream_no_wait", "STR-01", P, 0,
         "the virtual stream device never makes the consumer's stream wait"},
     [FAULT_VSTREAM_SYNC_ON_MINUS1] = {"vstream_sync_on_minus1", "STR-03", P, 0,

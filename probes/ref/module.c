@@ -1,8 +1,9 @@
 /* module: dlconform._ref init, the top of the module's files. Exposes Tensor (with its
- * exchange API attribute), Forge, DeviceTensor, ApiForge, from_dlpack, the vstream
- * functions, the fault controls (set_fault, fault, FAULTS, FAULT_SIDES), HEADER_VERSION
- * and UNCACHED_EXCHANGE_API. DLCONFORM_REF_FAULT in the environment selects a fault at
- * import; an unknown name fails the import. */
+ * exchange API attribute), Forge, DeviceTensor, ApiForge, CudaTensor (with its own table)
+ * and the cuda_* functions, from_dlpack, the vstream functions, the fault controls
+ * (set_fault, fault, FAULTS, FAULT_SIDES), HEADER_VERSION and UNCACHED_EXCHANGE_API.
+ * DLCONFORM_REF_FAULT in the environment selects a fault at import; an unknown name fails
+ * the import. */
 #include "ref.h"
 
 #include <stdlib.h>
@@ -91,6 +92,8 @@ PyMODINIT_FUNC PyInit__ref(void) {
       add_type(m, "Forge", &RefForge_Type) < 0 ||
       add_type(m, "DeviceTensor", &RefDeviceTensor_Type) < 0 || ref_vstream_init(m) < 0 ||
       add_type(m, "ApiForge", &RefApiForge_Type) < 0 || /* XAPI consumer checks */
+      add_type(m, "CudaTensor", &RefCudaTensor_Type) < 0 ||
+      ref_cuda_xapi_install(&RefCudaTensor_Type) < 0 || ref_cuda_init(m) < 0 ||
       add(m, "FAULTS", faults_map(clause_and_description)) < 0 ||
       add(m, "FAULT_SIDES", faults_map(side)) < 0 ||
       add(m, "HEADER_VERSION", Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)) < 0 ||

@@ -20,6 +20,10 @@
  *   api_forge.c     ApiForge: forged exchange tables for consumer checks
  *   forge.c         Forge: capsules with any metadata and counted deleters
  *   vstream.c       DeviceTensor: the virtual stream device
+ *   cuda_rt.c       the CUDA runtime bound at run time, the current CUDA stream, device
+ *                   memory in ref_bufs
+ *   cuda_tensor.c   CudaTensor: tensors in CUDA memory, with CUDA's stream semantics
+ *   cuda_xapi.c     CudaTensor's exchange API table (XAPI on kDLCUDA)
  *   module.c        module init: types, functions, fault controls
  */
 #ifndef DLCONFORM_REF_H
@@ -222,11 +226,80 @@ PyObject *ref_uncached_api_capsule(void);
 /* The clean static table (XAPI-05), whatever fault is active. */
 const DLPackExchangeAPI *ref_exchange_api_table(void);
 
+/* The allocator of an exchange table (XAPI-13): a row-major tensor like prototype on
+ * device, its memory from alloc (zero bytes: NULL data); failures through SetError only. */
+int ref_xapi_allocate(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
+                      void (*SetError)(void *error_ctx, const char *kind, const char *message),
+                      DLDevice device, ref_buf *(*alloc)(size_t size));
+
 /* ---- the other types: api_forge.c, forge.c, vstream.c ---------------------------------- */
 extern PyTypeObject RefApiForge_Type;     /* forged exchange tables (XAPI-04/06/11) */
 extern PyTypeObject RefForge_Type;        /* capsules with any metadata */
 extern PyTypeObject RefDeviceTensor_Type; /* the virtual stream device */
 /* Adds VSTREAM_DEVICE and the vstream_* functions to the module. */
 int ref_vstream_init(PyObject *module);
+
+/* ---- cuda_rt.c ------------------------------------------------------------------------ */
+/* The CUDA runtime functions CudaTensor calls (cudaError_t is an int), all NULL until
+ * _ref.cuda_bind() sets them all. */
+typedef struct {
+  int (*Malloc)(void **ptr, size_t size);
+  int (*Free)(void *ptr);
+  int (*Memcpy)(void *dst, const void *src, size_t n, int kind);
+  int (*MemcpyAsync)(void *dst, const void *src, size_t n, int kind, void *stream);
+  int (*StreamCreateWithFlags)(void **stream, unsigned flags);
+  int (*StreamSynchronize)(void *stream);
+  int (*StreamDestroy)(void *stream);
+  int (*StreamWaitEvent)(void *stream, void *event, unsigned flags);
+  int (*EventCreateWithFlags)(void **event, unsigned flags);
+  int (*EventRecord)(void *event, void *stream);
+  int (*EventDestroy)(void *event);
+  int (*DeviceSynchronize)(void);
+  int (*GetLastError)(void);
+  const char *(*GetErrorString)(int code);
+} ref_cuda_runtime;
+extern ref_cuda_runtime ref_cuda;
+#define REF_CUDA_LEGACY 1     /* DLPack's (and the runtime's) legacy default stream */
+#define REF_CUDA_PER_THREAD 2 /* the per-thread default stream */
+#define REF_CUDA_H2D 1
+#define REF_CUDA_D2H 2
+#define REF_CUDA_D2D 3
+/* 1 when bound, else 0 with RuntimeError. */
+int ref_cuda_bound(void);
+/* 0 for cudaSuccess, else -1 with RuntimeError naming call (the runtime's error cleared). */
+int ref_cuda_check(int code, const char *call);
+/* Makes stream consumer wait for what is enqueued on producer now (an event; STR-01). */
+int ref_cuda_order(uintptr_t consumer, uintptr_t producer);
+/* This thread's current stream (DLPack's int; 1 unless cuda_set_stream set another). */
+uintptr_t ref_cuda_current_stream(void);
+/* A ref_buf over size bytes of device memory (cudaMalloc; the last release frees it); NULL
+ * when the runtime refuses (no Python error set). */
+ref_buf *ref_cuda_buf_alloc(size_t size);
+/* Adds cuda_bind, cuda_current_stream, cuda_set_stream and CUDA_FUNCTIONS. */
+int ref_cuda_init(PyObject *module);
+
+/* ---- cuda_tensor.c, cuda_xapi.c ------------------------------------------------------- */
+typedef struct {
+  PyObject_HEAD
+  ref_buf *buf;          /* the device memory; holds one reference */
+  DLDataType dtype;
+  size_t itemsize;
+  int32_t ndim;
+  int64_t shape[REF_MAX_NDIM];
+  int64_t strides[REF_MAX_NDIM]; /* row-major, elements */
+  uint64_t nbytes;
+  uintptr_t stream;      /* where its data was produced: its own non-blocking stream, or
+                            for an import (to_py) the stream current when it was made */
+  int own_stream;        /* 1: stream is its own, destroyed with it */
+} RefCudaTensor;
+extern PyTypeObject RefCudaTensor_Type;
+#define RefCudaTensor_Check(o) PyObject_TypeCheck((o), &RefCudaTensor_Type)
+/* Fills a DLTensor that borrows t's arrays: device (kDLCUDA, 0), data NULL when empty. */
+void ref_cuda_tensor_fill(const RefCudaTensor *t, DLTensor *out);
+/* A new CudaTensor over buf (stolen) holding dtype/shape row-major; NULL with an error. */
+RefCudaTensor *ref_cuda_tensor_over(ref_buf *buf, DLDataType dtype, int32_t ndim,
+                                    const int64_t *shape, uintptr_t stream, int own_stream);
+/* Installs CudaTensor.__dlpack_c_exchange_api__ (cuda_xapi.c). */
+int ref_cuda_xapi_install(PyTypeObject *type);
 
 #endif /* DLCONFORM_REF_H */
