@@ -310,6 +310,12 @@ def runtime():
     return _resolve()[0]
 
 
+def addresses(rt, names):
+    """{name: address} of the runtime's functions `names`: for C code (the reference's CUDA
+    tensors) that calls the very library the kit loaded."""
+    return {name: ctypes.cast(getattr(rt.lib, name), ctypes.c_void_p).value for name in names}
+
+
 def why_not():
     """Why runtime() is None (no library, no device, not a runtime), or None when there is one."""
     return _resolve()[1]

@@ -1,8 +1,9 @@
 """Resolve a target spec string to a Target.
 
-Specs: `ref`, `ref:fault=NAME[,role=R]`, `pyref`, `pyref:fault=NAME[,role=R]`, `pyref@cuda[:fault=NAME[,role=R]]`
-(pyref's device arrays on a CUDA runtime), `numpy`, `torch`, `torch@cuda` (torch's CUDA tensors), `module:attr`,
-`path/to/file.py:attr`, or any importable module with `from_dlpack` (generic target).
+Specs: `ref`, `ref:fault=NAME[,role=R]`, `ref@cuda[:fault=NAME[,role=R]]` (ref's CUDA tensors on a CUDA
+runtime), `pyref`, `pyref:fault=NAME[,role=R]`, `pyref@cuda[:fault=NAME[,role=R]]` (pyref's device arrays on a
+CUDA runtime), `numpy`, `torch`, `torch@cuda` (torch's CUDA tensors), `module:attr`, `path/to/file.py:attr`, or
+any importable module with `from_dlpack` (generic target).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
 which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
@@ -38,9 +39,9 @@ DEVICE_ONLY = {
 }
 #: the targets that take a built-in fault (`NAME:fault=FAULT`)
 WITH_FAULTS = ("ref", "pyref")
-#: the devices a built-in target may name (`NAME@DEVICE`, before its options): pyref@cuda,
+#: the devices a built-in target may name (`NAME@DEVICE`, before its options): ref@cuda, pyref@cuda,
 #: torch@cuda, and every device-only target's cupy@cuda, jax@cuda
-DEVICES = dict({"pyref": ("cuda",), "torch": ("cuda",)}, **{name: ("cuda",) for name in DEVICE_ONLY})
+DEVICES = dict({"ref": ("cuda",), "pyref": ("cuda",), "torch": ("cuda",)}, **{name: ("cuda",) for name in DEVICE_ONLY})
 
 
 def _registered(name):
@@ -56,7 +57,7 @@ def _split(spec):
     """(built-in name, its options) of a built-in spec; (None, None) for any other spec. ref and
     pyref take `fault=NAME` (a built-in fault) and `role=producer|consumer` (the target offers
     that role alone: a fault's checks of its own side), joined by commas:
-    `ref:fault=NAME,role=consumer`. `pyref@cuda` is pyref on a CUDA device (option device="cuda")."""
+    `ref:fault=NAME,role=consumer`. `ref@cuda`, `pyref@cuda`: the reference on a CUDA device (option device="cuda")."""
     name, _, rest = spec.partition(":")
     name, at, device = name.partition("@")
     if name in DEVICE_ONLY and not at:

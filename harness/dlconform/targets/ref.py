@@ -1,6 +1,18 @@
-"""The reference target: dlconform._ref, optionally with a built-in fault active."""
+"""The reference target: dlconform._ref, optionally with a built-in fault active.
+
+`ref@cuda` is the C reference on a CUDA device: its stream_device() makes _ref.CudaTensors
+(compact row-major tensors in CUDA memory, each produced on a stream of its own, exported with
+CUDA's stream semantics and offering an exchange table of the CUDA device) on the runtime
+kit.cuda finds, the simulated one when DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Its
+make() stays the host Tensor's (`device_tensors` is False: pyref@cuda's device arrays are the
+reference the host files' checks judge on the device). Without a runtime it is unavailable,
+saying why.
+"""
+import contextlib
+
 from . import _views
-from .base import ReferenceTarget, TargetError
+from .base import ReferenceTarget, TargetError, spec_name
+from .pyref_target import CudaStreamDevice
 from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
 
 
@@ -29,16 +41,45 @@ class RefTarget(ReferenceTarget):
     name = "ref"
     library = "dlconform._ref"
 
-    def __init__(self, name=None, fault=None, role=None):
-        """`fault`: one of _ref.FAULTS; `role`: producer or consumer (ReferenceTarget)."""
+    def __init__(self, name=None, fault=None, role=None, device=None):
+        """`fault`: one of _ref.FAULTS; `role`: producer or consumer (ReferenceTarget);
+        `device`: None (the CPU) or "cuda" (ref@cuda: CudaTensors on a CUDA runtime)."""
+        if device not in (None, "cuda"):
+            raise TargetError("ref has no device %r (it has: cuda)" % (device,))
         self._ref = _import_ref()
+        self.cuda = device == "cuda"
+        if self.cuda:
+            self.device = (2, 0)
+            name = name or spec_name("ref@cuda", fault, role)
         super().__init__(self._ref, getattr(self._ref, "FAULTS", {}), name, fault, role)
         self._dtypes = None
+
+    def _runtime(self):
+        """ref@cuda: kit.cuda's runtime, bound into _ref (its functions' addresses) so that the
+        reference, the checks and the libraries share one runtime; None without one."""
+        from ..kit import cuda
+
+        rt = cuda.runtime()
+        if rt is not None:
+            self._ref.cuda_bind(cuda.addresses(rt, self._ref.CUDA_FUNCTIONS))
+        return rt
+
+    def available(self):
+        if self.cuda and self._runtime() is None:
+            from ..kit import cuda
+
+            return False, "ref@cuda needs a CUDA runtime: %s (%s=build/cuda/sim/libcudart.so runs it on the " \
+                "simulated one)" % (cuda.why_not(), cuda.ENV)
+        return True, ""
 
     def versions(self):
         from .. import __version__
 
-        return {"dlconform._ref": __version__}
+        out = {"dlconform._ref": __version__}
+        if self.cuda:
+            rt = self._runtime()
+            out["cuda runtime"] = "%s%s" % (rt.path, " (simulated)" if rt.simulated else "") if rt else "none"
+        return out
 
     def dtypes(self):
         if self._dtypes is None:
@@ -84,7 +125,11 @@ class RefTarget(ReferenceTarget):
         }
 
     def stream_device(self):
-        return RefStreamDevice(self._ref)
+        """The virtual stream device; ref@cuda: its CUDA tensors (None without a runtime)."""
+        if not self.cuda:
+            return RefStreamDevice(self._ref)
+        rt = self._runtime()
+        return None if rt is None else RefCudaStreamDevice(self._ref, rt)
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.data_ptr + x.byte_offset
@@ -132,3 +177,35 @@ class RefStreamDevice:
         """The events logged since the last call, then cleared: ("wait", consumer, producer),
         ("sync", producer), ("copy", stream, or 0 for the host), ("destroy", stream)."""
         return [tuple(e) for e in self._ref.vstream_log(clear=True)]
+
+
+class RefCudaStreamDevice(CudaStreamDevice):
+    """ref@cuda's CUDA tensors (_ref.CudaTensor) on kit.cuda's runtime, for the checks that
+    observe (test_cuda_stream.py, test_cuda_exchange.py). Streams are DLPack's ints, as for
+    pyref's device arrays; the current stream is _ref's (per thread, cuda_set_stream)."""
+
+    name = "ref CUDA tensors"
+
+    def __init__(self, ref, runtime):
+        self._ref, self.runtime = ref, runtime
+
+    def make(self, dtype, shape, values):
+        return self._ref.CudaTensor(dtype, tuple(shape), bytes(values))
+
+    def current_stream(self):
+        return self._ref.cuda_current_stream()
+
+    def side_stream(self):
+        handle = self.runtime.stream().handle
+        return self._current(handle), handle
+
+    @contextlib.contextmanager
+    def _current(self, handle):
+        before = self._ref.cuda_set_stream(handle)
+        try:
+            yield handle
+        finally:
+            self._ref.cuda_set_stream(before)
+
+    def to_host(self, y):
+        raise TypeError("ref@cuda imports no CUDA tensors")
