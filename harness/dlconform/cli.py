@@ -25,13 +25,15 @@ from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
+#: the files of the device checks, by device: its streams observed, its exchange table
+DEVICE_FILES = {"cuda": ("test_cuda_stream.py", "test_cuda_exchange.py")}
 #: the test files of a device run, by device (--device): the device checks, and the files whose
 #: producer checks judge a tensor the library makes (its fields, layout, dtype, elements, capsules,
 #: versions, flags, copies, errors, device and ownership), run on the device tensors of the
 #: targets that make them (target.device_tensors; pytest_plugin skips the rest there)
-DEVICE_TESTS = {"cuda": ("test_cuda_stream.py", "test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py",
-                         "test_versioning.py", "test_flags.py", "test_copy.py", "test_errors.py", "test_device.py",
-                         "test_ownership.py")}
+DEVICE_TESTS = {"cuda": DEVICE_FILES["cuda"] + (
+    "test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py", "test_versioning.py", "test_flags.py",
+    "test_copy.py", "test_errors.py", "test_device.py", "test_ownership.py")}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -93,3 +93,24 @@ def pending_pyref_array(rt, pattern):
     x = pyref.to_device(pyref.frombuffer(safe_values("float32", SHAPE), "float32", SHAPE))
     rt.slow_fill(x.stream, x.ptr, x.nbytes, pattern, SLOW)
     return x
+
+
+def table(x):
+    """The exchange table of x's type, as a consumer finds it (kit.exchange_api: on the type,
+    XAPI-04; a capsule of the right name or the v1.2 int; major 1); Unsupported when the
+    library offers none or one no consumer may use (test_exchange_api.py judges why)."""
+    info = kit.exchange_api(x)
+    if info is None:
+        raise kit.Unsupported("%s has no __dlpack_c_exchange_api__: the C exchange API is optional (XAPI-01)"
+                              % type(x).__name__)
+    if not info["functions"]:
+        raise kit.Unsupported("the exchange table of %s is unusable (form %s, version %r): test_exchange_api.py "
+                              "judges it" % (type(x).__name__, info["form"], info["version"]))
+    return info
+
+
+def as_dlpack_stream(raw):
+    """A cudaStream_t (what current_work_stream writes) as DLPack's int: NULL, the runtime
+    API's default stream, is the legacy default stream, 1; cudaStreamLegacy (1) and
+    cudaStreamPerThread (2) are themselves."""
+    return raw or 1

@@ -122,10 +122,11 @@ def xapi_managed_from(api, obj):
     return rc, Handle(versioned_at=out.value) if rc == 0 and out.value else None, exc
 
 
-def xapi_dltensor_from(api, obj):
+def xapi_dltensor_from(api, obj, read=True):
     """(rc, the exception) on failure, else (0, the DLTensor's fields with "extent" and
     "elements" (or "elements_error"), read at once: they are valid only until control returns
-    to the producer, XAPI-15)."""
+    to the producer, XAPI-15). read=False: the fields alone (reading device memory waits for
+    the device)."""
     name = "dltensor_from_py_object_no_sync"
     fn, t = _function(api, name), abi.DLTensor()
     rc, exc = _call(fn, name, lambda: bytes(t) != bytes(len(bytes(t))), obj, ctypes.byref(t))
@@ -133,6 +134,8 @@ def xapi_dltensor_from(api, obj):
         return rc, exc
     i = tensor_fields(t)
     i["extent"] = extent_of(t)
+    if not read:
+        return rc, i
     try:
         i["elements"] = read_tensor(t)
     except (ValueError, OverflowError) as e:
