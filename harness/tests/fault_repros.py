@@ -31,22 +31,31 @@ def faults():
     # catches them), so they have no reproducer
     from test_calibration import TSAN_FAULTS
 
-    out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items()) if name not in TSAN_FAULTS]
-    # pyref's CUDA faults run on pyref@cuda over the simulated CUDA runtime, where it is built
+    # the CUDA faults run on LIBRARY@cuda over the simulated CUDA runtime, where it is built
+    out = [("ref", name, v[0]) for name, v in sorted(_ref.FAULTS.items())
+           if name not in TSAN_FAULTS and (not cuda_fault(name) or SIM.exists())]
     return out + [("pyref", name, v[0]) for name, v in sorted(pyref.FAULTS.items())
-                  if name not in pyref.CUDA_FAULTS or SIM.exists()]
+                  if not cuda_fault(name) or SIM.exists()]
 
 
 #: the simulated CUDA runtime (make build)
 SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
 
 
-def spec_of(library, fault):
-    """The target spec a fault runs as: pyref's CUDA faults on pyref@cuda."""
-    from dlconform import pyref
+def cuda_fault(name):
+    """Whether a fault of ref or pyref breaks a rule of its CUDA tensors (ref's CudaTensor,
+    pyref's device arrays; pyref.CUDA_FAULTS): it runs on LIBRARY@cuda."""
+    return name.startswith("cuda_")
 
-    base = "pyref@cuda" if library == "pyref" and fault in pyref.CUDA_FAULTS else library
-    return "%s:fault=%s" % (base, fault)
+
+def base_of(library, fault):
+    """The target a fault runs on: LIBRARY, or LIBRARY@cuda for a CUDA fault."""
+    return library + "@cuda" if cuda_fault(fault) else library
+
+
+def spec_of(library, fault):
+    """The target spec a fault runs as."""
+    return "%s:fault=%s" % (base_of(library, fault), fault)
 
 
 def _env(**extra):
@@ -60,7 +69,7 @@ def _env(**extra):
 def run_specs(out, items, jobs=2, env=None):
     """{item: TargetRun} of the runs of `items`, (target spec, clause glob or None, test files
     or None) each, as `dlconform run` makes them: `jobs` threads, each with a Runner kept warm
-    (the targets of one library share its zygote) that takes the next item. pyref@cuda's
+    (the targets of one library share its zygote) that takes the next item. The @cuda
     targets run in the simulated CUDA runtime's environment, the others in `env` (default
     _env())."""
     from dlconform.runner import Runner
@@ -70,7 +79,7 @@ def run_specs(out, items, jobs=2, env=None):
     suites = str(REPO / "suites")
 
     def work():
-        runners = {}  # one for the CPU targets, one for pyref@cuda's (its environment names the runtime)
+        runners = {}  # one for the CPU targets, one for the @cuda ones (their environment names the runtime)
         try:
             while True:
                 with lock:
@@ -78,7 +87,7 @@ def run_specs(out, items, jobs=2, env=None):
                         return
                     item = queue.pop(0)
                 spec, clause, tests = item
-                cuda = spec.startswith("pyref@cuda")
+                cuda = "@cuda" in spec.partition(":")[0]
                 if cuda not in runners:
                     runners[cuda] = Runner(suites, str(out), env=dict(env, DLCONFORM_CUDART=str(SIM)) if cuda else env,
                                            timeout=30.0, target_timeout=900.0, keep_warm=True)

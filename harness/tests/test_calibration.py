@@ -63,21 +63,20 @@ UNCATCHABLE = {
 }
 
 
-#: the simulated CUDA runtime (make build): pyref's CUDA faults run on pyref@cuda over it
-SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
+#: the simulated CUDA runtime (make build): the CUDA faults run on LIBRARY@cuda over it
+SIM = fault_repros.SIM
 
 
 def _fault_specs():
-    """{target spec: (base, fault)} of every fault the suite can see: pyref's CUDA faults
-    (pyref.CUDA_FAULTS) as pyref@cuda on the simulated CUDA runtime, where it is built."""
+    """{target spec: (base, fault)} of every fault the suite can see: the CUDA faults of ref
+    and pyref (fault_repros.cuda_fault) as ref@cuda and pyref@cuda on the simulated CUDA
+    runtime, where it is built."""
     specs = {}
     for base, names in (("ref", _ref.FAULTS), ("pyref", pyref.FAULTS)):
         for name in sorted(names):
-            if base == "ref" and name in TSAN_FAULTS:
+            if (base == "ref" and name in TSAN_FAULTS) or (fault_repros.cuda_fault(name) and not SIM.exists()):
                 continue
-            spec = "pyref@cuda" if base == "pyref" and name in pyref.CUDA_FAULTS else base
-            if spec == "pyref@cuda" and not SIM.exists():
-                continue
+            spec = fault_repros.base_of(base, name)
             specs["%s:fault=%s,role=%s" % (spec, name, _side(base, name))] = (base, name)
     return specs
 
@@ -198,13 +197,16 @@ NOT_FOR_REF = {
         "unsupported", "the generic target's round trip (for libraries read only through their own export); ref's "
         "adapter reads its results itself; test_generic_standalone.py sees it fail on viewlib's planted bugs"),
 }
-NOT_FOR_REF.update({"test_cuda_stream.py::" + test: (
-    "unsupported", "ref has no CUDA device: pyref@cuda on the simulated runtime is judged there (test_cuda_checks.py)")
-    for test in ("test_consumer_stream_sees_the_producers_data", "test_stream_minus_one_neither_waits_nor_blocks",
-                 "test_cuda_stream_zero_refused", "test_cuda_consumer_stream_survives",
-                 "test_cuda_to_host_synchronises_and_flags_the_copy",
-                 "test_cuda_copy_is_ordered_on_the_consumer_stream", "test_cuda_stream_of_wrong_type_or_range",
-                 "test_cuda_consumer_names_the_stream_it_reads_on")})
+NOT_FOR_REF.update({test: (
+    "unsupported", "plain ref has no CUDA device: ref@cuda and pyref@cuda on the simulated runtime are judged there "
+    "(test_cuda_checks.py)")
+    for test in ["test_cuda_stream.py::" + t for t in (
+        "test_consumer_stream_sees_the_producers_data", "test_stream_minus_one_neither_waits_nor_blocks",
+        "test_cuda_stream_zero_refused", "test_cuda_consumer_stream_survives",
+        "test_cuda_to_host_synchronises_and_flags_the_copy", "test_cuda_copy_is_ordered_on_the_consumer_stream",
+        "test_cuda_stream_of_wrong_type_or_range", "test_cuda_consumer_names_the_stream_it_reads_on")]
+    + ["test_cuda_exchange.py::" + t for t in (
+        "test_cuda_current_work_stream_is_the_librarys", "test_cuda_no_sync_functions_leave_the_streams_alone")]})
 
 
 def _not_for_ref(record):

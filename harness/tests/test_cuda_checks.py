@@ -1,8 +1,9 @@
-"""The device run (suites/test_cuda_stream.py, and the producer checks of the host files on
-device tensors) against pyref@cuda on the simulated CUDA runtime (build/cuda/sim/libcudart.so,
-`make build`): clean pyref@cuda passes every check, each of pyref's CUDA faults
-(pyref.CUDA_FAULTS) is caught on its own clause, and export faults are caught on device
-tensors. Without a runtime the target is unavailable with a one-line reason."""
+"""The device run (the device checks, suites/test_cuda_stream.py and test_cuda_exchange.py, and
+the producer checks of the host files on device tensors) against pyref@cuda and ref@cuda on the
+simulated CUDA runtime (build/cuda/sim/libcudart.so, `make build`): clean pyref@cuda and
+ref@cuda pass every check, each CUDA fault of pyref and ref (pyref.CUDA_FAULTS, ref's cuda_*)
+is caught on its own clause, and export faults are caught on device tensors. Without a runtime
+the targets are unavailable with a one-line reason."""
 import json
 import os
 import subprocess
@@ -10,8 +11,9 @@ import sys
 
 import pytest
 
-from dlconform import pyref
-from dlconform.cli import DEVICE_TESTS
+import fault_repros
+from dlconform import _ref, pyref
+from dlconform.cli import DEVICE_FILES, DEVICE_TESTS
 from dlconform.targets import loader
 from test_meta import REPO
 
@@ -38,11 +40,12 @@ def sim():
     return SIM
 
 
-def test_pyref_at_cuda_without_a_runtime_is_unavailable(tmp_path):
+@pytest.mark.parametrize("spec", ["pyref@cuda", "ref@cuda"])
+def test_reference_at_cuda_without_a_runtime_is_unavailable(tmp_path, spec):
     env = dict(os.environ, DLCONFORM_CUDART=str(tmp_path / "libcudart.so"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
-    found = loader.probe("pyref@cuda", env=env)
-    assert not found["ok"] and "pyref@cuda needs a CUDA runtime" in found["reason"]
+    found = loader.probe(spec, env=env)
+    assert not found["ok"] and "%s needs a CUDA runtime" % spec in found["reason"]
     assert "\n" not in found["reason"]
 
 
@@ -66,7 +69,7 @@ def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: cupy, jax, pyref, "
-        "torch)"]
+        "ref, torch)"]
 
 
 def test_device_run_judges_every_target_with_that_device_on_the_device_checks(sim, tmp_path):
@@ -80,10 +83,10 @@ def test_device_run_judges_every_target_with_that_device_on_the_device_checks(si
     assert {r["test"].split("::")[0] for r in doc["results"] if r["target"] == "pyref@cuda"} == \
         set(DEVICE_TESTS["cuda"])
     ran = [spec for spec, t in doc["targets"].items() if t["status"] != "skipped"]
-    assert p.returncode == 0 and ran == ["pyref@cuda"], p.stderr
+    assert p.returncode == 0 and ran == ["pyref@cuda", "ref@cuda"], p.stderr
     # every built-in target with a CUDA variant was tried: one that cannot run here says why
     # in one line and is no error of the run (torch without a CUDA device, or not installed)
-    assert set(doc["targets"]) == {"pyref@cuda", "torch@cuda", "cupy@cuda", "jax@cuda"}, doc["targets"]
+    assert set(doc["targets"]) == {"pyref@cuda", "ref@cuda", "torch@cuda", "cupy@cuda", "jax@cuda"}, doc["targets"]
     for spec in ("torch@cuda", "cupy@cuda", "jax@cuda"):
         t = doc["targets"][spec]
         assert t["status"] == "skipped" and "\n" not in t["reason"], t
@@ -116,10 +119,12 @@ def test_gpu_libraries_have_device_specs_alone():
             assert found["reason"] and "\n" not in found["reason"], found
 
 
-def test_pyref_at_cuda_specs_compose():
+def test_reference_at_cuda_specs_compose():
     assert loader.construction("pyref@cuda:fault=cuda_no_wait,role=producer")[1] == \
         "PyrefTarget(device='cuda', fault='cuda_no_wait', role='producer')"
-    assert loader.quick_check("pyref@cuda") is None
+    assert loader.construction("ref@cuda:fault=cuda_to_py_synchronizes")[1] == \
+        "RefTarget(device='cuda', fault='cuda_to_py_synchronizes')"
+    assert loader.quick_check("pyref@cuda") is None and loader.quick_check("ref@cuda") is None
     assert "cannot import" in loader.quick_check("pyref@gpu")
 
 
@@ -128,12 +133,15 @@ def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
     arrays, pass or do not apply (no sub-byte dtypes, no exchange table); their consumer checks
     are the CPU run's (skip, saying so). Each record names the device its tensors were on."""
     records = _run(tmp_path, "pyref@cuda")
-    device = [r for r in records if r["test"].startswith("test_cuda_stream.py")]
+    device = [r for r in records if r["test"].split("::")[0] in DEVICE_FILES["cuda"]]
     assert len({r["test"] for r in device if r["verdict"] == "pass"}) >= 6, records
-    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in device if r["verdict"] != "pass"]
+    # pyref is pure Python: no exchange table to judge on CUDA (XAPI-01 makes it optional)
+    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in device if r["verdict"] != "pass"
+             and not (r["test"].startswith("test_cuda_exchange.py") and r["verdict"] == "unsupported"
+                      and "no __dlpack_c_exchange_api__" in r["message"])]
     assert not wrong, wrong
-    host = [r for r in records if not r["test"].startswith("test_cuda_stream.py")]
-    assert {r["test"].split("::")[0] for r in host} == set(DEVICE_TESTS["cuda"]) - {"test_cuda_stream.py"}
+    host = [r for r in records if r["test"].split("::")[0] not in DEVICE_FILES["cuda"]]
+    assert {r["test"].split("::")[0] for r in host} == set(DEVICE_TESTS["cuda"]) - set(DEVICE_FILES["cuda"])
     producer = [r for r in host if r["role"] == "producer"]
     assert len({r["test"] for r in producer if r["verdict"] == "pass"}) >= 40, producer
     # what pyref's device arrays lack: sub-byte dtypes, an exchange table, read-only memory, an
@@ -146,6 +154,25 @@ def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):
     assert all("judges it, not its device variant" in r["message"] for r in host if r["role"] != "producer")
     assert {r.get("device") for r in device + producer} == {"cuda:0"}, records
     assert {r.get("device") for r in host if r["role"] != "producer"} == {None}
+
+
+def test_clean_ref_at_cuda_passes_the_device_checks(sim, tmp_path):
+    """ref's CudaTensors pass the device checks, its exchange table's on CUDA included; its
+    consumer imports CPU memory alone (the consumer check is unsupported, saying so), and the
+    host files' checks are for pyref@cuda's device arrays (ref@cuda's device_tensors is False:
+    skip, saying so)."""
+    records = _run(tmp_path, "ref@cuda")
+    device = [r for r in records if r["test"].split("::")[0] in DEVICE_FILES["cuda"]]
+    exchange = {(r["test"].split("::")[-1], r["clause"]) for r in device
+                if r["test"].startswith("test_cuda_exchange.py") and r["verdict"] == "pass"}
+    assert {clause for _, clause in exchange} == {"XAPI-14", "XAPI-15", "XAPI-16", "XAPI-17"}, device
+    assert len({r["test"] for r in device if r["verdict"] == "pass"}) >= 10, device
+    wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in device if r["verdict"] != "pass"
+             and not (r["role"] == "consumer" and r["verdict"] == "unsupported"
+                      and "does not import CUDA tensors" in r["message"])]
+    assert not wrong, wrong
+    assert {r["verdict"] for r in records if r not in device} == {"skip"}
+    assert {r.get("device") for r in device} == {"cuda:0"}
 
 
 #: faults of pyref's export that its device arrays share (the managed struct it fills), each
@@ -162,7 +189,7 @@ def test_host_checks_catch_export_faults_on_device_tensors(sim, tmp_path):
     device: the element and field reads go through the CUDA runtime."""
     specs = ["pyref:fault=%s" % f for f in sorted(DEVICE_TENSOR_FAULTS)]
     p = _device_run(tmp_path / "out", sim, "-q", *[a for s in specs for a in ("--target", s)],
-                    *[a for f in DEVICE_TESTS["cuda"][1:] for a in ("--tests", f)],
+                    *[a for f in DEVICE_TESTS["cuda"][len(DEVICE_FILES["cuda"]):] for a in ("--tests", f)],
                     "--clause", ",".join(sorted(set(DEVICE_TENSOR_FAULTS.values()))))
     assert p.returncode == 1, p.stderr
     records = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
@@ -174,17 +201,22 @@ def test_host_checks_catch_export_faults_on_device_tensors(sim, tmp_path):
 
 
 def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):
-    """Each of pyref's CUDA faults, run as pyref@cuda on the simulated runtime on the tests of
-    its clause (the session's fault runs, conftest.py: fault_runs), is caught there."""
-    assert len(pyref.CUDA_FAULTS) >= 8
+    """Each CUDA fault of pyref and ref, run as pyref@cuda or ref@cuda on the simulated runtime
+    on the tests of its clause (the session's fault runs, conftest.py: fault_runs), is caught
+    there."""
+    clauses = {("pyref", name): pyref.FAULTS[name].clause for name in pyref.CUDA_FAULTS}
+    clauses.update({("ref", name): v[0] for name, v in _ref.FAULTS.items() if fault_repros.cuda_fault(name)})
+    assert len(pyref.CUDA_FAULTS) >= 8 and len(clauses) - len(pyref.CUDA_FAULTS) >= 4
     found = {}
-    for name in sorted(pyref.CUDA_FAULTS):
-        records = fault_runs[("pyref", name)]
+    for key, clause in sorted(clauses.items()):
+        records = fault_runs[key]
         assert not [r for r in records if r["verdict"] == "error"], records
-        found[name] = sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in records
-                              if r["clause"] == pyref.FAULTS[name].clause and r["verdict"] in CAUGHT})
+        found[key] = sorted({"%s:%s" % (r["verdict"], r["test"].split("::")[-1]) for r in records
+                             if r["clause"] == clause and r["verdict"] in CAUGHT})
     print("\nfault -> clause -> caught by")
-    for name in sorted(found):
-        print("  %-30s %-7s %s" % (name, pyref.FAULTS[name].clause, ", ".join(found[name]) or "NOT CAUGHT"))
-    assert not [name for name, by in found.items() if not by]
-    assert found["cuda_host_sync"] == ["warn:test_consumer_stream_sees_the_producers_data"]
+    for key in sorted(found):
+        print("  %-40s %-7s %s" % ("%s:%s" % key, clauses[key], ", ".join(found[key]) or "NOT CAUGHT"))
+    assert not [key for key, by in found.items() if not by]
+    assert found["pyref", "cuda_host_sync"] == ["warn:test_consumer_stream_sees_the_producers_data"]
+    assert found["ref", "cuda_dltensor_from_waits"] == [
+        "fail:test_cuda_no_sync_functions_leave_the_streams_alone[dltensor_from]"]

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -934,6 +935,40 @@ OBSERVE.update({
 })
 
 
+# ---- the exchange table of CudaTensor on the simulated CUDA runtime (ref@cuda): its four
+# functions called once each on a tensor whose data is pending, in a child (the runtime is
+# chosen at load); what the line says changes under each cuda_* fault
+_CUDA_TABLE = """
+from dlconform import _ref, kit
+from dlconform.kit import cuda
+rt = cuda.runtime()
+_ref.cuda_bind(cuda.addresses(rt, _ref.CUDA_FUNCTIONS))
+api = kit.exchange_api(_ref.CudaTensor)["pointer"]
+x = _ref.CudaTensor("float32", (4,), bytes(16))
+rt.slow_fill(x.stream, x.ptr, x.nbytes, 7, 1000)
+side = rt.stream().handle
+_ref.cuda_set_stream(side)
+before = rt.host_syncs()
+rc, handle, _ = kit.xapi_managed_from(api, x)
+pending_after_from = not rt.idle(x.stream)
+rc2 = kit.xapi_dltensor_from(api, x, read=False)[0]
+rc3 = kit.xapi_to_py(api, handle)[0]
+print(rc, rc2, rc3, pending_after_from, rt.host_syncs() - before, rt.idle(side),
+      kit.xapi_current_stream(api, 2, 0)[1] == side)
+"""
+
+
+def _cuda_table():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DLCONFORM_REF_FAULT": _ref.fault() or "",
+           "DLCONFORM_CUDART": str(Path(__file__).resolve().parents[2] / "build" / "cuda" / "sim" / "libcudart.so")}
+    p = subprocess.run([sys.executable, "-c", _CUDA_TABLE], capture_output=True, text=True, env=env)
+    return p.returncode, p.stdout.strip()
+
+
+OBSERVE.update({name: _cuda_table for name in ("cuda_work_stream_ignores_context", "cuda_from_py_synchronizes",
+                                               "cuda_dltensor_from_waits", "cuda_to_py_synchronizes")})
+
+
 def test_fault_table():
     assert len(_ref.FAULTS) >= 20 and set(OBSERVE) == set(_ref.FAULTS)
     clauses = {c for c, _ in _ref.FAULTS.values()}
@@ -997,3 +1032,9 @@ OBSERVE.update({
     "consumer_xapi_trusts_handout": None,
     "consumer_foreign_stream": None,  # needs a producer on a stream device: test_cover_faults.py
 })
+
+
+def test_cuda_table_clean_line():
+    """The line _CUDA_TABLE prints for clean ref: every call succeeds, the data stays pending,
+    nothing blocked the host or went onto the current stream, which current_work_stream names."""
+    assert _cuda_table() == (0, "0 0 0 True 0 True True")
