@@ -100,8 +100,7 @@ static PyObject *copy_borrowed(const DLTensor *dl) {
   return ref_import_managed(NULL, w, 1);
 }
 
-/* The table x offers (its capsule held in *cap), or NULL (no exception) to fall back. */
-static const DLPackExchangeAPI *offered_table(PyObject *x, const ref_request *r, PyObject **cap) {
+const DLPackExchangeAPI *ref_offered_table(PyObject *x, const ref_request *r, PyObject **cap) {
   PyObject *owner = r->xapi_on_instance ? x : (PyObject *)Py_TYPE(x);
   *cap = PyObject_GetAttrString(owner, "__dlpack_c_exchange_api__"); /* XAPI-04 */
   const DLPackExchangeAPI *api = NULL;
@@ -121,7 +120,7 @@ static const DLPackExchangeAPI *offered_table(PyObject *x, const ref_request *r,
 static int import_exchange(PyObject *x, int copy, const ref_request *r, PyObject **res) {
   *res = NULL;
   PyObject *cap;
-  const DLPackExchangeAPI *api = offered_table(x, r, &cap);
+  const DLPackExchangeAPI *api = ref_offered_table(x, r, &cap);
   if (!api) return 0;
   if (copy && (api->dltensor_from_py_object_no_sync || !r->xapi_check_dltensor)) { /* XAPI-11 */
     DLTensor dl;

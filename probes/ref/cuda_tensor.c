@@ -56,6 +56,34 @@ RefCudaTensor *ref_cuda_tensor_over(ref_buf *buf, DLDataType dtype, int32_t ndim
   return t;
 }
 
+PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *versioned,
+                          uintptr_t stream) {
+  const DLTensor *dl = versioned ? &versioned->dl_tensor : &legacy->dl_tensor;
+  dlc_extent e = dlc_extent_of(dl);
+  const char *why = versioned && versioned->version.major != REF_SPEC_MAJOR
+                        ? "a version.major other than 1" /* VER-08 */
+                    : dl->device.device_type != kDLCUDA || dl->device.device_id != 0
+                        ? "a device other than (kDLCUDA, 0)"
+                    : dl->ndim < 0 || dl->ndim > REF_MAX_NDIM || e.status != DLC_EXTENT_OK
+                        ? "an invalid layout"
+                    : !e.row_major || dl->byte_offset ? "a layout that is not compact row-major"
+                    : dlc_dtype_classify(dl->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR).subbyte
+                        ? "a sub-byte element type"
+                                                      : NULL;
+  ref_buf *buf = NULL;
+  if (!why && !(buf = ref_buf_foreign(legacy, versioned, (uintptr_t)dl->data,
+                                      (uintptr_t)dl->data + (uint64_t)e.hi)))
+    why = "out of memory";
+  if (why) { /* given back at once, exactly once (OWN-03) */
+    if (versioned && versioned->deleter) versioned->deleter(versioned);
+    if (legacy && legacy->deleter) legacy->deleter(legacy);
+    PyErr_Format(PyExc_BufferError, "CudaTensor takes compact row-major (kDLCUDA, 0) tensors; "
+                 "this one has %s", why);
+    return NULL;
+  }
+  return (PyObject *)ref_cuda_tensor_over(buf, dl->dtype, dl->ndim, dl->shape, stream, 0);
+}
+
 /* CudaTensor(dtype, shape, data): data's bytes (row-major) copied to new device memory, on
  * a new non-blocking stream of the tensor's own. */
 static PyObject *CudaTensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

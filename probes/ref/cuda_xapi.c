@@ -68,27 +68,7 @@ static int cuda_managed_to_py(DLManagedTensorVersioned *tensor, void **out_py_ob
   }
   if (ref_fault_is(FAULT_CUDA_TO_PY_SYNCHRONIZES)) /* fault: XAPI-17's "no sync" */
     ref_cuda.DeviceSynchronize();
-  const DLTensor *dl = &tensor->dl_tensor;
-  dlc_extent e = dlc_extent_of(dl);
-  const char *why = tensor->version.major != REF_SPEC_MAJOR ? "a version.major other than 1"
-                    : dl->device.device_type != kDLCUDA || dl->device.device_id != 0
-                        ? "a device other than (kDLCUDA, 0)"
-                    : dl->ndim < 0 || dl->ndim > REF_MAX_NDIM || e.status != DLC_EXTENT_OK
-                        ? "an invalid layout"
-                    : !e.row_major || dl->byte_offset ? "a layout that is not compact row-major"
-                                                      : NULL;
-  ref_buf *buf = NULL;
-  if (!why && !(buf = ref_buf_foreign(NULL, tensor, (uintptr_t)dl->data,
-                                      (uintptr_t)dl->data + (uint64_t)e.hi)))
-    why = "out of memory";
-  if (why) {
-    if (tensor->deleter) tensor->deleter(tensor);
-    PyErr_Format(PyExc_BufferError, "CudaTensor takes compact row-major (kDLCUDA, 0) tensors; "
-                 "this one has %s", why);
-    return -1;
-  }
-  RefCudaTensor *t = ref_cuda_tensor_over(buf, dl->dtype, dl->ndim, dl->shape,
-                                          ref_cuda_current_stream(), 0);
+  PyObject *t = ref_cuda_import(NULL, tensor, ref_cuda_current_stream());
   *out_py_object = t;
   return t ? 0 : -1;
 }

@@ -147,6 +147,12 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
         "dltensor_from_py_object_no_sync makes the current stream wait on the tensor's stream"},
     [FAULT_CUDA_TO_PY_SYNCHRONIZES] = {"cuda_to_py_synchronizes", "XAPI-17", P, 0,
         "managed_tensor_to_py_object_no_sync synchronizes the whole device"},
+    [FAULT_CUDA_CONSUMER_IGNORES_WORK_STREAM] = {"cuda_consumer_ignores_work_stream", "XAPI-19", C, 0,
+        "cuda_from_dlpack, through a producer's exchange table, reads on its own current "
+        "stream without asking current_work_stream"},
+    [FAULT_CUDA_CONSUMER_IGNORES_CONTEXT] = {"cuda_consumer_ignores_context", "STR-07", C, 0,
+        "cuda_from_dlpack names the legacy default stream (1) to __dlpack__ even inside a "
+        "cuda_stream() context"},
     [FAULT_VSTREAM_NO_WAIT] = {"vstream_no_wait", "STR-01", P, 0,
         "the virtual stream device never makes the consumer's stream wait"},
     [FAULT_VSTREAM_SYNC_ON_MINUS1] = {"vstream_sync_on_minus1", "STR-03", P, 0,

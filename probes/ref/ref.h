@@ -24,6 +24,7 @@
  *                   memory in ref_bufs
  *   cuda_tensor.c   CudaTensor: tensors in CUDA memory, with CUDA's stream semantics
  *   cuda_xapi.c     CudaTensor's exchange API table (XAPI on kDLCUDA)
+ *   cuda_consume.c  cuda_from_dlpack: the reference consumer of CUDA memory
  *   module.c        module init: types, functions, fault controls
  */
 #ifndef DLCONFORM_REF_H
@@ -214,6 +215,11 @@ PyObject *ref_import_capsule(PyObject *cap, int copy);
 /* ---- consume.c ------------------------------------------------------------------------ */
 PyObject *ref_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs);
 
+/* The exchange table type(x) offers for an import as r plans it (XAPI-02, 04, 06; its
+ * managed_tensor_from_py_object_no_sync set), its capsule held in *cap; NULL (no exception,
+ * *cap NULL) to fall back to __dlpack__. */
+const DLPackExchangeAPI *ref_offered_table(PyObject *x, const ref_request *r, PyObject **cap);
+
 /* ---- exchange_api.c ------------------------------------------------------------------- */
 /* Installs __dlpack_c_exchange_api__ on type (XAPI-01) for the active fault. */
 int ref_exchange_api_install(PyTypeObject *type);
@@ -299,7 +305,15 @@ void ref_cuda_tensor_fill(const RefCudaTensor *t, DLTensor *out);
 /* A new CudaTensor over buf (stolen) holding dtype/shape row-major; NULL with an error. */
 RefCudaTensor *ref_cuda_tensor_over(ref_buf *buf, DLDataType dtype, int32_t ndim,
                                     const int64_t *shape, uintptr_t stream, int own_stream);
+/* A CudaTensor owning an imported tensor (exactly one of legacy/versioned; stolen: on
+ * failure its deleter is called and NULL returned with BufferError), read on stream (DLPack's
+ * int). Takes compact row-major whole-byte tensors on (kDLCUDA, 0). */
+PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *versioned,
+                          uintptr_t stream);
 /* Installs CudaTensor.__dlpack_c_exchange_api__ (cuda_xapi.c). */
 int ref_cuda_xapi_install(PyTypeObject *type);
+
+/* ---- cuda_consume.c -------------------------------------------------------------------- */
+PyObject *ref_cuda_from_dlpack(PyObject *module, PyObject *x);
 
 #endif /* DLCONFORM_REF_H */
