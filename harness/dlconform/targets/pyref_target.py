@@ -9,6 +9,7 @@ DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Device arrays are compact an
 with no views and no read-only form: those operations give None. Without a runtime it is
 unavailable, saying why.
 """
+from ._util import claims_cuda
 from .base import ReferenceTarget, TargetError, spec_name
 
 #: the devices a spec may name after `pyref@`
@@ -68,7 +69,7 @@ class PyrefTarget(ReferenceTarget):
     def from_dlpack(self, obj, **kw):
         """pyref@cuda takes a CUDA producer's memory with pyref.device_from_dlpack (read on
         pyref's current stream); everything else, and plain pyref, with pyref.from_dlpack."""
-        if self.cuda and not kw and _claims_cuda(obj):
+        if self.cuda and not kw and claims_cuda(obj):
             return self.pyref.device_from_dlpack(obj)
         return self.pyref.from_dlpack(obj, **kw)
 
@@ -109,18 +110,6 @@ class PyrefTarget(ReferenceTarget):
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.address
-
-
-def _claims_cuda(obj):
-    """Whether obj is a producer whose __dlpack_device__ names kDLCUDA (asked once more by the
-    import itself, as any consumer asks it first)."""
-    ask = getattr(obj, "__dlpack_device__", None)
-    if ask is None or not hasattr(obj, "__dlpack__"):
-        return False
-    try:
-        return tuple(ask())[0] == 2
-    except Exception:  # the import asks again and meets the same error
-        return False
 
 
 class CudaStreamDevice:

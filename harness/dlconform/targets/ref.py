@@ -5,12 +5,13 @@
 CUDA's stream semantics and offering an exchange table of the CUDA device) on the runtime
 kit.cuda finds, the simulated one when DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Its
 make() stays the host Tensor's (`device_tensors` is False: pyref@cuda's device arrays are the
-reference the host files' checks judge on the device). Without a runtime it is unavailable,
-saying why.
+reference the host files' checks judge on the device). As a consumer it imports CUDA producers
+with _ref.cuda_from_dlpack. Without a runtime it is unavailable, saying why.
 """
 import contextlib
 
 from . import _views
+from ._util import claims_cuda
 from .base import ReferenceTarget, TargetError, spec_name
 from .pyref_target import CudaStreamDevice
 from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
@@ -80,6 +81,14 @@ class RefTarget(ReferenceTarget):
             rt = self._runtime()
             out["cuda runtime"] = "%s%s" % (rt.path, " (simulated)" if rt.simulated else "") if rt else "none"
         return out
+
+    def from_dlpack(self, obj, **kw):
+        """ref@cuda takes a CUDA producer's memory with _ref.cuda_from_dlpack (read on ref's
+        current stream, or through the producer's exchange table on its current work
+        stream); everything else, and plain ref, with _ref.from_dlpack."""
+        if self.cuda and not kw and claims_cuda(obj) and self._runtime() is not None:
+            return self._ref.cuda_from_dlpack(obj)
+        return self._ref.from_dlpack(obj, **kw)
 
     def dtypes(self):
         if self._dtypes is None:
@@ -208,4 +217,5 @@ class RefCudaStreamDevice(CudaStreamDevice):
             self._ref.cuda_set_stream(before)
 
     def to_host(self, y):
-        raise TypeError("ref@cuda imports no CUDA tensors")
+        """The bytes of an import, read on its stream (where ref's consumer ordered them)."""
+        return self.runtime.read_on(y.stream, y.ptr, y.nbytes)
