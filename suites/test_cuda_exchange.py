@@ -1,13 +1,17 @@
 """XAPI on CUDA, observed: the C exchange table (`__dlpack_c_exchange_api__`) of a library's
 CUDA tensors, on a real (or simulated) CUDA device.
 
-`current_work_stream(kDLCUDA, id)` names the library's current stream, by default and inside a
-side-stream context of the library's own (XAPI-16). The `*_no_sync` functions do not
-synchronise (XAPI-14, XAPI-15, XAPI-17: "No stream sync"; XAPI-19: "the *_no_sync functions
-never sync streams", whose other half, consumers launching on current_work_stream, has no
-check): called on a tensor whose data is still pending behind slow work on its producer's
-stream, each returns with that work still pending, without a host-blocking call (the simulated
-runtime counts them) and with nothing enqueued on the current stream, a fresh non-blocking one.
+Producer: `current_work_stream(kDLCUDA, id)` names the library's current stream, by default and
+inside a side-stream context of the library's own (XAPI-16). The `*_no_sync` functions do not
+synchronise (XAPI-14, XAPI-15, XAPI-17: "No stream sync"; the first half of XAPI-19): called on
+a tensor whose data is still pending behind slow work on its producer's stream, each returns
+with that work still pending, without a host-blocking call (the simulated runtime counts them)
+and with nothing enqueued on the current stream, a fresh non-blocking one.
+
+Consumer (XAPI-19's second half): a consumer that imports through a producer's table asks
+current_work_stream and reads there; the producer (support.cuda.TableProducer) has its data
+pending on the stream it names, so what the consumer reads says whether it did.
+
 The table's other clauses are judged on the CPU (test_exchange_api.py).
 """
 import contextlib
@@ -17,7 +21,8 @@ import pytest
 from dlconform import kit
 from support import cuda as cu
 from support import dtypes as dty
-from support.marks import producer
+from support import attempts as tries
+from support.marks import consumer, producer
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
@@ -108,3 +113,34 @@ def test_cuda_no_sync_functions_leave_the_streams_alone(target, check, function,
     check.that(not enqueued, clause, "%s enqueued work on the current stream %s (a wait on the producer's stream?)"
                % (function, current))
     del out, arg, x
+
+
+# ---------------------------------------------------------------------------- consumer
+@consumer("XAPI-19")
+def test_cuda_consumer_reads_on_the_work_stream(target, check):
+    """from_dlpack of a producer whose exchange table hands out CUDA memory still pending on the
+    stream its current_work_stream names: a consumer that takes the table's no-sync route must
+    read there (ask current_work_stream, launch on it), so it reads the final data. A consumer
+    that takes __dlpack__ instead is judged by test_cuda_stream.py (unsupported here)."""
+    dev, rt = cu.device(target)
+    x = cu.pending_pyref_array(rt, 0x6B)
+    if x is None:
+        raise kit.Unsupported("pyref's device arrays are unavailable on this runtime")
+    p = cu.TableProducer(x)
+    try:
+        y, e = kit.attempt(lambda: target.from_dlpack(p))
+        if not p.handed_out:
+            raise kit.Unsupported("from_dlpack did not import through the exchange table (%s)"
+                                  % ("it called __dlpack__" if p.dlpack_calls else tries.describe_exc(e)
+                                     if e is not None else "it asked neither"))
+        if e is not None:  # a consumer may refuse device memory it cannot use (API-04)
+            raise kit.Unsupported("from_dlpack took the table's tensor, then raised %s" % tries.describe_exc(e))
+        asked = "it asked current_work_stream %s" % p.asked if p.asked else "it never asked current_work_stream"
+        if check.equal(dev.to_host(y), bytes([0x6B]) * cu.NBYTES, "XAPI-19",
+                       "what the consumer read of the table's tensor, its data pending on the producer's work stream "
+                       "(%s)" % asked):
+            check.record("XAPI-19", "pass", asked)
+    finally:
+        y = x = None
+        p.close()
+        tries.settle()

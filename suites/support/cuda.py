@@ -4,9 +4,10 @@ DLCONFORM_CUDART names), tensors whose data is still pending behind slow work, r
 stream, the library's side-stream context, and a producer over real device memory that
 records what a consumer asks of it."""
 import contextlib
+import ctypes
 
 from dlconform import kit
-from dlconform.kit import cuda
+from dlconform.kit import abi, cuda
 
 from .capsules import fields
 from .dtypes import safe_values
@@ -114,3 +115,69 @@ def as_dlpack_stream(raw):
     API's default stream, is the legacy default stream, 1; cudaStreamLegacy (1) and
     cudaStreamPerThread (2) are themselves."""
     return raw or 1
+
+
+_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+_WORK_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+_SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+_ALLOCATOR = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+                              _SET_ERROR)
+
+
+class TableProducer:
+    """A producer over real device memory that offers an exchange table on CUDA, for the
+    consumer's side of XAPI-19: `x` is a pyref device array whose data is pending on its own
+    stream. The table (on a type of this producer's own, XAPI-01, static for the process,
+    XAPI-05) hands out x's export without synchronising (managed_tensor_from_py_object_no_sync:
+    x.__dlpack__(stream=-1)), and current_work_stream names x's stream, where the data is
+    pending: a consumer that reads there (XAPI-19) reads the final data. The allocator fails
+    through SetError; to_py and dltensor_from are NULL (XAPI-11 allows the latter; the import
+    needs neither). __dlpack__ passes on to x: the route of a consumer that does not use the
+    table. Every call is recorded (`handed_out`, `asked`, `dlpack_calls`); close() lets x go."""
+
+    def __init__(self, x):
+        self.x, self.handed_out, self.asked, self.dlpack_calls = x, 0, [], []
+        holder = self._holder = [self]
+
+        def from_py(obj, out):
+            me = holder[0]
+            handle = kit.consume(me.x.__dlpack__(stream=-1, max_version=abi.DLPACK_VERSION))
+            handle.steal()  # the consumer owns it now, and calls its deleter
+            out[0] = handle.pointer
+            me.handed_out += 1
+            return 0
+
+        def work_stream(device_type, device_id, out):
+            me = holder[0]
+            me.asked.append((device_type, device_id))
+            out[0] = me.x.stream if (device_type, device_id) == (2, 0) else None
+            return 0
+
+        def allocator(prototype, out, ctx, set_error):
+            out[0] = None
+            if set_error:
+                set_error(ctx, b"BufferError", b"this producer allocates nothing")
+            return -1
+
+        functions = {"managed_tensor_allocator": _ALLOCATOR(allocator),
+                     "managed_tensor_from_py_object_no_sync": _FROM_PY(from_py),
+                     "current_work_stream": _WORK_STREAM(work_stream)}
+        table = abi.DLPackExchangeAPI(header=abi.DLPackExchangeAPIHeader(version=abi.DLPackVersion(1, 3)),
+                                      **{n: ctypes.cast(f, ctypes.c_void_p).value for n, f in functions.items()})
+        name = ctypes.create_string_buffer(b"dlpack_exchange_api")
+        kit.keep_forever((table, name, functions))  # a consumer may cache the table per type
+        capsule = abi.capsule_new(ctypes.addressof(table), ctypes.cast(name, ctypes.c_char_p),
+                                  ctypes.cast(None, abi.CapsuleDestructor))
+        self.__class__ = type("TableProducer", (TableProducer,), {"__dlpack_c_exchange_api__": capsule})
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, *args, **kw):
+        self.dlpack_calls.append(dict(kw, positional=args) if args else dict(kw))
+        return self.x.__dlpack__(*args, **kw)
+
+    def close(self):
+        """Lets go of x (the table's functions, kept for the process, hold only this)."""
+        self._holder[0] = None
+        self.x = None
