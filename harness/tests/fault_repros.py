@@ -119,9 +119,12 @@ def findings(runs):
             for r in records if r["verdict"] in FINDINGS]
 
 
-def marked_clauses(files=None):
-    """{FILE::NAME: the clauses its markers name} of the tests of the suites' `files` (default:
-    all), by a collection: the tests a `--clause` run selects."""
+def marked_clauses(files=None, cases=False):
+    """{FILE::NAME: the clauses its markers name, over all its cases} of the tests of the
+    suites' `files` (default: all), by a collection: the tests a `--clause` run selects.
+    cases=True: also FILE::NAME[PARAMS] of each case of a parametrized test, with that case's
+    own clauses (a parameter may carry its own clause mark: the case is run by that clause's
+    run alone)."""
     import pytest
     from dlconform.pytest_plugin import item_clauses
 
@@ -130,7 +133,10 @@ def marked_clauses(files=None):
     class Collector:
         def pytest_collection_modifyitems(self, items):
             for item in items:
-                found["%s::%s" % (os.path.basename(str(item.path)), item.originalname)] = set(item_clauses(item))
+                name, clauses = os.path.basename(str(item.path)), set(item_clauses(item))
+                found.setdefault("%s::%s" % (name, item.originalname), set()).update(clauses)
+                if cases and item.name != item.originalname:
+                    found["%s::%s" % (name, item.name)] = clauses
 
     suites = REPO / "suites"
     pytest.main(["-q", "--collect-only", "-p", "no:cacheprovider", "-p", "dlconform.pytest_plugin", "--dlc-target",

@@ -935,9 +935,10 @@ OBSERVE.update({
 })
 
 
-# ---- the exchange table of CudaTensor on the simulated CUDA runtime (ref@cuda): its four
-# functions called once each on a tensor whose data is pending, in a child (the runtime is
-# chosen at load); what the line says changes under each cuda_* fault
+# ---- CudaTensor on the simulated CUDA runtime (ref@cuda), in a child (the runtime is chosen at
+# load): its table's four functions called once each on a tensor whose data is pending, and
+# cuda_from_dlpack through a producer's table and through __dlpack__ in a stream context; what
+# the line says changes under each cuda_* fault
 _CUDA_TABLE = """
 from dlconform import _ref, kit
 from dlconform.kit import cuda
@@ -954,19 +955,37 @@ pending_after_from = not rt.idle(x.stream)
 rc2 = kit.xapi_dltensor_from(api, x, read=False)[0]
 rc3 = kit.xapi_to_py(api, handle)[0]
 print(rc, rc2, rc3, pending_after_from, rt.host_syncs() - before, rt.idle(side),
-      kit.xapi_current_stream(api, 2, 0)[1] == side)
+      kit.xapi_current_stream(api, 2, 0)[1] == side, end=" ")
+# the consumer: the stream an import through a producer's table reads on, and the one it names
+# to __dlpack__ inside the cuda_set_stream context
+from dlconform import pyref
+from support.cuda import TableProducer
+a = pyref.to_device(pyref.zeros((4,), "float32"))
+named = []
+class Named:
+    def __dlpack_device__(self):
+        return a.__dlpack_device__()
+    def __dlpack__(self, **kw):
+        named.append(kw["stream"])
+        return a.__dlpack__(**kw)
+print(_ref.cuda_from_dlpack(TableProducer(a)).stream == a.stream, _ref.cuda_from_dlpack(Named()) is not None,
+      named == [side])
 """
 
 
 def _cuda_table():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DLCONFORM_REF_FAULT": _ref.fault() or "",
+    from dlconform import SUITES_DIR  # support.cuda's TableProducer
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path + [SUITES_DIR]),
+           "DLCONFORM_REF_FAULT": _ref.fault() or "",
            "DLCONFORM_CUDART": str(Path(__file__).resolve().parents[2] / "build" / "cuda" / "sim" / "libcudart.so")}
     p = subprocess.run([sys.executable, "-c", _CUDA_TABLE], capture_output=True, text=True, env=env)
     return p.returncode, p.stdout.strip()
 
 
-OBSERVE.update({name: _cuda_table for name in ("cuda_work_stream_ignores_context", "cuda_from_py_synchronizes",
-                                               "cuda_dltensor_from_waits", "cuda_to_py_synchronizes")})
+OBSERVE.update({name: _cuda_table for name in (
+    "cuda_work_stream_ignores_context", "cuda_from_py_synchronizes", "cuda_dltensor_from_waits",
+    "cuda_to_py_synchronizes", "cuda_consumer_ignores_work_stream", "cuda_consumer_ignores_context")})
 
 
 def test_fault_table():
@@ -1037,4 +1056,4 @@ OBSERVE.update({
 def test_cuda_table_clean_line():
     """The line _CUDA_TABLE prints for clean ref: every call succeeds, the data stays pending,
     nothing blocked the host or went onto the current stream, which current_work_stream names."""
-    assert _cuda_table() == (0, "0 0 0 True 0 True True")
+    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True")
