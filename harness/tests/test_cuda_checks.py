@@ -125,7 +125,7 @@ def test_reference_at_cuda_specs_compose():
     assert loader.construction("ref@cuda:fault=cuda_to_py_synchronizes")[1] == \
         "RefTarget(device='cuda', fault='cuda_to_py_synchronizes')"
     assert loader.quick_check("pyref@cuda") is None and loader.quick_check("ref@cuda") is None
-    assert "cannot import" in loader.quick_check("pyref@gpu")
+    assert loader.quick_check("pyref@gpu") == "pyref has no device 'gpu' (its devices: cuda)"
 
 
 def test_clean_pyref_at_cuda_passes_every_check(sim, tmp_path):

@@ -1,6 +1,7 @@
 """Target adapters, the spec loader, and the recording producer."""
 import importlib.util
 import os
+import subprocess
 import sys
 
 import pytest
@@ -58,6 +59,23 @@ def test_bad_ref_specs():
     if HAVE_REF:
         with pytest.raises(TargetError, match="unknown ref fault 'no_such_fault'"):
             loader.load("ref:fault=no_such_fault")
+
+
+def test_a_bad_builtin_spec_is_one_line_not_an_internal_error(tmp_path):
+    """A built-in name with a bad option or a device it lacks is the spec's fault, said in one
+    line before anything imports (it was `dlconform: internal error: TargetError` with a
+    traceback file, or a module named 'torch@gpu' that cannot be imported)."""
+    assert loader.quick_check("ref:bogus=1").startswith("bad ref spec 'ref:bogus=1'")
+    assert loader.quick_check("torch@gpu") == "torch has no device 'gpu' (its devices: cuda)"
+    assert loader.quick_check("numpy@cuda").startswith("numpy has no device 'cuda' (built-in targets with a device: ")
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--target", "ref:bogus=1", "--target",
+                        "ref@gpu", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert p.returncode == 2 and "internal error" not in p.stderr, p.stderr
+    assert p.stderr.splitlines() == ["dlconform: target 'ref:bogus=1': bad ref spec 'ref:bogus=1' (expected ref, "
+                                     "ref:fault=NAME or ref:fault=NAME,role=producer|consumer)",
+                                     "dlconform: target 'ref@gpu': ref has no device 'gpu' (its devices: cuda)",
+                                     "dlconform: error: no target can be run"]
 
 
 def test_probe_runs_in_a_subprocess():

@@ -62,9 +62,13 @@ def _split(spec):
     name, at, device = name.partition("@")
     if name in DEVICE_ONLY and not at:
         return None, None  # plain `jax`, `cupy`: the generic target
-    if (name not in BUILTIN and name not in DEVICE_ONLY) or (rest and name not in WITH_FAULTS) or (
-            at and device not in DEVICES.get(name, ())):
+    if (name not in BUILTIN and name not in DEVICE_ONLY) or (rest and name not in WITH_FAULTS):
         return None, None
+    if at and device not in DEVICES.get(name, ()):
+        raise TargetError("%s has no device %r (%s)" % (
+            name, device, "its devices: " + ", ".join(DEVICES[name]) if name in DEVICES else
+            "built-in targets with a device: " + ", ".join("%s@%s" % (n, d) for n in sorted(DEVICES)
+                                                            for d in DEVICES[n])))
     options = {"device": device} if at else {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
@@ -211,7 +215,11 @@ def quick_check(spec, python=None):
     """A reason when spec certainly cannot load (decided without importing), else None."""
     if python not in (None, sys.executable):
         return None
-    if _split(spec)[0] is not None or ":" in spec:
+    try:
+        builtin = _split(spec)[0] is not None
+    except TargetError as e:  # a built-in spec with a bad option or device: its own line
+        return str(e)
+    if builtin or ":" in spec:
         mod = BUILTIN[spec][2] if spec in BUILTIN else None
         return None if mod is None else _not_found(mod, mod)
     return _not_found(spec.split(".")[0], spec)
