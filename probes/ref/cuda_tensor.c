@@ -104,33 +104,32 @@ static PyObject *CudaTensor_new(PyTypeObject *type, PyObject *args, PyObject *kw
     PyErr_SetString(PyExc_ValueError, "CudaTensor holds whole-byte element types only");
     goto done;
   }
-  if (ref_cuda_check(ref_cuda.StreamCreateWithFlags(&stream, 0x01 /* NonBlocking */),
-                     "cudaStreamCreateWithFlags") < 0)
-    goto done;
-  /* the memory comes after the shape is known: a temporary empty buffer first */
-  ref_buf *none = ref_cuda_buf_alloc(0);
-  if (!none || !(t = ref_cuda_tensor_over(none, dt, ndim, shape, (uintptr_t)stream, 1))) {
-    if (!none) PyErr_NoMemory();
-    ref_cuda.StreamDestroy(stream);
+  DLTensor want = {NULL, {kDLCUDA, 0}, ndim, dt, shape, NULL, 0}; /* NULL strides: row-major */
+  dlc_extent e = dlc_extent_of(&want);
+  uint64_t nbytes = e.zero_size ? 0 : (uint64_t)e.hi;
+  if (e.status != DLC_EXTENT_OK) {
+    PyErr_SetString(PyExc_ValueError, "shape has a negative extent or overflows");
     goto done;
   }
-  if ((uint64_t)data.len != t->nbytes) {
+  if ((uint64_t)data.len != nbytes) {
     PyErr_Format(PyExc_ValueError, "data has %zd bytes; dtype and shape need %llu", data.len,
-                 (unsigned long long)t->nbytes);
-    Py_CLEAR(t);
+                 (unsigned long long)nbytes);
     goto done;
   }
-  ref_buf *mem = ref_cuda_buf_alloc((size_t)t->nbytes);
+  ref_buf *mem = ref_cuda_buf_alloc((size_t)nbytes);
   if (!mem) {
     PyErr_SetString(PyExc_MemoryError, "cudaMalloc failed");
-    Py_CLEAR(t);
     goto done;
   }
-  ref_buf_decref(t->buf);
-  t->buf = mem;
-  if (t->nbytes && ref_cuda_check(ref_cuda.Memcpy((void *)mem->lo, data.buf, (size_t)t->nbytes,
-                                                  REF_CUDA_H2D), "cudaMemcpy") < 0)
-    Py_CLEAR(t);
+  if ((nbytes && ref_cuda_check(ref_cuda.Memcpy((void *)mem->lo, data.buf, (size_t)nbytes,
+                                                REF_CUDA_H2D), "cudaMemcpy") < 0) ||
+      ref_cuda_check(ref_cuda.StreamCreateWithFlags(&stream, 0x01 /* NonBlocking */),
+                     "cudaStreamCreateWithFlags") < 0) {
+    ref_buf_decref(mem);
+    goto done;
+  }
+  if (!(t = ref_cuda_tensor_over(mem, dt, ndim, shape, (uintptr_t)stream, 1)))
+    ref_cuda.StreamDestroy(stream); /* ref_cuda_tensor_over dropped mem */
 done:
   PyBuffer_Release(&data);
   return (PyObject *)t;

@@ -53,7 +53,7 @@ class RefTarget(ReferenceTarget):
             self.device = (2, 0)
             name = name or spec_name("ref@cuda", fault, role)
         super().__init__(self._ref, getattr(self._ref, "FAULTS", {}), name, fault, role)
-        self._dtypes = None
+        self._dtypes = self._bound = None
 
     def _runtime(self):
         """ref@cuda: kit.cuda's runtime, bound into _ref (its functions' addresses) so that the
@@ -61,8 +61,9 @@ class RefTarget(ReferenceTarget):
         from ..kit import cuda
 
         rt = cuda.runtime()
-        if rt is not None:
+        if rt is not None and self._bound is not rt:  # once per runtime, not per import
             self._ref.cuda_bind(cuda.addresses(rt, self._ref.CUDA_FUNCTIONS))
+            self._bound = rt
         return rt
 
     def available(self):
