@@ -111,9 +111,10 @@ _PASSTHROUGH = {
     "fuzz-ci": "fuzz a consumer or producer for a set time, triage, reproducers (make fuzz-ci; fuzz/README.md)",
     "fuzz-repro": "the Python reproducer script of one fuzz input",
     "report": "one Markdown bug report per finding, with a reproducer that needs no dlconform",
+    "recheck": "run every finding's reproducer again and say which still reproduce",
 }
 _PASSTHROUGH_MODULES = {"matrix": ".matrix.run", "fuzz-ci": ".fuzz.ci", "fuzz-repro": ".fuzz.repro",
-                        "report": ".report.bugreport"}
+                        "report": ".report.bugreport", "recheck": ".recheck"}
 
 
 def _positive(text):

@@ -66,6 +66,24 @@ def header_env(text):
     return out
 
 
+#: what a crash's reproducer sets in its run line: Python's own allocator (pymalloc) hands
+#: small blocks out of its arenas unchecked, so a double free or a write past a block there
+#: kills the process only later, if ever (in the suite, at an allocation of the next test; in a
+#: script, often never); on glibc's allocator its checks abort where the damage is done
+CRASH_ENV = {"PYTHONMALLOC": "malloc"}
+
+
+def with_env(text, env):
+    """The script `text` with the NAME=value assignments of `env` in its run line (those it
+    sets already stay as they are)."""
+    first, nl, rest = text.partition("\n")
+    if not first.startswith(RUN_PREFIX):
+        return text
+    have = header_env(text)
+    extra = "".join("%s=%s " % (k, shlex.quote(str(v))) for k, v in sorted(env.items()) if k not in have)
+    return RUN_PREFIX + extra + first[len(RUN_PREFIX):] + nl + rest
+
+
 def bytes_literal(data):
     """A Python expression for `data` that stays short in a script."""
     data = bytes(data)

@@ -509,12 +509,14 @@ class Runner:
         return self._emit(run, Record.session(run.spec, test, verdict, message, evidence=evidence,
                                               repro=_repro.run_command(run.spec, self.clause or SESSION)))
 
-    def _lost_repro(self, run, clause, current):
-        """The test's own snippet when it streamed one before dying, then how to rerun it."""
+    def _lost_repro(self, run, clause, current, verdict):
+        """The test's own snippet when it streamed one before dying, then how to rerun it. A
+        crash's snippet runs on the C allocator (repro.CRASH_ENV)."""
         rerun = _repro.run_command(run.spec, clause, current.test) + "\n" + self._in_process_command(run, current)
         if not current.repro:
             return rerun
-        return current.repro + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
+        text = _repro.with_env(current.repro, _repro.CRASH_ENV) if verdict == "crash" else current.repro
+        return text + "# rerun the check:\n" + "".join("# " + line + "\n" for line in rerun.splitlines())
 
     def _in_process_command(self, run, current):
         """The dead test alone under plain pytest, in this process (to run under a debugger: the
@@ -539,7 +541,8 @@ class Runner:
                 continue
             self._emit(run, Record(
                 target=run.spec, clause=clause, role=current.role, verdict=verdict, message=message,
-                test=current.test, duration=elapsed, evidence=evidence, repro=self._lost_repro(run, clause, current),
+                test=current.test, duration=elapsed, evidence=evidence,
+                repro=self._lost_repro(run, clause, current, verdict),
                 input=input_kind if input_kind != "valid" else None, catalogue=self.catalogue))
 
     def _record_stop(self, run, att, reason, evidence):

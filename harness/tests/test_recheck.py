@@ -1,0 +1,153 @@
+"""`dlconform recheck`: every finding's reproducer run again, outside the suite, judged by what
+it did: the classification on scripts that do each thing a reproducer can do, then on real
+findings of ref's faults (reproduced; with the fault off, not reproduced), standalone, and a
+crash whose script runs on the C allocator so that it dies where the suite saw it die."""
+import fnmatch
+import json
+import subprocess
+import sys
+
+import pytest
+
+import fault_repros as fr
+from dlconform import recheck, repro
+from dlconform.report import bugreport
+from fakes import have_ref
+
+needs_ref = pytest.mark.skipif(not have_ref(), reason="needs the built C extensions (make build)")
+
+
+def _script(body, env=""):
+    return "# run: %s%s repro.py\nimport os, signal, sys, time\n%s\n" % (env, sys.executable, body)
+
+
+def _record(test, verdict, repro_text, clause="LAY-05", target="lib"):
+    return {"target": target, "clause": clause, "test": test, "verdict": verdict, "role": "producer",
+            "message": "", "repro": repro_text}
+
+
+def _results(tmp_path, records):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema": "dlconform-results/1", "results": records}))
+    return path
+
+
+def _recheck(*args):
+    return subprocess.run([sys.executable, "-m", "dlconform", "recheck", *map(str, args)], env=fr._env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+SHOWN = [  # (verdict of the finding, what its script does, what recheck says)
+    ("fail", 'print("REPRODUCED LAY-05: strides in bytes"); sys.exit(1)', "reproduced"),
+    ("warn", 'print("REPRODUCED LAY-05: a departure"); sys.exit(1)', "reproduced"),
+    ("crash", "os.kill(os.getpid(), signal.SIGSEGV)", "reproduced"),
+    ("timeout", "time.sleep(60)", "reproduced"),
+    ("fail", "os.kill(os.getpid(), signal.SIGABRT)", "reproduced as died"),
+    ("crash", 'print("REPRODUCED LAY-05: a finding, no death"); sys.exit(1)', "reproduced as finding"),
+    ("fail", 'print("not reproduced: the check of every clause passes")', "not reproduced"),
+    ("fail", 'print("UNSUPPORTED: no read-only tensors")', "not reproduced"),
+    ("fail", 'print("UNDETERMINED LAY-05"); sys.exit(3)', "not reproduced"),
+    ("fail", 'raise ImportError("no module named lib")', "broken"),
+    ("fail", "sys.exit(1)", "broken"),  # exit 1 without the line: a traceback, not the finding
+]
+
+
+def test_each_outcome_of_a_reproducer_is_told_apart(tmp_path):
+    records = [_record("test_x.py::test_%d" % i, verdict, _script(body)) for i, (verdict, body, _) in enumerate(SHOWN)]
+    records.append(_record("test_x.py::test_env", "fail", _script(
+        'print("REPRODUCED LAY-05: %s" % os.environ["LIB_MODE"]); sys.exit(1)', env="LIB_MODE=broken ")))
+    records.append(_record("test_x.py::test_pass", "pass", _script("sys.exit(1)")))  # not a finding: not run
+    p = _recheck("--results", _results(tmp_path, records), "--timeout", 2, "--out", tmp_path / "out")
+    doc = json.loads((tmp_path / "out" / "recheck.json").read_text())
+    got = {f["test"]: f for f in doc["findings"]}
+    assert len(got) == len(SHOWN) + 1, p.stdout
+    for i, (verdict, body, expected) in enumerate(SHOWN):
+        assert got["test_x.py::test_%d" % i]["recheck"] == expected, (body, got["test_x.py::test_%d" % i])
+    assert got["test_x.py::test_env"]["detail"] == "REPRODUCED LAY-05: broken"  # the run line's assignment
+    assert "exit 1: ImportError: no module named lib" in got["test_x.py::test_9"]["detail"]
+    assert p.returncode == 2, p.stdout + p.stderr  # a broken reproducer is dlconform's error
+    assert "%d findings: 7 reproduced, 3 not reproduced, 2 broken" % (len(SHOWN) + 1) in p.stdout
+    md = (tmp_path / "out" / "recheck.md").read_text()
+    assert "| reproduced as died | lib | LAY-05 | test_x.py::test_4 | fail | died: killed by SIGABRT" in md
+    assert (tmp_path / "out" / "runs").is_dir()
+
+
+def test_exit_status_says_whether_all_reproduced(tmp_path):
+    ok = _record("t::a", "fail", _script('print("REPRODUCED LAY-05: x"); sys.exit(1)'))
+    fixed = _record("t::b", "fail", _script("pass"))
+    p = _recheck("--results", _results(tmp_path, [ok]))
+    assert p.returncode == 0 and "1 findings: 1 reproduced" in p.stdout
+    p = _recheck("--results", _results(tmp_path, [ok, fixed]))
+    assert p.returncode == 1 and "1 not reproduced" in p.stdout
+    p = _recheck("--results", _results(tmp_path, [ok, fixed]), "--clause", "CAP-*")
+    assert p.returncode == 0 and "no findings of the selection" in p.stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--results", "/nonexistent/results.json"], "cannot read findings from /nonexistent/results.json"),
+    (["--target", "nolib"], "has no target 'nolib' (its targets: lib)"),
+    (["--timeout", "0"], "--timeout and --jobs must be positive"),
+    (["--jobs", "x"], "invalid int value"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
+    path = _results(tmp_path, [_record("t::a", "fail", _script("pass"))])
+    p = _recheck(*(["--results", path] if "--results" not in args else []), *args)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@needs_ref
+def test_findings_of_a_fault_reproduce_and_stop_once_it_is_fixed(tmp_path):
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "ref:fault=readonly_unflagged", "--clause",
+                    "FLG-02", "--out", run, "-q"], env=fr._env(), capture_output=True, timeout=300)
+    results = run / "results.json"
+    p = _recheck("--results", results, "--out", tmp_path / "again")
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads((tmp_path / "again" / "recheck.json").read_text())
+    assert doc["findings"] and all(f["recheck"] == "reproduced" for f in doc["findings"])
+    assert all(f["detail"].startswith("REPRODUCED FLG-02: ") for f in doc["findings"])
+    p = _recheck("--results", results, "--standalone")  # the bug reports' scripts, dlconform not importable
+    assert p.returncode == 0 and "0 not reproduced, 0 broken" in p.stdout, p.stdout
+    fixed = json.loads(results.read_text())
+    for r in fixed["results"]:  # the library fixed: the same scripts against ref without the fault
+        r["repro"] = r.get("repro", "").replace("fault='readonly_unflagged'", "fault=None")
+    p = _recheck("--results", _results(tmp_path, fixed["results"]))
+    assert p.returncode == 1 and "%d not reproduced" % len(doc["findings"]) in p.stdout, p.stdout
+
+
+@needs_ref
+def test_a_crash_reproducer_dies_where_the_suite_saw_it_die(tmp_path):
+    """ref's consumer calling numpy's deleter twice frees numpy's managed struct twice: in the
+    suite the process dies at a later allocation; its script, on the C allocator
+    (repro.CRASH_ENV), dies at the double free instead of running through."""
+    pytest.importorskip("numpy")
+    run = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "ref:fault=consumer_double_delete",
+                    "--tests", "test_interop.py", "--clause", "LAY-11", "--out", run, "-q"],
+                   env=fr._env(), capture_output=True, timeout=300)
+    records = json.loads((run / "results.json").read_text())["results"]
+    numpy = "test_interop.py::test_interop_round_trip[[]numpy-*"  # not a death between tests (<before ...>)
+    crashes = [r for r in records if r["verdict"] == "crash" and fnmatch.fnmatchcase(r["test"], numpy)]
+    assert crashes, [(r["test"], r["verdict"]) for r in records]
+    assert all(r["repro"].startswith(repro.RUN_PREFIX + "PYTHONMALLOC=malloc ") for r in crashes)
+    p = _recheck("--results", run / "results.json", "--test", numpy, "--out", tmp_path / "again")
+    doc = json.loads((tmp_path / "again" / "recheck.json").read_text())
+    found = {(r["clause"], r["test"]) for r in records if r["verdict"] in bugreport.FINDINGS}
+    assert len(doc["findings"]) == len({(c, t) for c, t in found if fnmatch.fnmatchcase(t, numpy)})
+    assert all(f["recheck"] == "reproduced" and f["seen"] == "died" for f in doc["findings"]), doc["findings"]
+    assert p.returncode == 0, p.stdout
+
+
+def test_with_env_adds_to_the_run_line_only_what_it_lacks():
+    text = "# run: A=1 PYTHONPATH=x python3 repro.py\nprint(1)\n"
+    assert repro.with_env(text, {"A": "2", "B": "two words"}) == \
+        "# run: B='two words' A=1 PYTHONPATH=x python3 repro.py\nprint(1)\n"
+    assert repro.header_env(repro.with_env(text, repro.CRASH_ENV)) == {"A": "1", "PYTHONMALLOC": "malloc"}
+    assert repro.with_env("python3 -m dlconform run", {"A": "1"}) == "python3 -m dlconform run"
+
+
+def test_outcome_counts_and_status():
+    class F:
+        verdict = "fail"
+    outs = [recheck.Outcome(F, "finding", "", 0), recheck.Outcome(F, "passed", "", 0)]
+    assert recheck.counts(outs) == {"reproduced": 1, "not reproduced": 1} and recheck.exit_status(outs) == 1
