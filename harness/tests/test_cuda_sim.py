@@ -206,3 +206,65 @@ def test_importing_the_kit_loads_no_cuda_runtime():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "harness"))
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def _search(tmp_path, code, site=None):
+    """Runs `code` after `from dlconform.kit import cuda` in a fresh interpreter with ENV unset
+    (the kit searches as on a user's machine), `site` on its sys.path."""
+    if not os.path.exists(SIM):
+        pytest.skip("no simulated runtime: run `make build` first")
+    env = {k: v for k, v in os.environ.items() if k != cuda.ENV}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "harness")] + ([str(site)] if site else []))
+    proc = subprocess.run([sys.executable, "-c", "from dlconform.kit import cuda\n" + code], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+#: a library under test loading a runtime (by its full path), then the kit's search
+_LOAD_THEN_SEARCH = "import ctypes\nctypes.CDLL(%r)\nrt = cuda.runtime()\nprint(rt.path if rt else cuda.why_not())"
+
+
+def _copy_sim(folder, name):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(str(folder), name)
+    shutil.copy(SIM, path)
+    return path
+
+
+def test_a_runtime_a_library_loaded_is_the_one_used(tmp_path):
+    """torch loads its libcudart by its RPATH, jax's plugin by its full path: on no loader path.
+    The kit takes the one in the process (its path in /proc/self/maps), not a second copy."""
+    theirs = _copy_sim(tmp_path / "site-packages" / "lib", "libcudart.so.12")
+    out = _search(tmp_path, _LOAD_THEN_SEARCH % theirs)
+    assert out.strip() == theirs
+
+
+def test_a_runtime_from_pip_wheels_is_found_on_sys_path(tmp_path):
+    """A machine whose CUDA came with wheels: nvidia/cu13/lib/libcudart.so.13 under sys.path."""
+    site = tmp_path / "site"
+    wheel = _copy_sim(site / "nvidia" / "cu13" / "lib", "libcudart.so.13")
+    out = _search(tmp_path, "rt = cuda.runtime()\nprint(wheel in cuda.candidates(), rt.path if rt else cuda.why_not())"
+                  .replace("wheel", repr(wheel)), site=site)
+    assert out.split() == ["True", wheel]
+
+
+def test_a_candidate_that_is_no_runtime_does_not_end_the_search(tmp_path):
+    """A libcudart.so.13 that cannot serve (not a runtime here; a driver too old for it on a
+    GPU machine) is passed over for the next: the wheel's."""
+    site = tmp_path / "site"
+    wheel = _copy_sim(site / "nvidia" / "cuda_runtime" / "lib", "libcudart.so.12")
+    bogus = os.path.join(str(tmp_path), "libcudart.so.13")
+    shutil.copy(_libm(), bogus)
+    out = _search(tmp_path, _LOAD_THEN_SEARCH % bogus, site=site)
+    assert out.strip() == wheel
+
+
+def _libm():
+    import ctypes.util
+
+    name = ctypes.util.find_library("m")
+    for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"):
+        if name and os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    pytest.skip("no libm to stand for a library that is no CUDA runtime")

@@ -29,11 +29,17 @@ NON_BLOCKING = 0x01  # cudaStreamNonBlocking
 DISABLE_TIMING = 0x02  # cudaEventDisableTiming
 NOT_READY = 600  # cudaErrorNotReady: a query's "still pending"
 #: the names the system's runtime is looked for by when ENV is unset, versioned first: dlopen
-#: matches a loaded library by its SONAME, so a runtime a library under test already loaded
-#: (torch's own libcudart.so.13, say) is the one used, not a second copy
+#: matches a loaded library by its SONAME (after the runtimes already loaded, _loaded())
 SYSTEM_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+#: where pip's CUDA wheels keep the runtime, under a folder of sys.path: nvidia-cuda-runtime
+#: for CUDA 13 (nvidia/cu13/lib) and CUDA 12 (nvidia/cuda_runtime/lib). A machine whose CUDA
+#: came with torch, jax or cupy wheels has no other: it is on no loader path, torch reaches it
+#: by its RPATH, jax's plugin by its full path, and cupy links the runtime statically
+WHEEL_FILES = (os.path.join("nvidia", "cu13", "lib", "libcudart.so.13"),
+               os.path.join("nvidia", "cuda_runtime", "lib", "libcudart.so.12"),
+               os.path.join("nvidia", "cuda_runtime", "lib", "libcudart.so.13"))
 #: where a CUDA toolkit keeps its runtime when the dynamic loader's path does not name it (a
-#: GPU machine's /usr/local/cuda/lib64 is often absent from ld.so.conf): tried after SYSTEM_NAMES
+#: GPU machine's /usr/local/cuda/lib64 is often absent from ld.so.conf): tried last
 TOOLKIT_DIRS = tuple(os.path.join(d, "lib64") for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
                                                      "/usr/local/cuda") if d)
 _HERE = os.path.dirname(os.path.abspath(__file__)) if os.path.isfile(__file__) else None
@@ -274,30 +280,63 @@ def load(wrap):
         return _CACHE[wrap, choice]
 
 
+def _loaded():
+    """The paths of the CUDA runtimes this process has loaded already (a library under test's:
+    torch's, jax's), from /proc/self/maps: the kit uses the same one, not a second copy."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            found = [line.split(None, 5)[-1].strip() for line in f if "/libcudart.so" in line]
+    except OSError:
+        return ()
+    return tuple(dict.fromkeys(p for p in found if os.path.isabs(p) and os.path.exists(p)))
+
+
+def _wheels():
+    import sys
+
+    return tuple(os.path.join(d, f) for d in sys.path if d and os.path.isdir(os.path.join(d, "nvidia"))
+                 for f in WHEEL_FILES if os.path.exists(os.path.join(d, f)))
+
+
+def candidates():
+    """The libraries tried, in order, when ENV is unset: the runtimes loaded already, the
+    loader's SYSTEM_NAMES, pip's wheels (WHEEL_FILES), the toolkits' (TOOLKIT_DIRS)."""
+    toolkits = tuple(os.path.join(d, n) for d in TOOLKIT_DIRS for n in SYSTEM_NAMES
+                     if os.path.exists(os.path.join(d, n)))
+    return tuple(dict.fromkeys(_loaded() + SYSTEM_NAMES + _wheels() + toolkits))
+
+
 def _open(choice, wrap):
-    if choice:
-        candidates, where = (choice,), "%s=%s" % (ENV, choice)
-    else:
-        candidates = SYSTEM_NAMES + tuple(os.path.join(d, n) for d in TOOLKIT_DIRS for n in SYSTEM_NAMES
-                                          if os.path.exists(os.path.join(d, n)))
-        where = "the system's libcudart"
-    errors = []
-    for name in candidates:
+    """The first candidate that loads, is a runtime and counts a device; one that fails says
+    why and the next is tried (a libcudart.so.13 on a driver too old for it, say, before the
+    .12 a library loaded)."""
+    names = (choice,) if choice else candidates()
+    where = "%s=%s" % (ENV, choice) if choice else "the system's libcudart"
+    unloadable, unusable, seen = [], [], set()
+    for name in names:
         try:
             lib = ctypes.CDLL(name)
         except OSError as e:
-            errors.append(str(e))
+            unloadable.append(str(e))
             continue
+        if lib._handle in seen:  # another name of a library tried already (a symlink, its SONAME)
+            continue
+        seen.add(lib._handle)
         try:
             rt = wrap(lib, name)
         except CudaError as e:
-            return None, "no CUDA device: %s says %s" % (where, e)
+            unusable.append("no CUDA device: %s says %s" % (name if not choice else where, e))
+            continue
         except AttributeError as e:
-            return None, "%s is not a CUDA runtime: %s" % (where, e)
+            unusable.append("%s is not a CUDA runtime: %s" % (name if not choice else where, e))
+            continue
         if rt.devices < 1:
-            return None, "no CUDA device: %s counts 0 devices" % where
+            unusable.append("no CUDA device: %s counts 0 devices" % (name if not choice else where))
+            continue
         return rt, None
-    return None, "no CUDA runtime: %s cannot be loaded (%s)" % (where, "; ".join(errors))
+    if unusable:
+        return None, "; ".join(unusable)
+    return None, "no CUDA runtime: %s cannot be loaded (%s)" % (where, "; ".join(unloadable))
 
 
 def _resolve():

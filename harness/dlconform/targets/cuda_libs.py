@@ -107,16 +107,27 @@ class CupyStreamDevice(CudaStreamDevice):
     def __init__(self, target, runtime):
         self._cupy, self.runtime = target.module, runtime
         self.name = "cupy %s arrays on CUDA" % target.version()
+        #: every side stream made, alive as long as the device: cupy destroys a Stream when it
+        #: is collected, and its memory pool files freed blocks by stream handle, which the
+        #: driver may hand to the next stream while the checks' slow work still runs on it
+        self._streams = []
 
     def _dlpack_stream(self, stream):
         """DLPack's int for a cupy stream: its handle, 1 for the legacy default (null) stream."""
         return stream.ptr or self.LEGACY
 
     def make(self, dtype, shape, values):
-        return self._cupy.asarray(_host(dtype, shape, values))
+        """cupy's array of the values, copied on cupy's current stream, which the array
+        remembers as its producer stream."""
+        x = self._cupy.asarray(_host(dtype, shape, values))
+        x._dlc_stream = self.current_stream()
+        return x
 
     def producer_stream(self, x):
-        return self._dlpack_stream(self._cupy.cuda.get_current_stream())
+        """The stream x was produced on (cupy's current stream when make() made it), the one
+        cupy's export makes the consumer's wait on while it is still current."""
+        stream = getattr(x, "_dlc_stream", None)
+        return stream if stream is not None else self.current_stream()
 
     def memory(self, x):
         return x.data.ptr, x.nbytes
@@ -127,6 +138,7 @@ class CupyStreamDevice(CudaStreamDevice):
     def side_stream(self):
         """(a context manager making a new non-blocking cupy stream current, its DLPack int)."""
         s = self._cupy.cuda.Stream(non_blocking=True)
+        self._streams.append(s)
         return s, s.ptr
 
     def to_host(self, y):
@@ -169,8 +181,21 @@ class JaxTarget(_DeviceOnlyTarget):
         out = super().versions()
         gpu = self._gpu()
         out["jax device"] = str(gpu) if gpu is not None else "none"
-        out["jax_enable_x64"] = str(bool(self.module.config.read("jax_enable_x64")))
+        out["jax_enable_x64"] = str(self.x64())
         return out
+
+    def x64(self):
+        """jax_enable_x64 (64-bit types), read as the config's property: `config.read` of it
+        stays only until jax's users of the old flag are fixed."""
+        try:
+            return bool(getattr(self.module.config, "jax_enable_x64"))
+        except Exception:  # a jax whose config has no such property: say so, do not fail the run
+            return "unknown"
+
+    def _runtime_or_why(self):
+        """jax's CUDA plugin loads its runtime when the backend starts: start it first."""
+        self._gpu()
+        return super()._runtime_or_why()
 
     def stream_device(self):
         rt, _ = self._runtime_or_why()
@@ -210,30 +235,37 @@ class JaxStreamDevice(CudaStreamDevice):
 
         return numpy.asarray(y).tobytes()
 
-    def _program(self):
-        """A jitted f(pattern) -> float32 array of shape (64, 64) whose bytes are all `pattern`
-        once ROUNDS products of SIDE x SIDE matrices have run before it."""
+    def _program(self, shape):
+        """A jitted f(a, pattern) -> float32 array of `shape` whose bytes are all `pattern` once
+        ROUNDS products of the SIDE x SIDE matrix `a` have run before it. `a` is an argument,
+        made once on the GPU, not a constant XLA could fold the products of."""
         if self._slow is None:
+            import numpy
+
             jax = self._jax
             jnp, lax = jax.numpy, jax.lax
-            side, rounds = self.SIDE, self.ROUNDS
+            rounds = self.ROUNDS
 
-            def slow(pattern, shape=(64, 64)):
-                a = jnp.full((side, side), 1e-3, jnp.float32)
+            def slow(a, pattern, shape):
                 a = lax.fori_loop(0, rounds, lambda i, m: jnp.tanh(m @ m), a)
                 done = jnp.isfinite(a[0, 0])  # always true (tanh is bounded): an unfoldable dependency
                 byte = jnp.where(done, pattern, pattern ^ 0xFF).astype(jnp.uint8)
                 return lax.bitcast_convert_type(jnp.full(shape + (4,), byte, jnp.uint8), jnp.float32)
 
             self._slow = jax.jit(slow, static_argnames=("shape",))
-            self._slow(0).block_until_ready()  # compiled once, before any timing matters
+            self._a = jax.device_put(numpy.full((self.SIDE, self.SIDE), 1e-3, numpy.float32), self._gpu)
+            self._compiled = set()
+        if shape not in self._compiled:  # compiled per shape (a static argument) before any timing matters
+            self._slow(self._a, 0, shape=shape).block_until_ready()
+            self._compiled.add(shape)
         return self._slow
 
     def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
         if dtype != "float32":
             raise TargetError("jax@cuda's slow pattern is float32 only")
+        shape = tuple(shape)
         with self._jax.default_device(self._gpu):
-            return self._program()(pattern, shape=tuple(shape))
+            return self._program(shape)(self._a, pattern, shape=shape)
 
     def pending(self, runtime, x):
         return not x.is_ready()

@@ -24,12 +24,19 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         return stream.cuda_stream or self.LEGACY
 
     def make(self, dtype, shape, values):
-        """A tensor on cuda:0 with the values, copied there by torch."""
-        return self._target.make(dtype, shape, values).to("cuda:0")
+        """A tensor on cuda:0 with the values, copied there by torch on its current stream,
+        which the tensor remembers as its producer stream."""
+        x = self._target.make(dtype, shape, values).to("cuda:0")
+        x._dlc_stream = self.current_stream()
+        return x
 
     def producer_stream(self, x):
-        """The stream torch's export makes the consumer's wait on: its current stream."""
-        return self._dlpack_stream(self._torch.cuda.current_stream(x.device))
+        """The stream x was produced on: torch's current stream when make() made it, which is
+        the stream torch's export makes the consumer's wait on while it is still current (a
+        check that asks later, from another stream context, gets the stream of the making,
+        not the one current then)."""
+        stream = getattr(x, "_dlc_stream", None)
+        return stream if stream is not None else self._dlpack_stream(self._torch.cuda.current_stream(x.device))
 
     def memory(self, x):
         """(device address, byte count) of x's elements (a contiguous tensor from make())."""

@@ -33,7 +33,7 @@ class TorchTarget(LibraryTarget):
         if not torch.cuda.is_available():
             return False, "torch@cuda: torch %s has no CUDA device (torch.cuda.is_available() is False; built for " \
                 "CUDA %s)" % (self.version(), torch.version.cuda or "none")
-        torch.cuda.init()  # loads torch's CUDA runtime, which kit.cuda then finds by its name
+        torch.cuda.init()  # its runtime (loaded by `import torch`) is the one kit.cuda finds loaded
         from ..kit import cuda
 
         if cuda.runtime() is None:

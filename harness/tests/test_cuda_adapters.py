@@ -1,0 +1,106 @@
+"""The GPU libraries' stream devices (targets/torch_cuda.py, targets/cuda_libs.py) against
+stand-ins of the calls they make, as torch 2.11's and cupy 14.2's sources define them: what the
+device checks rely on without a GPU to show it. A tensor's producer stream is the stream it was
+made on, whatever stream is current when a check asks (suites/test_cuda_exchange.py asks from
+a second side-stream context); cupy's side streams stay alive (cupy destroys a collected Stream
+while the checks' slow work may still run on it)."""
+import contextlib
+import gc
+import types
+
+from dlconform.targets.cuda_libs import CupyStreamDevice
+from dlconform.targets.torch_cuda import TorchCudaStreamDevice
+
+
+class _Current:
+    """A thread's current stream, as both libraries keep one: a handle, 0 the null stream."""
+
+    def __init__(self):
+        self.handle, self.next, self.destroyed = 0, 0x7000, []
+
+    def new(self):
+        self.next += 0x100
+        return self.next
+
+    @contextlib.contextmanager
+    def using(self, handle):
+        before, self.handle = self.handle, handle
+        try:
+            yield
+        finally:
+            self.handle = before
+
+
+def _fake_cupy(cur):
+    class Stream:
+        def __init__(self, non_blocking=False):
+            self.ptr = cur.new()
+
+        def __enter__(self):
+            self._ctx = cur.using(self.ptr)
+            self._ctx.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self._ctx.__exit__(*exc)
+
+        def __del__(self):  # cupy: Stream.__del__ destroys the stream
+            cur.destroyed.append(self.ptr)
+
+    class ndarray:  # a Python subclass in cupy: it takes attributes
+        def __init__(self, data):
+            self.data = data
+
+    cuda = types.SimpleNamespace(Stream=Stream, get_current_stream=lambda: types.SimpleNamespace(ptr=cur.handle))
+    return types.SimpleNamespace(cuda=cuda, asarray=ndarray)
+
+
+def _fake_torch(cur):
+    class Tensor:
+        device = "cuda:0"
+
+        def to(self, device):
+            return Tensor()
+
+    def current_stream(device=None):
+        return types.SimpleNamespace(cuda_stream=cur.handle)
+
+    class Stream:
+        def __init__(self):
+            self.cuda_stream = cur.new()
+
+    cuda = types.SimpleNamespace(current_stream=current_stream, Stream=Stream,
+                                 stream=lambda s: cur.using(s.cuda_stream))
+    torch = types.SimpleNamespace(cuda=cuda)
+    target = types.SimpleNamespace(torch=torch, version=lambda: "2.11.0", make=lambda *a: Tensor())
+    return target
+
+
+def _devices():
+    cur = _Current()
+    cupy = CupyStreamDevice(types.SimpleNamespace(module=_fake_cupy(cur), version=lambda: "14.2.0"), runtime=None)
+    torch = TorchCudaStreamDevice(_fake_torch(cur), runtime=None)
+    return cur, [cupy, torch]
+
+
+def test_a_tensor_keeps_the_stream_it_was_made_on():
+    cur, devices = _devices()
+    for dev in devices:
+        outside = dev.make("float32", (4,), bytes(16))
+        assert dev.producer_stream(outside) == dev.LEGACY  # the null stream, 0, is DLPack's 1
+        first, handle = dev.side_stream()
+        with first:
+            inside = dev.make("float32", (4,), bytes(16))
+            assert dev.current_stream() == handle > 2
+        second, other = dev.side_stream()
+        with second:  # asked from another stream context, as test_cuda_exchange does
+            assert dev.current_stream() == other != handle
+            assert dev.producer_stream(inside) == handle, dev.name
+            assert dev.producer_stream(outside) == dev.LEGACY, dev.name
+
+
+def test_cupy_side_streams_live_as_long_as_the_device():
+    cur, (cupy, _) = _devices()
+    handles = [cupy.side_stream()[1] for _ in range(3)]
+    gc.collect()
+    assert not set(handles) & set(cur.destroyed)
