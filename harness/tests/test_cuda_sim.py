@@ -268,3 +268,11 @@ def _libm():
         if name and os.path.exists(os.path.join(d, name)):
             return os.path.join(d, name)
     pytest.skip("no libm to stand for a library that is no CUDA runtime")
+
+
+def test_a_runtime_the_environment_named_serves_only_while_it_names_it(tmp_path):
+    """Loaded in this process for a run that named it (the simulation, for the tests), a runtime
+    is no library's: a search with DLCONFORM_CUDART unset passes it over."""
+    code = ("import os\nos.environ[cuda.ENV] = %r\nassert cuda.runtime().simulated\n"
+            "del os.environ[cuda.ENV]\nrt = cuda.runtime()\nprint(rt.path if rt else 'none')" % SIM)
+    assert _search(tmp_path, code).strip() != SIM

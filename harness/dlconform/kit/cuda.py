@@ -280,6 +280,11 @@ def load(wrap):
         return _CACHE[wrap, choice]
 
 
+#: the real paths of the runtimes ENV named in this process: a search without ENV passes them
+#: over (a run that named the simulation, then one that did not, in one process: the tests')
+_NAMED = set()
+
+
 def _loaded():
     """The paths of the CUDA runtimes this process has loaded already (a library under test's:
     torch's, jax's), from /proc/self/maps: the kit uses the same one, not a second copy."""
@@ -314,11 +319,15 @@ def _open(choice, wrap):
     where = "%s=%s" % (ENV, choice) if choice else "the system's libcudart"
     unloadable, unusable, seen = [], [], set()
     for name in names:
+        if not choice and os.path.isabs(name) and os.path.realpath(name) in _NAMED:
+            continue  # loaded for ENV earlier in this process (the simulation): no library's runtime
         try:
             lib = ctypes.CDLL(name)
         except OSError as e:
             unloadable.append(str(e))
             continue
+        if choice:
+            _NAMED.add(os.path.realpath(choice))
         if lib._handle in seen:  # another name of a library tried already (a symlink, its SONAME)
             continue
         seen.add(lib._handle)
