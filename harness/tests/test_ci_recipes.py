@@ -121,3 +121,16 @@ def test_bundle_top_levels_leave_out_stdlib_and_harness():
     files = [os.path.join(stdlib, "os.py"), "/h/dlconform/__init__.py", "/s/pkg/sub/m.py", "/s/mod.py"]
     tops = bundle.top_levels(files, [os.path.realpath(stdlib), "/h", "/s"], "/h")
     assert tops == {"/s": {"pkg", "mod.py"}}, tops
+
+
+def test_gpu_recipe_without_a_device_says_so_in_one_line_and_exits_2(tmp_path):
+    """.ci/gpu, dlconform's own checks on a GPU machine, runs nothing where no runtime counts a
+    device (here: DLCONFORM_CUDART names a library that is not there)."""
+    env = dict(os.environ, DLCONFORM_CUDART=str(tmp_path / "libcudart.so"), PYTHON=sys.executable)
+    p = subprocess.run(["sh", os.path.join(ROOT, ".ci", "gpu"), str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stdout.splitlines() == ["gpu: no CUDA device here: no CUDA runtime: DLCONFORM_CUDART=%s cannot be "
+                                     "loaded (%s: cannot open shared object file: No such file or directory); "
+                                     "nothing was run" % (tmp_path / "libcudart.so", tmp_path / "libcudart.so")]
+    assert os.listdir(tmp_path / "out") == ["gpu.log"]
