@@ -26,7 +26,7 @@ class TorchCudaStreamDevice(CudaStreamDevice):
     def make(self, dtype, shape, values):
         """A tensor on cuda:0 with the values, copied there by torch on its current stream,
         which the tensor remembers as its producer stream."""
-        x = self._target.make(dtype, shape, values).to("cuda:0")
+        x = self._target.make_host(dtype, shape, values).to("cuda:0")
         x._dlc_stream = self.current_stream()
         return x
 

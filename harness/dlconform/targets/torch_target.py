@@ -1,9 +1,10 @@
 """torch: producer (Tensor.__dlpack__) and consumer (torch.utils.dlpack.from_dlpack).
 
 `torch@cuda` is torch with its CUDA device: its stream_device() makes CUDA tensors
-(torch_cuda.TorchCudaStreamDevice) for the device checks (suites/test_cuda_stream.py); the
-suites' other checks judge its CPU tensors as for `torch`. Unavailable, saying why, where this
-torch has no CUDA device."""
+(torch_cuda.TorchCudaStreamDevice) for the device checks (suites/test_cuda_stream.py), and so
+does make() (`device_tensors`): the producer checks of the host files judge torch's CUDA
+tensors, read through the CUDA runtime, on the dtypes torch can put on the device. Unavailable,
+saying why, where this torch has no CUDA device."""
 from ._util import index, keywords_of
 from .base import LibraryTarget, TargetError, import_library
 from .dtypes import DTYPES, by_dlpack_order
@@ -23,7 +24,7 @@ class TorchTarget(LibraryTarget):
         self.cuda = device == "cuda"
         super().__init__(name or ("torch@cuda" if self.cuda else None))
         if self.cuda:
-            self.device = (2, 0)
+            self.device, self.device_tensors = (2, 0), True
 
     def available(self):
         ok, why = super().available()
@@ -98,10 +99,25 @@ class TorchTarget(LibraryTarget):
                     except Exception:
                         continue
                 out.append(name)
+            if self.cuda:  # the dtypes torch can copy to its device (no CUDA kernels for some)
+                sizes = {name: size for name, (_, size) in self.discover_dtypes().items()}
+                out = [name for name in out if self._on_device(name, sizes.get(name) or 1)]
             self._dtypes = out
         return list(self._dtypes)
 
+    def _on_device(self, name, size):
+        try:
+            self.make(name, (2,), bytes(2 * size))
+        except Exception:
+            return False
+        return True
+
     def make(self, dtype, shape, values):
+        """A tensor of the values: on the CPU, or for torch@cuda copied to cuda:0."""
+        x = self.make_host(dtype, shape, values)
+        return x.to("cuda:0") if self.cuda else x
+
+    def make_host(self, dtype, shape, values):
         torch = self.torch
         dt = self._dt(dtype)
         shape = tuple(shape)
@@ -137,7 +153,7 @@ class TorchTarget(LibraryTarget):
 
         torch = self.torch
         raw = self.expected(x)
-        if not raw:
+        if not raw or self.cuda:  # frombuffer's memory is the host's: no device tensor
             return []
         with warnings.catch_warnings():  # "The given buffer is not writable": that is the point
             warnings.simplefilter("ignore")
@@ -145,7 +161,7 @@ class TorchTarget(LibraryTarget):
         return [("torch.frombuffer over bytes", ro)]
 
     def expected(self, x):
-        c = x.contiguous().reshape(-1)
+        c = x.contiguous().reshape(-1).cpu()  # a device tensor's elements, copied to the host
         if c.numel() == 0:
             return b""
         return bytes(c.view(self.torch.uint8).numpy().tobytes())
@@ -180,4 +196,4 @@ class TorchTarget(LibraryTarget):
         return "i" if y.dtype.is_signed else "u"
 
     def sparse(self):
-        return self.torch.zeros(3, 3).to_sparse()
+        return self.torch.zeros(3, 3, device="cuda:0" if self.cuda else "cpu").to_sparse()
