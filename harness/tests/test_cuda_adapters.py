@@ -72,7 +72,7 @@ def _fake_torch(cur):
     cuda = types.SimpleNamespace(current_stream=current_stream, Stream=Stream,
                                  stream=lambda s: cur.using(s.cuda_stream))
     torch = types.SimpleNamespace(cuda=cuda)
-    target = types.SimpleNamespace(torch=torch, version=lambda: "2.11.0", make=lambda *a: Tensor())
+    target = types.SimpleNamespace(torch=torch, version=lambda: "2.11.0", make_host=lambda *a: Tensor())
     return target
 
 

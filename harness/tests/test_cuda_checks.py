@@ -106,12 +106,16 @@ def test_torch_at_cuda_without_a_cuda_torch_is_unavailable_in_one_line():
     assert loader.load("torch").stream_device() is None  # plain torch judges CPU tensors alone
 
 
-def test_gpu_libraries_have_device_specs_alone():
+def test_gpu_libraries_have_device_specs():
     """cupy@cuda and jax@cuda are built-in targets of the device run (targets/cuda_libs.py);
-    plain `cupy` and `jax` stay the generic target, and another device is no built-in spec."""
+    plain `cupy` stays the generic target, plain `jax` is jax on the CPU (targets/jax_target.py),
+    and another device is no built-in spec."""
     assert loader.construction("cupy@cuda")[1] == "CupyTarget(device='cuda')"
-    assert loader.construction("jax@cuda")[1] == "JaxTarget(device='cuda')"
-    assert loader.construction("jax")[1] == "GenericTarget('jax')"
+    assert loader.construction("jax@cuda") == (("from dlconform.targets.cuda_libs import JaxTarget",),
+                                               "JaxTarget(device='cuda')")
+    assert loader.construction("jax") == (("from dlconform.targets.jax_target import JaxCpuTarget",),
+                                          "JaxCpuTarget()")
+    assert loader.construction("cupy")[1] == "GenericTarget('cupy')"
     assert loader.library_module("jax@cuda") == "jax" and loader.library_module("cupy@cuda") == "cupy"
     for spec in ("cupy@cuda", "jax@cuda"):
         found = loader.probe(spec)

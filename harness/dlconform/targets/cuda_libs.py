@@ -2,7 +2,7 @@
 (`dlconform run --device cuda`, suites/test_cuda_stream.py) as producers and consumers.
 
 Neither has a CPU variant here: cupy's arrays are device memory only, and jax on the CPU is
-the generic target (`--target jax`). The device checks reach each library through its stream
+the built-in target `jax` (targets/jax_target.py). The device checks reach each library through its stream
 device (the interface of pyref_target.CudaStreamDevice):
 - cupy's producer stream is its *current* stream (`cupy.cuda.get_current_stream()`, whose
   handle 0 is DLPack's 1, the legacy default stream); the checks' slow work goes there.

@@ -30,9 +30,11 @@ BUILTIN = {
     "mpi4py": ("dlconform.targets.mpi4py_target", "Mpi4pyTarget", "mpi4py"),
     "nanobind": ("dlconform.targets.nanobind_target", "NanobindTarget", "dlconform._nanobind"),
     "onnxruntime": ("dlconform.targets.onnxruntime_target", "OnnxruntimeTarget", "onnxruntime"),
+    "jax": ("dlconform.targets.jax_target", "JaxCpuTarget", "jax"),
 }
-#: the built-in targets of a device alone (`NAME@DEVICE`, judged by `--device`): libraries whose
-#: tensors live on the GPU
+#: the built-in targets of a device (`NAME@DEVICE`, judged by `--device`) whose adapter is not
+#: their CPU one: libraries whose tensors live on the GPU alone (cupy), or whose GPU arrays a
+#: different adapter makes (jax: `jax` is jax_target's, `jax@cuda` cuda_libs')
 DEVICE_ONLY = {
     "cupy": ("dlconform.targets.cuda_libs", "CupyTarget", "cupy"),
     "jax": ("dlconform.targets.cuda_libs", "JaxTarget", "jax"),
@@ -44,8 +46,10 @@ WITH_FAULTS = ("ref", "pyref")
 DEVICES = dict({"ref": ("cuda",), "pyref": ("cuda",), "torch": ("cuda",)}, **{name: ("cuda",) for name in DEVICE_ONLY})
 
 
-def _registered(name):
-    """(adapter module, class, library module) of a built-in name."""
+def _registered(name, device=None):
+    """(adapter module, class, library module) of a built-in name, on `device` (None: the CPU)."""
+    if device and name in DEVICE_ONLY:
+        return DEVICE_ONLY[name]
     return BUILTIN.get(name) or DEVICE_ONLY[name]
 
 
@@ -60,8 +64,8 @@ def _split(spec):
     `ref:fault=NAME,role=consumer`. `ref@cuda`, `pyref@cuda`: the reference on a CUDA device (option device="cuda")."""
     name, _, rest = spec.partition(":")
     name, at, device = name.partition("@")
-    if name in DEVICE_ONLY and not at:
-        return None, None  # plain `jax`, `cupy`: the generic target
+    if name in DEVICE_ONLY and name not in BUILTIN and not at:
+        return None, None  # plain `cupy`: the generic target
     if (name not in BUILTIN and name not in DEVICE_ONLY) or (rest and name not in WITH_FAULTS):
         return None, None
     if at and device not in DEVICES.get(name, ()):
@@ -84,7 +88,7 @@ def construction(spec):
     """(import lines, expression) that give the target of `spec` in a reproducer script."""
     name, options = _split(spec)
     if name is not None:
-        module, cls, _ = _registered(name)
+        module, cls, _ = _registered(name, options.get("device"))
         args = ", ".join("%s=%r" % kv for kv in sorted(options.items()))
         return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, args)
     if ":" not in spec:
@@ -133,7 +137,7 @@ def load(spec, check_available=True):
         raise TargetError("empty target spec")
     name, options = _split(spec)
     if name is not None:
-        module, cls, _ = _registered(name)
+        module, cls, _ = _registered(name, options.get("device"))
         target = getattr(importlib.import_module(module), cls)(**options)
     elif ":" in spec:
         left, attr = spec.rsplit(":", 1)
