@@ -27,15 +27,21 @@ pytestmark = pytest.mark.device("cuda")
 
 
 # ---------------------------------------------------------------------------- producer
+#: a stream left out of the call: the array API's default, None (STR-04)
+OMITTED = type("Omitted", (), {"__repr__": lambda self: "omitted (the default, None)"})()
+
+
 def _export(check, x, stream, clause, **kw):
-    """x.__dlpack__(stream=stream, ...), or None when the producer refused the stream: cleanly,
-    as STR-13 lets it refuse any stream but None (the case is `unsupported` on `clause`), or not
-    (the clause's fail)."""
-    cap, e = kit.attempt(lambda: x.__dlpack__(stream=stream, max_version=pycap.SUITE_VERSION, **kw))
+    """x.__dlpack__(stream=stream, ...) (no stream keyword for OMITTED), or None when the
+    producer refused the stream: cleanly, as STR-13 lets it refuse any stream but None (the case
+    is `unsupported` on `clause`), or not (the clause's fail)."""
+    if stream is not OMITTED:
+        kw["stream"] = stream
+    cap, e = kit.attempt(lambda: x.__dlpack__(max_version=pycap.SUITE_VERSION, **kw))
     if e is None:
         return cap
     why = check.unclean(e)
-    if stream is None or why is not None:
+    if stream in (None, OMITTED) or why is not None:
         check.record(clause, "fail", "stream=%r raised %s" % (stream, why or tries.describe_exc(e)))
     else:
         check.record(clause, "unsupported", "stream=%r was refused (%s); STR-13: a producer need not accept any "
@@ -45,15 +51,16 @@ def _export(check, x, stream, clause, **kw):
 
 @producer("STR-01", "STR-04", "STR-05", "STR-06", "STR-07")
 def test_consumer_stream_sees_the_producers_data(target, check):
-    """For each stream a consumer may name (its own non-blocking stream, 1, 2, None), what that
-    stream reads after __dlpack__ returns is the data the producer's stream made: the slow fill's
-    pattern. A producer that blocks the host until its stream is done instead of making the
-    consumer's stream wait is safe but costly: a warn (the simulated runtime counts host
-    blocks; on a GPU, the slow work was pending before the call and is done after it)."""
+    """For each stream a consumer may name (its own non-blocking stream, 1, 2, None, and none at
+    all: the array API's default is None), what that stream reads after __dlpack__ returns is the
+    data the producer's stream made: the slow fill's pattern. A producer that blocks the host
+    until its stream is done instead of making the consumer's stream wait is safe but costly: a
+    warn (the simulated runtime counts host blocks; on a GPU, the slow work was pending before
+    the call and is done after it)."""
     dev, rt = cu.device(target)
     own = dev.new_stream()
     cases = ((own, own, "STR-07"), (1, dev.LEGACY, "STR-05"), (2, dev.PER_THREAD, "STR-06"),
-             (None, dev.LEGACY, "STR-04"))
+             (None, dev.LEGACY, "STR-04"), (OMITTED, dev.LEGACY, "STR-04"))
     try:
         for i, (stream, reader, clause) in enumerate(cases):
             pattern = 0xA1 + i

@@ -21,6 +21,7 @@ import math
 from ..kit.abi import DLDeviceType
 # the CUDA runtime's declarations are made once, in the kit, as dlpack.h's are (kit.abi)
 from ..kit import cuda as _declared
+from . import _faults
 
 _PROTOTYPES = _declared.PROTOTYPES
 LEGACY, PER_THREAD, NON_BLOCKING, DISABLE_TIMING = (_declared.LEGACY, _declared.PER_THREAD, _declared.NON_BLOCKING,
@@ -94,6 +95,10 @@ def _need():
     if rt is None:
         raise CudaError("pyref has no CUDA device: %s" % why)
     return rt
+
+
+#: the default of DeviceArray.__dlpack__'s stream: None, told apart from a None passed
+_OMITTED = type("_Omitted", (), {"__repr__": lambda self: "None"})()
 
 
 class DeviceArray:
@@ -193,9 +198,13 @@ class DeviceArray:
     def __dlpack_device__(self):
         return self.dl_device
 
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream=_OMITTED, max_version=None, dl_device=None, copy=None):
+        """The array API's signature, whose default stream is None (the legacy default stream,
+        STR-04); `_OMITTED` only tells the fault cuda_omitted_stream_no_sync an omitted stream."""
         from ._producer import export_device
 
+        if stream is _OMITTED:
+            stream = -1 if dl_device is None and _faults.active("cuda_omitted_stream_no_sync") else None
         return export_device(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 

@@ -66,6 +66,9 @@ cuda_no_wait                    STR-01  producer a device array's export returns
 cuda_host_sync                  STR-01  producer a device array's export blocks the host until the array's stream is
                                                  done instead of making the consumer's stream wait (safe, costly: a
                                                  warn)
+cuda_omitted_stream_no_sync     STR-04  producer a device array's export called without a stream makes no stream wait
+                                                 (as stream=-1) instead of taking the array API's default, None:
+                                                 the legacy default stream
 cuda_wrong_stream               STR-07  producer a stream handle above 2 is taken for the legacy default stream: that
                                                  stream waits, the consumer's does not
 cuda_minus_one_syncs            STR-03  producer stream=-1 synchronizes the array's stream (the host waits)
