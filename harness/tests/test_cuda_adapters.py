@@ -8,6 +8,8 @@ import contextlib
 import gc
 import types
 
+import pytest
+
 from dlconform.targets.cuda_libs import CupyStreamDevice
 from dlconform.targets.torch_cuda import TorchCudaStreamDevice
 
@@ -104,3 +106,34 @@ def test_cupy_side_streams_live_as_long_as_the_device():
     handles = [cupy.side_stream()[1] for _ in range(3)]
     gc.collect()
     assert not set(handles) & set(cur.destroyed)
+
+
+def test_device_only_targets_offer_the_dtypes_made_as_asked():
+    """cupy@cuda and jax@cuda make device arrays for the host files' producer checks
+    (device_tensors); their dtypes are those made as asked: jax without jax_enable_x64 makes an
+    int64 array an int32 one, which is not offered. (A stand-in device over numpy.)"""
+    numpy = pytest.importorskip("numpy")
+    from dlconform.targets.cuda_libs import _DeviceOnlyTarget
+
+    class Narrowing:
+        def make(self, dtype, shape, values):
+            x = numpy.frombuffer(bytes(values), dtype=numpy.dtype(dtype)).reshape(shape)
+            return x.astype(numpy.int32) if x.dtype == numpy.int64 else x
+
+        def to_host(self, y):
+            return y.tobytes()
+
+    class Lib(_DeviceOnlyTarget):
+        library = "numpy"
+        array_type = staticmethod(lambda module: module.ndarray)
+        consumer = staticmethod(lambda module: module.from_dlpack)
+
+        def stream_device(self):
+            return Narrowing()
+
+    lib = Lib(device="cuda")
+    assert lib.device_tensors and lib.device == (2, 0)
+    names = lib.dtypes()
+    assert "float32" in names and "int32" in names and "int64" not in names, names
+    x = lib.make("int16", (2,), b"\x01\x00\x02\x00")
+    assert lib.expected(x) == b"\x01\x00\x02\x00"

@@ -2,7 +2,10 @@
 (`dlconform run --device cuda`, suites/test_cuda_stream.py) as producers and consumers.
 
 Neither has a CPU variant here: cupy's arrays are device memory only, and jax on the CPU is
-the built-in target `jax` (targets/jax_target.py). The device checks reach each library through its stream
+the built-in target `jax` (targets/jax_target.py). make() gives their device arrays
+(`device_tensors`): the producer checks of the host files run on them, with cupy's views
+(transposed, sliced, flipped: negative strides) and, jax having no views, jax's compact arrays,
+on the dtypes each makes on the device as asked. The device checks reach each library through its stream
 device (the interface of pyref_target.CudaStreamDevice):
 - cupy's producer stream is its *current* stream (`cupy.cuda.get_current_stream()`, whose
   handle 0 is DLPack's 1, the legacy default stream); the checks' slow work goes there.
@@ -13,7 +16,7 @@ device (the interface of pyref_target.CudaStreamDevice):
 A spec names the device: `cupy@cuda`, `jax@cuda`. Unavailable, with the reason, where the
 library does not import or sees no GPU.
 """
-from ._util import keywords_of
+from ._util import index, keywords_of
 from .base import LibraryTarget, TargetError
 from .pyref_target import CudaStreamDevice
 
@@ -35,6 +38,10 @@ def _check_device(library, device):
 
 class _DeviceOnlyTarget(LibraryTarget):
     device = (2, 0)
+    #: make() gives the library's device arrays: the producer checks of the host files run on
+    #: them (cli.DEVICE_TESTS), as on pyref@cuda's and torch@cuda's
+    device_tensors = True
+    _dtypes = None
 
     def __init__(self, name=None, device=None):
         _check_device(self.library, device)
@@ -72,6 +79,28 @@ class _DeviceOnlyTarget(LibraryTarget):
             raise TargetError("%s@cuda has no CUDA device here" % self.library)
         return dev.make(dtype, shape, values)
 
+    def dtypes(self):
+        """The DLPack dtypes (standard and float8) whose arrays the library makes on the device
+        as asked: jax without jax_enable_x64 makes an int64 array an int32 one, which is not
+        offered."""
+        if self._dtypes is None:
+            from .dtypes import EXTENDED_FLOATS, STANDARD_DTYPES, itemsize
+
+            ok = []
+            for name in STANDARD_DTYPES + EXTENDED_FLOATS:
+                try:
+                    x = self.make(name, (2,), bytes(2 * itemsize(name)))
+                except Exception:  # a dtype the library or numpy does not have
+                    continue
+                if str(x.dtype) == name:
+                    ok.append(name)
+            self._dtypes = ok
+        return list(self._dtypes)
+
+    def expected(self, x):
+        """x's elements in row-major order, copied to the host the library's way."""
+        return self.stream_device().to_host(x)
+
 
 # ---------------------------------------------------------------------------- cupy
 class CupyTarget(_DeviceOnlyTarget):
@@ -100,7 +129,24 @@ class CupyTarget(_DeviceOnlyTarget):
 
     def stream_device(self):
         rt, _ = self._runtime_or_why()
-        return None if rt is None else CupyStreamDevice(self, rt)
+        if rt is None:
+            return None
+        if getattr(self, "_device", None) is None or self._device.runtime is not rt:
+            self._device = CupyStreamDevice(self, rt)  # one per runtime: its side streams live with it
+        return self._device
+
+    # views: cupy's are views of device memory, with negative strides where the step is negative
+    def transpose(self, x, perm):
+        return x.transpose(tuple(perm))
+
+    def slice(self, x, dim, start, stop, step=1):
+        return x[index(x.ndim, dim, slice(start, stop, step))]
+
+    def flip(self, x, dim):
+        return self.module.flip(x, dim)
+
+    def native_layout(self, x):
+        return tuple(x.shape), tuple(s // x.itemsize if x.itemsize else 0 for s in x.strides), x.data.ptr
 
 
 class CupyStreamDevice(CudaStreamDevice):
@@ -200,7 +246,11 @@ class JaxTarget(_DeviceOnlyTarget):
     def stream_device(self):
         rt, _ = self._runtime_or_why()
         gpu = self._gpu()
-        return None if rt is None or gpu is None else JaxStreamDevice(self, rt, gpu)
+        if rt is None or gpu is None:
+            return None
+        if getattr(self, "_device", None) is None or self._device.runtime is not rt:
+            self._device = JaxStreamDevice(self, rt, gpu)  # one per runtime: its program compiled once
+        return self._device
 
 
 class JaxStreamDevice(CudaStreamDevice):
