@@ -4,7 +4,8 @@ still reproduce.
 A finding (fail, warn, crash or timeout of one test on one clause of one target, as
 `dlconform report` groups them) carries the reproducer its check wrote. recheck writes each to
 a folder of its own and runs it the way its first line says (`# run: [NAME=value ...]
-PYTHONPATH=... PYTHON repro.py`), each in a process of its own, several at once. What the run
+PYTHONPATH=... PYTHON repro.py`), each in a process of its own, several at once; the library
+is found where the run found it (recheck's PYTHONPATH and working folder follow the run line's). What the run
 showed:
 - `finding`: exit 1 with `REPRODUCED CLAUSE: ...` on the finding's clause (kit.check.reproduce);
 - `died`: killed by a signal (a crash reproduces so);
@@ -200,6 +201,19 @@ def _native_beside(library, folder):
     return None
 
 
+def _search_path(script_path, standalone):
+    """A reproducer's PYTHONPATH: its run line's, then where the library was found when the
+    suite ran (recheck's own PYTHONPATH and folder, as the run's were: a user's library beside
+    them), never dlconform's own folders for a standalone script."""
+    from . import HARNESS_DIR, SUITES_DIR
+
+    ours = {os.path.realpath(HARNESS_DIR), os.path.realpath(SUITES_DIR)}
+    parts = (script_path or "").split(os.pathsep) + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    parts.append(os.getcwd())
+    kept = [p for p in parts if p and not (standalone and os.path.realpath(p) in ours)]
+    return os.pathsep.join(dict.fromkeys(kept))
+
+
 def run_one(finding, folder, timeout, standalone=False):
     """Runs the finding's reproducer in `folder` (made here) and returns its Outcome."""
     os.makedirs(folder, exist_ok=True)
@@ -231,9 +245,9 @@ def run_one(finding, folder, timeout, standalone=False):
         if problem:
             return Outcome(finding, "broken", problem, 0.0)
         text = script
-        assigned.pop("PYTHONPATH", None)
-        env.pop("PYTHONPATH", None)  # dlconform must not be importable: the script stands alone
+        assigned.pop("PYTHONPATH", None)  # dlconform must not be importable: the script stands alone
     env.update(assigned)
+    env["PYTHONPATH"] = _search_path(assigned.get("PYTHONPATH"), standalone)
     path = os.path.join(folder, "repro.py")
     atomic_write(path, text)
     rc, out, err, secs = _execute(argv, env, folder, timeout)

@@ -4,6 +4,7 @@ findings of ref's faults (reproduced; with the fault off, not reproduced), stand
 crash whose script runs on the C allocator so that it dies where the suite saw it die."""
 import fnmatch
 import json
+import os
 import subprocess
 import sys
 
@@ -151,3 +152,21 @@ def test_outcome_counts_and_status():
         verdict = "fail"
     outs = [recheck.Outcome(F, "finding", "", 0), recheck.Outcome(F, "passed", "", 0)]
     assert recheck.counts(outs) == {"reproduced": 1, "not reproduced": 1} and recheck.exit_status(outs) == 1
+
+
+def test_the_library_is_found_where_the_run_found_it(tmp_path):
+    """A user's library on their PYTHONPATH, or in the folder they ran from: the run line sets
+    PYTHONPATH to dlconform's folders, and recheck adds its own PYTHONPATH and folder after
+    them, as the run's children had them (standalone scripts too)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "userlib.py").write_text("BUG = 'flags 0x0'\n")
+    body = 'import userlib; print("REPRODUCED LAY-05: " + userlib.BUG); sys.exit(1)'
+    path = _results(tmp_path, [_record("t::a", "fail", _script(body, env="PYTHONPATH=/nonexistent "))])
+    env = dict(fr._env(), PYTHONPATH=fr._env()["PYTHONPATH"] + os.pathsep + str(lib))
+    p = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", str(path)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "REPRODUCED LAY-05: flags 0x0" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", str(path)], env=fr._env(),
+                       cwd=str(lib), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "1 reproduced" in p.stdout, p.stdout + p.stderr
