@@ -340,7 +340,9 @@ def main(argv=None):
         if args.test:
             found = [f for f in found if fnmatch.fnmatchcase(f.test, args.test)]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print("dlconform recheck: cannot read findings from %s: %s" % (args.results, e), file=sys.stderr)
+        why = "a record has no %s" % e if isinstance(e, KeyError) else str(e)
+        print("dlconform recheck: cannot read findings from %s: %s (not a results.json of dlconform run?)"
+              % (args.results, why), file=sys.stderr)
         return 2
     if args.target and not any(r.get("target") == args.target for r in results["results"]):
         known = sorted({r.get("target") for r in results["results"]})

@@ -89,9 +89,13 @@ def test_exit_status_says_whether_all_reproduced(tmp_path):
     (["--target", "nolib"], "has no target 'nolib' (its targets: lib)"),
     (["--timeout", "0"], "--timeout and --jobs must be positive"),
     (["--jobs", "x"], "invalid int value"),
+    (["--results", "BAD"], "a record has no 'target' (not a results.json of dlconform run?)"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     path = _results(tmp_path, [_record("t::a", "fail", _script("pass"))])
+    if "BAD" in args:  # a JSON file whose records are not dlconform's
+        (tmp_path / "bad").mkdir()
+        args = ["--results", _results(tmp_path / "bad", [{"verdict": "fail"}])]
     p = _recheck(*(["--results", path] if "--results" not in args else []), *args)
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
 
