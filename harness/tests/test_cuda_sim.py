@@ -276,3 +276,55 @@ def test_a_runtime_the_environment_named_serves_only_while_it_names_it(tmp_path)
     code = ("import os\nos.environ[cuda.ENV] = %r\nassert cuda.runtime().simulated\n"
             "del os.environ[cuda.ENV]\nrt = cuda.runtime()\nprint(rt.path if rt else 'none')" % SIM)
     assert _search(tmp_path, code).strip() != SIM
+
+
+@pytest.fixture
+def ptx_rt(monkeypatch, tmp_path):
+    """A runtime whose slow_fill is the helper's PTX launched through the driver API
+    (kit/cuda_ptx.py), as on a GPU machine without nvcc: the simulation's driver functions."""
+    if not os.path.exists(SIM):
+        pytest.skip("no simulated runtime: run `make build` first")
+    copy = _copy_sim(tmp_path, "libcudart.so")  # a fresh Runtime, its helper chosen afresh
+    monkeypatch.setenv(cuda.ENV, copy)
+    monkeypatch.setenv(cuda.HELPER_ENV, "ptx")
+    found = cuda.runtime()
+    assert found is not None, cuda.why_not()
+    return found
+
+
+def test_the_ptx_fill_is_ordered_on_its_stream_and_writes_its_bytes(ptx_rt):
+    from dlconform.kit.cuda_ptx import PtxFill
+
+    producer, consumer = ptx_rt.stream(), ptx_rt.stream()
+    ptr = ptx_rt.malloc(3 * N)
+    try:
+        ptx_rt.slow_fill(producer.handle, ptr + N, N, 0x15A, 1 << 20)  # byte's low 8 bits, as a kernel's u8 store
+        assert isinstance(ptx_rt._slow_fill(), PtxFill)
+        assert ptx_rt.read_on(consumer.handle, ptr, 3 * N) == bytes(3 * N)  # nothing waited: nothing seen
+        ev = ptx_rt.event()
+        ev.record(producer.handle)
+        ptx_rt.wait(consumer.handle, ev.handle)
+        assert ptx_rt.read_on(consumer.handle, ptr, 3 * N) == bytes(N) + b"\x5a" * N + bytes(N)
+        ev.destroy()
+        with pytest.raises(cuda.CudaError, match="invalid argument"):
+            ptx_rt.slow_fill(producer.handle, ptr, N, 1, -1)
+    finally:
+        for s in (producer, consumer):
+            s.destroy()
+        ptx_rt.free(ptr)
+
+
+def test_the_ptx_is_valid_for_the_gpus_of_this_toolkit(tmp_path):
+    """The hand-written PTX compiles with ptxas (where a CUDA toolkit is: this project's machines
+    have one without a GPU) for an Ampere and a Hopper GPU."""
+    from dlconform.kit.cuda_ptx import PTX
+
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not os.path.exists(ptxas):
+        pytest.skip("no ptxas here")
+    src = tmp_path / "fill.ptx"
+    src.write_text(PTX)
+    for arch in ("sm_80", "sm_90"):
+        p = subprocess.run([ptxas, "--gpu-name", arch, str(src), "-o", str(tmp_path / (arch + ".cubin"))],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, (arch, p.stderr)

@@ -13,7 +13,9 @@ is for `__dlpack__`, and the kit passes 0 nowhere.
 
 `slow_fill` comes from dlconform's helper library: the simulated runtime exports it; with a
 real one it is build/cuda/libdlc_cuda.so (`make cuda`), or the library `DLCONFORM_CUDA_HELPER`
-names. Loading this module loads nothing: the library is opened by the first `runtime()`.
+names, else its kernel as PTX launched through the CUDA driver (kit/cuda_ptx.py: no nvcc
+needed; `DLCONFORM_CUDA_HELPER=ptx` takes that path). Loading this module loads nothing: the
+library is opened by the first `runtime()`.
 """
 import ctypes
 import os
@@ -207,7 +209,8 @@ class Runtime:
         with self._fill_lock:
             if self._fill is None:
                 self._fill = _helper(self.lib)
-                self._fill.argtypes, self._fill.restype = SLOW_FILL, _int
+                if isinstance(self._fill, ctypes._CFuncPtr):  # a C function; the PTX launcher checks its own
+                    self._fill.argtypes, self._fill.restype = SLOW_FILL, _int
             return self._fill
 
     def host_syncs(self):
@@ -254,14 +257,27 @@ class Event:
 
 
 def _helper(lib):
-    """dlc_slow_fill: the runtime's own (the simulated one exports it), else the helper library."""
-    if hasattr(lib, "dlc_slow_fill"):
-        return lib.dlc_slow_fill
-    path = os.environ.get(HELPER_ENV) or HELPER
-    if not path or not os.path.exists(path):
-        raise CudaError("dlc_slow_fill", -1, "no helper library: run `make cuda` (it builds %s) or set %s"
-                        % (HELPER or "build/cuda/libdlc_cuda.so", HELPER_ENV))
-    return ctypes.CDLL(path).dlc_slow_fill
+    """dlc_slow_fill: the runtime's own (the simulated one exports it), else the helper library
+    (HELPER_ENV's, else `make cuda`'s), else its kernel's PTX launched through the CUDA driver
+    (cuda_ptx: no nvcc needed). HELPER_ENV=ptx takes the PTX path (the simulated runtime
+    exports the driver functions it calls)."""
+    from .cuda_ptx import DRIVER, PtxFill
+
+    choice = os.environ.get(HELPER_ENV)
+    if choice != "ptx":
+        if hasattr(lib, "dlc_slow_fill"):
+            return lib.dlc_slow_fill
+        path = choice or HELPER
+        if path and os.path.exists(path):
+            return ctypes.CDLL(path).dlc_slow_fill
+    if hasattr(lib, "cuLaunchKernel"):
+        return PtxFill(lib, CudaError)
+    try:
+        return PtxFill(ctypes.CDLL(DRIVER), CudaError)
+    except (OSError, AttributeError) as e:
+        raise CudaError("dlc_slow_fill", -1, "no helper library (`make cuda` builds %s with nvcc, or set %s) and "
+                        "no CUDA driver to launch its PTX (%s)" % (HELPER or "build/cuda/libdlc_cuda.so",
+                                                                    HELPER_ENV, e))
 
 
 _CACHE, _LOCK = {}, threading.Lock()

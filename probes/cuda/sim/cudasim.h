@@ -1,4 +1,5 @@
 /* cudasim.h: the subset of the CUDA runtime API that dlconform's simulated runtime implements
+ * (and the five driver API functions of the helper's PTX launch, driver.c)
  * (probes/cuda/sim, built by `make build` into build/cuda/sim/libcudart.so), declared with
  * CUDA's own names, values and signatures so that a caller (harness/dlconform/kit/cuda.py)
  * runs unchanged on the real libcudart. No CUDA header is needed: this builds everywhere.
@@ -90,6 +91,25 @@ DLCSIM_API cudaError_t cudaDeviceSynchronize(void);
  * `cycles` clock cycles and then writes `byte` into the n bytes at ptr; here that write,
  * deferred on `stream` like any other operation (`cycles` only has to be >= 0). */
 DLCSIM_API int dlc_slow_fill(void *stream, void *ptr, size_t n, int byte, long long cycles);
+
+/* The CUDA driver API functions kit/cuda_ptx.py launches the helper's PTX with (driver.c):
+ * CUresult is an enum in CUDA; an int has its ABI. The values are CUDA's. */
+typedef int CUresult;
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+};
+DLCSIM_API CUresult cuCtxGetCurrent(void **ctx);
+DLCSIM_API CUresult cuModuleLoadData(void **module, const void *image);
+DLCSIM_API CUresult cuModuleGetFunction(void **function, void *module, const char *name);
+DLCSIM_API CUresult cuLaunchKernel(void *function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                   unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,
+                                   void *stream, void **params, void **extra);
+DLCSIM_API CUresult cuGetErrorString(CUresult error, const char **text);
 
 /* How many calls blocked the host on device work (cudaStreamSynchronize, cudaEventSynchronize,
  * cudaDeviceSynchronize, cudaMemcpy, cudaFree), counted whether or not work was pending. */

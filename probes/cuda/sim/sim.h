@@ -1,4 +1,5 @@
-/* sim.h: the simulated CUDA runtime's internals, shared by its three files:
+/* sim.h: the simulated CUDA runtime's internals, shared by its files (driver.c, the PTX launch
+ * of the helper, uses only the exported API of runtime.c):
  *   memory.c   the device address space: allocations at opaque addresses, host storage behind them
  *   engine.c   streams, events and their queues of deferred operations, and running them
  *   runtime.c  the exported CUDA API: argument checks, the lock, last error, host-sync count
