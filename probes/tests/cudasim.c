@@ -320,8 +320,47 @@ static void test_threads(void) {
   }
 }
 
+/* driver.c: the PTX launch of the helper, as kit/cuda_ptx.py makes it. Only an image that
+ * declares the entry loads; a launch reads its four arguments from kernelParams (u64 ptr, u64
+ * n, u32 byte: its low 8 bits, s64 cycles) and fills exactly that range on its stream. */
+static void test_driver_launch(void) {
+  void *ctx = NULL, *module = NULL, *function = NULL, *p = NULL;
+  const char *text = NULL;
+  CHECK_INT(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  CHECK(ctx != NULL);
+  CHECK_INT(cuModuleLoadData(&module, ".version 7.0\n.entry other(\n"), CUDA_ERROR_INVALID_IMAGE);
+  CHECK_INT(cuModuleLoadData(&module, ".version 7.0\n.visible .entry dlc_slow_fill(\n"), CUDA_SUCCESS);
+  CHECK_INT(cuModuleGetFunction(&function, module, "fill"), CUDA_ERROR_NOT_FOUND);
+  CHECK_INT(cuModuleGetFunction(&function, NULL, "dlc_slow_fill"), CUDA_ERROR_INVALID_HANDLE);
+  CHECK_INT(cuModuleGetFunction(&function, module, "dlc_slow_fill"), CUDA_SUCCESS);
+  CHECK_INT(cudaMalloc(&p, 3 * N), cudaSuccess);
+  cudaStream_t s;
+  CHECK_INT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  uint64_t ptr = (uint64_t)(uintptr_t)p + N, n = N;
+  uint32_t byte = 0x15A;
+  int64_t cycles = 1000;
+  void *params[] = {&ptr, &n, &byte, &cycles};
+  CHECK_INT(cuLaunchKernel(function, 1, 1, 1, 256, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_INT(cuLaunchKernel(function, 1, 1, 1, 2048, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_INT(cuLaunchKernel(function, 1, 1, 1, 256, 1, 1, 0, s, params, NULL), CUDA_SUCCESS);
+  CHECK_INT(first_byte((char *)p + N), 0); /* the legacy stream does not wait for a non-blocking one */
+  CHECK_INT(cudaStreamSynchronize(s), cudaSuccess);
+  CHECK_INT(first_byte(p), 0);
+  CHECK_INT(first_byte((char *)p + N), 0x5A);
+  CHECK_INT(first_byte((char *)p + 2 * N - 1), 0x5A);
+  CHECK_INT(first_byte((char *)p + 2 * N), 0);
+  cycles = -1;
+  CHECK_INT(cuLaunchKernel(function, 1, 1, 1, 256, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_VALUE);
+  CHECK_INT(cudaGetLastError(), cudaSuccess); /* the driver's error is not the runtime's */
+  CHECK_INT(cuGetErrorString(CUDA_ERROR_INVALID_IMAGE, &text), CUDA_SUCCESS);
+  CHECK_STR(text, "device kernel image is invalid");
+  CHECK_INT(cudaStreamDestroy(s), cudaSuccess);
+  CHECK_INT(cudaFree(p), cudaSuccess);
+}
+
 int main(void) {
   test_device_and_errors();
+  test_driver_launch();
   test_memory();
   test_event_wait();
   test_legacy_stream();
