@@ -5,6 +5,7 @@ import concurrent.futures
 import datetime
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -125,6 +126,17 @@ def _positive(text):
     if not v > 0:
         raise argparse.ArgumentTypeError("must be > 0: %r" % text)
     return v
+
+
+def _recheck_line(results):
+    """The command that reruns the findings' reproducers of `results` (dlconform recheck); from a
+    checkout it names the harness folder, as an installed dlconform needs not."""
+    from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
+
+    checkout = not SUITES_DIR.startswith(PACKAGE_DIR + os.sep)
+    return "%s%s -m dlconform recheck --results %s" % (
+        "PYTHONPATH=%s " % shlex.quote(_display(HARNESS_DIR)) if checkout else "", shlex.quote(sys.executable),
+        shlex.quote(_display(results)))
 
 
 def _display(path):
@@ -408,6 +420,8 @@ def cmd_run(args):
         sink.close()
         if not args.quiet:
             print("dlconform: wrote %s" % ", ".join(_display(p) for p in paths.values()))
+            if lines:
+                print("dlconform: each finding's reproducer, run again: %s" % _recheck_line(paths["json"]))
         return code
 
     if not runnable:

@@ -102,9 +102,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
 @needs_ref
 def test_findings_of_a_fault_reproduce_and_stop_once_it_is_fixed(tmp_path):
     run = tmp_path / "run"
-    subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "ref:fault=readonly_unflagged", "--clause",
-                    "FLG-02", "--out", run, "-q"], env=fr._env(), capture_output=True, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "ref:fault=readonly_unflagged",
+                        "--clause", "FLG-02", "--out", run], env=fr._env(), capture_output=True, text=True,
+                       timeout=300, cwd=str(fr.REPO))
     results = run / "results.json"
+    hint = [line for line in p.stdout.splitlines() if "recheck" in line]  # the run says how to recheck
+    assert len(hint) == 1 and hint[0].startswith("dlconform: each finding's reproducer, run again: "), p.stdout
+    again = subprocess.run(["sh", "-c", hint[0].split(": ", 2)[2] + " -q"], cwd=str(fr.REPO), capture_output=True,
+                           text=True, timeout=300, env={k: v for k, v in fr._env().items() if k != "PYTHONPATH"})
+    assert again.returncode == 0 and "0 not reproduced, 0 broken" in again.stdout, again.stdout + again.stderr
     p = _recheck("--results", results, "--out", tmp_path / "again")
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads((tmp_path / "again" / "recheck.json").read_text())
