@@ -137,3 +137,36 @@ def test_device_only_targets_offer_the_dtypes_made_as_asked():
     assert "float32" in names and "int32" in names and "int64" not in names, names
     x = lib.make("int16", (2,), b"\x01\x00\x02\x00")
     assert lib.expected(x) == b"\x01\x00\x02\x00"
+
+
+def test_cupy_device_tensors_through_cupys_api():
+    """cupy@cuda's part of the host files' producer checks (make, dtypes, views, layout, the
+    value oracle), against a stand-in whose arrays are numpy's under cupy's names (cupy's API
+    is numpy's, plus `x.data.ptr`, `cupy.asnumpy` and its streams)."""
+    numpy = pytest.importorskip("numpy")
+    from dlconform.targets.cuda_libs import CupyTarget
+
+    class Array(numpy.ndarray):
+        @property
+        def data(self):
+            return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+    cur = _Current()
+    cupy = _fake_cupy(cur)
+    cupy.asarray = lambda a: numpy.array(a).view(Array)
+    cupy.asnumpy, cupy.flip, cupy.__version__ = numpy.asarray, numpy.flip, "14.2.0"
+    target = CupyTarget.__new__(CupyTarget)  # not LibraryTarget's import of cupy
+    target.module, target.name = cupy, "cupy@cuda"
+    runtime = types.SimpleNamespace()  # kit.cuda's runtime: one per process
+    target._runtime_or_why = lambda: (runtime, None)
+    assert target.stream_device() is target.stream_device()  # one device: its side streams live with it
+    assert {"float32", "int64", "complex128", "bool"} <= set(target.dtypes())
+    x = target.make("int16", (2, 3), bytes(range(12)))
+    assert target.expected(x) == bytes(range(12))
+    t = target.transpose(x, (1, 0))
+    assert target.native_layout(t)[:2] == ((3, 2), (1, 3))
+    back = target.slice(x, 1, None, None, -1)
+    shape, strides, ptr = target.native_layout(back)
+    assert shape == (2, 3) and strides == (3, -1) and ptr == x.data.ptr + 4
+    assert target.expected(back) == bytes([4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7])
+    assert target.native_layout(target.flip(x, 0))[1] == (-3, 1)
