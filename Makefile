@@ -147,6 +147,13 @@ bench: deps
 endif
 .PHONY: bench
 
+# Every finding's reproducer of the last run in $(OUT), run again (dlconform recheck): which still
+# reproduce; recheck.md and recheck.json into $(OUT)/recheck. Exit 0 all, 1 some not, 2 broken.
+.PHONY: recheck
+recheck: modules
+	@$(PYTHON) -m dlconform recheck --results $(call q,$(OUT))/results.json --out $(call q,$(OUT))/recheck \
+	  $(if $(JOBS),--jobs $(call q,$(JOBS))) $(if $(CLAUSE),--clause $(call q,$(CLAUSE)))
+
 # The compatibility matrix (harness/dlconform/matrix/run.py): conformance in each Debian tier
 # (built when missing) and on the host, merged into $(MATRIX_OUT) (matrix.json, MATRIX.md,
 # index.html). `make publish` re-renders it from the latest runs in $(MATRIX_RUNS), running nothing.

@@ -341,8 +341,9 @@ def main(argv=None):
             found = [f for f in found if fnmatch.fnmatchcase(f.test, args.test)]
     except (OSError, ValueError, KeyError, TypeError) as e:
         why = "a record has no %s" % e if isinstance(e, KeyError) else str(e)
-        print("dlconform recheck: cannot read findings from %s: %s (not a results.json of dlconform run?)"
-              % (args.results, why), file=sys.stderr)
+        print("dlconform recheck: cannot read findings from %s: %s%s" % (
+            args.results, why, "" if isinstance(e, OSError) else " (not a results.json of dlconform run?)"),
+            file=sys.stderr)
         return 2
     if args.target and not any(r.get("target") == args.target for r in results["results"]):
         known = sorted({r.get("target") for r in results["results"]})

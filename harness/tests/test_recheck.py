@@ -180,3 +180,14 @@ def test_the_library_is_found_where_the_run_found_it(tmp_path):
     p = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", str(path)], env=fr._env(),
                        cwd=str(lib), capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "1 reproduced" in p.stdout, p.stdout + p.stderr
+
+
+def test_make_recheck_reruns_the_findings_of_out(tmp_path):
+    """`make recheck OUT=DIR`: the findings of DIR/results.json, their outcomes into DIR/recheck."""
+    ok = _record("t::a", "fail", _script('print("REPRODUCED LAY-05: x"); sys.exit(1)'))
+    _results(tmp_path, [ok])
+    env = dict(fr._env(), PYTHON=sys.executable)
+    p = subprocess.run(["make", "--no-print-directory", "-C", str(fr.REPO), "recheck", "OUT=%s" % tmp_path, "JOBS=1"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "1 findings: 1 reproduced" in p.stdout, p.stdout + p.stderr
+    assert (tmp_path / "recheck" / "recheck.md").exists()
