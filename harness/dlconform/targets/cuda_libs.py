@@ -16,8 +16,9 @@ device (the interface of pyref_target.CudaStreamDevice):
 A spec names the device: `cupy@cuda`, `jax@cuda`. Unavailable, with the reason, where the
 library does not import or sees no GPU.
 """
-from ._util import index, keywords_of
+from ._util import NumpyLikeViews, keywords_of
 from .base import LibraryTarget, TargetError
+from .jax_target import x64
 from .pyref_target import CudaStreamDevice
 
 #: the devices a spec may name after `cupy@` or `jax@`
@@ -103,7 +104,9 @@ class _DeviceOnlyTarget(LibraryTarget):
 
 
 # ---------------------------------------------------------------------------- cupy
-class CupyTarget(_DeviceOnlyTarget):
+class CupyTarget(NumpyLikeViews, _DeviceOnlyTarget):
+    """cupy's arrays on the GPU; its views (NumpyLikeViews) are views of device memory."""
+
     library = "cupy"
 
     @staticmethod
@@ -134,16 +137,6 @@ class CupyTarget(_DeviceOnlyTarget):
         if getattr(self, "_device", None) is None or self._device.runtime is not rt:
             self._device = CupyStreamDevice(self, rt)  # one per runtime: its side streams live with it
         return self._device
-
-    # views: cupy's are views of device memory, with negative strides where the step is negative
-    def transpose(self, x, perm):
-        return x.transpose(tuple(perm))
-
-    def slice(self, x, dim, start, stop, step=1):
-        return x[index(x.ndim, dim, slice(start, stop, step))]
-
-    def flip(self, x, dim):
-        return self.module.flip(x, dim)
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(s // x.itemsize if x.itemsize else 0 for s in x.strides), x.data.ptr
@@ -227,16 +220,8 @@ class JaxTarget(_DeviceOnlyTarget):
         out = super().versions()
         gpu = self._gpu()
         out["jax device"] = str(gpu) if gpu is not None else "none"
-        out["jax_enable_x64"] = str(self.x64())
+        out["jax_enable_x64"] = str(x64(self.module))
         return out
-
-    def x64(self):
-        """jax_enable_x64 (64-bit types), read as the config's property: `config.read` of it
-        stays only until jax's users of the old flag are fixed."""
-        try:
-            return bool(getattr(self.module.config, "jax_enable_x64"))
-        except Exception:  # a jax whose config has no such property: say so, do not fail the run
-            return "unknown"
 
     def _runtime_or_why(self):
         """jax's CUDA plugin loads its runtime when the backend starts: start it first."""

@@ -12,6 +12,16 @@ from .base import TargetError
 from .generic import GenericTarget
 
 
+def x64(jax):
+    """jax_enable_x64 of the module `jax` (64-bit types on), read as its config's property (its
+    `config.read` is a stopgap in jax); "unknown" where this jax's config has no such property.
+    Both jax targets record it (this one, cuda_libs.JaxTarget)."""
+    try:
+        return bool(getattr(jax.config, "jax_enable_x64"))
+    except Exception:
+        return "unknown"
+
+
 class JaxCpuTarget(GenericTarget):
     def __init__(self, name=None, device=None):
         if device is not None:  # the loader gives jax@cuda to cuda_libs.JaxTarget
@@ -34,14 +44,6 @@ class JaxCpuTarget(GenericTarget):
                 self._version("jax"), type(e).__name__, e)
         return (True, "") if cpus else (False, "jax %s counts no CPU device" % self._version("jax"))
 
-    def x64(self):
-        """jax_enable_x64, read as the config's property (its `config.read` is a stopgap in jax);
-        "unknown" where this jax's config has no such property."""
-        try:
-            return bool(getattr(self.jax.config, "jax_enable_x64"))
-        except Exception:
-            return "unknown"
-
     @staticmethod
     def _version(dist):
         try:
@@ -53,7 +55,7 @@ class JaxCpuTarget(GenericTarget):
 
     def versions(self):
         out = {"jax": str(getattr(self.jax, "__version__", None) or self._version("jax")),
-               "jax_enable_x64": str(self.x64())}
+               "jax_enable_x64": str(x64(self.jax))}
         jaxlib = self._version("jaxlib")
         if jaxlib != "unknown":
             out["jaxlib"] = jaxlib

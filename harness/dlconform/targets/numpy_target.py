@@ -1,5 +1,5 @@
 """numpy: producer (ndarray.__dlpack__) and consumer (numpy.from_dlpack)."""
-from ._util import index, keywords_of, version_tuple
+from ._util import NumpyLikeViews, keywords_of, version_tuple
 from .base import LibraryTarget
 from .dtypes import DTYPES, by_dlpack_order, row_major_strides
 
@@ -7,7 +7,7 @@ from .dtypes import DTYPES, by_dlpack_order, row_major_strides
 _SIZED = {"S": "S4", "U": "U1", "V": "V4", "M": "datetime64[s]", "m": "timedelta64[s]"}
 
 
-class NumpyTarget(LibraryTarget):
+class NumpyTarget(NumpyLikeViews, LibraryTarget):
     library = "numpy"
     np = property(lambda self: self.module)
 
@@ -44,15 +44,6 @@ class NumpyTarget(LibraryTarget):
             return np.full(tuple(shape), None, dtype=object)  # objects are not bytes
         arr = np.frombuffer(bytes(values), dtype=self._dtype(dtype))
         return arr.reshape(tuple(shape)).copy()
-
-    def transpose(self, x, perm):
-        return x.transpose(tuple(perm))
-
-    def slice(self, x, dim, start, stop, step=1):
-        return x[index(x.ndim, dim, slice(start, stop, step))]
-
-    def flip(self, x, dim):
-        return self.np.flip(x, dim)
 
     def readonly(self, x):
         v = x.view()
