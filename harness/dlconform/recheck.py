@@ -48,6 +48,7 @@ from . import repro as _repro
 from .kit.check import EXIT_FINDING, EXIT_UNDETERMINED, MARK
 from .report import atomic_write
 from .report import bugreport as _bugreport
+from .targets.loader import describe_status
 
 #: what a run showed that reproduces a finding, and the verdicts each reproduces by kind
 REPRODUCING = {"finding": ("fail", "warn"), "died": ("crash",), "timed out": ("timeout",)}
@@ -89,32 +90,15 @@ class Outcome:
 
 
 # ---------------------------------------------------------------------------- one run
-def _run_line(text):
-    """(environment assignments, argv) of a script's `# run:` line, or None."""
-    first = text.split("\n", 1)[0]
-    if not first.startswith(_repro.RUN_PREFIX):
-        return None
-    try:
-        words = shlex.split(first[len(_repro.RUN_PREFIX):])
-    except ValueError:
-        return None
-    env = {}
-    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
-        name, _, value = words.pop(0).partition("=")
-        env[name] = value
-    return (env, words) if words else None
-
-
-def _execute(argv, env, cwd, timeout, shell=False):
+def _execute(argv, env, cwd, timeout):
     """(exit status or None on timeout, stdout, stderr, seconds); the process group is killed
     at the timeout, so a reproducer's children go with it."""
     start = time.monotonic()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True,
-                                shell=shell)
+                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     except OSError as e:
-        return "cannot start %s: %s" % (argv if shell else argv[0], e), "", "", 0.0
+        return "cannot start %s: %s" % (argv[0], e), "", "", 0.0
     try:
         out, err = proc.communicate(timeout=timeout)
         rc = proc.returncode
@@ -133,13 +117,6 @@ def _last_line(text):
     return lines[-1].strip()[:300] if lines else ""
 
 
-def _signal_name(rc):
-    try:
-        return signal.Signals(-rc).name
-    except ValueError:
-        return "signal %d" % -rc
-
-
 def _judge_script(finding, rc, out, err, timeout):
     """(seen, detail) of a script's run (the module's docstring)."""
     if isinstance(rc, str):
@@ -147,7 +124,7 @@ def _judge_script(finding, rc, out, err, timeout):
     if rc is None:
         return "timed out", "still running after %g s" % timeout
     if rc < 0:
-        return "died", "killed by %s%s" % (_signal_name(rc), (": " + _last_line(err)) if _last_line(err) else "")
+        return "died", "%s%s" % (describe_status(rc), (": " + _last_line(err)) if _last_line(err) else "")
     marks = [ln for ln in out.splitlines() if ln.startswith(MARK + " ")]
     if rc == EXIT_FINDING and marks:
         return "finding", marks[-1][:300]
@@ -232,8 +209,8 @@ def run_one(finding, folder, timeout, standalone=False):
         rc, out, err, secs = _execute(["/bin/sh", path], dict(os.environ), folder, limit)
         seen, detail = _judge_rerun(finding, rc, out, err, folder, limit)
         return Outcome(finding, seen, detail, secs, path)
-    parsed = _run_line(text)
-    if parsed is None:
+    parsed = _repro.run_line(text)
+    if parsed is None or not parsed[1]:
         return Outcome(finding, "broken", "its first line is no run line: %s" % text.split("\n", 1)[0][:200], 0.0)
     assigned, argv = parsed
     env = dict(os.environ)

@@ -51,19 +51,30 @@ def run_header(python=None, standalone=False, env=None):
                                              shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))), python)
 
 
-def header_env(text):
-    """The NAME=value assignments of a script's run line, other than PYTHONPATH."""
+def run_line(text):
+    """(the NAME=value assignments, the command's words) of a script's `# run:` line, or None
+    where its first line is no run line."""
     first = text.split("\n", 1)[0]
     if not first.startswith(RUN_PREFIX):
-        return {}
-    out = {}
-    for word in shlex.split(first[len(RUN_PREFIX):]):
-        name, eq, value = word.partition("=")
+        return None
+    try:
+        words = shlex.split(first[len(RUN_PREFIX):])
+    except ValueError:
+        return None
+    env = {}
+    while words:
+        name, eq, value = words[0].partition("=")
         if not eq or not name.isidentifier():
             break
-        if name != "PYTHONPATH":
-            out[name] = value
-    return out
+        env[name] = value
+        words.pop(0)
+    return env, words
+
+
+def header_env(text):
+    """The NAME=value assignments of a script's run line, other than PYTHONPATH."""
+    parsed = run_line(text)
+    return {} if parsed is None else {k: v for k, v in parsed[0].items() if k != "PYTHONPATH"}
 
 
 #: what a crash's reproducer sets in its run line: Python's own allocator (pymalloc) hands
