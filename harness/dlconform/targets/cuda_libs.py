@@ -80,6 +80,15 @@ class _DeviceOnlyTarget(LibraryTarget):
             raise TargetError("%s@cuda has no CUDA device here" % self.library)
         return dev.make(dtype, shape, values)
 
+    _device = None
+
+    def _kept_device(self, runtime, cls, *args):
+        """One stream device per runtime, kept: cupy's side streams live with it, jax's program
+        is compiled once."""
+        if self._device is None or self._device.runtime is not runtime:
+            self._device = cls(self, runtime, *args)
+        return self._device
+
     def dtypes(self):
         """The DLPack dtypes (standard and float8) whose arrays the library makes on the device
         as asked: jax without jax_enable_x64 makes an int64 array an int32 one, which is not
@@ -132,11 +141,7 @@ class CupyTarget(NumpyLikeViews, _DeviceOnlyTarget):
 
     def stream_device(self):
         rt, _ = self._runtime_or_why()
-        if rt is None:
-            return None
-        if getattr(self, "_device", None) is None or self._device.runtime is not rt:
-            self._device = CupyStreamDevice(self, rt)  # one per runtime: its side streams live with it
-        return self._device
+        return None if rt is None else self._kept_device(rt, CupyStreamDevice)
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(s // x.itemsize if x.itemsize else 0 for s in x.strides), x.data.ptr
@@ -231,11 +236,7 @@ class JaxTarget(_DeviceOnlyTarget):
     def stream_device(self):
         rt, _ = self._runtime_or_why()
         gpu = self._gpu()
-        if rt is None or gpu is None:
-            return None
-        if getattr(self, "_device", None) is None or self._device.runtime is not rt:
-            self._device = JaxStreamDevice(self, rt, gpu)  # one per runtime: its program compiled once
-        return self._device
+        return None if rt is None or gpu is None else self._kept_device(rt, JaxStreamDevice, gpu)
 
 
 class JaxStreamDevice(CudaStreamDevice):
