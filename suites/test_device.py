@@ -109,7 +109,10 @@ def test_consumer_device_none_keeps_the_device(target, check):
 @consumer("DEV-06")
 def test_consumer_device_cpu(target, check):
     """from_dlpack(x, device='cpu') gives a CPU result: from a CPU producer, and from a
-    producer on another device that can copy to the host when asked with dl_device."""
+    producer on another device that can copy to the host when asked with dl_device. A result
+    whose values the target cannot read (the generic target over a library whose own export
+    disagrees with its import) is judged on its device alone, and the next case still runs:
+    a producer's bug must not hide this consumer check's findings."""
     tries.require_keywords(target, "device")
     for label, make in (
             ("CPU producer", lambda: kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True)),
@@ -123,9 +126,12 @@ def test_consumer_device_cpu(target, check):
         else:
             dev = tries.result_device(att.result)
             check.that(dev in (None, (1, 0)), "DEV-06", "%s: device='cpu' gave a result on %r" % (label, dev))
-            got, _ = tries.result_elements(target, att.result)
+            try:
+                got, _ = tries.result_elements(target, att.result)
+            except kit.Unsupported:  # its values are unreadable here; its device was judged
+                got = None
             forge = p.forges.get(p.last_kind)
-            if forge is not None:
+            if forge is not None and got is not None:
                 check.equal(got, forge.expected_elements(), "DEV-06", "%s: values of the CPU result" % label)
             att.result = None
             tries.settle()
