@@ -185,7 +185,9 @@ def _search_path(script_path, standalone):
     from . import HARNESS_DIR, SUITES_DIR
 
     ours = {os.path.realpath(HARNESS_DIR), os.path.realpath(SUITES_DIR)}
-    parts = (script_path or "").split(os.pathsep) + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    # the caller's entries as absolute paths: a script runs in a folder of its own
+    parts = (script_path or "").split(os.pathsep) + [
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     parts.append(os.getcwd())
     kept = [p for p in parts if p and not (standalone and os.path.realpath(p) in ours)]
     return os.pathsep.join(dict.fromkeys(kept))

@@ -40,20 +40,27 @@ class NotReproducible(Exception):
     """The check cannot be written out (a nested function, an argument with no literal)."""
 
 
+#: what the run line's PYTHONPATH ends with: the caller's own, where it has one (a library found
+#: through PYTHONPATH stays found when the line is run by hand)
+CALLERS_PATH = "${PYTHONPATH:+:$PYTHONPATH}"
+
+
 def run_header(python=None, standalone=False, env=None):
-    """`# run: [NAME=value ...] PYTHONPATH=<harness>:<suites> <python> repro.py`: how to run a
-    script saved as repro.py."""
+    """`# run: [NAME=value ...] PYTHONPATH=<harness>:<suites>[:caller's] <python> repro.py`: how
+    to run a script saved as repro.py."""
     python = shlex.quote(python or sys.executable)
     assignments = "".join("%s=%s " % (k, shlex.quote(str(v))) for k, v in sorted((env or {}).items()))
     if standalone:
         return "%s%s%s repro.py" % (RUN_PREFIX, assignments, python)
-    return "%s%sPYTHONPATH=%s %s repro.py" % (RUN_PREFIX, assignments,
-                                             shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))), python)
+    return '%s%sPYTHONPATH=%s"%s" %s repro.py' % (RUN_PREFIX, assignments,
+                                                 shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))),
+                                                 CALLERS_PATH, python)
 
 
 def run_line(text):
     """(the NAME=value assignments, the command's words) of a script's `# run:` line, or None
-    where its first line is no run line."""
+    where its first line is no run line. PYTHONPATH is given without the caller's part
+    (CALLERS_PATH), which a shell would fill in."""
     first = text.split("\n", 1)[0]
     if not first.startswith(RUN_PREFIX):
         return None
@@ -66,7 +73,7 @@ def run_line(text):
         name, eq, value = words[0].partition("=")
         if not eq or not name.isidentifier():
             break
-        env[name] = value
+        env[name] = value[:-len(CALLERS_PATH)] if name == "PYTHONPATH" and value.endswith(CALLERS_PATH) else value
         words.pop(0)
     return env, words
 

@@ -13,6 +13,7 @@ import sys
 
 import fault_repros as fr
 from dlconform import HARNESS_DIR, SUITES_DIR
+from dlconform.repro import CALLERS_PATH
 
 
 def _groups(findings):
@@ -55,7 +56,7 @@ def _to_run(groups, findings):
 def test_reproducers_fail_under_their_fault_and_pass_without(fault_findings, tmp_path):
     groups = _groups(fault_findings)
     run = _to_run(groups, fault_findings)
-    head = "# run: PYTHONPATH=%s:%s %s repro.py" % (HARNESS_DIR, SUITES_DIR, sys.executable)
+    head = '# run: PYTHONPATH=%s:%s"%s" %s repro.py' % (HARNESS_DIR, SUITES_DIR, CALLERS_PATH, sys.executable)
 
     def one(item):
         (library, fault, text), recs = item
