@@ -136,9 +136,10 @@ def test_cuda_consumer_reads_on_the_work_stream(target, check):
         if e is not None:  # a consumer may refuse device memory it cannot use (API-04)
             raise kit.Unsupported("from_dlpack took the table's tensor, then raised %s" % tries.describe_exc(e))
         asked = "it asked current_work_stream %s" % p.asked if p.asked else "it never asked current_work_stream"
-        if check.equal(dev.to_host(y), bytes([0x6B]) * cu.NBYTES, "XAPI-19",
-                       "what the consumer read of the table's tensor, its data pending on the producer's work stream "
-                       "(%s)" % asked):
+        got = dev.read_import(y, x.stream if p.asked else None)  # a user of the import reads on the work stream
+        if cu.judge_import(check, got, 0x6B, "XAPI-19",
+                           "what the consumer read of the table's tensor, its data pending on the producer's work "
+                           "stream (%s)" % asked):
             check.record("XAPI-19", "pass", asked)
     finally:
         y = x = None

@@ -69,7 +69,7 @@ def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: cupy, jax, pyref, "
-        "ref, torch)"]
+        "ref, torch, and any module with from_dlpack as a consumer)"]
 
 
 def test_device_run_judges_every_target_with_that_device_on_the_device_checks(sim, tmp_path):

@@ -177,6 +177,25 @@ def test_run_line_carries_the_environment():
     assert R.standalone(text).splitlines()[0] == R.RUN_PREFIX + "PYTHONMALLOC=debug %s repro.py" % sys.executable
 
 
+def test_run_line_run_by_a_shell_keeps_the_callers_pythonpath(sample, tmp_path):
+    """Run by hand, the line puts dlconform's folders first and keeps the caller's PYTHONPATH (a
+    library found through it stays found); recheck reads the line without the caller's part."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "userlib_probe.py").write_text("NAME = 'found'\n")
+    text = R.run_header() + "\nimport sys, userlib_probe, dlconform\nprint(userlib_probe.NAME)\n"
+    (tmp_path / "repro.py").write_text(text)
+    line = text.splitlines()[0][len(R.RUN_PREFIX):]
+    env = dict(os.environ, PYTHONPATH=str(lib))
+    p = subprocess.run(["/bin/sh", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout.strip()) == (0, "found"), p.stderr
+    assert R.run_line(text)[0]["PYTHONPATH"] == os.pathsep.join((R.HARNESS_DIR, R.SUITES_DIR))
+    env.pop("PYTHONPATH")  # no PYTHONPATH of the caller's: no empty entry (the script's folder) is added
+    p = subprocess.run(["/bin/sh", "-c", line.replace("repro.py", "-c 'import sys; print(sys.path[1:3])'")],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == repr([R.HARNESS_DIR, R.SUITES_DIR]), p.stdout + p.stderr
+
+
 def test_targets_are_built_as_the_loader_builds_them():
     from dlconform.targets.loader import construction
 
@@ -184,3 +203,5 @@ def test_targets_are_built_as_the_loader_builds_them():
     assert construction("ref:fault=x") == (("from dlconform.targets.ref import RefTarget",), "RefTarget(fault='x')")
     assert construction("mylib") == (("from dlconform.targets.generic import GenericTarget",), "GenericTarget('mylib')")
     assert construction("a/b.py:T") == (("from dlconform.targets.loader import load",), "load('a/b.py:T')")
+    assert construction("mylib@cuda") == (("from dlconform.targets.generic_cuda import GenericCudaTarget",),
+                                          "GenericCudaTarget('mylib@cuda')")

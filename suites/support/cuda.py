@@ -48,6 +48,33 @@ def read(rt, stream, ptr, nbytes):
         return "no read on stream %d: %s" % (stream, e)
 
 
+def judge_import(check, got, pattern, clause, what):
+    """Judges `got`, a device's read_import of a consumer's import, on `clause`: it must hold the
+    producer's final data, NBYTES of `pattern`. Where the device also read it once the device was
+    idle (a generic consumer's): stale on the import's stream but final once idle means the read
+    was not ordered after the import's work, by the consumer or by the reader the library gave,
+    which dlconform cannot separate (the clause's unsupported); stale even once idle, that the
+    import holds the old data (the clause's fail). True when it holds the final data."""
+    seen, idle, how = got
+    final = bytes([pattern]) * NBYTES
+    what = "%s (%s)" % (what, how) if how else what
+    if seen != final and idle == final:
+        check.record(clause, "unsupported", "%s: the read on the import's stream saw %s, not the producer's final "
+                     "data, which the import held once the device was idle; the read was not ordered after the "
+                     "import's work: either from_dlpack did not order it after the stream it named, or the reader "
+                     "the library offers names the wrong stream, and dlconform cannot tell which"
+                     % (what, _bytes(seen)))
+        return False
+    if idle is not None and seen != final:
+        what += "; once the device was idle it held %s, still not the final data: the consumer took the data " \
+                "before the producer's stream was done" % _bytes(idle)
+    return check.equal(seen, final, clause, what)
+
+
+def _bytes(b):
+    return b if isinstance(b, str) else "%s..." % b.hex()[:24]
+
+
 def address(cap):
     """The device address of a capsule's first element (data + byte_offset; NULL data as 0)."""
     info = fields(cap)

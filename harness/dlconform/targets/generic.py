@@ -67,6 +67,31 @@ def buffer_info(obj):
         _release_buffer(ctypes.byref(view))
 
 
+def independent(y):
+    """describe() of y through its __array_interface__ or its buffer, or None when neither can
+    read it (absent, or unable: a format the buffer protocol lacks)."""
+    try:
+        ai = getattr(y, "__array_interface__", None)
+    except Exception:  # a property that raises: this reader cannot read y
+        ai = None
+    if isinstance(ai, dict) and "data" in ai:
+        ptr, ro = ai["data"]
+        shape = tuple(ai["shape"])
+        itemsize = int(ai["typestr"][2:]) if ai.get("typestr") else 1
+        st = ai.get("strides")
+        strides = row_major_strides(shape) if st is None else tuple(s // itemsize for s in st)
+        return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
+    try:
+        info = buffer_info(y)
+    except Exception:  # no buffer, or one it cannot describe (BufferError for a format it lacks)
+        return None
+    itemsize = info["itemsize"]
+    st = info["byte_strides"]
+    strides = row_major_strides(info["shape"]) if st is None else tuple(s // itemsize for s in st)
+    return {"ptr": info["ptr"], "shape": info["shape"], "strides": strides, "itemsize": itemsize,
+            "readonly": info["readonly"]}
+
+
 class GenericTarget(Target):
     def __init__(self, name, module=None):
         super().__init__(name)
@@ -200,29 +225,7 @@ class GenericTarget(Target):
         return kws if kws is not None else frozenset()
 
     # ---- reading results
-    def _independent(self, y):
-        """describe() of y through its __array_interface__ or its buffer, or None when neither can
-        read it (absent, or unable: a format the buffer protocol lacks)."""
-        try:
-            ai = getattr(y, "__array_interface__", None)
-        except Exception:  # a property that raises: this reader cannot read y
-            ai = None
-        if isinstance(ai, dict) and "data" in ai:
-            ptr, ro = ai["data"]
-            shape = tuple(ai["shape"])
-            itemsize = int(ai["typestr"][2:]) if ai.get("typestr") else 1
-            st = ai.get("strides")
-            strides = row_major_strides(shape) if st is None else tuple(s // itemsize for s in st)
-            return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
-        try:
-            info = buffer_info(y)
-        except Exception:  # no buffer, or one it cannot describe (BufferError for a format it lacks)
-            return None
-        itemsize = info["itemsize"]
-        st = info["byte_strides"]
-        strides = row_major_strides(info["shape"]) if st is None else tuple(s // itemsize for s in st)
-        return {"ptr": info["ptr"], "shape": info["shape"], "strides": strides, "itemsize": itemsize,
-                "readonly": info["readonly"]}
+    _independent = staticmethod(independent)
 
     def _through_export(self, y, elements=False):
         """describe() of y through its own __dlpack__ (with "dtype", and "elements" when asked), or

@@ -2,8 +2,9 @@
 
 Specs: `ref`, `ref:fault=NAME[,role=R]`, `ref@cuda[:fault=NAME[,role=R]]` (ref's CUDA tensors on a CUDA
 runtime), `pyref`, `pyref:fault=NAME[,role=R]`, `pyref@cuda[:fault=NAME[,role=R]]` (pyref's device arrays on a
-CUDA runtime), `numpy`, `torch`, `torch@cuda` (torch's CUDA tensors), `module:attr`, `path/to/file.py:attr`, or
-any importable module with `from_dlpack` (generic target).
+CUDA runtime), `numpy`, `torch`, `torch@cuda` (torch's CUDA tensors), `module:attr`, `path/to/file.py:attr`,
+any importable module with `from_dlpack` (generic target), or `module@cuda`: that module's from_dlpack judged as a
+CUDA consumer (targets/generic_cuda.py).
 
 `load()` imports the library and must only run in a child process. The parent calls `probe()`,
 which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
@@ -84,6 +85,12 @@ def _split(spec):
     return name, options
 
 
+def _generic_device(spec):
+    """Whether spec is a generic target's device variant, `MODULE@DEVICE` (not a built-in name,
+    no options); a bad device is generic_cuda.split()'s TargetError when the spec is loaded."""
+    return ":" not in spec and "@" in spec
+
+
 def construction(spec):
     """(import lines, expression) that give the target of `spec` in a reproducer script."""
     name, options = _split(spec)
@@ -91,6 +98,8 @@ def construction(spec):
         module, cls, _ = _registered(name, options.get("device"))
         args = ", ".join("%s=%r" % kv for kv in sorted(options.items()))
         return ("from %s import %s" % (module, cls),), "%s(%s)" % (cls, args)
+    if _generic_device(spec):
+        return ("from dlconform.targets.generic_cuda import GenericCudaTarget",), "GenericCudaTarget(%r)" % spec
     if ":" not in spec:
         return ("from dlconform.targets.generic import GenericTarget",), "GenericTarget(%r)" % spec
     return ("from dlconform.targets.loader import load",), "load(%r)" % spec
@@ -150,6 +159,10 @@ def load(spec, check_available=True):
         if not hasattr(module, attr):
             raise TargetError("%r has no attribute %r" % (left, attr))
         target = _instantiate(getattr(module, attr), spec)
+    elif _generic_device(spec):
+        from .generic_cuda import GenericCudaTarget, split
+
+        target = GenericCudaTarget(spec, _import(split(spec)[0]))
     else:
         from .generic import GenericTarget
 
@@ -226,6 +239,13 @@ def quick_check(spec, python=None):
     if builtin or ":" in spec:
         mod = BUILTIN[spec][2] if spec in BUILTIN else None
         return None if mod is None else _not_found(mod, mod)
+    if _generic_device(spec):
+        from .generic_cuda import split
+
+        try:
+            spec = split(spec)[0]
+        except TargetError as e:
+            return str(e)
     return _not_found(spec.split(".")[0], spec)
 
 

@@ -156,6 +156,14 @@ class CudaStreamDevice:
         """The bytes of an array the library imported (consumer side), read the library's way."""
         return y.tobytes()
 
+    def read_import(self, y, stream):
+        """(what the consumer's import y holds for its users, None, None): read the library's way
+        (to_host), on its current stream, the one it should have named; `stream`, the one it
+        did name, is the stream checks' to compare. A generic consumer's device, which has no
+        way of its own, reads on the named stream and once the device is idle too
+        (generic_cuda.GenericCudaDevice)."""
+        return self.to_host(y), None, None
+
     def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
         """A tensor of the library whose bytes will all be `pattern`, that work still pending on
         the producer's stream: the tensor made of `values`, then `cycles` clock cycles of work

@@ -1,0 +1,275 @@
+"""`MODULE@cuda`: any importable library's `from_dlpack` judged as a CUDA consumer, with no
+adapter (the generic target's device spec).
+
+It is a consumer only. The device checks' producer side needs the stream the library's own
+work is pending on, and a way to make its tensors there; a library dlconform knows nothing of
+tells neither, so its producer is judged on the CPU (`MODULE`) or through an adapter of its own
+(harness/README.md). Its consumer checks (suites/test_cuda_stream.py, test_cuda_exchange.py)
+import producers over real device memory, their data still pending on their own stream, and
+need to read what the library imported as a user of the import would: `read_import`.
+
+How an import is read (GenericCudaDevice.read_import), on the stream a user of it must read on:
+- its `__cuda_array_interface__` (a reader the library's DLPack side cannot taint), on the
+  stream the interface names (v3's `stream`: where its data is pending), else on the stream
+  the consumer named to the producer;
+- host memory (`__array_interface__` or a buffer: a consumer that copied to the host), as is;
+- its own `__dlpack__(stream=S)`, S the stream the consumer named, then read on S: a DLPack
+  consumer of the import. This reader is used only once a ready import reads back through it
+  as given; where one does not, from_dlpack or __dlpack__ is wrong, dlconform cannot tell
+  which, and the checks that read say `unsupported`.
+The read is made twice: on that stream right after the import, and again once the device is
+idle. Stale data on the stream but the final data once idle means the read was not ordered
+after the import's work: the consumer's fault, or its reader's (an interface naming the wrong
+stream, an export that does not make S wait), which dlconform cannot separate. Stale data
+even once idle means the import itself holds the old data: the consumer copied before the
+producer's stream was done (suites/support/cuda.py: `judge_import`).
+"""
+import ctypes
+import struct
+
+from ..kit import Unsupported, abi, inspect, read_elements
+from ._util import keywords_of
+from .base import Target, TargetError, import_library
+from .dtypes import row_major_strides
+from .generic import GenericTarget, independent
+from .pyref_target import CudaStreamDevice
+
+#: the devices `MODULE@DEVICE` may name
+DEVICES = ("cuda",)
+
+
+def split(spec):
+    """(module name, device) of `MODULE@DEVICE`; TargetError for a device it cannot be."""
+    name, _, device = spec.partition("@")
+    if not name or device not in DEVICES:
+        raise TargetError("bad target spec %r: a module's device variant is MODULE@DEVICE, DEVICE one of %s"
+                          % (spec, ", ".join(DEVICES)))
+    return name, device
+
+
+class GenericCudaTarget(Target):
+    """`MODULE@cuda`: MODULE's from_dlpack as a consumer of CUDA tensors."""
+
+    device = (2, 0)
+    roles = frozenset({"consumer"})
+
+    def __init__(self, spec, module=None):
+        name, _ = split(spec)
+        super().__init__(spec)
+        module = module if module is not None else import_library(name)
+        if not callable(getattr(module, "from_dlpack", None)):
+            raise TargetError("module %r has no from_dlpack: %s judges a library's from_dlpack as a CUDA consumer "
+                              "(a producer alone is judged through an adapter, harness/README.md)" % (name, spec))
+        self.module, self.library = module, module.__name__
+        self._device = None
+
+    def _runtime(self):
+        from ..kit import cuda
+
+        return cuda.runtime(), cuda.why_not
+
+    def available(self):
+        rt, why = self._runtime()
+        if rt is None:
+            return False, "%s: the CUDA consumer checks observe through a CUDA runtime, which did not load: %s" \
+                % (self.name, why())
+        return True, ""
+
+    def versions(self):
+        out = GenericTarget.versions(self)
+        rt, _ = self._runtime()
+        out["cuda runtime"] = "%s%s" % (rt.path, " (simulated)" if rt.simulated else "") if rt else "none"
+        return out
+
+    def from_dlpack(self, obj, **kw):
+        return self.module.from_dlpack(obj, **kw)
+
+    def consumer_keywords(self):
+        return keywords_of(self.module.from_dlpack) or frozenset()
+
+    def stream_device(self):
+        rt, _ = self._runtime()
+        if rt is None:
+            return None
+        if self._device is None or self._device.runtime is not rt:
+            self._device = GenericCudaDevice(self, rt)
+            # tried before any check imports anything: its device-wide synchronisation would
+            # complete the pending work a check is about to observe
+            self._device.export_reader_problem()
+        return self._device
+
+
+class GenericCudaDevice(CudaStreamDevice):
+    """The device of a generic CUDA consumer: no stream of its own that dlconform knows (no
+    current stream, no side-stream context), no tensors of its own; its imports are read by
+    read_import."""
+
+    #: the ready import the export reader is tried on first: float32, this shape
+    PROBE_SHAPE = (16, 16)
+
+    def __init__(self, target, runtime):
+        from .. import pyref
+
+        self._target, self._pyref, self.runtime = target, pyref, runtime
+        self.name = "%s's imports of CUDA memory" % target.library
+        self._export_problem = None  # why the export reader cannot be trusted ("" once it is), once asked
+
+    def make(self, dtype, shape, values):
+        raise Unsupported("%s makes no CUDA tensors dlconform knows how to ask for (a consumer-only target)"
+                          % self._target.name)
+
+    def producer_stream(self, x):
+        return None
+
+    def current_stream(self):
+        return None
+
+    def side_stream(self):
+        return None
+
+    def to_host(self, y):
+        raise Unsupported("%s: an import is read on the stream the consumer named (read_import)" % self._target.name)
+
+    # ---- reading an import
+    def read_import(self, y, stream):
+        """(what a reader on the import's stream sees right after from_dlpack, what it holds once
+        the device is idle, how it was read). `stream`: the stream the consumer named to the
+        producer (DLPack's int; None or -1 when it named none it reads on: the legacy default
+        stream is read then). A failed read is a description of the error instead of bytes."""
+        named = stream if isinstance(stream, int) and stream > 0 else self.LEGACY
+        where = self._locate(y, named)
+        how, ptr, nbytes, on, keep = where
+        first = self._read(on, ptr, nbytes)
+        self.runtime.synchronize()
+        idle = self._read(None, ptr, nbytes)
+        del keep
+        return first, idle, how
+
+    def _read(self, stream, ptr, nbytes):
+        """nbytes at ptr: device memory read on `stream` (None: at once, the device being idle),
+        host memory (stream "host") as it is."""
+        from ..kit.cuda import CudaError
+
+        if stream == "host":
+            return ctypes.string_at(ptr, nbytes) if nbytes else b""
+        try:
+            if stream is None:
+                return self.runtime.copy_to_host(ptr, nbytes)
+            return self.runtime.read_on(stream, ptr, nbytes)
+        except CudaError as e:
+            return "no read%s: %s" % ("" if stream is None else " on stream %d" % stream, e)
+
+    def _locate(self, y, named):
+        """(how, address, byte count, the stream to read on or "host", what must stay alive) of
+        the import y's elements; Unsupported when no reader can read them."""
+        lib = self._target.library
+        cai = _cuda_array_interface(y)
+        if cai is not None:
+            ptr, shape, itemsize, strides, stream = cai
+            _compact(lib, "__cuda_array_interface__", shape,
+                     None if strides is None else tuple(s // max(itemsize, 1) for s in strides))
+            on = stream if stream is not None else named
+            return ("read through %s's __cuda_array_interface__ on stream %d (%s)"
+                    % (lib, on, "the stream it names" if stream is not None else "the stream the consumer named"),
+                    ptr, _count(shape) * itemsize, on, None)
+        d = independent(y)
+        if d is not None:
+            _compact(lib, "host memory", d["shape"], d["strides"])
+            return ("read from the host memory %s's import holds (its __array_interface__ or buffer)" % lib,
+                    d["ptr"], _count(d["shape"]) * d["itemsize"], "host", None)
+        problem = self.export_reader_problem()
+        if problem:
+            raise Unsupported("cannot read %s's import: it has no __cuda_array_interface__ or host memory, and its "
+                              "own __dlpack__ does not give back a ready import as given (%s): one of from_dlpack and "
+                              "__dlpack__ is wrong, dlconform cannot tell which" % (lib, problem))
+        cap, info = _export(y, named)
+        _compact(lib, "__dlpack__ export", info["shape"] or (), info.get("strides"))
+        nbytes = _count(info["shape"] or ()) * abi.itemsize(tuple(info["dtype"]))
+        ptr = (info["data"] or 0) + info["byte_offset"]
+        device = tuple(info["device"])
+        if device == (1, 0):
+            return ("read through %s's own __dlpack__(stream=%d), host memory" % (lib, named),
+                    ptr, nbytes, "host", cap)
+        if device[0] != 2:
+            raise Unsupported("%s's import exports itself on device %s: no reader here" % (lib, device))
+        return ("read through %s's own __dlpack__(stream=%d) on that stream" % (lib, named), ptr, nbytes, named, cap)
+
+    def export_reader_problem(self):
+        """Why the import's own export cannot be trusted to read it ("" when it can): a ready
+        float32 import of known elements, read back through __dlpack__(stream=1) once the
+        device is idle, must hold them (where it reads, not when: judge_import judges the
+        ordering). Asked once."""
+        if self._export_problem is None:
+            values = b"".join(struct.pack("<f", float(i % 97)) for i in range(_count(self.PROBE_SHAPE)))
+            x = self._pyref.to_device(self._pyref.frombuffer(values, "float32", self.PROBE_SHAPE))
+            self.runtime.synchronize(x.stream)
+            try:
+                y = self._target.from_dlpack(x)
+                self.runtime.synchronize()
+                cap, info = _export(y, self.LEGACY)
+                self.runtime.synchronize()
+                got = self._read(None, (info["data"] or 0) + info["byte_offset"], len(values)) \
+                    if tuple(info["device"])[0] == 2 else read_elements(cap)
+                self._export_problem = "" if got == values else (
+                    "a ready float32 %s import read back as %s" % (self.PROBE_SHAPE, _differs(got, values)))
+            except Unsupported as e:
+                self._export_problem = str(e)
+            except Exception as e:  # the import or its export failed: this reader cannot read
+                self._export_problem = "a ready float32 import or its export raised %s: %s" % (type(e).__name__, e)
+        return self._export_problem
+
+
+def _cuda_array_interface(y):
+    """(address, shape, itemsize, byte strides or None, its stream or None) of y's
+    __cuda_array_interface__; None when it has none that can be read."""
+    try:
+        cai = getattr(y, "__cuda_array_interface__", None)
+    except Exception:  # a property that raises: this reader cannot read y
+        return None
+    if not isinstance(cai, dict) or not isinstance(cai.get("data"), (tuple, list)):
+        return None
+    try:
+        stream = cai.get("stream")
+        return (int(cai["data"][0] or 0), tuple(int(n) for n in cai["shape"]), int(str(cai["typestr"])[2:]),
+                None if cai.get("strides") is None else tuple(int(s) for s in cai["strides"]),
+                stream if isinstance(stream, int) and stream > 0 else None)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _export(y, stream):
+    """(capsule, its fields) of y.__dlpack__(stream=stream) (with max_version where y takes it);
+    Unsupported when the export fails."""
+    try:
+        try:
+            cap = y.__dlpack__(stream=stream, max_version=abi.DLPACK_VERSION)
+        except TypeError:
+            cap = y.__dlpack__(stream=stream)
+        info = inspect(cap)
+    except Exception as e:  # an export that fails: this reader cannot read y
+        raise Unsupported("the import's own __dlpack__(stream=%d) failed (%s: %s)" % (stream, type(e).__name__, e))
+    if "data" not in info:
+        raise Unsupported("the import's own __dlpack__ gave a capsule that is not a DLPack tensor (%s)"
+                          % info["kind"])
+    return cap, info
+
+
+def _compact(lib, reader, shape, strides):
+    """Unsupported unless `strides` (in elements; None: row-major) are those of a compact
+    row-major layout: a read copies the bytes at once."""
+    if strides is None or _count(shape) <= 1 or tuple(strides) == row_major_strides(tuple(shape)):
+        return
+    raise Unsupported("%s's import is not compact row-major by its %s (strides %s)" % (lib, reader, tuple(strides)))
+
+
+def _count(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _differs(got, want):
+    if isinstance(got, str):
+        return got
+    return "%s..., not %s..." % (got.hex()[:32], want.hex()[:32])

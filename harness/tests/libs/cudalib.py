@@ -1,0 +1,189 @@
+"""cudalib: a pure-Python (ctypes) CUDA consumer, the shape of a small kernel library: its
+`from_dlpack` copies a CUDA tensor into device memory of its own, on a work stream of its own.
+
+from_dlpack(x) names its current stream to x.__dlpack__ (1, the legacy default stream, unless
+inside `with cudalib.using(handle):`), makes its work stream (non-blocking, one per process)
+wait for that stream, and copies the elements there. The `Array` it returns describes its
+memory through `__cuda_array_interface__` (version 3, naming the work stream, where its data
+is pending). With CUDALIB_READER=dlpack it has no such interface and exports itself through
+`__dlpack__` instead, making the consumer's stream wait for the work stream. Compact tensors of
+whole-byte dtypes only (BufferError for others). The runtime is the libcudart CUDALIB_CUDART
+names (default libcudart.so).
+
+Bugs can be planted with CUDALIB_BUG=name[,name...]:
+  no_wait         the work stream does not wait for the stream it named: the copy may run
+                  before the producer's data is there
+  stream_zero     names stream 0 to the producer
+  minus_one       names -1 (no synchronisation), then copies without synchronising
+  export_no_wait  (CUDALIB_READER=dlpack) __dlpack__(stream=S) does not make S wait for the
+                  work stream
+  export_offset   (CUDALIB_READER=dlpack) __dlpack__ describes its memory 4 bytes too far on
+"""
+import contextlib
+import ctypes
+import os
+
+from dlpack_structs import (DELETER, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
+                            DLTensor, _GetPointer, _IsValid, _SetName, new_capsule)
+
+__version__ = "0.3"
+
+BUGS = set(filter(None, os.environ.get("CUDALIB_BUG", "").split(",")))
+READER = os.environ.get("CUDALIB_READER", "cai")
+kDLCUDA = 2
+_D2D, _NON_BLOCKING, _NO_TIMING = 3, 1, 2
+
+_rt = ctypes.CDLL(os.environ.get("CUDALIB_CUDART") or "libcudart.so")
+_vp = ctypes.c_void_p
+for _name, _args in (("cudaMalloc", (ctypes.POINTER(_vp), ctypes.c_size_t)), ("cudaFree", (_vp,)),
+                     ("cudaMemcpyAsync", (_vp, _vp, ctypes.c_size_t, ctypes.c_int, _vp)),
+                     ("cudaStreamCreateWithFlags", (ctypes.POINTER(_vp), ctypes.c_uint)),
+                     ("cudaStreamSynchronize", (_vp,)),
+                     ("cudaEventCreateWithFlags", (ctypes.POINTER(_vp), ctypes.c_uint)),
+                     ("cudaEventRecord", (_vp, _vp)), ("cudaStreamWaitEvent", (_vp, _vp, ctypes.c_uint)),
+                     ("cudaEventDestroy", (_vp,))):
+    getattr(_rt, _name).argtypes, getattr(_rt, _name).restype = _args, ctypes.c_int
+
+
+def _ok(code, what):
+    if code:
+        raise RuntimeError("cudalib: %s failed (CUDA error %d)" % (what, code))
+
+
+def _new(call, *args):
+    h = _vp()
+    _ok(getattr(_rt, call)(ctypes.byref(h), *args), call)
+    return h.value
+
+
+_current = [1]
+_work = []
+
+
+@contextlib.contextmanager
+def using(handle):
+    """Makes `handle` cudalib's current stream inside the block."""
+    _current.append(handle)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+def current_stream():
+    return _current[-1]
+
+
+def _work_stream():
+    if not _work:
+        _work.append(_new("cudaStreamCreateWithFlags", _NON_BLOCKING))
+    return _work[0]
+
+
+def _order(waiter, on):
+    """Makes stream `waiter` wait for the work enqueued on stream `on` so far."""
+    event = _new("cudaEventCreateWithFlags", _NO_TIMING)
+    _ok(_rt.cudaEventRecord(event, on), "cudaEventRecord")
+    _ok(_rt.cudaStreamWaitEvent(waiter, event, 0), "cudaStreamWaitEvent")
+    _rt.cudaEventDestroy(event)
+
+
+#: struct address -> (the struct, its shape array, the Array): alive until the deleter runs
+_EXPORTED = {}
+
+
+@DELETER
+def _exported_deleter(address):
+    _EXPORTED.pop(address, None)
+
+
+class Array:
+    """nbytes of device memory of cudalib's own, holding a copy of an imported tensor."""
+
+    def __init__(self, shape, dtype, nbytes, source):
+        self.shape, self.dtype, self.nbytes, self.ptr = shape, dtype, nbytes, None
+        self.ptr = _new("cudaMalloc", max(nbytes, 1))
+        self._source = source  # (address, managed struct) of the import, deleted once the copy is done
+
+    def __del__(self):
+        if self.ptr:
+            _rt.cudaStreamSynchronize(_work_stream())
+            _rt.cudaFree(self.ptr)
+            self.ptr = None
+        address, m = self._source
+        if m.deleter:
+            m.deleter(address)
+
+    def __getattr__(self, name):
+        if name == "__cuda_array_interface__" and READER != "dlpack":
+            code, bits = self.dtype[:2]
+            kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(code, "V")
+            return {"version": 3, "shape": self.shape, "typestr": "<%s%d" % (kind, bits // 8),
+                    "data": (self.ptr, False), "strides": None, "stream": _work_stream()}
+        raise AttributeError(name)
+
+    def __dlpack_device__(self):
+        return (kDLCUDA, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if READER != "dlpack":
+            raise BufferError("cudalib: arrays describe themselves through __cuda_array_interface__")
+        if dl_device is not None and tuple(dl_device) != (kDLCUDA, 0) or copy:
+            raise BufferError("cudalib: no copies on export")
+        if stream == 0 or not isinstance(stream, (int, type(None))):
+            raise BufferError("cudalib: stream=%r names no CUDA stream" % (stream,))
+        if stream != -1 and "export_no_wait" not in BUGS:
+            _order(1 if stream is None else stream, _work_stream())
+        shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
+        tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 0), ndim=len(self.shape),
+                          dtype=DLDataType(*self.dtype), shape=shape, strides=None,
+                          byte_offset=4 if "export_offset" in BUGS else 0)
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        if versioned:
+            m = DLManagedTensorVersioned(version=DLPackVersion(1, 3), deleter=_exported_deleter, dl_tensor=tensor)
+        else:
+            m = DLManagedTensor(dl_tensor=tensor, deleter=_exported_deleter)
+        _EXPORTED[ctypes.addressof(m)] = (m, shape, self)
+        return new_capsule(m, versioned)
+
+
+def _take(cap):
+    """(struct address, the managed struct) of an unconsumed capsule, renamed used_*."""
+    for name, struct in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
+        if _IsValid(cap, name):
+            ptr = _GetPointer(cap, name)
+            _SetName(cap, b"used_" + name)
+            return ptr, struct.from_address(ptr)
+    raise BufferError("cudalib: not an unconsumed DLPack capsule")
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    if tuple(x.__dlpack_device__()) != (kDLCUDA, 0):
+        raise BufferError("cudalib: CUDA memory on device 0 only")
+    named = 0 if "stream_zero" in BUGS else -1 if "minus_one" in BUGS else current_stream()
+    try:
+        cap = x.__dlpack__(stream=named, max_version=(1, 3))
+    except TypeError:
+        cap = x.__dlpack__(stream=named)
+    address, m = _take(cap)
+    y = None
+    try:
+        t = m.dl_tensor
+        shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+        item = t.dtype.bits * t.dtype.lanes // 8
+        compact, step = True, 1
+        for i in reversed(range(t.ndim)):
+            compact = compact and (not t.strides or shape[i] == 1 or t.strides[i] == step)
+            step *= shape[i]
+        if t.device.device_type != kDLCUDA or not compact or t.dtype.bits % 8:
+            raise BufferError("cudalib: compact CUDA tensors of whole-byte dtypes only")
+        y = Array(shape, (t.dtype.code, t.dtype.bits, t.dtype.lanes), step * item, (address, m))
+        work = _work_stream()
+        if named not in (-1, 0) and "no_wait" not in BUGS:
+            _order(work, named)
+        if step * item:
+            _ok(_rt.cudaMemcpyAsync(y.ptr, (t.data or 0) + t.byte_offset, step * item, _D2D, work), "cudaMemcpyAsync")
+        return y
+    finally:
+        if y is None and m.deleter:  # not imported: the producer's tensor goes now
+            m.deleter(address)

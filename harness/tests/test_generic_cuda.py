@@ -1,0 +1,120 @@
+"""`MODULE@cuda`, the generic target's device spec (targets/generic_cuda.py), on the simulated
+CUDA runtime: cudalib (tests/libs/cudalib.py, a pure-Python ctypes consumer that copies CUDA
+tensors on a work stream of its own) judged by the device checks' consumer side.
+
+Clean, it passes STR-01 and STR-08 through either reader of its imports (its
+__cuda_array_interface__, its own __dlpack__). Each planted consumer bug is caught on its
+clause; a bug of its reader (an export that does not order the read, or describes the wrong
+memory) is `unsupported`, never blamed on the consumer. Bad specs fail in one line."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dlconform.targets import loader
+from test_meta import REPO
+
+SIM = REPO / "build" / "cuda" / "sim" / "libcudart.so"
+LIBS = REPO / "harness" / "tests" / "libs"
+
+
+@pytest.fixture(scope="module")
+def sim():
+    if not SIM.exists():
+        pytest.skip("no simulated CUDA runtime: run `make build` first")
+    return SIM
+
+
+def _env(cudart, bug="", reader="cai"):
+    env = dict(os.environ, DLCONFORM_CUDART=str(cudart), CUDALIB_CUDART=str(cudart), CUDALIB_BUG=bug,
+               CUDALIB_READER=reader)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), str(LIBS), env.get("PYTHONPATH")]))
+    return env
+
+
+def _run(out, bug="", reader="cai", target="cudalib@cuda", *extra):
+    """(exit status, {clause: (verdict, message)} of the consumer checks) of a device run of
+    cudalib with `bug` planted, its imports read through `reader`."""
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", target,
+                        "--tests", "test_cuda_stream.py", "--tests", "test_cuda_exchange.py", "--out", str(out), "-q",
+                        *extra], cwd=REPO, env=_env(SIM, bug, reader), capture_output=True, text=True, timeout=300)
+    doc = json.loads((out / "results.json").read_text())
+    seen = {}
+    for r in doc["results"]:
+        if r["role"] == "consumer":
+            seen.setdefault(r["clause"], []).append((r["verdict"], r.get("message") or ""))
+    return p, doc, {c: v[0] if len(v) == 1 else v for c, v in seen.items()}
+
+
+@pytest.mark.parametrize("reader", ["cai", "dlpack"])
+def test_a_clean_cuda_consumer_passes_through_either_reader(sim, tmp_path, reader):
+    p, doc, seen = _run(tmp_path / "out", reader=reader)
+    assert p.returncode == 0, p.stderr
+    assert doc["targets"]["cudalib@cuda"]["roles"] == ["consumer"]
+    assert seen["STR-01"][0] == "pass" and "passed stream 1 and read the final data" in seen["STR-01"][1]
+    assert seen["STR-08"][0] == "pass"
+    for clause in ("STR-05", "STR-07"):  # which stream it should name is its library's to know
+        assert seen[clause][0] == "unsupported" and "knows no current stream" in seen[clause][1]
+    assert seen["XAPI-19"][0] == "unsupported" and "did not import through the exchange table" in seen["XAPI-19"][1]
+    producer = [r for r in doc["results"] if r["role"] == "producer"]
+    assert producer and all(r["verdict"] in ("unsupported", "skip") for r in producer)
+    assert all(r["device"] == "cuda:0" for r in doc["results"] if r["verdict"] != "skip")
+
+
+@pytest.mark.parametrize("bug, reader, clause, words", [
+    ("no_wait", "cai", "STR-01", "took the data before the producer's stream was done"),
+    ("minus_one", "dlpack", "STR-01", "streams passed: [-1]"),
+    ("stream_zero", "cai", "STR-08", "the consumer passed stream=0"),
+])
+def test_each_planted_consumer_bug_is_caught_on_its_clause(sim, tmp_path, bug, reader, clause, words):
+    p, doc, seen = _run(tmp_path / "out", bug, reader)
+    assert p.returncode == 1, p.stderr
+    assert seen[clause][0] == "fail" and words in seen[clause][1], seen[clause]
+    failing = {c for c, v in seen.items() if v[0] == "fail"}
+    assert failing == {clause}
+
+
+@pytest.mark.parametrize("bug, words", [
+    ("export_no_wait", "dlconform cannot tell which"),
+    ("export_offset", "does not give back a ready import as given"),
+])
+def test_a_bug_of_the_reader_is_unsupported_not_the_consumers_fail(sim, tmp_path, bug, words):
+    """cudalib's from_dlpack is right; its own __dlpack__, the only reader of its imports here,
+    is not: nothing is blamed on the consumer."""
+    p, doc, seen = _run(tmp_path / "out", bug, "dlpack")
+    assert p.returncode == 0, p.stderr
+    assert seen["STR-01"][0] == "unsupported" and words in seen["STR-01"][1], seen["STR-01"]
+    assert not [r for r in doc["results"] if r["verdict"] in ("fail", "warn", "crash", "error")]
+
+
+def test_a_device_run_makes_a_plain_module_its_cuda_consumer(sim, tmp_path):
+    p, doc, seen = _run(tmp_path / "out", "no_wait", "cai", "cudalib")
+    assert list(doc["targets"]) == ["cudalib@cuda"] and seen["STR-01"][0] == "fail", p.stderr
+
+
+def test_a_finding_reproduces_under_its_bug_and_not_without(sim, tmp_path):
+    p, _, _ = _run(tmp_path / "out", "no_wait")
+    results = str(tmp_path / "out" / "results.json")
+    for bug, rc, word in (("no_wait", 0, "1 reproduced"), ("", 1, "1 not reproduced")):
+        q = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", results], cwd=tmp_path,
+                           env=_env(SIM, bug), capture_output=True, text=True, timeout=300)
+        assert q.returncode == rc and word in q.stdout, q.stdout + q.stderr
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("no_such_module_here@cuda", "cannot import module 'no_such_module_here' (ModuleNotFoundError)"),
+    ("cudalib@rocm", "a module's device variant is MODULE@DEVICE, DEVICE one of cuda"),
+    ("json@cuda", "module 'json' has no from_dlpack"),
+])
+def test_bad_specs_fail_in_one_line(sim, spec, words):
+    found = loader.probe(spec, env=_env(SIM))
+    assert not found["ok"] and words in found["reason"] and "\n" not in found["reason"], found
+
+
+def test_without_a_runtime_it_is_unavailable_in_one_line(sim, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(LIBS))  # where probe() looks before it starts the loader's process
+    found = loader.probe("cudalib@cuda", env=dict(_env(SIM), DLCONFORM_CUDART=str(tmp_path / "libcudart.so")))
+    assert not found["ok"] and "cudalib@cuda: the CUDA consumer checks observe through a CUDA runtime" in \
+        found["reason"] and "\n" not in found["reason"], found
