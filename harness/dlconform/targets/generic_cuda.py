@@ -157,7 +157,7 @@ class GenericCudaDevice(CudaStreamDevice):
                 return self.runtime.copy_to_host(ptr, nbytes)
             return self.runtime.read_on(stream, ptr, nbytes)
         except CudaError as e:
-            return "no read%s: %s" % ("" if stream is None else " on stream %d" % stream, e)
+            return "no read%s: %s" % ("" if stream is None else " on stream %s" % _stream(stream), e)
 
     def _locate(self, y, named):
         """(how, address, byte count, the stream to read on or "host", what must stay alive) of
@@ -169,8 +169,8 @@ class GenericCudaDevice(CudaStreamDevice):
             _compact(lib, "__cuda_array_interface__", shape,
                      None if strides is None else tuple(s // max(itemsize, 1) for s in strides))
             on = stream if stream is not None else named
-            return ("read through %s's __cuda_array_interface__ on stream %d (%s)"
-                    % (lib, on, "the stream it names" if stream is not None else "the stream the consumer named"),
+            whose = "the stream it names" if stream is not None else "the stream the consumer named"
+            return ("read through %s's __cuda_array_interface__ on stream %s (%s)" % (lib, _stream(on), whose),
                     ptr, _count(shape) * itemsize, on, None)
         d = independent(y)
         if d is not None:
@@ -188,11 +188,12 @@ class GenericCudaDevice(CudaStreamDevice):
         ptr = (info["data"] or 0) + info["byte_offset"]
         device = tuple(info["device"])
         if device == (1, 0):
-            return ("read through %s's own __dlpack__(stream=%d), host memory" % (lib, named),
+            return ("read through %s's own __dlpack__(stream=%s), host memory" % (lib, _stream(named)),
                     ptr, nbytes, "host", cap)
         if device[0] != 2:
             raise Unsupported("%s's import exports itself on device %s: no reader here" % (lib, device))
-        return ("read through %s's own __dlpack__(stream=%d) on that stream" % (lib, named), ptr, nbytes, named, cap)
+        return ("read through %s's own __dlpack__(stream=%s) on that stream" % (lib, _stream(named)), ptr, nbytes,
+                named, cap)
 
     def export_reader_problem(self):
         """Why the import's own export cannot be trusted to read it ("" when it can): a ready
@@ -260,6 +261,11 @@ def _compact(lib, reader, shape, strides):
     if strides is None or _count(shape) <= 1 or tuple(strides) == row_major_strides(tuple(shape)):
         return
     raise Unsupported("%s's import is not compact row-major by its %s (strides %s)" % (lib, reader, tuple(strides)))
+
+
+def _stream(s):
+    """DLPack's int for a CUDA stream as a message shows it: 1 and 2 as they are, a handle in hex."""
+    return str(s) if s in (1, 2) else "%#x" % s
 
 
 def _count(shape):

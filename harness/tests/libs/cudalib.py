@@ -147,12 +147,18 @@ class Array:
         return new_capsule(m, versioned)
 
 
+#: (name, the name a consumed capsule gets, struct): the names are constants, alive as long as the
+#: module, since a capsule keeps the pointer it is given
+_KINDS = ((b"dltensor_versioned", b"used_dltensor_versioned", DLManagedTensorVersioned),
+          (b"dltensor", b"used_dltensor", DLManagedTensor))
+
+
 def _take(cap):
     """(struct address, the managed struct) of an unconsumed capsule, renamed used_*."""
-    for name, struct in ((b"dltensor_versioned", DLManagedTensorVersioned), (b"dltensor", DLManagedTensor)):
+    for name, used, struct in _KINDS:
         if _IsValid(cap, name):
             ptr = _GetPointer(cap, name)
-            _SetName(cap, b"used_" + name)
+            _SetName(cap, used)
             return ptr, struct.from_address(ptr)
     raise BufferError("cudalib: not an unconsumed DLPack capsule")
 
