@@ -22,6 +22,7 @@ import pytest
 
 from dlconform import kit
 from support import attempts as tries
+from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import routes as rt
@@ -224,8 +225,8 @@ def test_consumer_plain_import_on_every_route(target, check, route):
         tries.zero_copy(check, target, d["ptr"], att.forge.buffer_address, what)
         life = att.lifetime()
         if route != "xapi":  # a table hand-out renames the capsule itself
-            check.that(life["renamed"], "CAP-03", "%s: capsule names after the import %r, expected used_*"
-                       % (what, life["names"]))
+            check.that(life["renamed"], "CAP-03", "%s: after the import, %s" % (
+                what, "; ".join(pycap.name_problem(n, "used_*") for n in life["names"]) or "no capsule"))
         if d["ptr"] == att.forge.buffer_address:  # a copy may give the producer's tensor back at once
             check.that(life["alive"] == 0, "OWN-03", "%s: the deleter ran %d time(s) while the result viewed the "
                        "producer's memory" % (what, life["alive"]))

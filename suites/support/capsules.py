@@ -14,12 +14,26 @@ __all__ = ["DEFINED_FLAGS", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PA
            "USED_NAMES", "USED_VERSIONED", "VERSIONED", "is_capsule", "keep_forever", "SUITE_VERSION", "MAX_VERSIONS",
            "name_pointer", "keyword_rejected", "export_versioned", "export_kind", "producer_is_legacy_only",
            "versioned_supported", "address", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset",
-           "read_word", "NAMES", "readable_exports", "export_cases"]
+           "read_word", "NAMES", "readable_exports", "export_cases", "garbled", "name_problem"]
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
 SUITE_VERSION = kit.DLPACK_VERSION
 #: max_version values a consumer at DLPack 1.x may pass
 MAX_VERSIONS = ((1, 0), (1, 3), (1, 99), (2, 0), (99, 99))
+
+
+def garbled(name):
+    """Whether a capsule's name reads as no name at all (not printable ASCII): the string it
+    points at was freed and its memory holds something else (CAP-09)."""
+    return name is not None and not (name.isascii() and name.isprintable())
+
+
+def name_problem(name, used):
+    """Why a capsule named `name` after an import is not renamed `used` (CAP-03), in words."""
+    if garbled(name):
+        return "its name reads %r: the consumer renamed it with a string that did not outlive it (CAP-09), so it no " \
+            "longer says %s" % (name, used)
+    return "its name is %r, expected %r" % (name, used)
 
 
 def name_pointer(capsule):

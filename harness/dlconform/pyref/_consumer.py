@@ -164,6 +164,8 @@ def take_capsule(capsule):
     address = _capi.capsule_get_pointer(id(capsule), current)
     if _faults.active("consumer_used_name_per_capsule"):
         used = _capi.keep_forever(ctypes.create_string_buffer(used))
+    elif _faults.active("consumer_used_name_temporary"):
+        used = b"used_" + name  # a new object: freed when this function returns, while the capsule lives
     if not _faults.active("consumer_no_rename"):
         _capi.capsule_set_name(id(capsule), used)  # CAP-03: the tensor is ours now
     return _Import(address, struct), struct, address

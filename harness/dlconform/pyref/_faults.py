@@ -102,6 +102,8 @@ consumer_no_methods_typeerror   ERR-03  consumer from_dlpack raises TypeError, n
                                                  without __dlpack__ (API-06 repeats the rule)
 consumer_used_name_per_capsule  CAP-09  consumer the used_* name set on a consumed capsule is a string made for that
                                                  capsule (and never freed)
+consumer_used_name_temporary    CAP-09  consumer the used_* name set on a consumed capsule is a temporary bytes
+                                                 object, freed when from_dlpack returns (the name dangles)
 consumer_wraps_producer_errors  ERR-02  consumer an exception (but TypeError) from __dlpack__ or __dlpack_device__
                                                  reaches the caller wrapped in a BufferError
 consumer_max_version_list       VER-01  consumer from_dlpack passes max_version as a list [1, 3]
