@@ -224,26 +224,33 @@ def test_cuda_copy_is_ordered_on_the_consumer_stream(target, check):
 # ---------------------------------------------------------------------------- consumer
 
 
-@consumer("STR-01", "STR-05", "STR-07", "STR-08")
+#: the clause of the stream a consumer passes, by its current stream (DLPack's int): 1 the legacy
+#: default stream, 2 the per-thread default stream, a handle above
+_STREAM_CLAUSE = {1: "STR-05", 2: "STR-06"}
+
+
+@consumer("STR-01", "STR-05", "STR-06", "STR-07", "STR-08")
 def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
     """from_dlpack of a CUDA producer whose data is still pending on its own stream: the
     consumer names a stream (never 0, STR-08), the one it will read on, its current stream (1
-    for the legacy default stream, STR-05; a side stream's handle inside a stream context,
-    STR-07), and what it then reads of the import is the producer's final data (STR-01).
-    pyref's device arrays are the producer: they make the named stream wait on their own."""
+    for the legacy default stream, STR-05; 2 inside a per-thread default stream context,
+    STR-06; a side stream's handle inside a stream context, STR-07), and what it then reads of
+    the import is the producer's final data (STR-01). pyref's device arrays are the producer:
+    they make the named stream wait on their own."""
     dev, rt = cu.device(target)
-    contexts = [(None, dev.current_stream())]
-    side = dev.side_stream()
+    contexts = [(None, dev.current_stream(), "on the current stream")]
+    side, per_thread = dev.side_stream(), dev.per_thread_stream()
     if side is not None:
-        contexts.append(side)
+        contexts.append(side + ("inside a side-stream context (stream %d)" % side[1],))
+    if per_thread is not None:
+        contexts.append(per_thread + ("inside a per-thread default stream context (stream %d)" % per_thread[1],))
     compared = set()  # the clauses of the stream passed that a context compared
-    for i, (context, expected) in enumerate(contexts):
+    for i, (context, expected, where) in enumerate(contexts):
         x = cu.pending_pyref_array(rt, 0x3C + i)
         if x is None:
             raise kit.Unsupported("pyref's device arrays are unavailable on this runtime")
         p = cu.Recorded(x)
-        where = "from_dlpack %s" % ("on the current stream" if context is None
-                                    else "inside a side-stream context (stream %d)" % expected)
+        where = "from_dlpack " + where
         with context or contextlib.nullcontext():  # the import and the read, on one stream
             y, e = kit.attempt(lambda: target.from_dlpack(p))
             streams = [c.get("stream") for c in p.calls]
@@ -251,7 +258,7 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
         for stream in streams:
             check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
             if expected is not None and stream not in (None, -1, 0):  # 0: STR-08; -1, None: the read decides
-                clause = "STR-05" if expected == dev.LEGACY else "STR-07"
+                clause = _STREAM_CLAUSE.get(expected, "STR-07")
                 compared.add(clause)
                 check.equal(stream, expected, clause, "%s: the stream passed (the consumer's current stream is %d)"
                             % (where, expected))
@@ -270,8 +277,9 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
         y = p = x = None  # released before the next round
         tries.settle()
     unknown = dev.current_stream() is None
-    for clause, case in (("STR-05", "its current stream, the legacy default stream"),
-                         ("STR-07", "a side stream made current")):
-        if clause not in compared and (unknown or clause == "STR-07" and side is None):
+    for clause, case, context in (("STR-05", "its current stream, the legacy default stream", True),
+                                  ("STR-06", "the per-thread default stream made current", per_thread),
+                                  ("STR-07", "a side stream made current", side)):
+        if clause not in compared and (unknown or context is None):
             check.record(clause, "unsupported", "the stream passed was not compared with %s: the target knows %s" % (
-                case, "no current stream of its library" if unknown else "no side-stream context of its library"))
+                case, "no current stream of its library" if unknown else "no such context of its library"))

@@ -226,3 +226,6 @@ def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):
     assert found["ref", "cuda_dltensor_from_waits"] == [
         "fail:test_cuda_no_sync_functions_leave_the_streams_alone[dltensor_from]"]
     assert found["ref", "cuda_consumer_ignores_work_stream"] == ["warn:test_cuda_consumer_reads_on_the_work_stream"]
+    for lib in ("pyref", "ref"):  # the per-thread default stream context shows the same fault (STR-06)
+        assert [r for r in fault_runs[lib, "cuda_consumer_ignores_context"] if r["clause"] == "STR-06"
+                and r["verdict"] == "fail" and "per-thread default stream context" in r["message"]]

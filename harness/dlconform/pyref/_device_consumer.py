@@ -3,8 +3,9 @@ and the current stream it reads on (current_stream(), cuda_stream(handle)).
 
 Invariants:
   - the producer is asked on pyref's current stream of this thread: 1, the legacy default
-    stream, unless `with cuda_stream(handle):` names another. pyref names it explicitly, never
-    None or 0 (STR-05, STR-07, STR-08, STR-14), and the producer makes it safe to read there
+    stream, unless `with cuda_stream(handle):` names another (2, the per-thread default
+    stream, or a handle). pyref names it explicitly, never None or 0 (STR-05, STR-06, STR-07,
+    STR-08, STR-14), and the producer makes it safe to read there
     before __dlpack__ returns (STR-01);
   - the import is a DeviceArray over the producer's memory, read on that stream; it owns the
     managed tensor and gives it back (its deleter, once) when it dies (OWN-01, OWN-03);
@@ -29,9 +30,11 @@ def current_stream():
 
 @contextlib.contextmanager
 def cuda_stream(handle):
-    """Makes `handle` (a cudaStream_t as an int, above 2) pyref's current stream inside the block."""
-    if not isinstance(handle, int) or isinstance(handle, bool) or handle <= _cuda.PER_THREAD:
-        raise ValueError("cuda_stream takes a stream handle (an int above 2), not %r" % (handle,))
+    """Makes `handle` (2, the per-thread default stream, or a cudaStream_t as an int above 2)
+    pyref's current stream inside the block."""
+    if not isinstance(handle, int) or isinstance(handle, bool) or handle < _cuda.PER_THREAD:
+        raise ValueError("cuda_stream takes 2 (the per-thread default stream) or a stream handle (an int above 2), "
+                         "not %r" % (handle,))
     before = current_stream()
     _local.stream = handle
     try:

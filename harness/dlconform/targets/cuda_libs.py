@@ -185,6 +185,12 @@ class CupyStreamDevice(CudaStreamDevice):
         self._streams.append(s)
         return s, s.ptr
 
+    def per_thread_stream(self):
+        """(cupy's per-thread default stream, `cupy.cuda.Stream.ptds`, as a context, 2), or None
+        in a cupy without it."""
+        ptds = getattr(self._cupy.cuda.Stream, "ptds", None)
+        return None if ptds is None else (ptds, self._dlpack_stream(ptds))
+
     def to_host(self, y):
         return self._cupy.asnumpy(y).tobytes()
 
@@ -264,6 +270,9 @@ class JaxStreamDevice(CudaStreamDevice):
         return None
 
     def side_stream(self):
+        return None
+
+    def per_thread_stream(self):
         return None
 
     def to_host(self, y):

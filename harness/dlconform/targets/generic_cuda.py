@@ -127,6 +127,9 @@ class GenericCudaDevice(CudaStreamDevice):
     def side_stream(self):
         return None
 
+    def per_thread_stream(self):
+        return None
+
     def to_host(self, y):
         raise Unsupported("%s: an import is read on the stream the consumer named (read_import)" % self._target.name)
 

@@ -152,6 +152,11 @@ class CudaStreamDevice:
         handle = self.runtime.stream().handle
         return self._pyref.cuda_stream(handle), handle
 
+    def per_thread_stream(self):
+        """(a context manager making the per-thread default stream (2) the library's current
+        stream, 2), or None for a library that has none to set."""
+        return self._pyref.cuda_stream(self.PER_THREAD), self.PER_THREAD
+
     def to_host(self, y):
         """The bytes of an array the library imported (consumer side), read the library's way."""
         return y.tobytes()

@@ -209,6 +209,9 @@ class RefCudaStreamDevice(CudaStreamDevice):
         handle = self.runtime.stream().handle
         return self._current(handle), handle
 
+    def per_thread_stream(self):
+        return self._current(self.PER_THREAD), self.PER_THREAD
+
     @contextlib.contextmanager
     def _current(self, handle):
         before = self._ref.cuda_set_stream(handle)

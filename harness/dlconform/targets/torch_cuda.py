@@ -50,5 +50,10 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         s = self._torch.cuda.Stream()
         return self._torch.cuda.stream(s), s.cuda_stream
 
+    def per_thread_stream(self):
+        """None: torch has no way to make the per-thread default stream its current one (short
+        of a build with it as the default)."""
+        return None
+
     def to_host(self, y):
         return y.cpu().contiguous().view(self._torch.uint8).numpy().tobytes()
