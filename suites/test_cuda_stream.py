@@ -115,8 +115,8 @@ def test_cuda_stream_zero_refused(target, check):
     """stream=0 is ambiguous on CUDA: consumers must not pass it and producers should refuse it
     (BufferError)."""
     dev, rt = cu.device(target)
-    with cu.producing(dev):
-        x = cu.filled(dev, rt, 0xC3)
+    with cu.producing(dev):  # a refusal needs no pending work
+        x = dev.make("float32", cu.SHAPE, dty.safe_values("float32", cu.SHAPE))
         cap, e = kit.attempt(lambda: x.__dlpack__(stream=0, max_version=pycap.SUITE_VERSION))
     if e is not None:  # any clean refusal is what the clause asks
         check.refusal("STR-08", e, "stream=0", verdict="fail")

@@ -34,12 +34,14 @@ def _env(cudart, bug="", reader="cai"):
     return env
 
 
-def _run(out, bug="", reader="cai", target="cudalib@cuda", *extra):
-    """(exit status, {clause: (verdict, message)} of the consumer checks) of a device run of
-    cudalib with `bug` planted, its imports read through `reader`."""
-    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", target,
-                        "--tests", "test_cuda_stream.py", "--tests", "test_cuda_exchange.py", "--out", str(out), "-q",
-                        *extra], cwd=REPO, env=_env(SIM, bug, reader), capture_output=True, text=True, timeout=300)
+def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_stream.py", "test_cuda_exchange.py")):
+    """(the process, results.json, {clause: (verdict, message)} of the consumer checks) of a device
+    run of cudalib with `bug` planted, its imports read through `reader`, on `files` (None: the
+    whole device run)."""
+    tests = [a for f in files or () for a in ("--tests", f)]
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", target, *tests,
+                        "--out", str(out), "-q"], cwd=REPO, env=_env(SIM, bug, reader), capture_output=True, text=True,
+                       timeout=300)
     doc = json.loads((out / "results.json").read_text())
     seen = {}
     for r in doc["results"]:
@@ -52,14 +54,16 @@ def _run(out, bug="", reader="cai", target="cudalib@cuda", *extra):
 def test_a_clean_cuda_consumer_passes_through_either_reader(sim, tmp_path, reader):
     p, doc, seen = _run(tmp_path / "out", reader=reader)
     assert p.returncode == 0, p.stderr
-    assert doc["targets"]["cudalib@cuda"]["roles"] == ["consumer"]
+    # imports that export themselves (its own __dlpack__ the reader) are a producer too
+    assert doc["targets"]["cudalib@cuda"]["roles"] == ["consumer"] + (["producer"] if reader == "dlpack" else [])
     assert seen["STR-01"][0] == "pass" and "passed stream 1 and read the final data" in seen["STR-01"][1]
     assert seen["STR-08"][0] == "pass"
     for clause in ("STR-05", "STR-06", "STR-07"):  # which stream it should name is its library's to know
         assert seen[clause][0] == "unsupported" and "knows no current stream" in seen[clause][1]
     assert seen["XAPI-19"][0] == "unsupported" and "did not import through the exchange table" in seen["XAPI-19"][1]
     producer = [r for r in doc["results"] if r["role"] == "producer"]
-    assert producer and all(r["verdict"] in ("unsupported", "skip") for r in producer)
+    assert producer and all(r["verdict"] in ("unsupported", "skip", "pass") for r in producer)
+    assert bool([r for r in producer if r["verdict"] == "pass"]) == (reader == "dlpack")
     assert all(r["device"] == "cuda:0" for r in doc["results"] if r["verdict"] != "skip")
 
 
@@ -87,6 +91,34 @@ def test_a_bug_of_the_reader_is_unsupported_not_the_consumers_fail(sim, tmp_path
     assert p.returncode == 0, p.stderr
     assert seen["STR-01"][0] == "unsupported" and words in seen["STR-01"][1], seen["STR-01"]
     assert not [r for r in doc["results"] if r["verdict"] in ("fail", "warn", "crash", "error")]
+
+
+def test_imports_that_export_themselves_are_judged_as_a_producer(sim, tmp_path):
+    """cudalib's arrays with __dlpack__ as well: the host files' producer checks run on its
+    imports of ready device memory and pass, but for two readings (a zero-size export's data is
+    not NULL, a SHOULD; no export to the host); the stream checks that need its own pending
+    work say why not, and those that need none run."""
+    p, doc, _ = _run(tmp_path / "out", reader="both", files=None)
+    assert p.returncode == 0, p.stderr
+    assert doc["targets"]["cudalib@cuda"]["roles"] == ["consumer", "producer"]
+    producer = [r for r in doc["results"] if r["role"] == "producer"]
+    passed = {r["test"].split("::")[0] for r in producer if r["verdict"] == "pass"}
+    assert {"test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py", "test_versioning.py",
+            "test_ownership.py", "test_cuda_stream.py"} <= passed, passed
+    assert {(r["clause"], r["verdict"]) for r in producer if r["verdict"] in ("fail", "warn", "crash", "error")} == {
+        ("LAY-04", "warn"), ("DEV-06", "warn")}
+    stream = {r["test"].split("::")[-1].split("[")[0]: r for r in producer if r["test"].startswith("test_cuda_stream")}
+    assert stream["test_cuda_stream_zero_refused"]["verdict"] == "pass"
+    assert stream["test_cuda_stream_of_wrong_type_or_range"]["verdict"] == "pass"
+    assert "the stream the library's own work is pending on is unknown" in \
+        stream["test_stream_minus_one_neither_waits_nor_blocks"]["message"]
+    assert all(r["device"] == "cuda:0" for r in producer if r["verdict"] == "pass")
+
+
+def test_a_producer_bug_of_its_imports_is_caught_on_its_clause(sim, tmp_path):
+    p, doc, _ = _run(tmp_path / "out", "export_device_1", "both", files=("test_device.py",))
+    failing = {r["clause"] for r in doc["results"] if r["verdict"] == "fail"}
+    assert p.returncode == 1 and failing == {"DEV-03", "DEV-04"}, (failing, p.stderr)
 
 
 def test_a_device_run_makes_a_plain_module_its_cuda_consumer(sim, tmp_path):

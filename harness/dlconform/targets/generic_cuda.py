@@ -1,12 +1,19 @@
-"""`MODULE@cuda`: any importable library's `from_dlpack` judged as a CUDA consumer, with no
-adapter (the generic target's device spec).
+"""`MODULE@cuda`: any importable library's `from_dlpack` judged as a CUDA consumer, and its
+imports' `__dlpack__` as a CUDA producer, with no adapter (the generic target's device spec).
 
-It is a consumer only. The device checks' producer side needs the stream the library's own
-work is pending on, and a way to make its tensors there; a library dlconform knows nothing of
-tells neither, so its producer is judged on the CPU (`MODULE`) or through an adapter of its own
-(harness/README.md). Its consumer checks (suites/test_cuda_stream.py, test_cuda_exchange.py)
-import producers over real device memory, their data still pending on their own stream, and
-need to read what the library imported as a user of the import would: `read_import`.
+Its consumer checks (suites/test_cuda_stream.py, test_cuda_exchange.py) import producers over
+real device memory, their data still pending on their own stream, and need to read what the
+library imported as a user of the import would: `read_import`.
+
+Its producer, where its imports export themselves (`__dlpack__`), is judged as the generic
+CPU target judges one: on its imports of ready device memory (pyref's device arrays), each
+verified to hold what it was given before a check uses it (read once the device is idle, by
+the readers below; an import that does not is the consumer checks' finding, and the producer
+check says `unsupported`). Those tensors are compact; the library's own views are beyond what
+dlconform can ask for. The producer checks of the host files run on them (`device_tensors`).
+The stream checks' producer side needs the stream the library's own work is pending on, which
+only an adapter can name: those are `unsupported`, but for the stream values a CUDA export must
+refuse (STR-02, STR-08), which need no pending work.
 
 How an import is read (GenericCudaDevice.read_import), on the stream a user of it must read on:
 - its `__cuda_array_interface__` (a reader the library's DLPack side cannot taint), on the
@@ -48,7 +55,8 @@ def split(spec):
 
 
 class GenericCudaTarget(Target):
-    """`MODULE@cuda`: MODULE's from_dlpack as a consumer of CUDA tensors."""
+    """`MODULE@cuda`: MODULE's from_dlpack as a consumer of CUDA tensors, and its imports'
+    __dlpack__ as a producer of them."""
 
     device = (2, 0)
     roles = frozenset({"consumer"})
@@ -62,6 +70,74 @@ class GenericCudaTarget(Target):
                               "(a producer alone is judged through an adapter, harness/README.md)" % (name, spec))
         self.module, self.library = module, module.__name__
         self._device = None
+        self._made, self._dtypes = {}, None
+        if self._exports():
+            self.roles = frozenset({"consumer", "producer"})
+            self.device_tensors = True  # its imports: the host files' producer checks run on them
+
+    def _exports(self):
+        """Whether the library's import of ready device memory exports itself (__dlpack__)."""
+        rt, _ = self._runtime()
+        if rt is None or not self._pyref().cuda_available()[0]:
+            return False
+        try:
+            return hasattr(self.module.from_dlpack(self._ready("float32", (2,), bytes(8))), "__dlpack__")
+        except Exception:  # not imported: no producer to judge
+            return False
+
+    @staticmethod
+    def _pyref():
+        from .. import pyref
+
+        return pyref
+
+    def _ready(self, dtype, shape, values):
+        """pyref's device array of the values, its copy to the device done."""
+        pyref = self._pyref()
+        x = pyref.to_device(pyref.frombuffer(bytes(values), dtype, tuple(shape)))
+        self._runtime()[0].synchronize(x.stream)
+        return x
+
+    # ---- producer: the library's imports of ready device memory
+    def make(self, dtype, shape, values):
+        """The library's import of device memory holding `values`, verified to hold them."""
+        what = "a %s %s tensor" % (dtype, tuple(shape))
+        x = self._ready(dtype, shape, values)
+        try:
+            y = self.module.from_dlpack(x)
+        except Exception as e:  # the import is the consumer checks' to judge
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack refused it (%s: %s; the consumer "
+                              "checks judge the refusal)" % (what, self.library, type(e).__name__, e))
+        seen, how = self.stream_device().read_ready(y)
+        if seen != bytes(values):
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack imported it as %s (%s; the consumer "
+                              "checks judge the import)" % (what, self.library, _differs(seen, bytes(values)), how))
+        self._made[id(y)] = (y, bytes(values))
+        return y
+
+    def expected(self, x):
+        entry = self._made.get(id(x))
+        if entry is None or entry[0] is not x:
+            raise TargetError("%s: this object was not made by the target" % self.name)
+        return entry[1]
+
+    def dtypes(self):
+        """The DLPack dtypes (standard and float8) pyref's device arrays have whose import holds
+        what it was given."""
+        if self._dtypes is None:
+            from .dtypes import EXTENDED_FLOATS, STANDARD_DTYPES, itemsize
+
+            ok = []
+            for name in STANDARD_DTYPES + EXTENDED_FLOATS:
+                if name not in self._pyref().DTYPES:
+                    continue
+                try:
+                    self.make(name, (2,), bytes(range(1, 1 + 2 * itemsize(name))))
+                except Exception:  # a dtype the library does not import, or imports as another
+                    continue
+                ok.append(name)
+            self._dtypes = ok
+        return list(self._dtypes)
 
     def _runtime(self):
         from ..kit import cuda
@@ -100,9 +176,9 @@ class GenericCudaTarget(Target):
 
 
 class GenericCudaDevice(CudaStreamDevice):
-    """The device of a generic CUDA consumer: no stream of its own that dlconform knows (no
-    current stream, no side-stream context), no tensors of its own; its imports are read by
-    read_import."""
+    """The device of a generic CUDA library: no stream of its own that dlconform knows (no
+    current stream, no stream context, no producer stream); its tensors are the target's
+    imports (make), read by read_import and read_ready."""
 
     #: the ready import the export reader is tried on first: float32, this shape
     PROBE_SHAPE = (16, 16)
@@ -115,11 +191,16 @@ class GenericCudaDevice(CudaStreamDevice):
         self._export_problem = None  # why the export reader cannot be trusted ("" once it is), once asked
 
     def make(self, dtype, shape, values):
-        raise Unsupported("%s makes no CUDA tensors dlconform knows how to ask for (a consumer-only target)"
-                          % self._target.name)
+        if "producer" not in self._target.roles:
+            raise Unsupported("%s's imports do not export themselves: no producer to judge" % self._target.name)
+        return self._target.make(dtype, shape, values)
 
     def producer_stream(self, x):
         return None
+
+    def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
+        raise Unsupported("%s: the stream the library's own work is pending on is unknown to dlconform, so no work "
+                          "can be left pending there; an adapter names it (harness/README.md)" % self._target.name)
 
     def current_stream(self):
         return None
@@ -147,6 +228,14 @@ class GenericCudaDevice(CudaStreamDevice):
         idle = self._read(None, ptr, nbytes)
         del keep
         return first, idle, how
+
+    def read_ready(self, y):
+        """(the bytes the import y holds once the device is idle, how they were read)."""
+        how, ptr, nbytes, on, keep = self._locate(y, self.LEGACY)
+        self.runtime.synchronize()
+        seen = self._read("host" if on == "host" else None, ptr, nbytes)
+        del keep
+        return seen, how
 
     def _read(self, stream, ptr, nbytes):
         """nbytes at ptr: device memory read on `stream` (None: at once, the device being idle),

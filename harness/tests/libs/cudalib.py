@@ -6,9 +6,9 @@ inside `with cudalib.using(handle):`), makes its work stream (non-blocking, one 
 wait for that stream, and copies the elements there. The `Array` it returns describes its
 memory through `__cuda_array_interface__` (version 3, naming the work stream, where its data
 is pending). With CUDALIB_READER=dlpack it has no such interface and exports itself through
-`__dlpack__` instead, making the consumer's stream wait for the work stream. Compact tensors of
-whole-byte dtypes only (BufferError for others). The runtime is the libcudart CUDALIB_CUDART
-names (default libcudart.so).
+`__dlpack__` instead, making the consumer's stream wait for the work stream; with
+CUDALIB_READER=both it has both. Compact tensors of whole-byte dtypes only (BufferError for
+others). The runtime is the libcudart CUDALIB_CUDART names (default libcudart.so).
 
 Bugs can be planted with CUDALIB_BUG=name[,name...]:
   no_wait         the work stream does not wait for the stream it named: the copy may run
@@ -17,7 +17,8 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   minus_one       names -1 (no synchronisation), then copies without synchronising
   export_no_wait  (CUDALIB_READER=dlpack) __dlpack__(stream=S) does not make S wait for the
                   work stream
-  export_offset   (CUDALIB_READER=dlpack) __dlpack__ describes its memory 4 bytes too far on
+  export_offset   (CUDALIB_READER=dlpack or both) __dlpack__ describes its memory 4 bytes too far on
+  export_device_1 (CUDALIB_READER=dlpack or both) __dlpack__ says its memory is on CUDA device 1
 """
 import contextlib
 import ctypes
@@ -115,28 +116,34 @@ class Array:
             m.deleter(address)
 
     def __getattr__(self, name):
-        if name == "__cuda_array_interface__" and READER != "dlpack":
+        if name == "__cuda_array_interface__" and READER in ("cai", "both"):
             code, bits = self.dtype[:2]
             kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(code, "V")
             return {"version": 3, "shape": self.shape, "typestr": "<%s%d" % (kind, bits // 8),
                     "data": (self.ptr, False), "strides": None, "stream": _work_stream()}
         raise AttributeError(name)
 
+
+class ExportingArray(Array):
+    """An Array that exports itself (CUDALIB_READER=dlpack or both)."""
+
     def __dlpack_device__(self):
         return (kDLCUDA, 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        if READER != "dlpack":
-            raise BufferError("cudalib: arrays describe themselves through __cuda_array_interface__")
         if dl_device is not None and tuple(dl_device) != (kDLCUDA, 0) or copy:
             raise BufferError("cudalib: no copies on export")
-        if stream == 0 or not isinstance(stream, (int, type(None))):
+        if stream is not None and (not isinstance(stream, int) or isinstance(stream, bool)):
+            raise TypeError("cudalib: stream must be an int or None, not %s" % type(stream).__name__)
+        if stream is not None and not (stream == -1 or 0 < stream < 1 << 64):
             raise BufferError("cudalib: stream=%r names no CUDA stream" % (stream,))
         if stream != -1 and "export_no_wait" not in BUGS:
             _order(1 if stream is None else stream, _work_stream())
-        shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
-        tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 0), ndim=len(self.shape),
-                          dtype=DLDataType(*self.dtype), shape=shape, strides=None,
+        n = len(self.shape)
+        shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *_row_major(self.shape))
+        tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 1 if "export_device_1" in BUGS else 0), ndim=n,
+                          dtype=DLDataType(*self.dtype), shape=shape,
+                          strides=ctypes.cast(ctypes.addressof(shape) + 8 * n, ctypes.POINTER(ctypes.c_int64)),
                           byte_offset=4 if "export_offset" in BUGS else 0)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         if versioned:
@@ -151,6 +158,14 @@ class Array:
 #: module, since a capsule keeps the pointer it is given
 _KINDS = ((b"dltensor_versioned", b"used_dltensor_versioned", DLManagedTensorVersioned),
           (b"dltensor", b"used_dltensor", DLManagedTensor))
+
+
+def _row_major(shape):
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def _take(cap):
@@ -181,9 +196,11 @@ def from_dlpack(x, /, *, device=None, copy=None):
         for i in reversed(range(t.ndim)):
             compact = compact and (not t.strides or shape[i] == 1 or t.strides[i] == step)
             step *= shape[i]
+        compact = compact or 0 in shape  # a zero-size tensor's strides say nothing
         if t.device.device_type != kDLCUDA or not compact or t.dtype.bits % 8:
             raise BufferError("cudalib: compact CUDA tensors of whole-byte dtypes only")
-        y = Array(shape, (t.dtype.code, t.dtype.bits, t.dtype.lanes), step * item, (address, m))
+        kind = ExportingArray if READER in ("dlpack", "both") else Array
+        y = kind(shape, (t.dtype.code, t.dtype.bits, t.dtype.lanes), step * item, (address, m))
         work = _work_stream()
         if named not in (-1, 0) and "no_wait" not in BUGS:
             _order(work, named)
