@@ -19,7 +19,7 @@ library does not import or sees no GPU.
 from ._util import NumpyLikeViews, keywords_of
 from .base import LibraryTarget, TargetError
 from .jax_target import x64
-from .pyref_target import CudaStreamDevice
+from .pyref_target import CudaStreamDevice, UnnamedStreams
 
 #: the devices a spec may name after `cupy@` or `jax@`
 DEVICES = ("cuda",)
@@ -245,7 +245,7 @@ class JaxTarget(_DeviceOnlyTarget):
         return None if rt is None or gpu is None else self._kept_device(rt, JaxStreamDevice, gpu)
 
 
-class JaxStreamDevice(CudaStreamDevice):
+class JaxStreamDevice(UnnamedStreams, CudaStreamDevice):
     """jax arrays on the GPU. jax names no stream: producer_stream() is None, and the slow work
     is jax's own (slow_pattern)."""
 
@@ -260,20 +260,8 @@ class JaxStreamDevice(CudaStreamDevice):
     def make(self, dtype, shape, values):
         return self._jax.device_put(_host(dtype, shape, values), self._gpu)
 
-    def producer_stream(self, x):
-        return None
-
     def memory(self, x):
         return x.unsafe_buffer_pointer(), x.nbytes
-
-    def current_stream(self):
-        return None
-
-    def side_stream(self):
-        return None
-
-    def per_thread_stream(self):
-        return None
 
     def to_host(self, y):
         import numpy

@@ -39,7 +39,7 @@ from ._util import keywords_of
 from .base import Target, TargetError, import_library
 from .dtypes import row_major_strides
 from .generic import GenericTarget, independent
-from .pyref_target import CudaStreamDevice
+from .pyref_target import CudaStreamDevice, UnnamedStreams
 
 #: the devices `MODULE@DEVICE` may name
 DEVICES = ("cuda",)
@@ -175,7 +175,7 @@ class GenericCudaTarget(Target):
         return self._device
 
 
-class GenericCudaDevice(CudaStreamDevice):
+class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
     """The device of a generic CUDA library: no stream of its own that dlconform knows (no
     current stream, no stream context, no producer stream); its tensors are the target's
     imports (make), read by read_import and read_ready."""
@@ -195,21 +195,9 @@ class GenericCudaDevice(CudaStreamDevice):
             raise Unsupported("%s's imports do not export themselves: no producer to judge" % self._target.name)
         return self._target.make(dtype, shape, values)
 
-    def producer_stream(self, x):
-        return None
-
     def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
         raise Unsupported("%s: the stream the library's own work is pending on is unknown to dlconform, so no work "
                           "can be left pending there; an adapter names it (harness/README.md)" % self._target.name)
-
-    def current_stream(self):
-        return None
-
-    def side_stream(self):
-        return None
-
-    def per_thread_stream(self):
-        return None
 
     def to_host(self, y):
         raise Unsupported("%s: an import is read on the stream the consumer named (read_import)" % self._target.name)

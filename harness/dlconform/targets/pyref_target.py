@@ -112,6 +112,23 @@ class PyrefTarget(ReferenceTarget):
         return tuple(x.shape), tuple(x.strides), x.address
 
 
+class UnnamedStreams:
+    """A CUDA stream device's stream methods for a library whose streams dlconform cannot name
+    (jax, a generic library): no producer stream, no current stream, no stream contexts."""
+
+    def producer_stream(self, x):
+        return None
+
+    def current_stream(self):
+        return None
+
+    def side_stream(self):
+        return None
+
+    def per_thread_stream(self):
+        return None
+
+
 class CudaStreamDevice:
     """pyref's device arrays on a CUDA runtime (kit.cuda's `runtime`), for the stream checks
     that observe (suites/test_cuda_stream.py): what a reader on a stream sees, and on the
