@@ -449,7 +449,7 @@ def test_consumer_used_names_static(target, check):
         results.append(att.result)
         first = [(kit.inspect(c)["name"], pycap.name_pointer(c)) for c in att.producer.capsules]
         att.drop_capsules()
-        garbled = [(ptr, name) for name, ptr in first if pycap.garbled(name)]
+        garbled = [(ptr, name) for name, ptr in first if pycap.garbled_at(ptr)]
         if garbled:
             check.record("CAP-09", "fail", "the name string at %#x that the consumer set on the capsule did not "
                          "outlive it: right after the import it read %r, not a name, the memory holding something "

@@ -14,7 +14,7 @@ __all__ = ["DEFINED_FLAGS", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PA
            "USED_NAMES", "USED_VERSIONED", "VERSIONED", "is_capsule", "keep_forever", "SUITE_VERSION", "MAX_VERSIONS",
            "name_pointer", "keyword_rejected", "export_versioned", "export_kind", "producer_is_legacy_only",
            "versioned_supported", "address", "fields", "versioned_with_flags", "deleter_offset", "manager_ctx_offset",
-           "read_word", "NAMES", "readable_exports", "export_cases", "garbled", "name_problem"]
+           "read_word", "NAMES", "readable_exports", "export_cases", "garbled", "garbled_at", "name_problem"]
 
 #: the newest DLPack version the suite knows (dlpack.h v1.3)
 SUITE_VERSION = kit.DLPACK_VERSION
@@ -23,9 +23,18 @@ MAX_VERSIONS = ((1, 0), (1, 3), (1, 99), (2, 0), (99, 99))
 
 
 def garbled(name):
-    """Whether a capsule's name reads as no name at all (not printable ASCII): the string it
-    points at was freed and its memory holds something else (CAP-09)."""
-    return name is not None and not (name.isascii() and name.isprintable())
+    """Whether a capsule's name, as kit.inspect decodes it, reads as no name at all (empty, not
+    printable ASCII, or bytes the decoding escaped): the string it points at was freed and its
+    memory holds something else (CAP-09)."""
+    return name is not None and (not name or not (name.isascii() and name.isprintable()) or "\\" in name)
+
+
+def garbled_at(pointer):
+    """garbled() of the raw bytes of the name string at `pointer` (name_pointer(); 0 for NULL)."""
+    if not pointer:
+        return False
+    raw = ctypes.string_at(pointer)
+    return not raw or not all(32 <= b < 127 and b != 0x5C for b in raw)
 
 
 def name_problem(name, used):
