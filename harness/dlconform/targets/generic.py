@@ -75,12 +75,15 @@ def independent(y):
     except Exception:  # a property that raises: this reader cannot read y
         ai = None
     if isinstance(ai, dict) and "data" in ai:
-        ptr, ro = ai["data"]
-        shape = tuple(ai["shape"])
-        itemsize = int(ai["typestr"][2:]) if ai.get("typestr") else 1
-        st = ai.get("strides")
-        strides = row_major_strides(shape) if st is None else tuple(s // itemsize for s in st)
-        return {"ptr": ptr, "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
+        try:
+            ptr, ro = ai["data"]
+            shape = tuple(int(n) for n in ai["shape"])
+            itemsize = int(ai["typestr"][2:]) if ai.get("typestr") else 1
+            st = ai.get("strides")
+            strides = row_major_strides(shape) if st is None else tuple(int(s) // itemsize for s in st)
+            return {"ptr": int(ptr), "shape": shape, "strides": strides, "itemsize": itemsize, "readonly": bool(ro)}
+        except (TypeError, ValueError, KeyError, ZeroDivisionError):
+            pass  # an interface this reader cannot read (data None: an object exposing a buffer instead)
     try:
         info = buffer_info(y)
     except Exception:  # no buffer, or one it cannot describe (BufferError for a format it lacks)

@@ -64,7 +64,7 @@ class PyrefTarget(ReferenceTarget):
         from ..kit import cuda
 
         rt = cuda.runtime()
-        return None if rt is None else CudaStreamDevice(self.pyref, rt)
+        return None if rt is None else PyrefCudaDevice(self.pyref, rt)
 
     def from_dlpack(self, obj, **kw):
         """pyref@cuda takes a CUDA producer's memory with pyref.device_from_dlpack (read on
@@ -171,8 +171,9 @@ class CudaStreamDevice:
 
     def per_thread_stream(self):
         """(a context manager making the per-thread default stream (2) the library's current
-        stream, 2), or None for a library that has none to set."""
-        return self._pyref.cuda_stream(self.PER_THREAD), self.PER_THREAD
+        stream, 2), or None for a library that has none to set (the default: a subclass that
+        does not say would be compared with a context that is not its library's)."""
+        return None
 
     def to_host(self, y):
         """The bytes of an array the library imported (consumer side), read the library's way."""
@@ -214,3 +215,10 @@ class CudaStreamDevice:
         except CudaError:
             return False
         return True
+
+
+class PyrefCudaDevice(CudaStreamDevice):
+    """pyref@cuda's device: CudaStreamDevice, and pyref's per-thread default stream context."""
+
+    def per_thread_stream(self):
+        return self._pyref.cuda_stream(self.PER_THREAD), self.PER_THREAD
