@@ -45,9 +45,10 @@ def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_str
     doc = json.loads((out / "results.json").read_text())
     seen = {}
     for r in doc["results"]:
-        if r["role"] == "consumer":
-            seen.setdefault(r["clause"], []).append((r["verdict"], r.get("message") or ""))
-    return p, doc, {c: v[0] if len(v) == 1 else v for c, v in seen.items()}
+        if r["role"] == "consumer" and r["verdict"] != "skip":  # skip: the host files' consumer checks
+            assert r["clause"] not in seen, "two consumer records of %s" % r["clause"]  # one check records each
+            seen[r["clause"]] = (r["verdict"], r.get("message") or "")
+    return p, doc, seen
 
 
 @pytest.mark.parametrize("reader", ["cai", "dlpack"])
@@ -81,7 +82,7 @@ def test_each_planted_consumer_bug_is_caught_on_its_clause(sim, tmp_path, bug, r
 
 
 @pytest.mark.parametrize("bug, words", [
-    ("export_no_wait", "dlconform cannot tell which"),
+    ("export_no_wait", "the read was not ordered after the import's work"),
     ("export_offset", "does not give back a ready import as given"),
 ])
 def test_a_bug_of_the_reader_is_unsupported_not_the_consumers_fail(sim, tmp_path, bug, words):
@@ -115,6 +116,32 @@ def test_imports_that_export_themselves_are_judged_as_a_producer(sim, tmp_path):
     assert all(r["device"] == "cuda:0" for r in producer if r["verdict"] == "pass")
 
 
+def test_an_import_that_changes_dtype_is_not_blamed_on_the_producer(sim, tmp_path):
+    """as_bytes imports every tensor as flat uint8 bytes, the right bytes: the producer checks
+    find their tensors are not what they asked for and say unsupported, failing nothing."""
+    p, doc, _ = _run(tmp_path / "out", "as_bytes", "both", files=("test_dtype.py", "test_layout.py"))
+    producer = [r for r in doc["results"] if r["role"] == "producer"]
+    assert p.returncode == 0 and not [r for r in producer if r["verdict"] in ("fail", "crash", "error")], p.stderr
+    assert any("imported it as shape" in r["message"] for r in producer if r["verdict"] == "unsupported")
+
+
+def test_a_zero_copy_consumer_that_asks_for_no_synchronisation_fails(sim, tmp_path):
+    """CUDALIB_VIEW=1: cudalib views the producer's memory. Naming its stream, it passes; naming
+    -1 and synchronising nothing, STR-01 fails, though the memory holds the final data once the
+    device is idle (nothing could have ordered a reader after the producer's work)."""
+    for bug, verdict in (("", "pass"), ("minus_one", "fail")):
+        env_view = dict(os.environ, CUDALIB_VIEW="1")
+        p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", "cudalib@cuda",
+                            "--tests", "test_cuda_stream.py", "--out", str(tmp_path / bug), "-q"], cwd=REPO,
+                           env=dict(_env(SIM, bug), CUDALIB_VIEW=env_view["CUDALIB_VIEW"]), capture_output=True,
+                           text=True, timeout=300)
+        doc = json.loads((tmp_path / bug / "results.json").read_text())
+        str01 = [r for r in doc["results"] if r["role"] == "consumer" and r["clause"] == "STR-01"]
+        assert [r["verdict"] for r in str01] == [verdict], (str01, p.stderr)
+        if bug:
+            assert "it passed stream=-1 (no synchronisation)" in str01[0]["message"]
+
+
 def test_a_producer_bug_of_its_imports_is_caught_on_its_clause(sim, tmp_path):
     p, doc, _ = _run(tmp_path / "out", "export_device_1", "both", files=("test_device.py",))
     failing = {r["clause"] for r in doc["results"] if r["verdict"] == "fail"}
@@ -127,7 +154,8 @@ def test_a_device_run_makes_a_plain_module_its_cuda_consumer(sim, tmp_path):
 
 
 def test_a_finding_reproduces_under_its_bug_and_not_without(sim, tmp_path):
-    p, _, _ = _run(tmp_path / "out", "no_wait")
+    p, _, seen = _run(tmp_path / "out", "no_wait")
+    assert p.returncode == 1 and seen["STR-01"][0] == "fail", p.stderr
     results = str(tmp_path / "out" / "results.json")
     for bug, rc, word in (("no_wait", 0, "1 reproduced"), ("", 1, "1 not reproduced")):
         q = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", results], cwd=tmp_path,

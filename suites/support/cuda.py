@@ -48,16 +48,21 @@ def read(rt, stream, ptr, nbytes):
         return "no read on stream %d: %s" % (stream, e)
 
 
-def judge_import(check, got, pattern, clause, what):
+def judge_import(check, got, pattern, clause, what, unordered=None):
     """Judges `got`, a device's read_import of a consumer's import, on `clause`: it must hold the
     producer's final data, NBYTES of `pattern`. Where the device also read it once the device was
     idle (a generic consumer's): stale on the import's stream but final once idle means the read
     was not ordered after the import's work, by the consumer or by the reader the library gave,
-    which dlconform cannot separate (the clause's unsupported); stale even once idle, that the
-    import holds the old data (the clause's fail). True when it holds the final data."""
+    which dlconform cannot separate (the clause's unsupported), unless the consumer left nothing
+    a reader could be ordered after (`unordered`, saying how: it asked for no synchronisation
+    and did not synchronise itself), which is its breach; stale even once idle, that the import
+    holds the old data (the clause's breach). True when it holds the final data."""
     seen, idle, how = got
     final = bytes([pattern]) * NBYTES
     what = "%s (%s)" % (what, how) if how else what
+    if seen != final and idle == final and unordered:
+        return check.equal(seen, final, clause, "%s; %s, and returned while the producer's data was still pending"
+                           % (what, unordered))
     if seen != final and idle == final:
         check.record(clause, "unsupported", "%s: the read on the import's stream saw %s, not the producer's final "
                      "data, which the import held once the device was idle; the read was not ordered after the "

@@ -31,8 +31,10 @@ stream, an export that does not make S wait), which dlconform cannot separate. S
 even once idle means the import itself holds the old data: the consumer copied before the
 producer's stream was done (suites/support/cuda.py: `judge_import`).
 """
+import collections
 import ctypes
 import struct
+import weakref
 
 from ..kit import Unsupported, abi, inspect, read_elements
 from ._util import keywords_of
@@ -71,6 +73,10 @@ class GenericCudaTarget(Target):
         self.module, self.library = module, module.__name__
         self._device = None
         self._made, self._dtypes = {}, None
+        # the export reader is tried here, once per process, before any check imports anything:
+        # its device-wide synchronisation would complete the pending work a check observes, and
+        # a library that dies on a plain ready import fails to load rather than on a check's role
+        self.stream_device()
         if self._exports():
             self.roles = frozenset({"consumer", "producer"})
             self.device_tensors = True  # its imports: the host files' producer checks run on them
@@ -108,16 +114,37 @@ class GenericCudaTarget(Target):
         except Exception as e:  # the import is the consumer checks' to judge
             raise Unsupported("cannot judge the producer on %s: %s's from_dlpack refused it (%s: %s; the consumer "
                               "checks judge the refusal)" % (what, self.library, type(e).__name__, e))
-        seen, how = self.stream_device().read_ready(y)
-        if seen != bytes(values):
+        seen, loc = self.stream_device().read_ready(y)
+        problem = _import_problem(loc, seen, dtype, tuple(shape), bytes(values)) or self._dtype_doubt(y, loc, dtype)
+        if problem:
             raise Unsupported("cannot judge the producer on %s: %s's from_dlpack imported it as %s (%s; the consumer "
-                              "checks judge the import)" % (what, self.library, _differs(seen, bytes(values)), how))
-        self._made[id(y)] = (y, bytes(values))
+                              "checks judge the import)" % (what, self.library, problem, loc.how))
+        try:  # the table keeps no import alive: each holds device memory
+            self._made[id(y)] = (weakref.ref(y), bytes(values))
+        except TypeError:  # an object without weak references
+            self._made[id(y)] = ((lambda y=y: y), bytes(values))
         return y
+
+    def _dtype_doubt(self, y, loc, dtype):
+        """Where the reader cannot tell the dtype (a buffer; an array interface, whose typestr has
+        no bfloat16 or float8): the dtype the import's own export gives, when it is not `dtype`.
+        from_dlpack or __dlpack__ changed it, and dlconform cannot tell which; "" otherwise."""
+        want = tuple(abi.DTYPES[dtype])
+        if isinstance(loc.dtype, tuple) or isinstance(loc.dtype, str) and want[0] in _KINDS:
+            return ""
+        try:
+            _, info = _export(y, self.LEGACY)
+        except Unsupported:  # an export that fails: the producer checks judge it
+            return ""
+        got = tuple(info["dtype"])
+        return "" if got == want else (
+            "dtype %s by its own export, not %s %s, which its %s cannot tell apart: one of from_dlpack and __dlpack__ "
+            "changed it, and dlconform cannot tell which" % (got, dtype, want, "buffer" if loc.dtype is None else
+                                                            "__cuda_array_interface__"))
 
     def expected(self, x):
         entry = self._made.get(id(x))
-        if entry is None or entry[0] is not x:
+        if entry is None or entry[0]() is not x:
             raise TargetError("%s: this object was not made by the target" % self.name)
         return entry[1]
 
@@ -169,9 +196,7 @@ class GenericCudaTarget(Target):
             return None
         if self._device is None or self._device.runtime is not rt:
             self._device = GenericCudaDevice(self, rt)
-            # tried before any check imports anything: its device-wide synchronisation would
-            # complete the pending work a check is about to observe
-            self._device.export_reader_problem()
+            self._device.export_reader_problem()  # before any check's import (see __init__)
         return self._device
 
 
@@ -208,22 +233,25 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         the device is idle, how it was read). `stream`: the stream the consumer named to the
         producer (DLPack's int; None or -1 when it named none it reads on: the legacy default
         stream is read then). A failed read is a description of the error instead of bytes."""
-        named = stream if isinstance(stream, int) and stream > 0 else self.LEGACY
-        where = self._locate(y, named)
-        how, ptr, nbytes, on, keep = where
-        first = self._read(on, ptr, nbytes)
-        self.runtime.synchronize()
-        idle = self._read(None, ptr, nbytes)
-        del keep
-        return first, idle, how
+        loc = self._locate(y, stream)
+        first = self._read(loc.on, loc.ptr, loc.nbytes)
+        return first, self._read_idle(loc), loc.how
 
     def read_ready(self, y):
-        """(the bytes the import y holds once the device is idle, how they were read)."""
-        how, ptr, nbytes, on, keep = self._locate(y, self.LEGACY)
-        self.runtime.synchronize()
-        seen = self._read("host" if on == "host" else None, ptr, nbytes)
-        del keep
-        return seen, how
+        """(the bytes the import y holds once the device is idle, where and how they were read:
+        a Located)."""
+        loc = self._locate(y, self.LEGACY)
+        return self._read_idle(loc), loc
+
+    def _read_idle(self, loc):
+        """What loc holds once everything enqueued on the device has run."""
+        from ..kit.cuda import CudaError
+
+        try:
+            self.runtime.synchronize()
+        except CudaError as e:  # a fault of work enqueued earlier, reported by the synchronisation
+            raise Unsupported("%s: the device reports an error once its work has run (%s)" % (self._target.name, e))
+        return self._read("host" if loc.on == "host" else None, loc.ptr, loc.nbytes)
 
     def _read(self, stream, ptr, nbytes):
         """nbytes at ptr: device memory read on `stream` (None: at once, the device being idle),
@@ -239,47 +267,53 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         except CudaError as e:
             return "no read%s: %s" % ("" if stream is None else " on stream %s" % _stream(stream), e)
 
-    def _locate(self, y, named):
-        """(how, address, byte count, the stream to read on or "host", what must stay alive) of
-        the import y's elements; Unsupported when no reader can read them."""
+    def _locate(self, y, stream):
+        """Where and how the import y's elements are read (a Located), `stream` being the stream
+        the consumer named (DLPack's int; None or -1: it named none it reads on, and the legacy
+        default stream is read); Unsupported when no reader can read them."""
         lib = self._target.library
+        named = stream if isinstance(stream, int) and stream > 0 else self.LEGACY
+        whose = ("the stream the consumer named" if named == stream else
+                 "the legacy default stream: the consumer named %s" % ("none" if stream is None else stream))
         cai = _cuda_array_interface(y)
         if cai is not None:
-            ptr, shape, itemsize, strides, stream = cai
+            ptr, shape, itemsize, strides, on, kind = cai
             _compact(lib, "__cuda_array_interface__", shape,
                      None if strides is None else tuple(s // max(itemsize, 1) for s in strides))
-            on = stream if stream is not None else named
-            whose = "the stream it names" if stream is not None else "the stream the consumer named"
-            return ("read through %s's __cuda_array_interface__ on stream %s (%s)" % (lib, _stream(on), whose),
-                    ptr, _count(shape) * itemsize, on, None)
+            how = "read through %s's __cuda_array_interface__ on stream %s (%s)" % (
+                lib, _stream(on if on is not None else named), "the stream it names" if on is not None else whose)
+            return Located(how, ptr, _count(shape) * itemsize, on if on is not None else named, None, shape,
+                           itemsize, kind)
         d = independent(y)
         if d is not None:
             _compact(lib, "host memory", d["shape"], d["strides"])
-            return ("read from the host memory %s's import holds (its __array_interface__ or buffer)" % lib,
-                    d["ptr"], _count(d["shape"]) * d["itemsize"], "host", None)
+            return Located("read from the host memory %s's import holds (its __array_interface__ or buffer)" % lib,
+                           d["ptr"], _count(d["shape"]) * d["itemsize"], "host", None, tuple(d["shape"]),
+                           d["itemsize"], None)
         problem = self.export_reader_problem()
         if problem:
             raise Unsupported("cannot read %s's import: it has no __cuda_array_interface__ or host memory, and its "
                               "own __dlpack__ does not give back a ready import as given (%s): one of from_dlpack and "
                               "__dlpack__ is wrong, dlconform cannot tell which" % (lib, problem))
         cap, info = _export(y, named)
-        _compact(lib, "__dlpack__ export", info["shape"] or (), info.get("strides"))
-        nbytes = _count(info["shape"] or ()) * abi.itemsize(tuple(info["dtype"]))
+        shape, dtype = tuple(info["shape"] or ()), tuple(info["dtype"])
+        _compact(lib, "__dlpack__ export", shape, info.get("strides"))
+        item = abi.itemsize(dtype)
         ptr = (info["data"] or 0) + info["byte_offset"]
         device = tuple(info["device"])
-        if device == (1, 0):
-            return ("read through %s's own __dlpack__(stream=%s), host memory" % (lib, _stream(named)),
-                    ptr, nbytes, "host", cap)
-        if device[0] != 2:
+        if device[0] not in (1, 2):
             raise Unsupported("%s's import exports itself on device %s: no reader here" % (lib, device))
-        return ("read through %s's own __dlpack__(stream=%s) on that stream" % (lib, _stream(named)), ptr, nbytes,
-                named, cap)
+        return Located("read through %s's own __dlpack__(stream=%s) %s (%s)" % (
+            lib, _stream(named), "in host memory" if device[0] == 1 else "on that stream", whose),
+            ptr, _count(shape) * item, "host" if device[0] == 1 else named, cap, shape, item, dtype)
 
     def export_reader_problem(self):
         """Why the import's own export cannot be trusted to read it ("" when it can): a ready
         float32 import of known elements, read back through __dlpack__(stream=1) once the
         device is idle, must hold them (where it reads, not when: judge_import judges the
         ordering). Asked once."""
+        if self._export_problem is None and not self._pyref.cuda_available()[0]:
+            self._export_problem = "pyref's device arrays are unavailable: %s" % self._pyref.cuda_available()[1]
         if self._export_problem is None:
             values = b"".join(struct.pack("<f", float(i % 97)) for i in range(_count(self.PROBE_SHAPE)))
             x = self._pyref.to_device(self._pyref.frombuffer(values, "float32", self.PROBE_SHAPE))
@@ -300,9 +334,16 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         return self._export_problem
 
 
+class Located(collections.namedtuple("Located", "how ptr nbytes on keep shape itemsize dtype")):
+    """Where an import's elements are: `how` they are read, at `ptr`, `nbytes` of them, read on
+    stream `on` (DLPack's int) or "host", `keep` alive meanwhile (an export's capsule), and
+    what the reader says they are: `shape`, `itemsize`, `dtype` (DLPack's (code, bits, lanes)
+    from an export, the typestr's kind letter from an array interface, None from a buffer)."""
+
+
 def _cuda_array_interface(y):
-    """(address, shape, itemsize, byte strides or None, its stream or None) of y's
-    __cuda_array_interface__; None when it has none that can be read."""
+    """(address, shape, itemsize, byte strides or None, its stream or None, its kind letter) of
+    y's __cuda_array_interface__; None when it has none that can be read."""
     try:
         cai = getattr(y, "__cuda_array_interface__", None)
     except Exception:  # a property that raises: this reader cannot read y
@@ -310,10 +351,10 @@ def _cuda_array_interface(y):
     if not isinstance(cai, dict) or not isinstance(cai.get("data"), (tuple, list)):
         return None
     try:
-        stream = cai.get("stream")
-        return (int(cai["data"][0] or 0), tuple(int(n) for n in cai["shape"]), int(str(cai["typestr"])[2:]),
+        stream, typestr = cai.get("stream"), str(cai["typestr"])
+        return (int(cai["data"][0] or 0), tuple(int(n) for n in cai["shape"]), int(typestr[2:]),
                 None if cai.get("strides") is None else tuple(int(s) for s in cai["strides"]),
-                stream if isinstance(stream, int) and stream > 0 else None)
+                stream if isinstance(stream, int) and stream > 0 else None, typestr[1:2])
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -353,6 +394,25 @@ def _count(shape):
     for d in shape:
         n *= int(d)
     return n
+
+
+#: DLPack's type codes and the kind letter an array interface's typestr gives them
+_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+
+
+def _import_problem(loc, seen, dtype, shape, values):
+    """How an import read as `seen` through `loc` differs from the `dtype` `shape` tensor of
+    `values` it was made of; "" when it holds what it was given."""
+    want = abi.DTYPES[dtype]
+    if tuple(loc.shape) != shape:
+        return "shape %s, not %s" % (tuple(loc.shape), shape)
+    if loc.itemsize != abi.itemsize(want):
+        return "elements of %d bytes, not the %d of %s" % (loc.itemsize, abi.itemsize(want), dtype)
+    if isinstance(loc.dtype, tuple) and loc.dtype != tuple(want):
+        return "dtype %s, not %s %s" % (loc.dtype, dtype, tuple(want))
+    if isinstance(loc.dtype, str) and want[0] in _KINDS and loc.dtype != _KINDS[want[0]]:
+        return "typestr kind %r, not the %r of %s" % (loc.dtype, _KINDS[want[0]], dtype)
+    return "" if seen == values else _differs(seen, values)
 
 
 def _differs(got, want):

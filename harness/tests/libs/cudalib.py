@@ -7,8 +7,10 @@ wait for that stream, and copies the elements there. The `Array` it returns desc
 memory through `__cuda_array_interface__` (version 3, naming the work stream, where its data
 is pending). With CUDALIB_READER=dlpack it has no such interface and exports itself through
 `__dlpack__` instead, making the consumer's stream wait for the work stream; with
-CUDALIB_READER=both it has both. Compact tensors of whole-byte dtypes only (BufferError for
-others). The runtime is the libcudart CUDALIB_CUDART names (default libcudart.so).
+CUDALIB_READER=both it has both. With CUDALIB_VIEW=1 it copies nothing: the Array views the
+producer's memory, ready on the stream it named (the one its interface names and its export
+orders after). Compact tensors of whole-byte dtypes only (BufferError for others). The runtime
+is the libcudart CUDALIB_CUDART names (default libcudart.so).
 
 Bugs can be planted with CUDALIB_BUG=name[,name...]:
   no_wait         the work stream does not wait for the stream it named: the copy may run
@@ -19,6 +21,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
                   work stream
   export_offset   (CUDALIB_READER=dlpack or both) __dlpack__ describes its memory 4 bytes too far on
   export_device_1 (CUDALIB_READER=dlpack or both) __dlpack__ says its memory is on CUDA device 1
+  as_bytes        from_dlpack imports every tensor as a flat uint8 one of the same bytes
 """
 import contextlib
 import ctypes
@@ -31,6 +34,7 @@ __version__ = "0.3"
 
 BUGS = set(filter(None, os.environ.get("CUDALIB_BUG", "").split(",")))
 READER = os.environ.get("CUDALIB_READER", "cai")
+VIEW = os.environ.get("CUDALIB_VIEW") == "1"
 kDLCUDA = 2
 _D2D, _NON_BLOCKING, _NO_TIMING = 3, 1, 2
 
@@ -99,18 +103,20 @@ def _exported_deleter(address):
 
 
 class Array:
-    """nbytes of device memory of cudalib's own, holding a copy of an imported tensor."""
+    """nbytes of device memory holding an imported tensor, produced on `stream` (None: ready):
+    a copy of cudalib's own, or a view of the producer's memory (`view`, its address)."""
 
-    def __init__(self, shape, dtype, nbytes, source):
-        self.shape, self.dtype, self.nbytes, self.ptr = shape, dtype, nbytes, None
-        self.ptr = _new("cudaMalloc", max(nbytes, 1))
+    def __init__(self, shape, dtype, nbytes, source, stream, view=None):
+        self.shape, self.dtype, self.nbytes, self.stream, self.ptr = shape, dtype, nbytes, stream, None
+        self._owned = view is None
+        self.ptr = _new("cudaMalloc", max(nbytes, 1)) if view is None else view
         self._source = source  # (address, managed struct) of the import, deleted once the copy is done
 
     def __del__(self):
-        if self.ptr:
-            _rt.cudaStreamSynchronize(_work_stream())
+        if self.ptr and self._owned:
+            _rt.cudaStreamSynchronize(self.stream)
             _rt.cudaFree(self.ptr)
-            self.ptr = None
+        self.ptr = None
         address, m = self._source
         if m.deleter:
             m.deleter(address)
@@ -120,7 +126,7 @@ class Array:
             code, bits = self.dtype[:2]
             kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(code, "V")
             return {"version": 3, "shape": self.shape, "typestr": "<%s%d" % (kind, bits // 8),
-                    "data": (self.ptr, False), "strides": None, "stream": _work_stream()}
+                    "data": (self.ptr, False), "strides": None, "stream": self.stream}
         raise AttributeError(name)
 
 
@@ -137,8 +143,8 @@ class ExportingArray(Array):
             raise TypeError("cudalib: stream must be an int or None, not %s" % type(stream).__name__)
         if stream is not None and not (stream == -1 or 0 < stream < 1 << 64):
             raise BufferError("cudalib: stream=%r names no CUDA stream" % (stream,))
-        if stream != -1 and "export_no_wait" not in BUGS:
-            _order(1 if stream is None else stream, _work_stream())
+        if stream != -1 and self.stream is not None and "export_no_wait" not in BUGS:
+            _order(1 if stream is None else stream, self.stream)
         n = len(self.shape)
         shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *_row_major(self.shape))
         tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 1 if "export_device_1" in BUGS else 0), ndim=n,
@@ -200,12 +206,18 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if t.device.device_type != kDLCUDA or not compact or t.dtype.bits % 8:
             raise BufferError("cudalib: compact CUDA tensors of whole-byte dtypes only")
         kind = ExportingArray if READER in ("dlpack", "both") else Array
-        y = kind(shape, (t.dtype.code, t.dtype.bits, t.dtype.lanes), step * item, (address, m))
+        dtype, source = (t.dtype.code, t.dtype.bits, t.dtype.lanes), (t.data or 0) + t.byte_offset
+        if "as_bytes" in BUGS:
+            shape, dtype = (step * item,), (1, 8, 1)
+        if VIEW:
+            y = kind(shape, dtype, step * item, (address, m), named if named > 0 else None, view=source)
+            return y
+        y = kind(shape, dtype, step * item, (address, m), _work_stream())
         work = _work_stream()
         if named not in (-1, 0) and "no_wait" not in BUGS:
             _order(work, named)
         if step * item:
-            _ok(_rt.cudaMemcpyAsync(y.ptr, (t.data or 0) + t.byte_offset, step * item, _D2D, work), "cudaMemcpyAsync")
+            _ok(_rt.cudaMemcpyAsync(y.ptr, source, step * item, _D2D, work), "cudaMemcpyAsync")
         return y
     finally:
         if y is None and m.deleter:  # not imported: the producer's tensor goes now
