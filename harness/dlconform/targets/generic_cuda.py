@@ -27,9 +27,11 @@ How an import is read (GenericCudaDevice.read_import), on the stream a user of i
 The read is made twice: on that stream right after the import, and again once the device is
 idle. Stale data on the stream but the final data once idle means the read was not ordered
 after the import's work: the consumer's fault, or its reader's (an interface naming the wrong
-stream, an export that does not make S wait), which dlconform cannot separate. Stale data
-even once idle means the import itself holds the old data: the consumer copied before the
-producer's stream was done (suites/support/cuda.py: `judge_import`).
+stream, an export that does not make S wait), which dlconform cannot separate; unless the
+consumer passed -1 and so left nothing a reader could be ordered after: then it is the
+consumer's, which did not synchronise itself. Stale data even once idle means the import itself
+holds the old data: the consumer copied before the producer's stream was done
+(suites/support/cuda.py: `judge_import`).
 """
 import collections
 import ctypes
