@@ -51,8 +51,9 @@ def build_parser():
     r = sub.add_parser("run", help="run the suites against targets", prog="dlconform run")
     r.add_argument("--target", action="append", default=[], metavar="T",
                    help="target spec (repeatable): ref, ref:fault=NAME, numpy, torch, a module with "
-                        "from_dlpack, module:attr or path/file.py:attr. Default: every built-in target "
-                        "that can be imported.")
+                        "from_dlpack, module:attr or path/file.py:attr; NAME@cuda for a library's CUDA "
+                        "tensors (torch@cuda, cupy@cuda, jax@cuda, mylib@cuda). Default: every built-in "
+                        "target that can be imported.")
     r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
     r.add_argument("--clause", action="append", default=None, metavar="GLOB",
                    help="only clauses matching this glob (e.g. 'CAP-*'); repeat or separate with commas")
@@ -65,9 +66,9 @@ def build_parser():
     r.add_argument("--tests", action="append", default=None, metavar="FILE",
                    help="run only this test file of the suites folder, e.g. test_layout.py (repeatable)")
     r.add_argument("--device", choices=sorted(DEVICE_TESTS), default=None,
-                   help="judge device tensors: the targets' variants on DEVICE (ref... -> ref@DEVICE; default: "
-                        "every built-in target that has one) on the device checks; exits 2 when no such device "
-                        "is here")
+                   help="judge device tensors: the targets' variants on DEVICE (ref... -> ref@DEVICE, a module "
+                        "with from_dlpack -> mylib@DEVICE; default: every built-in target that has one) on the "
+                        "device checks; exits 2 when no such device is here")
     r.add_argument("--python", default=sys.executable, metavar="EXE", help="interpreter for the children")
     r.add_argument("--jobs", "-j", type=_jobs, default=None, metavar="N",
                    help="children at once: each target's tests are shared by N lanes (harness/README.md, "
