@@ -170,3 +170,18 @@ def test_cupy_device_tensors_through_cupys_api():
     assert shape == (2, 3) and strides == (3, -1) and ptr == x.data.ptr + 4
     assert target.expected(back) == bytes([4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7])
     assert target.native_layout(target.flip(x, 0))[1] == (-3, 1)
+
+
+def test_a_device_that_names_no_per_thread_context_has_none():
+    """A CudaStreamDevice subclass that says nothing of the per-thread default stream (an
+    adapter written before it existed) offers no such context, so its library is never compared
+    with pyref's (STR-06); pyref@cuda's own device offers pyref's."""
+    from dlconform.targets.pyref_target import CudaStreamDevice, PyrefCudaDevice
+
+    class OldAdapterDevice(CudaStreamDevice):
+        def side_stream(self):
+            return contextlib.nullcontext(), 99
+
+    assert OldAdapterDevice(pyref=None, runtime=None).per_thread_stream() is None
+    pyref = types.SimpleNamespace(cuda_stream=lambda handle: ("context of", handle))
+    assert PyrefCudaDevice(pyref, runtime=None).per_thread_stream() == (("context of", 2), 2)

@@ -395,3 +395,17 @@ def test_adapter_hooks_keep_the_base_signatures():
                            list(inspect.signature(fn).parameters.values())[len(want):]), (cls.__name__, name)
                 checked += 1
     assert checked > 20, checked
+
+
+@pytest.mark.parametrize("interface", [
+    {"data": None, "shape": (2,), "typestr": "<f4", "version": 3},  # data in a buffer instead: allowed
+    {"data": (0, False), "shape": None, "typestr": "<f4"},
+    {"data": (0, False), "shape": (2,), "typestr": "f"},
+])
+def test_an_array_interface_the_reader_cannot_parse_is_no_reader(interface):
+    """generic.independent() reads an __array_interface__ it can parse; one it cannot is no
+    reader of the result (the next reader is tried), never an exception inside a check."""
+    from dlconform.targets.generic import independent
+
+    obj = type("Odd", (), {"__array_interface__": interface})()
+    assert independent(obj) is None
