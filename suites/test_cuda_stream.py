@@ -292,3 +292,30 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
         if clause not in compared and (unknown or context is None):
             check.record(clause, "unsupported", "the stream passed was not compared with %s: the target knows %s" % (
                 case, "no current stream of its library" if unknown else "no such context of its library"))
+
+
+@consumer("CAP-03", "OWN-03")
+def test_cuda_consumer_owns_the_import_once(target, check):
+    """from_dlpack of a CUDA capsule (ready device memory, a counted deleter) renames the
+    capsule used_* (CAP-03) and calls the deleter exactly once, by the time its result died
+    (OWN-03): the host files' ownership rules on the device, where a consumer that imports CUDA
+    memory alone is judged by the device checks only. (A consumer may give the tensor back at
+    once after copying it, so calls while the result lives are not judged here.)"""
+    dev, rt = cu.device(target)
+    values = dty.safe_values("float32", cu.SHAPE)
+    p = kit.RecordingProducer(cu.device_forges(rt, values, dtype="float32", shape=cu.SHAPE,
+                                               strides=kit.row_major(cu.SHAPE)), device=(2, 0), keep=True)
+    att = tries.Attempt(target, p)
+    if att.exc is not None:  # a consumer may refuse device memory it cannot use (API-04)
+        raise kit.Unsupported("from_dlpack refused a float32 %s CUDA capsule: %s" % (cu.SHAPE,
+                                                                                    tries.describe_exc(att.exc)))
+    kind = p.last_kind
+    life = att.lifetime()  # the result dies in there
+    names, used = life["names"], "used_" + pycap.NAMES[kind]
+    check.that(len(names) == 1, "CAP-03", "the consumer asked for %d capsules" % len(names))
+    check.that(bool(names) and names[-1] == used, "CAP-03", "%s CUDA capsule after the import: %s" % (
+        kind, pycap.name_problem(names[-1] if names else None, used)))
+    check.equal(life["after"], 1, "OWN-03", "%s CUDA capsule: deleter calls once the result died" % kind)
+    tries.settle()
+    check.equal(p.forges[kind].deleter_calls, 1, "OWN-03", "%s CUDA capsule: deleter calls once the capsule died "
+                "too" % kind)

@@ -115,6 +115,28 @@ class Recorded:
         return self.x.__dlpack__(*args, **kw)
 
 
+class DeviceBuffer:
+    """`data` copied to device memory of its own (synchronously: ready), freed when this dies;
+    the owner a forge keeps alive with its structs (kit.Forge(data=buf.ptr, owner=buf))."""
+
+    def __init__(self, rt, data):
+        self._rt, self.nbytes = rt, len(data)
+        self.ptr = rt.malloc(max(self.nbytes, 1))
+        rt.copy_to_device(self.ptr, data)
+
+    def __del__(self):
+        if self.ptr:
+            self._rt.free(self.ptr)
+            self.ptr = 0
+
+
+def device_forges(rt, values, **forge_kwargs):
+    """kit.forges(...) of capsules on (kDLCUDA, 0) over a DeviceBuffer of `values`, with counted
+    deleters: what a CUDA producer with ready data hands out."""
+    buf = DeviceBuffer(rt, values)
+    return kit.forges(data=buf.ptr, device=(2, 0), owner=buf, **forge_kwargs)
+
+
 def pending_pyref_array(rt, pattern):
     """A pyref device array whose bytes will all be `pattern`, behind slow work still pending
     on pyref's own (non-blocking) stream; None when pyref's device arrays are unavailable."""

@@ -22,6 +22,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   export_offset   (CUDALIB_READER=dlpack or both) __dlpack__ describes its memory 4 bytes too far on
   export_device_1 (CUDALIB_READER=dlpack or both) __dlpack__ says its memory is on CUDA device 1
   as_bytes        from_dlpack imports every tensor as a flat uint8 one of the same bytes
+  never_delete    an Array never calls the deleter of the tensor it imported
 """
 import contextlib
 import ctypes
@@ -118,7 +119,7 @@ class Array:
             _rt.cudaFree(self.ptr)
         self.ptr = None
         address, m = self._source
-        if m.deleter:
+        if m.deleter and "never_delete" not in BUGS:
             m.deleter(address)
 
     def __getattr__(self, name):
