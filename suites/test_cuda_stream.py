@@ -319,3 +319,27 @@ def test_cuda_consumer_owns_the_import_once(target, check):
     tries.settle()
     check.equal(p.forges[kind].deleter_calls, 1, "OWN-03", "%s CUDA capsule: deleter calls once the capsule died "
                 "too" % kind)
+
+
+@consumer("LAY-03")
+def test_cuda_consumer_honours_byte_offset(target, check):
+    """A CUDA capsule whose byte_offset is not 0 (ready device memory, other bytes before the
+    first element): the import holds the elements from data + byte_offset on (LAY-03), as on the
+    CPU (test_layout.py); a clean refusal of the valid capsule is a warn, as there."""
+    dev, rt = cu.device(target)
+    offset, values = 256, dty.safe_values("float32", cu.SHAPE)  # 256: the first element stays aligned
+    p = kit.RecordingProducer(cu.device_forges(rt, b"\xee" * offset + values, dtype="float32", shape=cu.SHAPE,
+                                               strides=kit.row_major(cu.SHAPE), byte_offset=offset),
+                              device=(2, 0), keep=True)
+    att = tries.Attempt(target, p)
+    what = "a float32 %s CUDA capsule with byte_offset=%d" % (cu.SHAPE, offset)
+    if att.refused:
+        tries.record_refused(check, "LAY-03", att, what)
+        return
+    streams = [c.get("stream") for c in p.calls]
+    # what the import holds, once the device is idle where the device reads that way too: the
+    # data was ready, and the order of the reads is not what this check judges
+    seen, idle, how = dev.read_import(att.result, streams[-1] if streams else None)
+    check.equal(seen if idle is None else idle, values, "LAY-03", "%s: the import's elements%s"
+                % (what, " (%s, once the device was idle)" % how if how else ""))
+    att.settle()

@@ -211,7 +211,7 @@ NOT_FOR_REF.update({test: (
         "test_cuda_stream_zero_refused", "test_cuda_consumer_stream_survives",
         "test_cuda_to_host_synchronises_and_flags_the_copy", "test_cuda_copy_is_ordered_on_the_consumer_stream",
         "test_cuda_stream_of_wrong_type_or_range", "test_cuda_consumer_names_the_stream_it_reads_on",
-        "test_cuda_consumer_owns_the_import_once")]
+        "test_cuda_consumer_owns_the_import_once", "test_cuda_consumer_honours_byte_offset")]
     + ["test_cuda_exchange.py::" + t for t in (
         "test_cuda_current_work_stream_is_the_librarys", "test_cuda_no_sync_functions_leave_the_streams_alone",
         "test_cuda_consumer_reads_on_the_work_stream")]})

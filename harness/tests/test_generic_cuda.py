@@ -73,6 +73,7 @@ def test_a_clean_cuda_consumer_passes_through_either_reader(sim, tmp_path, reade
     ("minus_one", "dlpack", "STR-01", "streams passed: [-1]"),
     ("stream_zero", "cai", "STR-08", "the consumer passed stream=0"),
     ("never_delete", "cai", "OWN-03", "deleter calls once the result died: got 0, expected 1"),
+    ("ignores_offset", "cai", "LAY-03", "CUDA capsule with byte_offset=256: the import's elements"),
 ])
 def test_each_planted_consumer_bug_is_caught_on_its_clause(sim, tmp_path, bug, reader, clause, words):
     p, doc, seen = _run(tmp_path / "out", bug, reader)

@@ -66,13 +66,14 @@ PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *ver
                         ? "a device other than (kDLCUDA, 0)"
                     : dl->ndim < 0 || dl->ndim > REF_MAX_NDIM || e.status != DLC_EXTENT_OK
                         ? "an invalid layout"
-                    : !e.row_major || dl->byte_offset ? "a layout that is not compact row-major"
+                    : !e.row_major ? "a layout that is not compact row-major"
                     : dlc_dtype_classify(dl->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR).subbyte
                         ? "a sub-byte element type"
                                                       : NULL;
   ref_buf *buf = NULL;
-  if (!why && !(buf = ref_buf_foreign(legacy, versioned, (uintptr_t)dl->data,
-                                      (uintptr_t)dl->data + (uint64_t)e.hi)))
+  /* LAY-03: the first element is at data + byte_offset, and the elements end e.hi past it */
+  uintptr_t first = (uintptr_t)dl->data + (uintptr_t)dl->byte_offset;
+  if (!why && !(buf = ref_buf_foreign(legacy, versioned, first, first + (uint64_t)e.hi)))
     why = "out of memory";
   if (why) { /* given back at once, exactly once (OWN-03) */
     if (versioned && versioned->deleter) versioned->deleter(versioned);

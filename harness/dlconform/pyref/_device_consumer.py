@@ -78,7 +78,8 @@ def device_from_dlpack(x):
         dtype, shape, strides = _layout_fields(tensor)
         if any(n > 1 and s != r for n, s, r in zip(shape, strides, row_major_strides(shape))):
             raise BufferError("pyref.device_from_dlpack: strides %r; pyref's device arrays are row-major" % (strides,))
-        return _cuda.DeviceArray._over(rt, owner, dtype, shape, (tensor.data or 0) + tensor.byte_offset, reader)
+        offset = 0 if _faults.active("cuda_consumer_ignores_offset") else tensor.byte_offset  # LAY-03
+        return _cuda.DeviceArray._over(rt, owner, dtype, shape, (tensor.data or 0) + offset, reader)
     except BaseException:
         owner.release()
         raise

@@ -90,6 +90,8 @@ cuda_consumer_ignores_context   STR-07  consumer device_from_dlpack names the le
                                                  cuda_stream() context, whose stream it reads on
 cuda_consumer_no_sync           STR-01  consumer device_from_dlpack passes stream=-1 (no synchronisation) and
                                                  reads the import on its own stream regardless
+cuda_consumer_ignores_offset    LAY-03  consumer device_from_dlpack reads a CUDA tensor from data, leaving its
+                                                 byte_offset out
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called

@@ -23,6 +23,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   export_device_1 (CUDALIB_READER=dlpack or both) __dlpack__ says its memory is on CUDA device 1
   as_bytes        from_dlpack imports every tensor as a flat uint8 one of the same bytes
   never_delete    an Array never calls the deleter of the tensor it imported
+  ignores_offset  from_dlpack reads a tensor from its data pointer, leaving byte_offset out
 """
 import contextlib
 import ctypes
@@ -207,7 +208,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if t.device.device_type != kDLCUDA or not compact or t.dtype.bits % 8:
             raise BufferError("cudalib: compact CUDA tensors of whole-byte dtypes only")
         kind = ExportingArray if READER in ("dlpack", "both") else Array
-        dtype, source = (t.dtype.code, t.dtype.bits, t.dtype.lanes), (t.data or 0) + t.byte_offset
+        dtype = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        source = (t.data or 0) + (0 if "ignores_offset" in BUGS else t.byte_offset)
         if "as_bytes" in BUGS:
             shape, dtype = (step * item,), (1, 8, 1)
         if VIEW:
