@@ -75,23 +75,14 @@ class GenericCudaTarget(Target):
         self.module, self.library = module, module.__name__
         self._device = None
         self._made, self._dtypes = {}, None
-        # the export reader is tried here, once per process, before any check imports anything:
-        # its device-wide synchronisation would complete the pending work a check observes, and
-        # a library that dies on a plain ready import fails to load rather than on a check's role
-        self.stream_device()
-        if self._exports():
+        # the device's probe import runs here, once per process, before any check imports
+        # anything: its device-wide synchronisation would complete the pending work a check
+        # observes, and a library that dies on a plain ready import fails to load rather than on a
+        # check's role. Whether that import exports itself makes the library a producer too.
+        device = self.stream_device()
+        if device is not None and device.imports_export:
             self.roles = frozenset({"consumer", "producer"})
             self.device_tensors = True  # its imports: the host files' producer checks run on them
-
-    def _exports(self):
-        """Whether the library's import of ready device memory exports itself (__dlpack__)."""
-        rt, _ = self._runtime()
-        if rt is None or not self._pyref().cuda_available()[0]:
-            return False
-        try:
-            return hasattr(self.module.from_dlpack(self._ready("float32", (2,), bytes(8))), "__dlpack__")
-        except Exception:  # not imported: no producer to judge
-            return False
 
     @staticmethod
     def _pyref():
@@ -216,6 +207,9 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         self._target, self._pyref, self.runtime = target, pyref, runtime
         self.name = "%s's imports of CUDA memory" % target.library
         self._export_problem = None  # why the export reader cannot be trusted ("" once it is), once asked
+        #: whether the library's import of ready device memory exports itself (__dlpack__), as the
+        #: probe of export_reader_problem() found
+        self.imports_export = False
 
     def make(self, dtype, shape, values):
         if "producer" not in self._target.roles:
@@ -314,14 +308,15 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         float32 import of known elements, read back through __dlpack__(stream=1) once the
         device is idle, must hold them (where it reads, not when: judge_import judges the
         ordering). Asked once."""
-        if self._export_problem is None and not self._pyref.cuda_available()[0]:
-            self._export_problem = "pyref's device arrays are unavailable: %s" % self._pyref.cuda_available()[1]
         if self._export_problem is None:
+            available, why = self._pyref.cuda_available()
+            if not available:
+                self._export_problem = "pyref's device arrays are unavailable: %s" % why
+                return self._export_problem
             values = b"".join(struct.pack("<f", float(i % 97)) for i in range(_count(self.PROBE_SHAPE)))
-            x = self._pyref.to_device(self._pyref.frombuffer(values, "float32", self.PROBE_SHAPE))
-            self.runtime.synchronize(x.stream)
             try:
-                y = self._target.from_dlpack(x)
+                y = self._target.from_dlpack(self._target._ready("float32", self.PROBE_SHAPE, values))
+                self.imports_export = hasattr(y, "__dlpack__")
                 self.runtime.synchronize()
                 cap, info = _export(y, self.LEGACY)
                 self.runtime.synchronize()

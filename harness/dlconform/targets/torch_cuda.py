@@ -9,7 +9,8 @@ handle is 0 in torch), 2 the per-thread default stream, above 2 a handle from ne
 
 Not yet run on a GPU (issue 21): written to the interface pyref@cuda's device passes with on
 the simulated runtime (targets/pyref_target.py, CudaStreamDevice, whose stream handling it
-shares)."""
+shares). It offers no per-thread default stream context (per_thread_stream is None): torch has no
+way to make that stream its current one, short of a build with it as the default."""
 from .pyref_target import CudaStreamDevice
 
 
@@ -49,11 +50,6 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         """(torch.cuda.stream(s) for a new torch stream s, its DLPack int)."""
         s = self._torch.cuda.Stream()
         return self._torch.cuda.stream(s), s.cuda_stream
-
-    def per_thread_stream(self):
-        """None: torch has no way to make the per-thread default stream its current one (short
-        of a build with it as the default)."""
-        return None
 
     def to_host(self, y):
         return y.cpu().contiguous().view(self._torch.uint8).numpy().tobytes()

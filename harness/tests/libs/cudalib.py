@@ -30,7 +30,7 @@ import ctypes
 import os
 
 from dlpack_structs import (DELETER, DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion,
-                            DLTensor, _GetPointer, _IsValid, _SetName, new_capsule)
+                            DLTensor, _GetPointer, _IsValid, _SetName, contiguous_strides, new_capsule)
 
 __version__ = "0.3"
 
@@ -148,7 +148,7 @@ class ExportingArray(Array):
         if stream != -1 and self.stream is not None and "export_no_wait" not in BUGS:
             _order(1 if stream is None else stream, self.stream)
         n = len(self.shape)
-        shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *_row_major(self.shape))
+        shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *contiguous_strides(self.shape))
         tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 1 if "export_device_1" in BUGS else 0), ndim=n,
                           dtype=DLDataType(*self.dtype), shape=shape,
                           strides=ctypes.cast(ctypes.addressof(shape) + 8 * n, ctypes.POINTER(ctypes.c_int64)),
@@ -166,14 +166,6 @@ class ExportingArray(Array):
 #: module, since a capsule keeps the pointer it is given
 _KINDS = ((b"dltensor_versioned", b"used_dltensor_versioned", DLManagedTensorVersioned),
           (b"dltensor", b"used_dltensor", DLManagedTensor))
-
-
-def _row_major(shape):
-    out, step = [], 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def _take(cap):
