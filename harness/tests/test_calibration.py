@@ -50,6 +50,12 @@ CAUGHT = frozenset({"fail", "warn", "crash", "timeout"})
 # of ref's cache (probes/tests/tsan_cache.c, `make tsan`, part of `make test`): exit 66.
 TSAN_FAULTS = {"cache_no_cas", "cache_deleter_no_gil"}
 
+# Faults whose effect beyond their own clause depends on how the allocator reuses freed memory
+# (a dangling pointer): what they catch there on one machine they may miss on another, so the
+# map never relies on them for another clause's pair (plan_from). CI once saw
+# consumer_used_name_temporary miss the OWN-03 pair of test_consumer_refuses_negative_ndim.
+UNSTEADY_FAULTS = {"consumer_used_name_temporary"}
+
 #: (test, clause) -> why no fault of ref or pyref can make it fail here; test is FILE::NAME
 _ROUND_TRIP = ("the generic target's round trip: ref and pyref read their results themselves (NOT_FOR_REF) and their "
         "faults run one role, so no fault here reaches it; test_generic_standalone.py sees it fail on viewlib's "
@@ -171,7 +177,8 @@ def plan_from(results, specs, marked=None):
     from `results` (a whole run) so that every (test, clause) pair of ref and pyref caught there
     stays caught: a pair that a fault catches on a test of its own clause needs nothing, and
     each other pair goes to the case that catches it at the least cost (_costs; a case already
-    planned costs nothing). A fault's own clause is caught by its clause run or nowhere.
+    planned costs nothing). A fault's own clause is caught by its clause run or nowhere. The
+    catches of UNSTEADY_FAULTS count for nothing here.
     `marked`: fault_repros.marked_clauses(cases=True), collected when not given."""
     costs = _costs(results, specs)
     marked = fault_repros.marked_clauses(cases=True) if marked is None else marked
@@ -181,7 +188,7 @@ def plan_from(results, specs, marked=None):
 
     caught = {}  # pair -> {(spec, case)}
     for r in results:
-        if r["target"] in specs and r["verdict"] in CAUGHT:
+        if r["target"] in specs and r["verdict"] in CAUGHT and specs[r["target"]][1] not in UNSTEADY_FAULTS:
             caught.setdefault(_pair(r), set()).add((r["target"], r["test"]))
     plan = {spec: set() for spec in specs}
 
