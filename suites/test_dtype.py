@@ -222,30 +222,15 @@ def test_consumer_imports_dtypes(target, check):
             kw["fill"] = dty.distinct_values("bool", (4,))
         att = tries.forged(target, kw)
         if att.refused:
-            why = check.unclean(att)
-            if why:
-                check.record(cl, "fail", "%s refused uncleanly: %s" % (name, why))
-            elif name in target.dtypes():
-                seen.add(cl)
-                check.warn(cl, "%s, a dtype %s has, is refused on import (%s)" % (name, target.name, att.refusal()))
-            else:
-                notes.setdefault(cl, "%s refused (%s)" % (name, att.refusal()))
+            dty.refused_dtype(check, target, att, name, cl, seen, notes)
         else:
             seen.add(cl)
             got, d = tries.result_elements(target, att.result)
             check.equal(d["itemsize"], dty.itemsize(name), cl, "%s result item size" % name)
             check.equal(got, att.forge.expected_elements(), cl, "%s result bytes" % name)
-            try:
-                kind = target.dtype_kind(att.result)
-            except Exception:  # noqa: BLE001 - an adapter that cannot tell
-                kind = None
-            want = dty.KINDS.get(dty.DTYPES[name][0]) if dty.DTYPES[name][0] < 7 else None
-            if kind is not None and want is not None:
-                check.equal(kind, want, cl, "%s imported as kind %r" % (name, kind))
+            dty.judge_kind(check, target, att.result, name, cl)
         att.settle()
-    for cl in ("DT-03", "DT-04", "DT-05", "DT-06", "DT-13"):
-        if cl not in seen:
-            check.record(cl, "unsupported", notes.get(cl, "no dtype of this kind imported"))
+    dty.unseen_kinds(check, seen, notes)
 
 
 @consumer("DT-07", "DT-08")

@@ -344,19 +344,7 @@ def test_consumer_zero_size_null_data(target, check):
         att = tries.forged(target, dict(shape=shape, data="null"))
         alive = att.calls()
         if att.refused:
-            why = check.unclean(att)
-            ctl = tries.forged(target, dict(shape=shape, buffer_size=64)) if not why else None
-            if ctl is not None and ctl.refused and not check.unclean(ctl):
-                check.record("LAY-04", "pass", "zero-size shape %r refused with NULL data (%s) and over real memory "
-                             "alike (%s): the layout is refused, not the NULL pointer (LAY-11 lets a consumer "
-                             "raise for a layout it does not take)" % (shape, att.refusal(), ctl.refusal()))
-            else:
-                check.record("LAY-04", "fail", "zero-size tensor of shape %r with NULL data refused: %s%s"
-                             % (shape, why or att.refusal(), "" if ctl is None else
-                                "; the same shape and strides over real memory %s" % (
-                                    "import" if not ctl.refused else "are refused uncleanly: " + ctl.refusal())))
-            if ctl is not None:
-                ctl.settle()
+            tries.null_data_refused(check, att, shape, lambda: tries.forged(target, dict(shape=shape, buffer_size=64)))
         else:
             check.equal(tuple(int(n) for n in target.describe(att.result)["shape"]), shape, "LAY-04", "result shape")
         tries.deleter_accounting(check, att, alive, what="zero-size NULL-data import: ")
@@ -389,23 +377,13 @@ def test_consumer_refuses_null_shape_with_ndim(target, check):
 @consumer("LAY-08")
 def test_consumer_ndim0(target, check):
     """ndim 0 with NULL strides imports in any capsule; NULL shape as well from v1.2."""
-    att = tries.forged(target, dict(shape=(), strides=None))
-    if att.refused:
-        check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % att.refusal())
-    else:
-        _check_import_values(check, target, att, "LAY-08", "0-d, NULL strides")
-    att.settle()
-    att = tries.forged(target, dict(shape=(), strides=None, shape_null=True))
-    if att.refused:
-        why = check.unclean(att)
-        if why or att.producer.last_kind == "versioned":
-            check.record("LAY-08", "fail", "0-d versioned 1.3 capsule with NULL shape refused: %s"
-                         % (why or att.refusal()))
+    for null_shape in (False, True):
+        att = tries.forged(target, dict(shape=(), strides=None, shape_null=null_shape))
+        if att.refused:
+            tries.ndim0_refused(check, att, null_shape)
         else:
-            check.record("LAY-08", "pass", "")  # a legacy capsule: NULL shape is sanctioned only from v1.2
-    else:
-        _check_import_values(check, target, att, "LAY-08", "0-d, NULL shape")
-    att.settle()
+            _check_import_values(check, target, att, "LAY-08", "0-d, NULL %s" % ("shape" if null_shape else "strides"))
+        att.settle()
 
 
 def _strides_read_as_bytes(d, shape, strides, itemsize, data):

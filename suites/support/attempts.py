@@ -269,6 +269,39 @@ def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
     deleted_once(check, att, count_clause, what, "the refusal")
 
 
+def null_data_refused(check, att, shape, control):
+    """LAY-04 for the refusal att of a zero-size tensor of `shape` with NULL data: a fail, unless
+    the same layout over real memory (`control()`, an Attempt, tried only after a clean refusal)
+    is refused cleanly too: then the consumer refuses the layout, not the NULL pointer, which
+    LAY-11 allows (a contiguity test that a zero extent defeats, say)."""
+    why = check.unclean(att)
+    ctl = control() if not why else None
+    if ctl is not None and ctl.refused and not check.unclean(ctl):
+        check.record("LAY-04", "pass", "zero-size shape %r refused with NULL data (%s) and over real memory alike "
+                     "(%s): the layout is refused, not the NULL pointer (LAY-11 lets a consumer raise for a layout it "
+                     "does not take)" % (shape, att.refusal(), ctl.refusal()))
+    else:
+        check.record("LAY-04", "fail", "zero-size tensor of shape %r with NULL data refused: %s%s"
+                     % (shape, why or att.refusal(), "" if ctl is None else
+                        "; the same shape and strides over real memory %s" % (
+                            "import" if not ctl.refused else "are refused uncleanly: " + ctl.refusal())))
+    if ctl is not None:
+        ctl.settle()
+
+
+def ndim0_refused(check, att, null_shape):
+    """LAY-08 for the refusal att of a 0-d tensor with NULL strides (and NULL shape where
+    `null_shape`): a fail, but for a clean refusal of a NULL shape in a legacy capsule, which only
+    v1.2 sanctions."""
+    why = check.unclean(att)
+    if not null_shape:
+        check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % (why or att.refusal()))
+    elif why or att.producer.last_kind == "versioned":
+        check.record("LAY-08", "fail", "0-d versioned 1.3 capsule with NULL shape refused: %s" % (why or att.refusal()))
+    else:
+        check.record("LAY-08", "pass", "")  # a legacy capsule: NULL shape is sanctioned only from v1.2
+
+
 def expect_import(check, target, clause, forge, what):
     """The Attempt of the capsules of `forge` (a RecordingProducer(keep=True)): for an import,
     `clause` gets the values, and each departure of its ownership (rename, deleter calls) from a

@@ -27,6 +27,14 @@ SUBBYTE = ("float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int4", "uint4")
 EXTENDED_FLOATS = tuple(n for n, t in DTYPES.items() if 7 <= t[0] <= 17)
 #: code -> the kind letter (numpy's dtype.kind) of the codes that name one kind of number
 KINDS = {0: "i", 1: "u", 2: "f", 4: "f", 5: "c", 6: "b"}
+
+
+def kind_of_code(code):
+    """The kind letter (b i u f c) of a DLDataTypeCode: KINDS, and "f" for the float8/6/4 codes
+    (7..17); None for any other."""
+    return KINDS.get(code, "f" if 7 <= code <= 17 else None)
+
+
 #: vector dtypes (DT-10): code, bits, lanes
 VECTOR_DTYPES = ((2, 32, 4), (2, 16, 2), (0, 8, 4))
 

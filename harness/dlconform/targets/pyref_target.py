@@ -11,6 +11,7 @@ unavailable, saying why.
 """
 from ._util import claims_cuda
 from .base import ReferenceTarget, TargetError, spec_name
+from .dtypes import kind_of_code
 
 #: the devices a spec may name after `pyref@`
 DEVICES = ("cuda",)
@@ -107,6 +108,9 @@ class PyrefTarget(ReferenceTarget):
     def describe(self, y):
         return {"ptr": y.address, "shape": y.shape, "strides": y.strides, "itemsize": y.itemsize,
                 "readonly": y.readonly, "dtype": y.dl_dtype}
+
+    def dtype_kind(self, y):
+        return kind_of_code(y.dl_dtype[0])
 
     def native_layout(self, x):
         return tuple(x.shape), tuple(x.strides), x.address

@@ -14,7 +14,7 @@ from . import _views
 from ._util import claims_cuda
 from .base import ReferenceTarget, TargetError, spec_name
 from .pyref_target import CudaStreamDevice
-from .dtypes import DTYPES, EXTENDED_FLOATS, KINDS, STANDARD_DTYPES
+from .dtypes import DTYPES, EXTENDED_FLOATS, STANDARD_DTYPES, kind_of_code
 
 
 def ref_dtypes(_ref):
@@ -145,8 +145,7 @@ class RefTarget(ReferenceTarget):
         return tuple(x.shape), tuple(x.strides), x.data_ptr + x.byte_offset
 
     def dtype_kind(self, y):
-        code = y.dtype[0]
-        return KINDS.get(code, "f" if 7 <= code <= 17 else None)  # 7..17: the float8/6/4 codes
+        return kind_of_code(y.dtype[0])
 
     def unexportable(self):
         return "ref tensor with exportable=False", self._ref.Tensor("float32", (2, 3), exportable=False)
