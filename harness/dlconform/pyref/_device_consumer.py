@@ -9,14 +9,16 @@ Invariants:
     before __dlpack__ returns (STR-01);
   - the import is a DeviceArray over the producer's memory, read on that stream; it owns the
     managed tensor and gives it back (its deleter, once) when it dies (OWN-01, OWN-03);
-  - only compact row-major CUDA tensors are taken (pyref's DeviceArray has no strides); any
-    other tensor is given back, then BufferError.
+  - pyref's DeviceArray is compact row-major: a tensor of any other layout (LAY-11) is
+    copied into a new one on the reading stream, a run of contiguous elements at a time, and
+    given back once that stream has done the copy (OWN-03: the consumer is done with it then).
 """
 import contextlib
+import itertools
 import threading
 
 from . import _capi, _cuda, _faults
-from ._array import row_major_strides
+from ._array import numel, row_major_strides
 from ._consumer import MAX_VERSION, _layout_fields, take_capsule
 from ..kit.abi import DLDeviceType
 
@@ -76,10 +78,35 @@ def device_from_dlpack(x):
             raise BufferError("pyref.device_from_dlpack: the export is on device %r, not CUDA"
                               % ((tensor.device.device_type, tensor.device.device_id),))
         dtype, shape, strides = _layout_fields(tensor)
-        if any(n > 1 and s != r for n, s, r in zip(shape, strides, row_major_strides(shape))):
-            raise BufferError("pyref.device_from_dlpack: strides %r; pyref's device arrays are row-major" % (strides,))
+        if dtype.name != "float32" and _faults.active("cuda_consumer_float32_only"):
+            raise BufferError("pyref.device_from_dlpack: %s is not supported" % dtype.name)
+        if not tensor.data and _faults.active("cuda_consumer_rejects_null_data"):
+            raise BufferError("pyref.device_from_dlpack: NULL data")
+        if not shape and _faults.active("cuda_consumer_refuses_0d"):
+            raise BufferError("pyref.device_from_dlpack: 0-d tensors are not supported")
         offset = 0 if _faults.active("cuda_consumer_ignores_offset") else tensor.byte_offset  # LAY-03
-        return _cuda.DeviceArray._over(rt, owner, dtype, shape, (tensor.data or 0) + offset, reader)
+        first = (tensor.data or 0) + offset
+        compact = numel(shape) == 0 or all(n <= 1 or s == r for n, s, r in zip(shape, strides,
+                                                                             row_major_strides(shape)))
+        if not compact and not _faults.active("cuda_consumer_ignores_strides"):
+            return _compact_copy(rt, owner, dtype, shape, strides, first, reader)
+        return _cuda.DeviceArray._over(rt, owner, dtype, shape, first, reader)
     except BaseException:
         owner.release()
         raise
+
+
+def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
+    """A new DeviceArray of the elements of the strided tensor at `first` (strides in
+    elements), copied on `stream` a run at a time (a run: the whole last dimension when its
+    stride is 1, else one element); `owner` is released once the copy has run (LAY-11)."""
+    out = _cuda.DeviceArray._new(rt, dtype, shape, stream=stream)
+    item = dtype.itemsize
+    run = shape[-1] if strides[-1] == 1 else 1
+    outer = shape[:-1] if run > 1 else shape
+    for k, index in enumerate(itertools.product(*map(range, outer))):
+        src = first + sum(i * s for i, s in zip(index, strides)) * item
+        rt("cudaMemcpyAsync", out.ptr + k * run * item, src, run * item, _cuda.DEVICE_TO_DEVICE, stream)
+    rt("cudaStreamSynchronize", stream)  # the producer's memory is read: it can go back now
+    owner.release()
+    return out

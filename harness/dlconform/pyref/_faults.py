@@ -92,6 +92,13 @@ cuda_consumer_no_sync           STR-01  consumer device_from_dlpack passes strea
                                                  reads the import on its own stream regardless
 cuda_consumer_ignores_offset    LAY-03  consumer device_from_dlpack reads a CUDA tensor from data, leaving its
                                                  byte_offset out
+cuda_consumer_ignores_strides   LAY-11  consumer device_from_dlpack takes a strided CUDA tensor for a compact
+                                                 row-major one (its strides left out)
+cuda_consumer_float32_only      DT-13   consumer device_from_dlpack refuses every dtype but float32 (BufferError),
+                                                 though pyref's device arrays hold them all
+cuda_consumer_rejects_null_data LAY-04  consumer device_from_dlpack refuses a CUDA tensor whose data is NULL, even
+                                                 one without elements
+cuda_consumer_refuses_0d        LAY-08  consumer device_from_dlpack refuses 0-d CUDA tensors (BufferError)
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called

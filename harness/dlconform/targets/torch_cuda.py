@@ -52,4 +52,6 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         return self._torch.cuda.stream(s), s.cuda_stream
 
     def to_host(self, y):
-        return y.cpu().contiguous().view(self._torch.uint8).numpy().tobytes()
+        # 1-d first: a 0-d tensor has no last dimension for view(uint8) to widen
+        c = y.cpu().contiguous().reshape(-1)
+        return c.view(self._torch.uint8).numpy().tobytes() if c.numel() else b""
