@@ -130,11 +130,11 @@ class DeviceBuffer:
             self.ptr = 0
 
 
-def device_forges(rt, values, **forge_kwargs):
-    """kit.forges(...) of capsules on (kDLCUDA, 0) over a DeviceBuffer of `values`, with counted
-    deleters: what a CUDA producer with ready data hands out."""
+def device_forges(rt, values, at=0, **forge_kwargs):
+    """kit.forges(...) of capsules on (kDLCUDA, 0) over a DeviceBuffer of `values` (data `at`
+    bytes into it), with counted deleters: what a CUDA producer with ready data hands out."""
     buf = DeviceBuffer(rt, values)
-    return kit.forges(data=buf.ptr, device=(2, 0), owner=buf, **forge_kwargs)
+    return kit.forges(data=buf.ptr + at, device=(2, 0), owner=buf, **forge_kwargs)
 
 
 def pending_pyref_array(rt, pattern):
