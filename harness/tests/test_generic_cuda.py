@@ -27,21 +27,22 @@ def sim():
     return SIM
 
 
-def _env(cudart, bug="", reader="cai"):
+def _env(cudart, bug="", reader="cai", view=""):
     env = dict(os.environ, DLCONFORM_CUDART=str(cudart), CUDALIB_CUDART=str(cudart), CUDALIB_BUG=bug,
-               CUDALIB_READER=reader)
+               CUDALIB_READER=reader, CUDALIB_VIEW=view)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), str(LIBS), env.get("PYTHONPATH")]))
     return env
 
 
-def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_stream.py", "test_cuda_exchange.py")):
+def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_stream.py", "test_cuda_exchange.py"),
+         view=""):
     """(the process, results.json, {clause: (verdict, message)} of the consumer checks) of a device
-    run of cudalib with `bug` planted, its imports read through `reader`, on `files` (None: the
-    whole device run)."""
+    run of cudalib with `bug` planted, its imports read through `reader`, copied or viewed
+    (`view` "1"), on `files` (None: the whole device run)."""
     tests = [a for f in files or () for a in ("--tests", f)]
     p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", target, *tests,
-                        "--out", str(out), "-q"], cwd=REPO, env=_env(SIM, bug, reader), capture_output=True, text=True,
-                       timeout=300)
+                        "--out", str(out), "-q"], cwd=REPO, env=_env(SIM, bug, reader, view), capture_output=True,
+                       text=True, timeout=300)
     doc = json.loads((out / "results.json").read_text())
     seen = {}
     for r in doc["results"]:
@@ -132,16 +133,33 @@ def test_a_zero_copy_consumer_that_asks_for_no_synchronisation_fails(sim, tmp_pa
     -1 and synchronising nothing, STR-01 fails, though the memory holds the final data once the
     device is idle (nothing could have ordered a reader after the producer's work)."""
     for bug, verdict in (("", "pass"), ("minus_one", "fail")):
-        env_view = dict(os.environ, CUDALIB_VIEW="1")
-        p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", "cudalib@cuda",
-                            "--tests", "test_cuda_stream.py", "--out", str(tmp_path / bug), "-q"], cwd=REPO,
-                           env=dict(_env(SIM, bug), CUDALIB_VIEW=env_view["CUDALIB_VIEW"]), capture_output=True,
-                           text=True, timeout=300)
-        doc = json.loads((tmp_path / bug / "results.json").read_text())
-        str01 = [r for r in doc["results"] if r["role"] == "consumer" and r["clause"] == "STR-01"]
-        assert [r["verdict"] for r in str01] == [verdict], (str01, p.stderr)
+        p, doc, seen = _run(tmp_path / bug, bug, files=("test_cuda_stream.py",), view="1")
+        assert seen["STR-01"][0] == verdict, (seen["STR-01"], p.stderr)
         if bug:
-            assert "it passed stream=-1 (no synchronisation)" in str01[0]["message"]
+            assert "it passed stream=-1 (no synchronisation)" in seen["STR-01"][1]
+
+
+#: the clauses of the device consumer's layout and dtype checks (suites/test_cuda_layout.py)
+LAYOUT_CLAUSES = ("LAY-11", "DT-03", "DT-04", "DT-05", "DT-06", "DT-13")
+
+
+@pytest.mark.parametrize("reader, view, bug", [
+    ("cai", "", ""), ("cai", "1", ""), ("dlpack", "1", ""),
+    ("cai", "", "ignores_strides"), ("cai", "1", "ignores_strides"), ("dlpack", "1", "ignores_strides"),
+])
+def test_strided_views_and_dtypes_on_cuda(sim, tmp_path, reader, view, bug):
+    """Every dtype imports with its bytes through either reader. Copying, cudalib refuses strided
+    tensors (LAY-11 lets it); viewing, it keeps their strides, and each reader's strided view is
+    gathered right. Taking strided tensors for compact ones (ignores_strides) fails LAY-11, copied
+    or viewed: the viewing runs' pass is no refusal's."""
+    p, doc, seen = _run(tmp_path / "out", bug, reader, files=("test_cuda_layout.py",), view=view)
+    want = dict.fromkeys(LAYOUT_CLAUSES, "pass")
+    if bug:
+        want["LAY-11"] = "fail"
+    assert {c: seen[c][0] for c in LAYOUT_CLAUSES} == want, (seen, p.stderr)
+    assert p.returncode == (1 if bug else 0), p.stderr
+    if bug:
+        assert "the import's elements (read through" in seen["LAY-11"][1], seen["LAY-11"]
 
 
 def test_a_producer_bug_of_its_imports_is_caught_on_its_clause(sim, tmp_path):

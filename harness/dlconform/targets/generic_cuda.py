@@ -24,8 +24,9 @@ How an import is read (GenericCudaDevice.read_import), on the stream a user of i
   consumer of the import. This reader is used only once a ready import reads back through it
   as given; where one does not, from_dlpack or __dlpack__ is wrong, dlconform cannot tell
   which, and the checks that read say `unsupported`.
-The read is made twice: on that stream right after the import, and again once the device is
-idle. Stale data on the stream but the final data once idle means the read was not ordered
+A strided import (by any reader's strides) is read as the bytes it spans, then gathered in
+row-major order on the host. The read is made twice: on that stream right after the import, and
+again once the device is idle. Stale data on the stream but the final data once idle means the read was not ordered
 after the import's work: the consumer's fault, or its reader's (an interface naming the wrong
 stream, an export that does not make S wait), which dlconform cannot separate; unless the
 consumer passed -1 and so left nothing a reader could be ordered after: then it is the
@@ -38,7 +39,7 @@ import ctypes
 import struct
 import weakref
 
-from ..kit import Unsupported, abi, inspect, read_elements
+from ..kit import Unsupported, abi, gather, inspect, read_elements
 from ._util import keywords_of
 from .base import Target, TargetError, import_library
 from .dtypes import row_major_strides
@@ -230,7 +231,7 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         producer (DLPack's int; None or -1 when it named none it reads on: the legacy default
         stream is read then). A failed read is a description of the error instead of bytes."""
         loc = self._locate(y, stream)
-        first = self._read(loc.on, loc.ptr, loc.nbytes)
+        first = self._elements(loc.on, loc)
         return first, self._read_idle(loc), loc.how
 
     def read_ready(self, y):
@@ -247,7 +248,20 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
             self.runtime.synchronize()
         except CudaError as e:  # a fault of work enqueued earlier, reported by the synchronisation
             raise Unsupported("%s: the device reports an error once its work has run (%s)" % (self._target.name, e))
-        return self._read("host" if loc.on == "host" else None, loc.ptr, loc.nbytes)
+        return self._elements("host" if loc.on == "host" else None, loc)
+
+    def _elements(self, stream, loc):
+        """loc's elements in row-major order, read on `stream` as _read reads: at once where
+        they are compact, else the bytes they span at once, gathered on the host by loc.strides
+        (LAY-11: a consumer may keep a strided view)."""
+        if loc.strides is None:
+            return self._read(stream, loc.ptr, loc.nbytes)
+        lo, hi = _span(loc.shape, loc.strides)
+        raw = self._read(stream, loc.ptr + lo * loc.itemsize, (hi - lo) * loc.itemsize)
+        if isinstance(raw, str):
+            return raw
+        host = ctypes.create_string_buffer(raw, len(raw))
+        return gather(ctypes.addressof(host) - lo * loc.itemsize, loc.shape, loc.strides, loc.itemsize)
 
     def _read(self, stream, ptr, nbytes):
         """nbytes at ptr: device memory read on `stream` (None: at once, the device being idle),
@@ -274,18 +288,19 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         cai = _cuda_array_interface(y)
         if cai is not None:
             ptr, shape, itemsize, strides, on, kind = cai
-            _compact(lib, "__cuda_array_interface__", shape,
-                     None if strides is None else tuple(s // max(itemsize, 1) for s in strides))
+            if strides is not None and any(s % max(itemsize, 1) for s in strides):
+                raise Unsupported("%s's __cuda_array_interface__ has strides %s, not whole elements of %d bytes"
+                                  % (lib, strides, itemsize))
             how = "read through %s's __cuda_array_interface__ on stream %s (%s)" % (
                 lib, _stream(on if on is not None else named), "the stream it names" if on is not None else whose)
             return Located(how, ptr, _count(shape) * itemsize, on if on is not None else named, None, shape,
-                           itemsize, kind)
+                           itemsize, kind, _strided(shape, None if strides is None else tuple(
+                               s // max(itemsize, 1) for s in strides)))
         d = independent(y)
         if d is not None:
-            _compact(lib, "host memory", d["shape"], d["strides"])
             return Located("read from the host memory %s's import holds (its __array_interface__ or buffer)" % lib,
                            d["ptr"], _count(d["shape"]) * d["itemsize"], "host", None, tuple(d["shape"]),
-                           d["itemsize"], None)
+                           d["itemsize"], None, _strided(d["shape"], d["strides"]))
         problem = self.export_reader_problem()
         if problem:
             raise Unsupported("cannot read %s's import: it has no __cuda_array_interface__ or host memory, and its "
@@ -293,7 +308,6 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
                               "__dlpack__ is wrong, dlconform cannot tell which" % (lib, problem))
         cap, info = _export(y, named)
         shape, dtype = tuple(info["shape"] or ()), tuple(info["dtype"])
-        _compact(lib, "__dlpack__ export", shape, info.get("strides"))
         item = abi.itemsize(dtype)
         ptr = (info["data"] or 0) + info["byte_offset"]
         device = tuple(info["device"])
@@ -301,7 +315,8 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
             raise Unsupported("%s's import exports itself on device %s: no reader here" % (lib, device))
         return Located("read through %s's own __dlpack__(stream=%s) %s (%s)" % (
             lib, _stream(named), "in host memory" if device[0] == 1 else "on that stream", whose),
-            ptr, _count(shape) * item, "host" if device[0] == 1 else named, cap, shape, item, dtype)
+            ptr, _count(shape) * item, "host" if device[0] == 1 else named, cap, shape, item, dtype,
+            _strided(shape, info.get("strides")))
 
     def export_reader_problem(self):
         """Why the import's own export cannot be trusted to read it ("" when it can): a ready
@@ -331,11 +346,13 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         return self._export_problem
 
 
-class Located(collections.namedtuple("Located", "how ptr nbytes on keep shape itemsize dtype")):
-    """Where an import's elements are: `how` they are read, at `ptr`, `nbytes` of them, read on
-    stream `on` (DLPack's int) or "host", `keep` alive meanwhile (an export's capsule), and
-    what the reader says they are: `shape`, `itemsize`, `dtype` (DLPack's (code, bits, lanes)
-    from an export, the typestr's kind letter from an array interface, None from a buffer)."""
+class Located(collections.namedtuple("Located", "how ptr nbytes on keep shape itemsize dtype strides",
+                                     defaults=(None,))):
+    """Where an import's elements are: `how` they are read, the first at `ptr`, `nbytes` of
+    them, read on stream `on` (DLPack's int) or "host", `keep` alive meanwhile (an export's
+    capsule), and what the reader says they are: `shape`, `itemsize`, `dtype` (DLPack's (code,
+    bits, lanes) from an export, the typestr's kind letter from an array interface, None from a
+    buffer), `strides` in elements (None: compact row-major)."""
 
 
 def _cuda_array_interface(y):
@@ -373,12 +390,23 @@ def _export(y, stream):
     return cap, info
 
 
-def _compact(lib, reader, shape, strides):
-    """Unsupported unless `strides` (in elements; None: row-major) are those of a compact
-    row-major layout: a read copies the bytes at once."""
-    if strides is None or _count(shape) <= 1 or tuple(strides) == row_major_strides(tuple(shape)):
-        return
-    raise Unsupported("%s's import is not compact row-major by its %s (strides %s)" % (lib, reader, tuple(strides)))
+def _strided(shape, strides):
+    """`strides` (in elements; None: row-major) as Located keeps them: None where the layout
+    is compact row-major (a read copies the bytes at once), else a tuple."""
+    shape = tuple(int(n) for n in shape)
+    if strides is None or _count(shape) <= 1:
+        return None
+    strides = tuple(int(s) for s in strides)
+    same = all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape)))
+    return None if same else strides
+
+
+def _span(shape, strides):
+    """(lo, hi): the elements a non-empty strided layout spans, from its first element (lo <= 0
+    with negative strides; hi one past the last)."""
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + 1
+    return lo, hi
 
 
 def _stream(s):

@@ -9,8 +9,9 @@ is pending). With CUDALIB_READER=dlpack it has no such interface and exports its
 `__dlpack__` instead, making the consumer's stream wait for the work stream; with
 CUDALIB_READER=both it has both. With CUDALIB_VIEW=1 it copies nothing: the Array views the
 producer's memory, ready on the stream it named (the one its interface names and its export
-orders after). Compact tensors of whole-byte dtypes only (BufferError for others). The runtime
-is the libcudart CUDALIB_CUDART names (default libcudart.so).
+orders after), keeping its strides. Whole-byte dtypes only, and compact tensors only unless it
+views (BufferError for others). The runtime is the libcudart CUDALIB_CUDART names (default
+libcudart.so).
 
 Bugs can be planted with CUDALIB_BUG=name[,name...]:
   no_wait         the work stream does not wait for the stream it named: the copy may run
@@ -24,6 +25,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   as_bytes        from_dlpack imports every tensor as a flat uint8 one of the same bytes
   never_delete    an Array never calls the deleter of the tensor it imported
   ignores_offset  from_dlpack reads a tensor from its data pointer, leaving byte_offset out
+  ignores_strides from_dlpack takes a strided tensor for a compact row-major one
 """
 import contextlib
 import ctypes
@@ -106,10 +108,12 @@ def _exported_deleter(address):
 
 class Array:
     """nbytes of device memory holding an imported tensor, produced on `stream` (None: ready):
-    a copy of cudalib's own, or a view of the producer's memory (`view`, its address)."""
+    a copy of cudalib's own, or a view of the producer's memory (`view`, the address of its
+    first element; `strides` in elements, None for compact row-major)."""
 
-    def __init__(self, shape, dtype, nbytes, source, stream, view=None):
+    def __init__(self, shape, dtype, nbytes, source, stream, view=None, strides=None):
         self.shape, self.dtype, self.nbytes, self.stream, self.ptr = shape, dtype, nbytes, stream, None
+        self.strides = strides
         self._owned = view is None
         self.ptr = _new("cudaMalloc", max(nbytes, 1)) if view is None else view
         self._source = source  # (address, managed struct) of the import, deleted once the copy is done
@@ -127,8 +131,10 @@ class Array:
         if name == "__cuda_array_interface__" and READER in ("cai", "both"):
             code, bits = self.dtype[:2]
             kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(code, "V")
+            item = bits * self.dtype[2] // 8
             return {"version": 3, "shape": self.shape, "typestr": "<%s%d" % (kind, bits // 8),
-                    "data": (self.ptr, False), "strides": None, "stream": self.stream}
+                    "data": (self.ptr, False), "stream": self.stream,
+                    "strides": None if self.strides is None else tuple(s * item for s in self.strides)}
         raise AttributeError(name)
 
 
@@ -148,7 +154,7 @@ class ExportingArray(Array):
         if stream != -1 and self.stream is not None and "export_no_wait" not in BUGS:
             _order(1 if stream is None else stream, self.stream)
         n = len(self.shape)
-        shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *contiguous_strides(self.shape))
+        shape = (ctypes.c_int64 * max(2 * n, 1))(*self.shape, *(self.strides or contiguous_strides(self.shape)))
         tensor = DLTensor(data=self.ptr, device=DLDevice(kDLCUDA, 1 if "export_device_1" in BUGS else 0), ndim=n,
                           dtype=DLDataType(*self.dtype), shape=shape,
                           strides=ctypes.cast(ctypes.addressof(shape) + 8 * n, ctypes.POINTER(ctypes.c_int64)),
@@ -196,16 +202,18 @@ def from_dlpack(x, /, *, device=None, copy=None):
         for i in reversed(range(t.ndim)):
             compact = compact and (not t.strides or shape[i] == 1 or t.strides[i] == step)
             step *= shape[i]
-        compact = compact or 0 in shape  # a zero-size tensor's strides say nothing
-        if t.device.device_type != kDLCUDA or not compact or t.dtype.bits % 8:
-            raise BufferError("cudalib: compact CUDA tensors of whole-byte dtypes only")
+        compact = compact or 0 in shape or "ignores_strides" in BUGS  # a zero-size tensor's strides say nothing
+        if t.device.device_type != kDLCUDA or t.dtype.bits % 8 or not (compact or VIEW):
+            raise BufferError("cudalib: CUDA tensors of whole-byte dtypes only, compact unless viewed")
+        strides = None if compact else tuple(int(t.strides[i]) for i in range(t.ndim))
         kind = ExportingArray if READER in ("dlpack", "both") else Array
         dtype = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
         source = (t.data or 0) + (0 if "ignores_offset" in BUGS else t.byte_offset)
         if "as_bytes" in BUGS:
-            shape, dtype = (step * item,), (1, 8, 1)
+            shape, dtype, strides = (step * item,), (1, 8, 1), None
         if VIEW:
-            y = kind(shape, dtype, step * item, (address, m), named if named > 0 else None, view=source)
+            y = kind(shape, dtype, step * item, (address, m), named if named > 0 else None, view=source,
+                     strides=strides)
             return y
         y = kind(shape, dtype, step * item, (address, m), _work_stream())
         work = _work_stream()
