@@ -15,9 +15,6 @@ accepting malformed metadata (feeds "invalid") is warn (check.accepted); accepti
 passes. OWN-03 is recorded explicitly, so that a consumer that dies on an input has the crash
 on the input's clause.
 """
-import collections
-import gc
-
 import pytest
 
 from dlconform import kit
@@ -26,54 +23,15 @@ from support import capsules as pycap
 from support import dtypes as dty
 from support import readings as rd
 from support import routes as rt
+from support import reasons as rs
 from support.marks import consumer
-
-
-#: must: "refuse" (a MUST clause says so), "read" (refusing or carrying it unread passes,
-#: misreading fails: VER-09), "invalid" (accepting is warn), "any" (a valid input)
-Reason = collections.namedtuple("Reason", "id clause feeds must kind kw device")
-
-
-def _r(id_, clause, feeds, must, kind, device=(1, 0), **kw):
-    """A reason; `device` is the forged memory's and the producer's."""
-    if tuple(device) != (1, 0):
-        kw["device"] = device
-    return Reason(id_, clause, feeds, must, kind, kw, device)
-
-
-REASONS = (
-    _r("version-2.0", "VER-08", "valid", "refuse", "versioned", version=(2, 0), shape=(2, 3)),
-    _r("version-0.9", "VER-08", "valid", "refuse", "versioned", version=(0, 9), shape=(2, 3)),
-    _r("version-2.0-hostile", "VER-08", "valid", "refuse", "versioned", version=(2, 0), data="null",
-       shape_null=True, ndim=3, shape=(2, 3)),
-    _r("version-1.99-dtype-99", "VER-09", "valid", "read", "versioned", version=(1, 99), dtype=(99, 32, 1),
-       shape=(2, 3)),
-    _r("version-1.99-device-99", "VER-09", "valid", "read", "versioned", device=(99, 0), version=(1, 99),
-       shape=(2, 3)),
-    _r("shape-bytes-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 62, 4), buffer_size=64),
-    _r("shape-numel-overflow", "LAY-10", "invalid", "invalid", "both", shape=(1 << 31, 1 << 31, 1 << 31),
-       buffer_size=64),
-    _r("shape-negative", "LAY-09", "invalid", "invalid", "both", shape=(2, -3), buffer_size=64),
-    _r("ndim-negative", "LAY-09", "invalid", "invalid", "both", shape=(), ndim=-1, buffer_size=64),
-    _r("shape-null", "LAY-09", "invalid", "invalid", "both", shape=(2, 3), shape_null=True, buffer_size=64),
-    _r("ndim-40", "LAY-09", "valid", "any", "both", shape=(1,) * 40),
-    _r("data-null", "LAY-04", "invalid", "invalid", "both", shape=(4,), data="null"),
-    _r("strides-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(1 << 62,), buffer_size=64),
-    _r("strides-negative-overflow", "LAY-10", "invalid", "invalid", "both", shape=(2,), strides=(-(1 << 62),),
-       buffer_size=64),
-    _r("strides-negative", "LAY-11", "valid", "any", "both", shape=(3,), strides=(-1,), byte_offset=8),
-    _r("strides-zero", "LAY-11", "valid", "any", "both", shape=(3,), strides=(0,)),
-    _r("device-99", "VER-09", "valid", "read", "both", device=(99, 0), shape=(2, 3)),
-)
-#: the reasons by id: a test takes the id (a literal its reproducer can pass)
-REASON = {r.id: r for r in REASONS}
 
 
 def _params():
     """Each reason through each route that can carry it: a versioned-only reason does not go
     the unasked route, which hands a versioned consumer legacy capsules (the plain unasked
     check covers a legacy consumer's versioned capsules)."""
-    for reason in REASONS:
+    for reason in rs.REASONS:
         for route in rt.ROUTES:
             if reason.kind == "versioned" and route == "unasked":
                 continue
@@ -92,34 +50,6 @@ def _versioned_for(target, reason, route):
     if reason.kind == "versioned":
         tries.require_versioned_consumer(target)
     return tries.consumer_takes_versioned(target)
-
-
-def _accounting(check, target, att, what, feeds="valid"):
-    """OWN-03: no deleter call while the result lives, exactly one once everything is gone
-    (none when no capsule was made). An import is judged against the consumer's plain import
-    (a departure it shares is OWN-03's plain check's to report). A breach on invalid input is
-    warn: what a consumer does with it is unspecified (issue 12 grading). One collection per
-    phase: these run hundreds of times."""
-    def breach(message):
-        if feeds == "valid":
-            check.record("OWN-03", "fail", message)
-        else:
-            check.warn("OWN-03", message + "; on invalid input, whose handling dlpack.h leaves unspecified "
-                       "(suites/README.md, Grading)")
-
-    made = sum(f.capsules_made for f in att.producer.forges.values())
-    if att.refused:
-        tries.drop_capsules(att.producer, imported=False)
-        gc.collect()
-        after = att.calls()
-        if after != (1 if made else 0):
-            breach("%s: the deleter ran %d time(s) after the refusal (%s), expected %d"
-                   % (what, after, att.refusal(), 1 if made else 0))
-        check.record("OWN-03", "pass", "")
-        return
-    for message in tries.departures(att.lifetime(collect=gc.collect), tries.plain_lifetime(target), "%s: " % what):
-        breach(message)
-    check.record("OWN-03", "pass", "")
 
 
 def _refusal(check, clause, att, what):
@@ -171,8 +101,8 @@ def _judge_import(check, target, reason, att, what):
 @pytest.mark.role("consumer")
 def test_consumer_refusal_and_deleter(target, check, reason, route):
     """One reason to refuse through one route: a clean refusal or a sound import, and the
-    deleter once, never while the result lives. `reason` is the id of one of REASONS."""
-    reason = REASON[reason]
+    deleter once, never while the result lives. `reason` is the id of one of rs.REASONS."""
+    reason = rs.REASON[reason]
     rt.require(target, route, check)
     versioned = _versioned_for(target, reason, route)
     what = "%s through %s (%s capsule)" % (reason.id, rt.WHAT[route], "versioned" if versioned else "legacy")
@@ -180,7 +110,7 @@ def test_consumer_refusal_and_deleter(target, check, reason, route):
     if route == "xapi" and not rt.table_used(att) and att.producer.last_kind != "versioned":
         what += " (the consumer called __dlpack__ for a legacy capsule instead)"
     _judge(check, target, reason, att, what)
-    _accounting(check, target, att, what, reason.feeds)
+    tries.refusal_accounting(check, target, att, what, reason.feeds)
 
 
 # ---------------------------------------------------------------------------- used names
@@ -288,7 +218,7 @@ def _each(target, check, route, cases, feeds="valid", imported=None):
             _refusal(check, clause, att, what)
         elif not att.refused and imported:
             imported(check, target, att, what, clause)
-        _accounting(check, target, att, what, feeds)
+        tries.refusal_accounting(check, target, att, what, feeds)
     for clause in sorted({c for *_, c in cases if c}):
         check.record(clause, "pass", "")
 

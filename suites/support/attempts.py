@@ -63,9 +63,10 @@ class Attempt:
 
     def copied(self):
         """Whether the result holds a copy instead of a view of the producer's memory: True when
-        its first element lies outside every buffer the forges expose, or when it is zero-size
-        (there is nothing to view); False when it views a forge's buffer; None when unknown (no
-        result, no buffer to compare with, an adapter that cannot describe the result).
+        its first element lies outside every buffer the forges expose (theirs, or an owner's
+        `ptr` and `nbytes`: device memory, cuda.DeviceBuffer), or when it is zero-size (there is
+        nothing to view); False when it views one; None when unknown (no result, no buffer to
+        compare with, an adapter that cannot describe the result).
         OWN-03 asks for the deleter "when it is done with the data", and a consumer that copied
         is done at once: a deleter call while such a result lives is no breach."""
         if self.result is None:
@@ -77,8 +78,11 @@ class Attempt:
             return None
         if 0 in shape:
             return True
-        spans = [(f.buffer_address, f.buffer_size) for f in self.producer.forges.values()
+        forges = self.producer.forges.values()
+        spans = [(f.buffer_address, f.buffer_size) for f in forges
                  if getattr(f, "buffer_size", 0) and getattr(f, "buffer_address", None)]
+        spans += [(o.ptr, o.nbytes) for f in forges for o in [getattr(f, "owner", None)]
+                  if getattr(o, "ptr", 0) and getattr(o, "nbytes", 0)]
         if not spans:
             return None
         return not any(a <= ptr < a + n for a, n in spans)
@@ -250,6 +254,34 @@ def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
     check.that(after == 1, clause, "%sthe deleter ran %d time(s) in all after the result died (expected exactly 1)"
                % (what, after))
     return after
+
+
+def refusal_accounting(check, target, att, what, feeds="valid"):
+    """OWN-03: no deleter call while the result lives, exactly one once everything is gone
+    (none when no capsule was made). An import is judged against the consumer's plain import
+    (a departure it shares is OWN-03's plain check's to report). A breach on invalid input is
+    warn: what a consumer does with it is unspecified (issue 12 grading). One collection per
+    phase: these run hundreds of times."""
+    def breach(message):
+        if feeds == "valid":
+            check.record("OWN-03", "fail", message)
+        else:
+            check.warn("OWN-03", message + "; on invalid input, whose handling dlpack.h leaves unspecified "
+                       "(suites/README.md, Grading)")
+
+    made = sum(f.capsules_made for f in att.producer.forges.values())
+    if att.refused:
+        drop_capsules(att.producer, imported=False)
+        gc.collect()
+        after = att.calls()
+        if after != (1 if made else 0):
+            breach("%s: the deleter ran %d time(s) after the refusal (%s), expected %d"
+                   % (what, after, att.refusal(), 1 if made else 0))
+        check.record("OWN-03", "pass", "")
+        return
+    for message in departures(att.lifetime(collect=gc.collect), plain_lifetime(target), "%s: " % what):
+        breach(message)
+    check.record("OWN-03", "pass", "")
 
 
 def deleted_once(check, att, clause, what, after_what):

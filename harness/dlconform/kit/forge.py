@@ -114,7 +114,8 @@ class Forge:
     owner of memory given as an address).
 
     `deleter_calls`, `capsules_made`, `log` (one dict per deleter call), `buffer_address`,
-    `buffer_size`, `buffer` (a writable view, or None), `capsule()`, `expected_elements()`.
+    `buffer_size`, `buffer` (a writable view, or None), `owner`, `capsule()`,
+    `expected_elements()`.
     """
 
     def __init__(self, *, dtype=(2, 32, 1), shape=(4,), strides=None, byte_offset=0, data="alloc", fill=None,
@@ -173,6 +174,11 @@ class Forge:
         if st is not None:
             st.forge_alive = False
             st.unpin()
+
+    @property
+    def owner(self):
+        """The object given as `owner` (None when none was)."""
+        return self._state.owner
 
     def capsule(self):
         """A new capsule: a fresh managed struct over the forge's buffer."""
