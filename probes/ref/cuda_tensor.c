@@ -66,6 +66,7 @@ PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *ver
                         ? "a device other than (kDLCUDA, 0)"
                     : dl->ndim < 0 || dl->ndim > REF_MAX_NDIM || e.status != DLC_EXTENT_OK
                         ? "an invalid layout"
+                    : !e.zero_size && !dl->data ? "NULL data for a tensor with elements" /* LAY-04 */
                     : !e.row_major ? "a layout that is not compact row-major"
                     : dlc_dtype_classify(dl->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR).subbyte
                         ? "a sub-byte element type"

@@ -96,7 +96,7 @@ def _layout_fields(tensor):
     return dtype, shape, strides
 
 
-def _check_span(tensor, dtype, shape, strides):
+def check_span(tensor, dtype, shape, strides):
     """Refuses data that is NULL for a non-empty tensor, or elements that reach outside the
     address space or span more than an int64 counts."""
     if numel(shape) == 0:
@@ -115,20 +115,28 @@ def _check_span(tensor, dtype, shape, strides):
                 % (shape, strides, tensor.byte_offset))
 
 
+def header_flags(struct, managed):
+    """The flags of the managed tensor (0 for a legacy one), once its header is one pyref reads:
+    refuses a major other than its own (VER-08) and unknown flag bits (VER-09). Shared by
+    from_dlpack and device_from_dlpack."""
+    if struct is not DLManagedTensorVersioned:
+        return 0
+    major = managed.version.major
+    if major != DLPACK_MAJOR_VERSION and not _faults.active("consumer_reads_major2"):
+        _refuse("VER-08", "DLPack major version %d; pyref reads major %d only" % (major, DLPACK_MAJOR_VERSION))
+    flags = managed.flags
+    if flags & ~KNOWN_FLAGS:
+        _refuse("VER-09", "unknown flag bits %#x" % (flags & ~KNOWN_FLAGS))
+    return flags
+
+
 def _import_struct(owner, struct, address, copy):
     """The result of importing the tensor `owner` holds; refuses what it cannot take."""
     managed = struct.from_address(address)
-    flags = 0
-    if struct is DLManagedTensorVersioned:
-        major = managed.version.major
-        if major != DLPACK_MAJOR_VERSION and not _faults.active("consumer_reads_major2"):
-            _refuse("VER-08", "DLPack major version %d; pyref reads major %d only" % (major, DLPACK_MAJOR_VERSION))
-        flags = managed.flags
-        if flags & ~KNOWN_FLAGS:
-            _refuse("VER-09", "unknown flag bits %#x" % (flags & ~KNOWN_FLAGS))
+    flags = header_flags(struct, managed)
     tensor = managed.dl_tensor
     dtype, shape, strides = _layout(tensor)
-    _check_span(tensor, dtype, shape, strides)
+    check_span(tensor, dtype, shape, strides)
     result = Array._over(owner, tensor.data or 0, tensor.byte_offset, dtype, shape, strides,
                          flags & FLAG_READ_ONLY)  # FLG-03
     if copy and not flags & FLAG_IS_COPIED:  # CPY-06; an IS_COPIED export is already ours (FLG-05)

@@ -9,6 +9,8 @@ Invariants:
     before __dlpack__ returns (STR-01);
   - the import is a DeviceArray over the producer's memory, read on that stream; it owns the
     managed tensor and gives it back (its deleter, once) when it dies (OWN-01, OWN-03);
+  - the header and the layout are validated as from_dlpack validates them (VER-08, VER-09,
+    LAY-04, LAY-09, LAY-10) before anything is read; a refusal gives the tensor back once;
   - pyref's DeviceArray is compact row-major: a tensor of any other layout (LAY-11) is
     copied into a new one on the reading stream, a run of contiguous elements at a time, and
     given back once that stream has done the copy (OWN-03: the consumer is done with it then).
@@ -17,9 +19,9 @@ import contextlib
 import itertools
 import threading
 
-from . import _capi, _cuda, _faults
+from . import _capi, _cuda, _dtypes, _faults
 from ._array import numel, row_major_strides
-from ._consumer import MAX_VERSION, _layout_fields, take_capsule
+from ._consumer import MAX_VERSION, _layout_fields, check_span, header_flags, take_capsule
 from ..kit.abi import DLDeviceType
 
 _local = threading.local()
@@ -73,11 +75,19 @@ def device_from_dlpack(x):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
     owner, struct, address = take_capsule(capsule)
     try:
-        tensor = struct.from_address(address).dl_tensor
+        managed = struct.from_address(address)
+        unchecked = _faults.active("cuda_consumer_unchecked")
+        if not unchecked:
+            header_flags(struct, managed)  # VER-08, VER-09
+        tensor = managed.dl_tensor
         if tensor.device.device_type != DLDeviceType.kDLCUDA:
             raise BufferError("pyref.device_from_dlpack: the export is on device %r, not CUDA"
                               % ((tensor.device.device_type, tensor.device.device_id),))
-        dtype, shape, strides = _layout_fields(tensor)
+        if unchecked:
+            dtype, shape, strides = _as_given(tensor)
+        else:
+            dtype, shape, strides = _layout_fields(tensor)  # LAY-09
+            check_span(tensor, dtype, shape, strides)  # LAY-04, LAY-09, LAY-10
         if dtype.name != "float32" and _faults.active("cuda_consumer_float32_only"):
             raise BufferError("pyref.device_from_dlpack: %s is not supported" % dtype.name)
         if not tensor.data and _faults.active("cuda_consumer_rejects_null_data"):
@@ -94,6 +104,19 @@ def device_from_dlpack(x):
     except BaseException:
         owner.release()
         raise
+
+
+def _as_given(tensor):
+    """(dtype, shape, strides) read as the tensor gives them, unchecked (the fault
+    cuda_consumer_unchecked): a negative ndim reads as 0; only a dtype pyref has no type for
+    is refused."""
+    dtype = _dtypes.BY_FIELDS.get((tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes))
+    if dtype is None:
+        raise BufferError("pyref.device_from_dlpack: no dtype %r" % ((tensor.dtype.code, tensor.dtype.bits),))
+    ndim = max(tensor.ndim, 0)
+    shape = tuple(tensor.shape[i] for i in range(ndim))  # a NULL shape: ValueError from ctypes
+    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else row_major_strides(shape)
+    return dtype, shape, strides
 
 
 def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
