@@ -9,7 +9,6 @@ the capsule describes, gathered on the host from the same bytes. The CPU's check
 clauses are in test_layout.py and test_dtype.py; these are their twins for consumers that take
 device memory only (kernel libraries, cupy, pyref@cuda).
 """
-import ctypes
 import math
 
 import pytest
@@ -23,33 +22,6 @@ from support.marks import consumer
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
-
-
-def _elements(data, first, shape, strides, itemsize):
-    """The elements of the layout whose first element is `first` bytes into `data`, in
-    row-major order (strides in elements): what an import of it holds."""
-    if 0 in shape:
-        return b""
-    host = ctypes.create_string_buffer(bytes(data), len(data))
-    return kit.gather(ctypes.addressof(host) + first, shape, strides, itemsize)
-
-
-def _read(check, dev, att, p, clause, what):
-    """The bytes the import att.result holds, read the library's way (dev.read_import), on the
-    stream the consumer named, once the device is idle where the device reads that way too (the
-    data was ready: the order of the reads is not what these checks judge); None, with
-    `clause` unsupported, when the device has no reader for it."""
-    streams = [c.get("stream") for c in p.calls]
-    try:
-        seen, idle, how = dev.read_import(att.result, streams[-1] if streams else None)
-    except kit.Unsupported as e:
-        check.record(clause, "unsupported", "%s was imported, but it cannot be read here: %s" % (what, e))
-        return None, None
-    except Exception as e:  # noqa: BLE001 - the library's own reading of its import, or the adapter's
-        check.record(clause, "unsupported", "%s was imported, but reading it back the library's way raised %s; "
-                     "this check judges what the import holds, not that reader" % (what, tries.describe_exc(e)))
-        return None, None
-    return (seen if idle is None else idle), how
 
 
 def _device_view_case(target, check, shape, strides, byte_offset, buffer_size, itemsize, dtype):
@@ -71,9 +43,9 @@ def _device_view_case(target, check, shape, strides, byte_offset, buffer_size, i
         if why:
             check.record("LAY-11", "fail", "%s refused uncleanly: %s" % (what, why))
     else:
-        got, how = _read(check, dev, att, p, "LAY-11", what)
+        got, how = cu.read_back(check, dev, att, p, "LAY-11", what)
         if got is not None:
-            check.equal(got, _elements(data, byte_offset, shape, strides, itemsize), "LAY-11",
+            check.equal(got, cu.host_elements(data, byte_offset, shape, strides, itemsize), "LAY-11",
                         "%s: the import's elements%s" % (what, " (%s)" % how if how else ""))
     att.settle()
 
@@ -104,7 +76,7 @@ def test_cuda_consumer_imports_dtypes(target, check):
             dty.refused_dtype(check, target, att, name, cl, seen, notes)
         else:
             seen.add(cl)
-            got, how = _read(check, dev, att, p, cl, what)
+            got, how = cu.read_back(check, dev, att, p, cl, what)
             if got is not None:
                 check.equal(got, values, cl, "%s: the import's bytes%s" % (what, " (%s)" % how if how else ""))
             dty.judge_kind(check, target, att.result, name, cl)
@@ -133,7 +105,7 @@ def test_cuda_consumer_takes_empty_and_0d_tensors(target, check):
             tries.null_data_refused(check, att, shape,
                                     lambda: _device_attempt(target, cu.device_forges(rt, b"\0" * 64, shape=shape))[1])
         else:
-            got, how = _read(check, dev, att, p, "LAY-04", what)
+            got, how = cu.read_back(check, dev, att, p, "LAY-04", what)
             if got is not None:
                 check.equal(got, b"", "LAY-04", "%s: the import's elements%s" % (what, " (%s)" % how if how else ""))
         att.settle()
@@ -144,7 +116,7 @@ def test_cuda_consumer_takes_empty_and_0d_tensors(target, check):
         if att.refused:
             tries.ndim0_refused(check, att, null_shape)
         else:
-            got, how = _read(check, dev, att, p, "LAY-08", what)
+            got, how = cu.read_back(check, dev, att, p, "LAY-08", what)
             if got is not None:
                 check.equal(got, values, "LAY-08", "%s: the import's element%s" % (what, " (%s)" % how if how else ""))
         att.settle()

@@ -235,11 +235,17 @@ def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):
                                            ("consumer_no_delete", "OWN-03")])
 def test_ownership_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clause):
     """pyref's consumer ownership faults, through its CUDA import (device_from_dlpack), fail the
-    device check of ownership (test_cuda_consumer_owns_the_import_once) on their clause: the
-    rules a CUDA-only consumer is judged on by the device checks alone."""
+    device check of ownership (test_cuda_consumer_owns_the_import_once) on their clause, and the
+    deleter faults OWN-03 of the refusals over CUDA memory too (test_cuda_refusals.py): the rules
+    a CUDA-only consumer is judged on by the device checks alone."""
     spec = "pyref@cuda:fault=%s,role=consumer" % fault
     p = _device_run(tmp_path / "out", sim, "-q", "--target", spec, "--tests", "test_cuda_stream.py",
                     "--clause", clause)
     records = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     caught = [r for r in records if "owns_the_import_once" in r["test"] and r["clause"] == clause]
     assert [r["verdict"] for r in caught] == ["fail"] and p.returncode == 1, (records, p.stderr)
+    if clause == "OWN-03":
+        p = _device_run(tmp_path / "refusals", sim, "-q", "--target", spec, "--tests", "test_cuda_refusals.py")
+        records = json.loads((tmp_path / "refusals" / "results.json").read_text())["results"]
+        caught = {r["verdict"] for r in records if r["clause"] == "OWN-03" and "after the refusal" in r["message"]}
+        assert caught >= {"fail", "warn"} and p.returncode == 1, (records, p.stderr)

@@ -36,9 +36,9 @@ def _env(cudart, bug="", reader="cai", view=""):
 
 def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_stream.py", "test_cuda_exchange.py"),
          view=""):
-    """(the process, results.json, {clause: (verdict, message)} of the consumer checks) of a device
-    run of cudalib with `bug` planted, its imports read through `reader`, copied or viewed
-    (`view` "1"), on `files` (None: the whole device run)."""
+    """(the process, results.json, {clause: (verdict, message)} of the consumer checks that are not
+    parametrized) of a device run of cudalib with `bug` planted, its imports read through
+    `reader`, copied or viewed (`view` "1"), on `files` (None: the whole device run)."""
     tests = [a for f in files or () for a in ("--tests", f)]
     p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--target", target, *tests,
                         "--out", str(out), "-q"], cwd=REPO, env=_env(SIM, bug, reader, view), capture_output=True,
@@ -46,7 +46,8 @@ def _run(out, bug="", reader="cai", target="cudalib@cuda", files=("test_cuda_str
     doc = json.loads((out / "results.json").read_text())
     seen = {}
     for r in doc["results"]:
-        if r["role"] == "consumer" and r["verdict"] != "skip":  # skip: the host files' consumer checks
+        # skip: the host files' consumer checks; a parametrized check's records are read from `doc`
+        if r["role"] == "consumer" and r["verdict"] != "skip" and "[" not in r["test"]:
             assert r["clause"] not in seen, "two consumer records of %s" % r["clause"]  # one check records each
             seen[r["clause"]] = (r["verdict"], r.get("message") or "")
     return p, doc, seen
@@ -198,3 +199,19 @@ def test_without_a_runtime_it_is_unavailable_in_one_line(sim, tmp_path, monkeypa
     found = loader.probe("cudalib@cuda", env=dict(_env(SIM), DLCONFORM_CUDART=str(tmp_path / "libcudart.so")))
     assert not found["ok"] and "cudalib@cuda: the CUDA consumer checks observe through a CUDA runtime" in \
         found["reason"] and "\n" not in found["reason"], found
+
+
+def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
+    """suites/test_cuda_refusals.py on cudalib: clean, it refuses what it must and takes what it
+    may (each reason passes); trusting the header (trusts_header) it imports a version 2.0 and
+    a 0.9 capsule (VER-08 fails), a negative ndim and overflowing shapes (warns: invalid input)."""
+    for bug in ("", "trusts_header"):
+        p, doc, _ = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_refusals.py",))
+        found = sorted({(r["test"].split("[")[-1].rstrip("]"), r["clause"], r["verdict"]) for r in doc["results"]
+                        if r["verdict"] != "pass"})
+        assert len(doc["results"]) >= 2 * 13, doc["results"]  # each reason: its clause and OWN-03
+        assert found == ([] if not bug else [
+            ("ndim-negative", "LAY-09", "warn"), ("shape-bytes-overflow", "LAY-10", "warn"),
+            ("shape-numel-overflow", "LAY-10", "warn"), ("version-0.9", "VER-08", "fail"),
+            ("version-2.0", "VER-08", "fail")]), (found, p.stderr)
+        assert p.returncode == (1 if bug else 0), p.stderr

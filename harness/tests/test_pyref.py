@@ -28,9 +28,10 @@ RIGHT_WITHOUT_PASS = (
      r"no C exchange API|no __dlpack_c_exchange_api__|does not use the C exchange API|offers no exchange API"),
     ("unsupported", r"DT-0[789]|FLG-06", r"(has|exports) no sub-byte dtype"),
     ("skip", r"STR-\d+|CPY-0[45]", r"needs a GPU or another device with streams"),
-    # test_cuda_stream.py, test_cuda_exchange.py, test_cuda_layout.py: plain pyref's arrays are on
-    # the CPU (pyref@cuda is judged there)
-    ("unsupported", r"STR-\d+|CPY-0[145]|FLG-04|XAPI-1[4-79]|CAP-03|OWN-03|LAY-0[348]|LAY-11|DT-0[3-6]|DT-13",
+    # the device files (test_cuda_*.py): plain pyref's arrays are on the CPU (pyref@cuda is judged
+    # there)
+    ("unsupported", r"STR-\d+|CPY-0[145]|FLG-04|XAPI-1[4-79]|CAP-03|OWN-03|VER-08|LAY-0[348]|LAY-1[01]|LAY-09|"
+     r"DT-0[3-6]|DT-13",
      r"the target has no CUDA device"),
     ("unsupported", r"[A-Z]+-\d+", r"route the C exchange API not offered"),
     # test_library_round_trip is the generic target's: pyref's adapter reads its results itself

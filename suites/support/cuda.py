@@ -137,6 +137,34 @@ def device_forges(rt, values, at=0, **forge_kwargs):
     return kit.forges(data=buf.ptr + at, device=(2, 0), owner=buf, **forge_kwargs)
 
 
+def host_elements(data, first, shape, strides, itemsize):
+    """The elements of the layout whose first element is `first` bytes into `data`, in
+    row-major order (strides in elements): what an import of it holds."""
+    if 0 in shape:
+        return b""
+    host = ctypes.create_string_buffer(bytes(data), len(data))
+    return kit.gather(ctypes.addressof(host) + first, shape, strides, itemsize)
+
+
+def read_back(check, dev, att, p, clause, what):
+    """The bytes the import att.result holds, read the library's way (dev.read_import), on the
+    stream the consumer named, once the device is idle where the device reads that way too (the
+    data was ready: the order of the reads is not what these checks judge), and how it was read;
+    (None, None), with `clause` unsupported, when the device has no reader for it or its reader
+    raised."""
+    streams = [c.get("stream") for c in p.calls]
+    try:
+        seen, idle, how = dev.read_import(att.result, streams[-1] if streams else None)
+    except kit.Unsupported as e:
+        check.record(clause, "unsupported", "%s was imported, but it cannot be read here: %s" % (what, e))
+        return None, None
+    except Exception as e:  # noqa: BLE001 - the library's own reading of its import, or the adapter's
+        check.record(clause, "unsupported", "%s was imported, but reading it back the library's way raised %s: %s; "
+                     "this check judges what the import holds, not that reader" % (what, type(e).__name__, e))
+        return None, None
+    return (seen if idle is None else idle), how
+
+
 def pending_pyref_array(rt, pattern):
     """A pyref device array whose bytes will all be `pattern`, behind slow work still pending
     on pyref's own (non-blocking) stream; None when pyref's device arrays are unavailable."""

@@ -26,6 +26,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   never_delete    an Array never calls the deleter of the tensor it imported
   ignores_offset  from_dlpack reads a tensor from its data pointer, leaving byte_offset out
   ignores_strides from_dlpack takes a strided tensor for a compact row-major one
+  trusts_header   from_dlpack reads version, ndim, shape, extents and data unchecked
 """
 import contextlib
 import ctypes
@@ -184,6 +185,25 @@ def _take(cap):
     raise BufferError("cudalib: not an unconsumed DLPack capsule")
 
 
+def _check_header(m, t):
+    """BufferError for a tensor cudalib cannot read: a major version other than 1, a negative
+    ndim, a NULL shape."""
+    if isinstance(m, DLManagedTensorVersioned) and m.version.major != 1:
+        raise BufferError("cudalib: DLPack major version %d" % m.version.major)
+    if t.ndim < 0 or (t.ndim and not t.shape):
+        raise BufferError("cudalib: ndim %d with %s shape" % (t.ndim, "a" if t.shape else "a NULL"))
+
+
+def _check_extent(t, shape, item, count):
+    """BufferError for extents that are negative, bytes past int64, or NULL data with elements."""
+    strides = [int(t.strides[i]) for i in range(t.ndim)] if t.strides else [0] * t.ndim
+    span = sum(abs((n - 1) * s) for n, s in zip(shape, strides) if n > 0) + 1
+    if any(n < 0 for n in shape) or max(count, span) * item >= 1 << 63:
+        raise BufferError("cudalib: shape %s, strides %s: not an extent it can hold" % (shape, strides))
+    if count and not t.data:
+        raise BufferError("cudalib: NULL data for %d elements" % count)
+
+
 def from_dlpack(x, /, *, device=None, copy=None):
     if tuple(x.__dlpack_device__()) != (kDLCUDA, 0):
         raise BufferError("cudalib: CUDA memory on device 0 only")
@@ -196,12 +216,16 @@ def from_dlpack(x, /, *, device=None, copy=None):
     y = None
     try:
         t = m.dl_tensor
+        if "trusts_header" not in BUGS:
+            _check_header(m, t)
         shape = tuple(int(t.shape[i]) for i in range(t.ndim))
         item = t.dtype.bits * t.dtype.lanes // 8
         compact, step = True, 1
         for i in reversed(range(t.ndim)):
             compact = compact and (not t.strides or shape[i] == 1 or t.strides[i] == step)
             step *= shape[i]
+        if "trusts_header" not in BUGS:
+            _check_extent(t, shape, item, step)
         compact = compact or 0 in shape or "ignores_strides" in BUGS  # a zero-size tensor's strides say nothing
         if t.device.device_type != kDLCUDA or t.dtype.bits % 8 or not (compact or VIEW):
             raise BufferError("cudalib: CUDA tensors of whole-byte dtypes only, compact unless viewed")

@@ -1,0 +1,64 @@
+"""Every refusal reason of support/reasons.py over CUDA memory: what a CUDA consumer does with
+each capsule test_refusals.py feeds a CPU consumer, its data on (kDLCUDA, 0).
+
+A consumer that takes device memory only (a kernel library, cupy, `module@cuda`) never meets
+the CPU files' capsules on its own path, so its checks of version, ndim, shape, extents, strides
+and NULL data are judged here. Each reason is graded as there (suites/README.md, Grading):
+importing what a rule says to refuse fails (VER-08), importing malformed metadata is a warn,
+a valid layout (40 dimensions, negative or zero strides) imports with its elements, read back
+the library's way, or is refused cleanly; the deleter runs once, never while the result lives
+(support/attempts.py: refusal_accounting). The reasons VER-09 reads (unknown codes) and those
+whose device is the point are test_refusals.py's alone: reading back an element type or device
+the library cannot know needs a reader that knows it.
+"""
+import pytest
+
+from dlconform import kit
+from support import attempts as tries
+from support import cuda as cu
+from support import dtypes as dty
+from support import reasons as rs
+
+#: every record here names the CUDA device its tensors were on
+pytestmark = pytest.mark.device("cuda")
+
+#: the bytes of device memory under each capsule: every valid reason's elements lie in it
+BUFFER = 64
+
+
+def _cases():
+    for r in rs.REASONS:
+        if tuple(r.device) == (1, 0) and r.must != "read":
+            yield pytest.param(r.id, id=r.id, marks=[pytest.mark.clause(r.clause), pytest.mark.feeds(r.feeds)])
+
+
+@pytest.mark.parametrize("reason", list(_cases()))
+@pytest.mark.role("consumer")
+def test_cuda_consumer_refusal_and_deleter(target, check, reason):
+    """One reason over CUDA memory: a clean refusal or a sound import, and the deleter once,
+    never while the result lives. `reason` is the id of one of rs.REASONS."""
+    reason = rs.REASON[reason]
+    dev, rt = cu.device(target)
+    kw = {k: v for k, v in reason.kw.items() if k != "buffer_size"}
+    data = dty.safe_values("uint8", (BUFFER,))
+    forges = kit.forges(device=(2, 0), **kw) if kw.get("data") == "null" else cu.device_forges(rt, data, **kw)
+    p = kit.RecordingProducer(forges, device=(2, 0), keep=True)
+    att = tries.Attempt(target, p)
+    what = "%s over CUDA memory (%s capsule)" % (reason.id, p.last_kind or "no")
+    if reason.kind == "versioned" and p.last_kind == "legacy":
+        check.record(reason.clause, "unsupported", "%s: the consumer asked for a legacy capsule, and the reason lives "
+                     "in the versioned struct" % what)
+    elif att.refused:
+        check.refusal(reason.clause, att, what)
+    elif reason.must == "refuse":
+        check.record(reason.clause, "fail", "%s was imported" % what)
+    elif reason.must == "invalid":
+        check.accepted(reason.clause, "%s was imported" % what)
+    else:
+        got, how = cu.read_back(check, dev, att, p, reason.clause, what)
+        if got is not None:
+            shape = kw["shape"]
+            strides = kw.get("strides") or dty.row_major_strides(shape)
+            check.equal(got, cu.host_elements(data, kw.get("byte_offset", 0), shape, strides, 4), reason.clause,
+                        "%s: the import's elements%s" % (what, " (%s)" % how if how else ""))
+    tries.refusal_accounting(check, target, att, what, reason.feeds)
