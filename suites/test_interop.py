@@ -33,16 +33,7 @@ from support.marks import consumer
 #: built-in targets that can produce, and the module each needs (checked at collection)
 PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
              ("tvm_ffi", "tvm_ffi"), ("pyarrow", "pyarrow"))
-#: layout -> (base shape, view, result shape)
-LAYOUTS = {
-    "contiguous": ((3, 4), None, (3, 4)),
-    "transposed": ((3, 4), ("transpose", ((1, 0),)), (4, 3)),
-    "sliced-step": ((4, 6), ("slice", (1, 0, None, 2)), (4, 3)),
-    "0-d": ((), None, ()),
-    "zero-size": ((0, 3), None, (0, 3)),
-}
-DTYPES = ("float32", "int16", "bool", "complex64")
-STRIDED = ("transposed", "sliced-step")
+LAYOUTS, DTYPES, STRIDED = tns.INTEROP_LAYOUTS, tns.INTEROP_DTYPES, tns.INTEROP_STRIDED
 
 
 def _installed(module):
@@ -131,15 +122,8 @@ def test_interop_round_trip(target, check, case):
         if exporter.info is None and exporter.producer_exc is not None:
             raise kit.Unsupported("the producer %s did not export a %s %s tensor: %s (producer-side clauses judge "
                               "that)" % (spec, layout, dtype, tries.describe_exc(exporter.producer_exc)))
-        why = check.unclean(att.exc)
-        if why:
-            for clause in ("LAY-11", "SEM-01"):
-                check.record(clause, "fail", "importing a %s %s tensor from %s raised %s" % (layout, dtype, spec, why))
-            return
-        # LAY-11 lets a consumer raise instead of importing, and no clause fixes the class for
-        # a layout or dtype it lacks (DEV-07 and CPY-07/08 cover devices and copies)
-        raise kit.Unsupported("the consumer refused a %s %s tensor from %s with %s (LAY-11 lets a consumer "
-                          "raise)" % (layout, dtype, spec, tries.describe_exc(att.exc)))
+        tries.interop_refused(check, att, "a %s %s tensor from %s" % (layout, dtype, spec), ("LAY-11", "SEM-01"))
+        return
     got, d = tries.result_elements(target, att.result)
     check.equal(tuple(d["shape"]), shape, "LAY-11", "%s %s from %s: result shape" % (layout, dtype, spec))
     check.equal(got, expected, "LAY-11", "%s %s from %s: element values" % (layout, dtype, spec))

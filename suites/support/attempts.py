@@ -284,6 +284,19 @@ def refusal_accounting(check, target, att, what, feeds="valid"):
     check.record("OWN-03", "pass", "")
 
 
+def interop_refused(check, att, what, clauses):
+    """A consumer refused `what` (a peer's tensor) in an interop check: an unclean refusal fails
+    each of `clauses`; a clean one is Unsupported, since LAY-11 lets a consumer raise instead of
+    importing and no clause fixes the class for a layout or dtype it lacks (DEV-07 and CPY-07/08
+    cover devices and copies)."""
+    why = check.unclean(att.exc)
+    if why:
+        for clause in clauses:
+            check.record(clause, "fail", "importing %s raised %s" % (what, why))
+        return
+    raise Unsupported("the consumer refused %s with %s (LAY-11 lets a consumer raise)" % (what, describe_exc(att.exc)))
+
+
 def deleted_once(check, att, clause, what, after_what):
     """Records `clause`: once the attempt is dropped, the forge's deleter has run exactly once."""
     after = att.settle()

@@ -5,6 +5,20 @@ from dlconform.kit import Unsupported
 from .dtypes import row_major_strides, safe_values
 
 
+#: the layouts of the interop checks (test_interop.py, test_cuda_interop.py): name -> (base
+#: shape, the native view that makes it or None, result shape)
+INTEROP_LAYOUTS = {
+    "contiguous": ((3, 4), None, (3, 4)),
+    "transposed": ((3, 4), ("transpose", ((1, 0),)), (4, 3)),
+    "sliced-step": ((4, 6), ("slice", (1, 0, None, 2)), (4, 3)),
+    "0-d": ((), None, ()),
+    "zero-size": ((0, 3), None, (0, 3)),
+}
+#: the dtypes of the interop checks, and the layouts of INTEROP_LAYOUTS that are strided views
+INTEROP_DTYPES = ("float32", "int16", "bool", "complex64")
+INTEROP_STRIDED = ("transposed", "sliced-step")
+
+
 def make(target, dtype="float32", shape=(2, 3), seed=0):
     """(native tensor, its values (safe_values))."""
     if dtype not in target.dtypes():

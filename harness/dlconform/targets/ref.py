@@ -109,18 +109,21 @@ class RefTarget(ReferenceTarget):
     def make(self, dtype, shape, values):
         return self._ref.Tensor(dtype, tuple(shape), data=bytes(values))
 
-    def _view(self, x, geometry):
-        shape, strides, offset = geometry
+    def _view(self, x, how, *args):
+        """The view of x that _views.`how` gives; None for a CudaTensor, which has no views."""
+        if not hasattr(x, "strides"):
+            return None
+        shape, strides, offset = getattr(_views, how)(x.shape, x.strides, *args)
         return x.view(shape, strides, x.byte_offset + offset * x.itemsize)
 
     def transpose(self, x, perm):
-        return self._view(x, _views.transpose(x.shape, x.strides, perm))
+        return self._view(x, "transpose", perm)
 
     def slice(self, x, dim, start, stop, step=1):
-        return self._view(x, _views.slice_(x.shape, x.strides, dim, start, stop, step))
+        return self._view(x, "slice_", dim, start, stop, step)
 
     def flip(self, x, dim):
-        return self._view(x, _views.flip(x.shape, x.strides, dim))
+        return self._view(x, "flip", dim)
 
     def readonly(self, x):
         return self._ref.Tensor(x.dtype, tuple(x.shape), data=x.tobytes(), readonly=True)
