@@ -225,7 +225,7 @@ NOT_FOR_REF.update({test: (
     + ["test_cuda_layout.py::" + t for t in (
         "test_cuda_consumer_reads_strided_views", "test_cuda_consumer_imports_dtypes",
         "test_cuda_consumer_takes_empty_and_0d_tensors")]
-    + ["test_cuda_refusals.py::test_cuda_consumer_refusal_and_deleter"]})
+    + ["test_cuda_refusals.py::test_cuda_consumer_refusal_and_deleter", "test_cuda_interop.py::test_cuda_interop"]})
 
 
 def _not_for_ref(record):

@@ -101,18 +101,23 @@ def producing(dev):
 
 
 class Recorded:
-    """A producer over real device memory (pyref's device array on kit.cuda's runtime) that
-    records the keywords of each __dlpack__ call and passes them on."""
+    """A producer over real device memory (pyref's device array on kit.cuda's runtime, or any
+    library's device tensor) that records the keywords of each __dlpack__ call and passes them
+    on; `exc`, what its __dlpack__ raised last (None when it did not)."""
 
     def __init__(self, x):
-        self.x, self.calls = x, []
+        self.x, self.calls, self.exc = x, [], None
 
     def __dlpack_device__(self):
         return self.x.__dlpack_device__()
 
     def __dlpack__(self, *args, **kw):
         self.calls.append(dict(kw, positional=args) if args else dict(kw))
-        return self.x.__dlpack__(*args, **kw)
+        try:
+            return self.x.__dlpack__(*args, **kw)
+        except Exception as e:
+            self.exc = e
+            raise
 
 
 class DeviceBuffer:

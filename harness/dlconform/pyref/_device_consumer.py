@@ -94,6 +94,8 @@ def device_from_dlpack(x):
             raise BufferError("pyref.device_from_dlpack: NULL data")
         if not shape and _faults.active("cuda_consumer_refuses_0d"):
             raise BufferError("pyref.device_from_dlpack: 0-d tensors are not supported")
+        if _faults.active("cuda_consumer_column_major"):
+            strides = tuple(numel(shape[:i]) for i in range(len(shape)))
         offset = 0 if _faults.active("cuda_consumer_ignores_offset") else tensor.byte_offset  # LAY-03
         first = (tensor.data or 0) + offset
         compact = numel(shape) == 0 or all(n <= 1 or s == r for n, s, r in zip(shape, strides,

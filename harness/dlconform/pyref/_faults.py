@@ -99,6 +99,8 @@ cuda_consumer_float32_only      DT-13   consumer device_from_dlpack refuses ever
 cuda_consumer_rejects_null_data LAY-04  consumer device_from_dlpack refuses a CUDA tensor whose data is NULL, even
                                                  one without elements
 cuda_consumer_refuses_0d        LAY-08  consumer device_from_dlpack refuses 0-d CUDA tensors (BufferError)
+cuda_consumer_column_major      LAY-11  consumer device_from_dlpack reads a CUDA tensor's elements in column-major
+                                                 order (the strides of a Fortran-ordered array of its shape)
 cuda_consumer_unchecked         LAY-09  consumer device_from_dlpack takes a CUDA tensor as given: its version, ndim,
                                                  shape, extents and data unchecked (a negative ndim read as 0)
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
