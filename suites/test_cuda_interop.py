@@ -11,8 +11,6 @@ must be the producer's elements, read its own way (its stream device's `to_host`
 LAY-11: the import holds the producer's elements in row-major order; a consumer may raise
 instead (`unsupported`, with the exception quoted), except SystemError, which fails.
 """
-import importlib.util
-
 import pytest
 
 from dlconform import kit
@@ -30,21 +28,9 @@ PRODUCERS = (("pyref@cuda", "dlconform.pyref"), ("ref@cuda", "dlconform._ref"), 
              ("cupy@cuda", "cupy"), ("jax@cuda", "jax"))
 
 
-def _installed(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        # a producer's cases run in one lane of the runner: each child loads the producer once
-        cases = [pytest.param((p, layout, dtype), id="%s-%s-%s" % (p, layout, dtype),
-                              marks=pytest.mark.lane_group("cuda-producer:" + p))
-                 for p, mod in PRODUCERS if _installed(mod) for layout in tns.INTEROP_LAYOUTS
-                 for dtype in tns.INTEROP_DTYPES]
-        metafunc.parametrize("case", cases)
+        metafunc.parametrize("case", tns.interop_cases(PRODUCERS, "cuda-producer:"))
 
 
 _LOADED = {}

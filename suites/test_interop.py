@@ -19,8 +19,6 @@ test_library_round_trip is the library with itself, where the target can read it
 results only through the library's own __dlpack__: an import that does not read back as given
 is a finding of the library, on the clause of the case, blaming neither role alone.
 """
-import importlib.util
-
 import pytest
 
 from dlconform import kit
@@ -33,23 +31,12 @@ from support.marks import consumer
 #: built-in targets that can produce, and the module each needs (checked at collection)
 PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
              ("tvm_ffi", "tvm_ffi"), ("pyarrow", "pyarrow"))
-LAYOUTS, DTYPES, STRIDED = tns.INTEROP_LAYOUTS, tns.INTEROP_DTYPES, tns.INTEROP_STRIDED
-
-
-def _installed(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+LAYOUTS, STRIDED = tns.INTEROP_LAYOUTS, tns.INTEROP_STRIDED
 
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        # a producer's cases run in one lane of the runner: each child imports the producer
-        cases = [pytest.param((p, layout, dtype), id="%s-%s-%s" % (p, layout, dtype),
-                              marks=pytest.mark.lane_group("producer:" + p))
-                 for p, mod in PRODUCERS if _installed(mod) for layout in LAYOUTS for dtype in DTYPES]
-        metafunc.parametrize("case", cases)
+        metafunc.parametrize("case", tns.interop_cases(PRODUCERS, "producer:"))
 
 
 _LOADED = {}
