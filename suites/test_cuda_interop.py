@@ -18,7 +18,7 @@ from support import attempts as tries
 from support import cuda as cu
 from support import dtypes as dty
 from support import tensors as tns
-from support.marks import consumer
+from support.marks import consumer, interop_params
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
@@ -30,7 +30,7 @@ PRODUCERS = (("pyref@cuda", "dlconform.pyref"), ("ref@cuda", "dlconform._ref"), 
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        metafunc.parametrize("case", tns.interop_cases(PRODUCERS, "cuda-producer:"))
+        metafunc.parametrize("case", interop_params(PRODUCERS, "cuda-producer:"))
 
 
 _LOADED = {}

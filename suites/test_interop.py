@@ -26,7 +26,7 @@ from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
 from support import tensors as tns
-from support.marks import consumer
+from support.marks import consumer, interop_params
 
 #: built-in targets that can produce, and the module each needs (checked at collection)
 PRODUCERS = (("ref", "dlconform._ref"), ("numpy", "numpy"), ("torch", "torch"),
@@ -36,7 +36,7 @@ LAYOUTS, STRIDED = tns.INTEROP_LAYOUTS, tns.INTEROP_STRIDED
 
 def pytest_generate_tests(metafunc):
     if "case" in metafunc.fixturenames:
-        metafunc.parametrize("case", tns.interop_cases(PRODUCERS, "producer:"))
+        metafunc.parametrize("case", interop_params(PRODUCERS, "producer:"))
 
 
 _LOADED = {}

@@ -1,9 +1,5 @@
 """The producer side: native tensors, native views, and the native layout that exported metadata
-is compared with before any byte is read; the cases of the interop checks."""
-import importlib.util
-
-import pytest
-
+is compared with before any byte is read; the layouts and dtypes of the interop checks."""
 from dlconform.kit import Unsupported
 
 from .dtypes import row_major_strides, safe_values
@@ -21,22 +17,6 @@ INTEROP_LAYOUTS = {
 #: the dtypes of the interop checks, and the layouts of INTEROP_LAYOUTS that are strided views
 INTEROP_DTYPES = ("float32", "int16", "bool", "complex64")
 INTEROP_STRIDED = ("transposed", "sliced-step")
-
-
-def interop_cases(producers, lane):
-    """pytest params of the interop cases, (producer, layout, dtype), of each (producer spec,
-    module it needs) of `producers` whose module is installed; a producer's cases share the
-    runner lane `lane` + its spec, so that each child loads the producer once."""
-    return [pytest.param((p, layout, dtype), id="%s-%s-%s" % (p, layout, dtype),
-                         marks=pytest.mark.lane_group(lane + p))
-            for p, module in producers if _installed(module) for layout in INTEROP_LAYOUTS for dtype in INTEROP_DTYPES]
-
-
-def _installed(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def make(target, dtype="float32", shape=(2, 3), seed=0):
