@@ -60,16 +60,17 @@ PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *ver
                           uintptr_t stream) {
   const DLTensor *dl = versioned ? &versioned->dl_tensor : &legacy->dl_tensor;
   dlc_extent e = dlc_extent_of(dl);
+  dlc_dtype_info dt = dlc_dtype_classify(dl->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR);
   const char *why = versioned && versioned->version.major != REF_SPEC_MAJOR
                         ? "a version.major other than 1" /* VER-08 */
+                    : !dt.valid ? "an unknown or invalid dtype" /* VER-09: never misread */
                     : dl->device.device_type != kDLCUDA || dl->device.device_id != 0
                         ? "a device other than (kDLCUDA, 0)"
                     : dl->ndim < 0 || dl->ndim > REF_MAX_NDIM || e.status != DLC_EXTENT_OK
                         ? "an invalid layout"
                     : !e.zero_size && !dl->data ? "NULL data for a tensor with elements" /* LAY-04 */
                     : !e.row_major ? "a layout that is not compact row-major"
-                    : dlc_dtype_classify(dl->dtype, REF_SPEC_MAJOR, REF_SPEC_MINOR).subbyte
-                        ? "a sub-byte element type"
+                    : dt.subbyte ? "a sub-byte element type"
                                                       : NULL;
   ref_buf *buf = NULL;
   /* LAY-03: the first element is at data + byte_offset, and the elements end e.hi past it */
