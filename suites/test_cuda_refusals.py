@@ -7,9 +7,10 @@ and NULL data are judged here. Each reason is graded as there (suites/README.md,
 importing what a rule says to refuse fails (VER-08), importing malformed metadata is a warn,
 a valid layout (40 dimensions, negative or zero strides) imports with its elements, read back
 the library's way, or is refused cleanly; the deleter runs once, never while the result lives
-(support/attempts.py: refusal_accounting). The reasons VER-09 reads (unknown codes) and those
-whose device is the point are test_refusals.py's alone: reading back an element type or device
-the library cannot know needs a reader that knows it.
+(support/attempts.py: refusal_accounting). An unknown dtype code imported is read as VER-09
+reads it on the CPU (misread fails, carried unread warns), with its bytes read back from the
+device and its dtype as the device's reader names it (`import_dtype`; unsupported where it
+cannot). The reasons whose device is the point are test_refusals.py's alone.
 """
 import pytest
 
@@ -17,6 +18,7 @@ from dlconform import kit
 from support import attempts as tries
 from support import cuda as cu
 from support import dtypes as dty
+from support import readings as rd
 from support import reasons as rs
 
 #: every record here names the CUDA device its tensors were on
@@ -28,7 +30,7 @@ BUFFER = 64
 
 def _cases():
     for r in rs.REASONS:
-        if tuple(r.device) == (1, 0) and r.must != "read":
+        if tuple(r.device) == (1, 0):
             yield pytest.param(r.id, id=r.id, marks=[pytest.mark.clause(r.clause), pytest.mark.feeds(r.feeds)])
 
 
@@ -54,6 +56,8 @@ def test_cuda_consumer_refusal_and_deleter(target, check, reason):
         check.record(reason.clause, "fail", "%s was imported" % what)
     elif reason.must == "invalid":
         check.accepted(reason.clause, "%s was imported" % what)
+    elif reason.must == "read":
+        _unknown_value(check, target, dev, att, p, reason, data, what)
     else:
         got, how = cu.read_back(check, dev, att, p, reason.clause, what)
         if got is not None:
@@ -62,3 +66,33 @@ def test_cuda_consumer_refusal_and_deleter(target, check, reason):
             check.equal(got, cu.host_elements(data, kw.get("byte_offset", 0), shape, strides, 4), reason.clause,
                         "%s: the import's elements%s" % (what, " (%s)" % how if how else ""))
     tries.refusal_accounting(check, target, att, what, reason.feeds)
+
+
+def _unknown_value(check, target, dev, att, p, reason, data, what):
+    """VER-09 for an import of a dtype code the consumer cannot know, as the CPU reads it
+    (rd.unknown_value_verdict: misread fails, carried unread warns), its bytes read back the
+    library's way and its dtype as the device's reader names it (import_dtype); unsupported
+    where the device cannot tell either."""
+    shape = reason.kw["shape"]
+    expected = cu.host_elements(data, 0, shape, dty.row_major_strides(shape), 4)
+
+    def read(y):
+        streams = [c.get("stream") for c in p.calls]
+        try:
+            seen, idle, _ = dev.read_import(y, streams[-1] if streams else None)
+        except kit.Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - the library's reader, or the adapter's
+            raise kit.Unsupported("reading it back the library's way raised %s" % tries.describe_exc(e))
+        return seen if idle is None else idle
+
+    try:
+        held = dev.import_dtype(att.result)
+    except kit.Unsupported as e:
+        check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))
+        return
+    try:
+        check.record(reason.clause, *rd.unknown_value_verdict(
+            target, att, what, dtype=reason.kw["dtype"], device_reader=(expected, read, lambda y: {"dtype": held})))
+    except kit.Unsupported as e:
+        check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))

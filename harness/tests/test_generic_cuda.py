@@ -204,7 +204,8 @@ def test_without_a_runtime_it_is_unavailable_in_one_line(sim, tmp_path, monkeypa
 def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
     """suites/test_cuda_refusals.py on cudalib: clean, it refuses what it must and takes what it
     may (each reason passes); trusting the header (trusts_header) it imports a version 2.0 and
-    a 0.9 capsule (VER-08 fails), a negative ndim and overflowing shapes (warns: invalid input)."""
+    a 0.9 capsule (VER-08 fails), a negative ndim and overflowing shapes (warns: invalid input),
+    and dtype code 99 as untyped bytes (its interface's typestr V: carried unread, a warn)."""
     for bug in ("", "trusts_header"):
         p, doc, _ = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_refusals.py",))
         found = sorted({(r["test"].split("[")[-1].rstrip("]"), r["clause"], r["verdict"]) for r in doc["results"]
@@ -213,5 +214,5 @@ def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
         assert found == ([] if not bug else [
             ("ndim-negative", "LAY-09", "warn"), ("shape-bytes-overflow", "LAY-10", "warn"),
             ("shape-numel-overflow", "LAY-10", "warn"), ("version-0.9", "VER-08", "fail"),
-            ("version-2.0", "VER-08", "fail")]), (found, p.stderr)
+            ("version-1.99-dtype-99", "VER-09", "warn"), ("version-2.0", "VER-08", "fail")]), (found, p.stderr)
         assert p.returncode == (1 if bug else 0), p.stderr

@@ -30,7 +30,7 @@ RIGHT_WITHOUT_PASS = (
     ("skip", r"STR-\d+|CPY-0[45]", r"needs a GPU or another device with streams"),
     # the device files (test_cuda_*.py): plain pyref's arrays are on the CPU (pyref@cuda is judged
     # there)
-    ("unsupported", r"STR-\d+|CPY-0[145]|FLG-04|XAPI-1[4-79]|CAP-03|OWN-03|VER-08|LAY-0[348]|LAY-1[01]|LAY-09|"
+    ("unsupported", r"STR-\d+|CPY-0[145]|FLG-04|XAPI-1[4-79]|CAP-03|OWN-03|VER-0[89]|LAY-0[348]|LAY-1[01]|LAY-09|"
      r"DT-0[3-6]|DT-13",
      r"the target has no CUDA device"),
     ("unsupported", r"[A-Z]+-\d+", r"route the C exchange API not offered"),

@@ -105,22 +105,26 @@ def static_name_verdict(pointers):
                     "process-lifetime string serves CAP-09's purpose (the catalogue's reading)" % kinds)
 
 
-def unknown_dtype_reading(target, y, forged, expected):
+def unknown_dtype_reading(target, y, forged, expected, read=None, describe=None):
     """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
     element bytes `expected`) holds it: (misread, how); seedrules.unknown_dtype_reading over the
-    target's describe()."""
-    return sr.unknown_dtype_reading(target.describe, y, forged, expected)
+    target's describe() (or `describe`, and `read`, for a result in device memory)."""
+    return sr.unknown_dtype_reading(describe or target.describe, y, forged, expected, read)
 
 
 unknown_device_reading = sr.unknown_device_reading
 
 
-def unknown_value_verdict(target, att, what, dtype=None, device=None):
+def unknown_value_verdict(target, att, what, dtype=None, device=None, device_reader=None):
     """(verdict, message) of an attempt that imported a capsule carrying a dtype code (`dtype`)
     or a device type (`device`) the consumer cannot know: fail when the result misreads it, warn
     when it carries it unread (the header calls a tensor usable only when the consumer can
-    interpret every field: the catalogue's reading of VER-09)."""
-    if dtype is not None:
+    interpret every field: the catalogue's reading of VER-09). A result in device memory comes
+    with `device_reader`, (its expected bytes, read(y), describe(y))."""
+    if dtype is not None and device_reader is not None:
+        expected, read, describe = device_reader
+        misread, how = unknown_dtype_reading(target, att.result, dtype, expected, read, describe)
+    elif dtype is not None:
         misread, how = unknown_dtype_reading(target, att.result, dtype, att.forge.expected_elements())
     else:
         misread, how = unknown_device_reading(att.result, device)

@@ -22,11 +22,13 @@ _INVALID = ("dlpack.h does not oblige a consumer to validate malformed metadata 
 
 
 # ---------------------------------------------------------------------------- readings
-def unknown_dtype_reading(describe_result, y, forged, expected):
+def unknown_dtype_reading(describe_result, y, forged, expected, read=None):
     """How a result imported from a capsule of a dtype the consumer cannot know (`forged`, with
     element bytes `expected`) holds it: (misread, how). Carrying the dtype unchanged, or keeping
     untyped bytes, over the same bytes reads nothing into the unknown value; any other dtype, a
-    typed result the library's describe() cannot name, or other bytes is a misread (VER-09)."""
+    typed result the library's describe() cannot name, or other bytes is a misread (VER-09).
+    `read(y)`: its bytes where they are not in host memory at describe()'s address (device
+    memory); kit.Unsupported when it cannot read them."""
     try:
         held = describe_result(y).get("dtype")
     except kit.Unsupported:  # the target cannot read the result (the reason says why): no verdict
@@ -39,8 +41,11 @@ def unknown_dtype_reading(describe_result, y, forged, expected):
     if held != "bytes" and held != tuple(forged):
         return True, "imported as dtype %r" % (held,)
     try:
-        d = describe_result(y)
-        got = b"" if any(int(n) == 0 for n in d["shape"]) else kit.elements(d)
+        if read is not None:
+            got = read(y)
+        else:
+            d = describe_result(y)
+            got = b"" if any(int(n) == 0 for n in d["shape"]) else kit.elements(d)
     except kit.Unsupported:
         raise
     except Exception as e:  # noqa: BLE001

@@ -110,9 +110,10 @@ def device_from_dlpack(x):
 
 def _as_given(tensor):
     """(dtype, shape, strides) read as the tensor gives them, unchecked (the fault
-    cuda_consumer_unchecked): a negative ndim reads as 0; only a dtype pyref has no type for
-    is refused."""
-    dtype = _dtypes.BY_FIELDS.get((tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes))
+    cuda_consumer_unchecked): a negative ndim reads as 0; a dtype code pyref does not know is
+    read as the unsigned int of its bits (a VER-09 misread), refused only when there is none."""
+    fields = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+    dtype = _dtypes.BY_FIELDS.get(fields) or _dtypes.BY_FIELDS.get((1,) + fields[1:])
     if dtype is None:
         raise BufferError("pyref.device_from_dlpack: no dtype %r" % ((tensor.dtype.code, tensor.dtype.bits),))
     ndim = max(tensor.ndim, 0)

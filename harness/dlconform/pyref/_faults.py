@@ -102,7 +102,8 @@ cuda_consumer_refuses_0d        LAY-08  consumer device_from_dlpack refuses 0-d 
 cuda_consumer_column_major      LAY-11  consumer device_from_dlpack reads a CUDA tensor's elements in column-major
                                                  order (the strides of a Fortran-ordered array of its shape)
 cuda_consumer_unchecked         LAY-09  consumer device_from_dlpack takes a CUDA tensor as given: its version, ndim,
-                                                 shape, extents and data unchecked (a negative ndim read as 0)
+                                                 shape, extents and data unchecked (a negative ndim read as 0, an
+                                                 unknown dtype code as the unsigned int of its bits)
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called

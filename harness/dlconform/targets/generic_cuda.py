@@ -234,6 +234,17 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         first = self._elements(loc.on, loc)
         return first, self._read_idle(loc), loc.how
 
+    def import_dtype(self, y):
+        """The dtype the import y holds by its reader: an export's (code, bits, lanes); "bytes"
+        for an array interface's untyped typestr (V); None for another typestr's kind (a typed
+        result that cannot be the capsule's code); Unsupported from host memory (no dtype)."""
+        loc = self._locate(y, self.LEGACY)
+        if isinstance(loc.dtype, tuple):
+            return loc.dtype
+        if isinstance(loc.dtype, str):
+            return "bytes" if loc.dtype == "V" else None
+        raise Unsupported("%s: its import is read from host memory, which names no dtype" % self._target.name)
+
     def read_ready(self, y):
         """(the bytes the import y holds once the device is idle, where and how they were read:
         a Located)."""

@@ -191,6 +191,13 @@ class CudaStreamDevice:
         (generic_cuda.GenericCudaDevice)."""
         return self.to_host(y), None, None
 
+    def import_dtype(self, y):
+        """The (code, bits, lanes) the consumer's import y holds its elements as, "bytes" for
+        untyped bytes; Unsupported where the library's import does not say (the default)."""
+        from ..kit import Unsupported
+
+        raise Unsupported("%s: which dtype an import holds is not read here" % self.name)
+
     def slow_pattern(self, runtime, dtype, shape, values, pattern, cycles):
         """A tensor of the library whose bytes will all be `pattern`, that work still pending on
         the producer's stream: the tensor made of `values`, then `cycles` clock cycles of work
@@ -226,3 +233,6 @@ class PyrefCudaDevice(CudaStreamDevice):
 
     def per_thread_stream(self):
         return self._pyref.cuda_stream(self.PER_THREAD), self.PER_THREAD
+
+    def import_dtype(self, y):
+        return tuple(y.dl_dtype)

@@ -225,3 +225,6 @@ class RefCudaStreamDevice(CudaStreamDevice):
     def to_host(self, y):
         """The bytes of an import, read on its stream (where ref's consumer ordered them)."""
         return self.runtime.read_on(y.stream, y.ptr, y.nbytes)
+
+    def import_dtype(self, y):
+        return tuple(y.dtype)

@@ -26,7 +26,7 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   never_delete    an Array never calls the deleter of the tensor it imported
   ignores_offset  from_dlpack reads a tensor from its data pointer, leaving byte_offset out
   ignores_strides from_dlpack takes a strided tensor for a compact row-major one
-  trusts_header   from_dlpack reads version, ndim, shape, extents and data unchecked
+  trusts_header   from_dlpack reads version, dtype, ndim, shape, extents and data unchecked
 """
 import contextlib
 import ctypes
@@ -186,10 +186,12 @@ def _take(cap):
 
 
 def _check_header(m, t):
-    """BufferError for a tensor cudalib cannot read: a major version other than 1, a negative
-    ndim, a NULL shape."""
+    """BufferError for a tensor cudalib cannot read: a major version other than 1, a dtype code
+    it does not know (or no whole bytes), a negative ndim, a NULL shape."""
     if isinstance(m, DLManagedTensorVersioned) and m.version.major != 1:
         raise BufferError("cudalib: DLPack major version %d" % m.version.major)
+    if not (t.dtype.code <= 17 and t.dtype.code != 3 and t.dtype.bits % 8 == 0 and t.dtype.bits and t.dtype.lanes):
+        raise BufferError("cudalib: no dtype (%d, %d, %d)" % (t.dtype.code, t.dtype.bits, t.dtype.lanes))
     if t.ndim < 0 or (t.ndim and not t.shape):
         raise BufferError("cudalib: ndim %d with %s shape" % (t.ndim, "a" if t.shape else "a NULL"))
 
