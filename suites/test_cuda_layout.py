@@ -9,8 +9,6 @@ the capsule describes, gathered on the host from the same bytes. The CPU's check
 clauses are in test_layout.py and test_dtype.py; these are their twins for consumers that take
 device memory only (kernel libraries, cupy, pyref@cuda).
 """
-import math
-
 import pytest
 
 from dlconform import kit
@@ -33,7 +31,7 @@ def _device_view_case(target, check, shape, strides, byte_offset, buffer_size, i
     count = -(-buffer_size // itemsize)
     data = dty.safe_values("float32", (count,))[:buffer_size]
     # room after the view, so a consumer that reads it as compact reads device memory of ours
-    pad = b"\0" * (itemsize * max(1, math.prod(shape)))
+    pad = b"\0" * (itemsize * max(1, dty.numel(shape)))
     p = kit.RecordingProducer(cu.device_forges(rt, data + pad, at=byte_offset, dtype=dtype, shape=shape,
                                                strides=strides), device=(2, 0), keep=True)
     att = tries.Attempt(target, p)

@@ -75,24 +75,10 @@ def _unknown_value(check, target, dev, att, p, reason, data, what):
     where the device cannot tell either."""
     shape = reason.kw["shape"]
     expected = cu.host_elements(data, 0, shape, dty.row_major_strides(shape), 4)
-
-    def read(y):
-        streams = [c.get("stream") for c in p.calls]
-        try:
-            seen, idle, _ = dev.read_import(y, streams[-1] if streams else None)
-        except kit.Unsupported:
-            raise
-        except Exception as e:  # noqa: BLE001 - the library's reader, or the adapter's
-            raise kit.Unsupported("reading it back the library's way raised %s" % tries.describe_exc(e))
-        return seen if idle is None else idle
-
     try:
         held = dev.import_dtype(att.result)
-    except kit.Unsupported as e:
-        check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))
-        return
-    try:
-        check.record(reason.clause, *rd.unknown_value_verdict(
-            target, att, what, dtype=reason.kw["dtype"], device_reader=(expected, read, lambda y: {"dtype": held})))
+        reader = (expected, lambda y: cu.read_ready(dev, y, p)[0], lambda y: {"dtype": held})
+        check.record(reason.clause, *rd.unknown_value_verdict(target, att, what, dtype=reason.kw["dtype"],
+                                                              device_reader=reader))
     except kit.Unsupported as e:
         check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))

@@ -151,23 +151,31 @@ def host_elements(data, first, shape, strides, itemsize):
     return kit.gather(ctypes.addressof(host) + first, shape, strides, itemsize)
 
 
-def read_back(check, dev, att, p, clause, what):
-    """The bytes the import att.result holds, read the library's way (dev.read_import), on the
-    stream the consumer named, once the device is idle where the device reads that way too (the
-    data was ready: the order of the reads is not what these checks judge), and how it was read;
-    (None, None), with `clause` unsupported, when the device has no reader for it or its reader
-    raised."""
+def read_ready(dev, y, p):
+    """(the bytes the import y holds, how they were read): read the library's way
+    (dev.read_import) on the stream the consumer named to `p` (a recording producer), once the
+    device is idle where the device reads that way too (the data was ready: the order of the
+    reads is not what the checks that call this judge). kit.Unsupported, saying why, when the
+    device has no reader for it or its reader raised."""
     streams = [c.get("stream") for c in p.calls]
     try:
-        seen, idle, how = dev.read_import(att.result, streams[-1] if streams else None)
+        seen, idle, how = dev.read_import(y, streams[-1] if streams else None)
     except kit.Unsupported as e:
-        check.record(clause, "unsupported", "%s was imported, but it cannot be read here: %s" % (what, e))
-        return None, None
+        raise kit.Unsupported("it cannot be read here: %s" % e) from e
     except Exception as e:  # noqa: BLE001 - the library's own reading of its import, or the adapter's
-        check.record(clause, "unsupported", "%s was imported, but reading it back the library's way raised %s: %s; "
-                     "this check judges what the import holds, not that reader" % (what, type(e).__name__, e))
-        return None, None
+        raise kit.Unsupported("reading it back the library's way raised %s: %s; this check judges what the import "
+                              "holds, not that reader" % (type(e).__name__, e)) from e
     return (seen if idle is None else idle), how
+
+
+def read_back(check, dev, att, p, clause, what):
+    """read_ready() of the import att.result; (None, None), with `clause` unsupported and why,
+    when it cannot be read."""
+    try:
+        return read_ready(dev, att.result, p)
+    except kit.Unsupported as e:
+        check.record(clause, "unsupported", "%s was imported, but %s" % (what, e))
+        return None, None
 
 
 def pending_pyref_array(rt, pattern):

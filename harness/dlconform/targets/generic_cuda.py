@@ -39,7 +39,7 @@ import ctypes
 import struct
 import weakref
 
-from ..kit import Unsupported, abi, gather, inspect, read_elements
+from ..kit import Unsupported, abi, gather, inspect, layout_extent, read_elements
 from ._util import keywords_of
 from .base import Target, TargetError, import_library
 from .dtypes import row_major_strides
@@ -267,12 +267,15 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
         (LAY-11: a consumer may keep a strided view)."""
         if loc.strides is None:
             return self._read(stream, loc.ptr, loc.nbytes)
-        lo, hi = _span(loc.shape, loc.strides)
-        raw = self._read(stream, loc.ptr + lo * loc.itemsize, (hi - lo) * loc.itemsize)
+        shape = tuple(loc.shape)
+        e = layout_extent(len(shape), shape, loc.strides, (1, 8 * loc.itemsize, 1))  # bytes from the first element
+        if e["status"] != "ok":
+            return "no read: shape %s and strides %s have no extent (%s)" % (shape, loc.strides, e["status"])
+        raw = self._read(stream, loc.ptr + e["lo"], e["hi"] - e["lo"])
         if isinstance(raw, str):
             return raw
         host = ctypes.create_string_buffer(raw, len(raw))
-        return gather(ctypes.addressof(host) - lo * loc.itemsize, loc.shape, loc.strides, loc.itemsize)
+        return gather(ctypes.addressof(host) - e["lo"], shape, loc.strides, loc.itemsize)
 
     def _read(self, stream, ptr, nbytes):
         """nbytes at ptr: device memory read on `stream` (None: at once, the device being idle),
@@ -410,14 +413,6 @@ def _strided(shape, strides):
     strides = tuple(int(s) for s in strides)
     same = all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape)))
     return None if same else strides
-
-
-def _span(shape, strides):
-    """(lo, hi): the elements a non-empty strided layout spans, from its first element (lo <= 0
-    with negative strides; hi one past the last)."""
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + 1
-    return lo, hi
 
 
 def _stream(s):
