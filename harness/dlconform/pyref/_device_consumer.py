@@ -13,7 +13,11 @@ Invariants:
     LAY-04, LAY-09, LAY-10) before anything is read; a refusal gives the tensor back once;
   - pyref's DeviceArray is compact row-major: a tensor of any other layout (LAY-11) is
     copied into a new one on the reading stream, a run of contiguous elements at a time, and
-    given back once that stream has done the copy (OWN-03: the consumer is done with it then).
+    given back once that stream has done the copy (OWN-03: the consumer is done with it then);
+  - the array API's keywords: device=None keeps the data on the GPU (API-05), "cpu" asks the
+    producer for a host copy (DEV-06, never with copy=False: CPY-07), any other device is
+    BufferError (CPY-08); copy=True copies on the reading stream unless the export is
+    IS_COPIED, copy=False never copies (CPY-06).
 """
 import contextlib
 import itertools
@@ -21,8 +25,8 @@ import threading
 
 from . import _capi, _cuda, _dtypes, _faults
 from ._array import numel, row_major_strides
-from ._consumer import MAX_VERSION, _layout_fields, check_span, header_flags, take_capsule
-from ..kit.abi import DLDeviceType
+from ._consumer import MAX_VERSION, _layout_fields, check_span, from_dlpack, header_flags, take_capsule
+from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType
 
 _local = threading.local()
 
@@ -61,24 +65,41 @@ def _named_stream():
     return stream
 
 
-def device_from_dlpack(x):
+def device_from_dlpack(x, *, device=None, copy=None):
     """A DeviceArray over the CUDA memory `x` exports (an object with __dlpack__ and
-    __dlpack_device__ on kDLCUDA), read on pyref's current stream, which it names to x."""
+    __dlpack_device__ on kDLCUDA), read on pyref's current stream, which it names to x.
+
+    `device`: None, "cuda" or (kDLCUDA, 0) keep the data on the GPU (API-05); "cpu" or
+    (kDLCPU, 0) asks x for a copy in host memory and gives a pyref Array (DEV-06), which
+    copy=False cannot have (CPY-07); any other device is BufferError (CPY-08). `copy`: True
+    always copies (an IS_COPIED export is a copy already, else pyref copies on its stream),
+    False never does (a layout pyref holds only as a copy is then BufferError), None copies
+    only such a layout (CPY-06). A producer's refusal reaches the caller as it is (ERR-02)."""
+    if copy is not None and not isinstance(copy, bool):
+        raise TypeError("copy must be None, True or False, not %r" % (copy,))
     rt = _cuda._need()
+    to_host = _wants_host(device)
     device_type, device_id = x.__dlpack_device__()
     if device_type != DLDeviceType.kDLCUDA:
-        raise BufferError("pyref.device_from_dlpack: the data is on device %r, not CUDA (pyref.from_dlpack "
-                          "imports CPU memory)" % ((device_type, device_id),))
+        raise _refusal("pyref.device_from_dlpack: the data is on device %r, not CUDA (pyref.from_dlpack imports "
+                       "CPU memory) (DEV-07)" % ((device_type, device_id),))
+    if to_host or (device is None and _faults.active("cuda_consumer_lands_on_host")):
+        return _host_copy(x, copy)
     reader = current_stream()
-    capsule = x.__dlpack__(stream=_named_stream(), max_version=MAX_VERSION)
+    kwargs = {"stream": _named_stream(), "max_version": MAX_VERSION}
+    ignore_copy = _faults.active("cuda_consumer_copy_ignored")
+    if copy is not None and not ignore_copy:
+        kwargs["copy"] = copy
+    capsule = x.__dlpack__(**kwargs)
     if not _capi.is_capsule(capsule):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
     owner, struct, address = take_capsule(capsule)
     try:
         managed = struct.from_address(address)
         unchecked = _faults.active("cuda_consumer_unchecked")
-        if not unchecked:
-            header_flags(struct, managed)  # VER-08, VER-09
+        flags = 0 if unchecked else header_flags(struct, managed)  # VER-08, VER-09
+        if flags & FLAG_READ_ONLY and _faults.active("cuda_consumer_refuses_read_only"):
+            raise BufferError("pyref.device_from_dlpack: the tensor is read-only")
         tensor = managed.dl_tensor
         if tensor.device.device_type != DLDeviceType.kDLCUDA:
             raise BufferError("pyref.device_from_dlpack: the export is on device %r, not CUDA"
@@ -100,11 +121,47 @@ def device_from_dlpack(x):
         first = (tensor.data or 0) + offset
         compact = numel(shape) == 0 or all(n <= 1 or s == r for n, s, r in zip(shape, strides,
                                                                              row_major_strides(shape)))
-        if not compact and not _faults.active("cuda_consumer_ignores_strides"):
+        if _faults.active("cuda_consumer_ignores_strides"):
+            compact = True
+        if not compact and copy is False:
+            raise BufferError("pyref.device_from_dlpack: copy=False, but pyref's device arrays are compact row-major "
+                              "and this strided tensor would need a copy (CPY-06)")
+        # CPY-06; an IS_COPIED export is already the consumer's alone (FLG-05)
+        if not compact or (copy and not flags & FLAG_IS_COPIED and not ignore_copy):
             return _compact_copy(rt, owner, dtype, shape, strides, first, reader)
         return _cuda.DeviceArray._over(rt, owner, dtype, shape, first, reader)
     except BaseException:
         owner.release()
+        raise
+
+
+def _wants_host(device):
+    """True for device="cpu" or (kDLCPU, 0), False for None, "cuda" or (kDLCUDA, 0); BufferError
+    for any other (CPY-08). The fault cuda_consumer_device_ignored takes "cpu" for None."""
+    if device is None or device == "cuda" or (isinstance(device, tuple) and device == (DLDeviceType.kDLCUDA, 0)):
+        return False
+    if device == "cpu" or (isinstance(device, tuple) and device == (DLDeviceType.kDLCPU, 0)):
+        return not _faults.active("cuda_consumer_device_ignored")
+    raise _refusal("pyref.device_from_dlpack: device=%r; pyref arrays live on the CPU or CUDA device 0" % (device,))
+
+
+def _refusal(message):
+    """The exception that refuses a device request pyref cannot serve: BufferError (DEV-07,
+    CPY-08), ValueError under the fault cuda_consumer_valueerror."""
+    return (ValueError if _faults.active("cuda_consumer_valueerror") else BufferError)(message)
+
+
+def _host_copy(x, copy):
+    """A pyref Array of x's elements in host memory, the copy the producer makes when asked with
+    dl_device=(kDLCPU, 0) (STR-12: it synchronises first); copy=False cannot have it (CPY-07)."""
+    if copy is False and not _faults.active("cuda_consumer_host_copy_false"):
+        raise BufferError("pyref.device_from_dlpack: copy=False, but the data on the GPU needs a copy to reach the "
+                          "CPU (CPY-07)")
+    try:
+        return from_dlpack(x, device="cpu", copy=None if copy is False else copy)
+    except BufferError as e:
+        if _faults.active("cuda_consumer_valueerror"):
+            raise ValueError(str(e)) from None
         raise
 
 
@@ -123,16 +180,20 @@ def _as_given(tensor):
 
 
 def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
-    """A new DeviceArray of the elements of the strided tensor at `first` (strides in
-    elements), copied on `stream` a run at a time (a run: the whole last dimension when its
-    stride is 1, else one element); `owner` is released once the copy has run (LAY-11)."""
+    """A new DeviceArray of the elements of the tensor at `first` (strides in elements), copied
+    on `stream` a run at a time (a run: the whole tensor when it is compact row-major, else the
+    whole last dimension when its stride is 1, else one element); `owner` is released once the
+    copy has run (LAY-11, CPY-06)."""
     out = _cuda.DeviceArray._new(rt, dtype, shape, stream=stream)
     item = dtype.itemsize
-    run = shape[-1] if strides[-1] == 1 else 1
-    outer = shape[:-1] if run > 1 else shape
-    for k, index in enumerate(itertools.product(*map(range, outer))):
-        src = first + sum(i * s for i, s in zip(index, strides)) * item
-        rt("cudaMemcpyAsync", out.ptr + k * run * item, src, run * item, _cuda.DEVICE_TO_DEVICE, stream)
+    if out.nbytes and all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape))):
+        rt("cudaMemcpyAsync", out.ptr, first, out.nbytes, _cuda.DEVICE_TO_DEVICE, stream)
+    elif out.nbytes:
+        run = shape[-1] if strides[-1] == 1 else 1
+        outer = shape[:-1] if run > 1 else shape
+        for k, index in enumerate(itertools.product(*map(range, outer))):
+            src = first + sum(i * s for i, s in zip(index, strides)) * item
+            rt("cudaMemcpyAsync", out.ptr + k * run * item, src, run * item, _cuda.DEVICE_TO_DEVICE, stream)
     rt("cudaStreamSynchronize", stream)  # the producer's memory is read: it can go back now
     owner.release()
     return out

@@ -104,6 +104,18 @@ cuda_consumer_column_major      LAY-11  consumer device_from_dlpack reads a CUDA
 cuda_consumer_unchecked         LAY-09  consumer device_from_dlpack takes a CUDA tensor as given: its version, ndim,
                                                  shape, extents and data unchecked (a negative ndim read as 0, an
                                                  unknown dtype code as the unsigned int of its bits)
+cuda_consumer_lands_on_host     API-05  consumer device_from_dlpack with device=None gives a host copy of the CUDA
+                                                 memory (a pyref Array on the CPU)
+cuda_consumer_copy_ignored      CPY-06  consumer device_from_dlpack(copy=True) neither asks the producer for a copy
+                                                 nor makes one: the import views the producer's memory
+cuda_consumer_host_copy_false   CPY-07  consumer device_from_dlpack(device="cpu", copy=False) asks the producer
+                                                 for a host copy anyway and imports it
+cuda_consumer_device_ignored    DEV-06  consumer device_from_dlpack(device="cpu") leaves the import on the GPU
+cuda_consumer_valueerror        CPY-08  consumer device_from_dlpack refuses what it cannot serve with ValueError,
+                                                 not BufferError: a producer's refusal of a host copy, memory on
+                                                 another device (DEV-07)
+cuda_consumer_refuses_read_only FLG-03  consumer device_from_dlpack refuses a READ_ONLY CUDA tensor (BufferError),
+                                                 though ignoring the flag is preferred
 consumer_no_rename              CAP-03  consumer from_dlpack does not rename the capsule it consumes
 consumer_accepts_used           CAP-04  consumer from_dlpack imports a capsule already named used_*
 consumer_no_delete              OWN-03  consumer the deleter of an imported tensor is never called

@@ -39,13 +39,24 @@ def index(ndim, dim, sl):
 def claims_cuda(obj):
     """Whether obj is a producer whose __dlpack_device__ names kDLCUDA (asked once more by the
     import itself, as any consumer asks it first)."""
+    return _claimed_device(obj) == 2
+
+
+def claims_device(obj):
+    """Whether obj is a producer whose __dlpack_device__ names a device other than the CPU."""
+    return _claimed_device(obj) not in (None, 1)
+
+
+def _claimed_device(obj):
+    """The device type obj's __dlpack_device__ names; None for an object that is no producer or
+    whose answer is not a device."""
     ask = getattr(obj, "__dlpack_device__", None)
     if ask is None or not hasattr(obj, "__dlpack__"):
-        return False
+        return None
     try:
-        return tuple(ask())[0] == 2
+        return int(tuple(ask())[0])
     except Exception:  # the import asks again and meets the same error
-        return False
+        return None
 
 
 class NumpyLikeViews:

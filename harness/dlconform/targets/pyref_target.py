@@ -9,7 +9,7 @@ DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Device arrays are compact an
 with no views and no read-only form: those operations give None. Without a runtime it is
 unavailable, saying why.
 """
-from ._util import claims_cuda
+from ._util import claims_device
 from .base import ReferenceTarget, TargetError, spec_name
 from .dtypes import kind_of_code
 
@@ -68,10 +68,11 @@ class PyrefTarget(ReferenceTarget):
         return None if rt is None else PyrefCudaDevice(self.pyref, rt)
 
     def from_dlpack(self, obj, **kw):
-        """pyref@cuda takes a CUDA producer's memory with pyref.device_from_dlpack (read on
-        pyref's current stream); everything else, and plain pyref, with pyref.from_dlpack."""
-        if self.cuda and not kw and claims_cuda(obj):
-            return self.pyref.device_from_dlpack(obj)
+        """pyref@cuda takes a producer's memory on any device but the CPU with
+        pyref.device_from_dlpack (read on pyref's current stream; it refuses devices other
+        than CUDA); everything else, and plain pyref, with pyref.from_dlpack."""
+        if self.cuda and claims_device(obj):
+            return self.pyref.device_from_dlpack(obj, **kw)
         return self.pyref.from_dlpack(obj, **kw)
 
     def dtypes(self):
@@ -190,6 +191,12 @@ class CudaStreamDevice:
         way of its own, reads on the named stream and once the device is idle too
         (generic_cuda.GenericCudaDevice)."""
         return self.to_host(y), None, None
+
+    def import_readonly(self, y):
+        """Whether the consumer's import y is read-only to its users: True or False where the
+        library has read-only device arrays; None where it has none, or dlconform cannot tell
+        (the default: pyref's, ref's, torch's and cupy's device arrays are all writable)."""
+        return None
 
     def import_dtype(self, y):
         """The (code, bits, lanes) the consumer's import y holds its elements as, "bytes" for

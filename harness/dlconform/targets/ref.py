@@ -91,6 +91,11 @@ class RefTarget(ReferenceTarget):
             return self._ref.cuda_from_dlpack(obj)
         return self._ref.from_dlpack(obj, **kw)
 
+    def consumer_keywords(self):
+        """ref@cuda's consumer of CUDA memory, _ref.cuda_from_dlpack, takes no keyword (the
+        keyword checks of CUDA memory say `unsupported`; pyref@cuda's consumer has them)."""
+        return frozenset() if self.cuda else super().consumer_keywords()
+
     def dtypes(self):
         if self._dtypes is None:
             self._dtypes = ref_dtypes(self._ref)
