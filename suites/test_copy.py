@@ -3,6 +3,7 @@
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
+from support import imports as imp
 from support import readings as rd
 from support import tensors as tns
 from support.marks import consumer, producer
@@ -60,48 +61,11 @@ def test_consumer_copy_keyword(target, check):
     """from_dlpack(copy=True) always copies, copy=False never does, None reuses the producer's
     memory when it can (always for CPU memory). The producer honours copy=True itself, so a
     consumer may leave the copy to it."""
-    tries.require_keywords(target, "copy")
-    for copy in (True, False, None):
-        p = kit.CopyingProducer(shape=(2, 3))
-        att = tries.Attempt(target, p, copy=copy)
-        exc = att.exc
-        if exc is not None:
-            if copy is False and isinstance(exc, (ValueError, BufferError)) and tries.copies_always(target):
-                check.record("CPY-06", "pass", "copy=False raised %s: this consumer copies every import, so a "
-                             "copy is unavoidable for it (CPY-07's classes)" % tries.describe_exc(exc))
-            else:
-                check.record("CPY-06", "fail", "copy=%r raised %s for a CPU producer" % (copy, tries.describe_exc(exc)))
-            continue
-        got, d = tries.result_elements(target, att.result)
-        original = {f.buffer_address for f in p.original.made.values()}
-        forge = p.original.made.get(p.last_kind == "versioned")
-        check.equal(got, forge.expected_elements(), "CPY-06", "copy=%r: values" % (copy,))
-        shares = any(a <= d["ptr"] < a + f.buffer_size for f in p.original.made.values() for a in [f.buffer_address])
-        if copy is True:
-            check.that(not shares, "CPY-06", "copy=True: the result views the producer's memory (0x%x)" % d["ptr"])
-        elif not shares:
-            verdict, reading = tries.copy_breach(target) if copy is None else ("fail", "")
-            producer = ", ".join(hex(a) for a in sorted(original))
-            check.record("CPY-06", verdict, "copy=%r: the result does not view the producer's memory (result "
-                         "0x%x, producer %s)%s" % (copy, d["ptr"], producer, reading))
-        else:
-            check.record("CPY-06", "pass")
-        att.result = None
-        tries.settle()
+    imp.copy_keyword(check, target, lambda: kit.CopyingProducer(shape=(2, 3)), imp.HostResults(target))
 
 
 @consumer("CPY-07")
 def test_consumer_copy_false_when_a_copy_is_needed(target, check):
-    """from_dlpack(x, device='cpu', copy=False) for non-CPU memory needs a copy: the array API
-    says ValueError (device text, Raises) and BufferError (copy text); either is accepted
-    (the catalogue's reading of CPY-07), anything else, or an import, fails."""
-    tries.require_keywords(target, "copy", "device")
-    p = kit.StreamDeviceProducer((2, 0), host_copies=True)
-    exc = tries.Attempt(target, p, device="cpu", copy=False).exc
-    if exc is None:
-        check.record("CPY-07", "fail", "copy=False imported non-CPU memory to the CPU (producer calls %r)" % (p.calls,))
-    elif isinstance(exc, (ValueError, BufferError)):
-        check.record("CPY-07", "pass")
-    else:
-        check.record("CPY-07", "fail", "copy=False when a copy is needed raised %s; the spec names ValueError "
-                     "or BufferError" % tries.describe_exc(exc))
+    """from_dlpack(x, device='cpu', copy=False) for non-CPU memory needs a copy: ValueError or
+    BufferError (the catalogue's reading of CPY-07); anything else, or an import, fails."""
+    imp.copy_false_refused(check, target, kit.StreamDeviceProducer((2, 0), host_copies=True))

@@ -3,6 +3,7 @@
 from dlconform import kit
 from support import attempts as tries
 from support import capsules as pycap
+from support import imports as imp
 from support import tensors as tns
 from support.marks import consumer, producer
 
@@ -92,79 +93,29 @@ KDL_CUDA = 2
 @consumer("API-05")
 def test_consumer_device_none_keeps_the_device(target, check):
     """from_dlpack(x, device=None) puts the result on x's device (here the CPU)."""
-    for kw in [{}] + ([{"device": None}] if "device" in target.consumer_keywords() else []):
-        p = kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True)
-        call = "from_dlpack(p%s)" % "".join(", %s=%r" % kv for kv in kw.items())
-        att = tries.Attempt(target, p, **kw)
-        att.drop_capsules()
-        if att.exc is not None:
-            check.record("API-05", "fail", "%s raised %s for a CPU producer" % (call, tries.describe_exc(att.exc)))
-        else:
-            dev = tries.result_device(att.result)
-            check.that(dev in (None, (1, 0)), "API-05", "%s: result on device %r, producer on (1, 0)" % (call, dev))
-            att.result = None
-            tries.settle()
+    imp.keeps_device(check, target, lambda: kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True), (1, 0))
 
 
 @consumer("DEV-06")
 def test_consumer_device_cpu(target, check):
     """from_dlpack(x, device='cpu') gives a CPU result: from a CPU producer, and from a
-    producer on another device that can copy to the host when asked with dl_device. A result
-    whose values the target cannot read (the generic target over a library whose own export
-    disagrees with its import) is judged on its device alone, and the next case still runs:
-    a producer's bug must not hide this consumer check's findings."""
+    producer on another device that can copy to the host when asked with dl_device. A
+    producer's bug must not hide this consumer check's findings: each case runs."""
     tries.require_keywords(target, "device")
-    for label, make in (
-            ("CPU producer", lambda: kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True)),
-            ("CUDA producer with host copies", lambda: kit.StreamDeviceProducer((KDL_CUDA, 0), host_copies=True))):
-        p = make()
-        att = tries.Attempt(target, p, device="cpu")
-        att.drop_capsules()
-        if att.exc is not None:
-            check.warn("DEV-06", "%s: from_dlpack(device='cpu') raised %s (calls %r); DEV-06 says it should "
-                       "give CPU-accessible memory" % (label, tries.describe_exc(att.exc), p.calls))
-        else:
-            dev = tries.result_device(att.result)
-            check.that(dev in (None, (1, 0)), "DEV-06", "%s: device='cpu' gave a result on %r" % (label, dev))
-            try:
-                got, _ = tries.result_elements(target, att.result)
-            except kit.Unsupported:  # its values are unreadable here; its device was judged
-                got = None
-            forge = p.forges.get(p.last_kind)
-            if forge is not None and got is not None:
-                check.equal(got, forge.expected_elements(), "DEV-06", "%s: values of the CPU result" % label)
-            att.result = None
-            tries.settle()
+    imp.host_result(check, target, "CPU producer", kit.RecordingProducer(kit.forges(shape=(2, 3)), keep=True))
+    imp.host_result(check, target, "CUDA producer with host copies",
+                    kit.StreamDeviceProducer((KDL_CUDA, 0), host_copies=True))
 
 
 @consumer("DEV-07")
 def test_consumer_refuses_foreign_device_with_buffererror(target, check):
     """Memory on a device the consumer lacks (kDLHexagon here) should be refused with
     BufferError (older python_spec text said TypeError)."""
-    p = kit.RecordingProducer(kit.forges(shape=(2, 3), device=(16, 0)), device=(16, 0), keep=True)
-    att = tries.Attempt(target, p)
-    att.drop_capsules()
-    exc = att.exc
-    if exc is None:
-        dev = tries.result_device(att.result)
-        check.that(dev == (16, 0), "DEV-07", "memory of device (16, 0) was imported as a result on %r" % (dev,))
-    elif check.refusal("DEV-07", exc, "the import", verdict="fail") and not isinstance(exc, BufferError):
-        check.warn("DEV-07", "refused with %s; DEV-07 recommends BufferError (python_spec before v1.0 said "
-                   "TypeError)" % tries.describe_exc(exc))
+    imp.foreign_refused(check, target)
 
 
 @consumer("CPY-08")
 def test_consumer_device_cpu_impossible_is_buffererror(target, check):
     """from_dlpack(x, device='cpu') when x's memory cannot reach the host at all (its
     producer refuses dl_device=(1, 0)): BufferError."""
-    tries.require_keywords(target, "device")
-    p = kit.StreamDeviceProducer((KDL_CUDA, 0), host_copies=False)
-    exc = tries.Attempt(target, p, device="cpu").exc
-    if exc is None:
-        check.record("CPY-08", "fail", "device='cpu' gave a result for memory that cannot reach the host "
-                     "(producer calls %r)" % (p.calls,))
-    elif isinstance(exc, BufferError):
-        check.record("CPY-08", "pass")
-    else:
-        check.record("CPY-08", "fail", "device='cpu' for memory that cannot reach the host raised %s, not "
-                     "BufferError" % tries.describe_exc(exc))
+    imp.unservable_refused(check, target, kit.StreamDeviceProducer((KDL_CUDA, 0), host_copies=False))

@@ -78,11 +78,7 @@ class Attempt:
             return None
         if 0 in shape:
             return True
-        forges = self.producer.forges.values()
-        spans = [(f.buffer_address, f.buffer_size) for f in forges
-                 if getattr(f, "buffer_size", 0) and getattr(f, "buffer_address", None)]
-        spans += [(o.ptr, o.nbytes) for f in forges for o in [getattr(f, "owner", None)]
-                  if getattr(o, "ptr", 0) and getattr(o, "nbytes", 0)]
+        spans = memory_spans(self.producer.forges.values())
         if not spans:
             return None
         return not any(a <= ptr < a + n for a, n in spans)
@@ -122,6 +118,16 @@ class Attempt:
         return {"names": names, "held": [h for _, h in kept],
                 "renamed": bool(names) and all(n in pycap.USED_NAMES for n in names), "alive": alive, "after": after,
                 "copied": bool(copied)}
+
+
+def memory_spans(forges):
+    """[(address, byte count)] of the memory the forges expose: a buffer of their own, or an
+    owner's `ptr` and `nbytes` (device memory: cuda.DeviceBuffer)."""
+    forges = list(forges)
+    spans = [(f.buffer_address, f.buffer_size) for f in forges
+             if getattr(f, "buffer_size", 0) and getattr(f, "buffer_address", None)]
+    return spans + [(o.ptr, o.nbytes) for f in forges for o in [getattr(f, "owner", None)]
+                    if getattr(o, "ptr", 0) and getattr(o, "nbytes", 0)]
 
 
 # ---------------------------------------------------------------------------- forged capsules
@@ -200,15 +206,17 @@ def plain_lifetime(target):
     return _PLAIN_LIFETIME[key]
 
 
-def copy_breach(target):
+def copy_breach(target, copies=None):
     """(verdict, reading) for a consumer result that copied where the producer's memory could be
     viewed (SEM-01; CPY-06 with copy=None): fail when the consumer's plain import views the
     memory (it can view, so the copy is its choice), warn when even that import copies. SEM-01
     asks for a view "whenever it can" and the array API for reuse "if possible": a library whose
     arrays own their memory cannot view, and from outside that is not told apart from one that
-    chose to copy."""
-    plain = plain_lifetime(target)
-    if plain is not None and plain.get("copied"):
+    chose to copy. `copies`: whether the plain import copies, where the caller knows (an import
+    of device memory); copies_always(target) by default."""
+    if copies is None:
+        copies = copies_always(target)
+    if copies:
         return "warn", (" (ambiguous: this consumer copies every import, even a plain contiguous one; SEM-01 asks "
                         "for a view whenever the library can hold one, and a library whose arrays own their "
                         "memory cannot: read as a library that cannot)")

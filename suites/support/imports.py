@@ -1,0 +1,293 @@
+"""from_dlpack's keywords (`device`, `copy`) and a READ_ONLY capsule, judged once for any memory.
+
+test_device.py, test_copy.py and test_flags.py judge what a consumer makes of host memory;
+test_cuda_keywords.py what it makes of CUDA memory, with the same judges below. A judge reads
+a result through a reader of its memory: `HostResults` here (the adapter's describe()), or
+cuda.DeviceResults (the library's device: its reader of imports, its addresses). A producer
+given to a judge says what its import must hold (`expected_elements()`, or the forge it
+handed out) and which memory it exports (`original`, a forge factory: a result there views
+it, a result elsewhere is a copy).
+"""
+from dlconform import kit
+
+from . import attempts as tries
+from . import dtypes as dty
+from . import tensors as tns
+
+KDL_CPU, KDL_HEXAGON = 1, 16
+
+
+def library_has_readonly(target):
+    """Whether the library has read-only arrays of its own (target.readonly gives one)."""
+    try:
+        return target.readonly(tns.make(target, dty.pick(target)[0], (2,))[0]) is not None
+    except Exception:  # noqa: BLE001 - a library that cannot make one has none to say of
+        return False
+
+
+class HostResults:
+    """Results in host memory, read through the adapter's describe(): their elements, the
+    address of their first element, whether they are read-only; and what the consumer's plain
+    import of host memory does (copies_always, copy_breach: attempts.py)."""
+
+    memory = "CPU"
+
+    def __init__(self, target):
+        self.target = target
+
+    def elements(self, att):
+        return tries.result_elements(self.target, att.result)[0]
+
+    def address(self, att):
+        return int(self.target.describe(att.result)["ptr"])
+
+    def readonly(self, att):
+        """True for a read-only result; False for a writable one of a library that has
+        read-only arrays; None for a writable one of a library without them."""
+        if self.target.describe(att.result)["readonly"]:
+            return True
+        return False if library_has_readonly(self.target) else None
+
+    def copies_always(self):
+        return tries.copies_always(self.target)
+
+    def copy_breach(self):
+        return tries.copy_breach(self.target)
+
+
+def expected_elements(p):
+    """The elements an import of producer p's last export holds; None when p does not say."""
+    if hasattr(p, "expected_elements"):
+        return p.expected_elements()
+    forge = p.forges.get(p.last_kind)
+    return None if forge is None else forge.expected_elements()
+
+
+def _original(p):
+    """The forges of the memory p exports when it does not copy (p.original, else all it used)."""
+    return p.original.made.values() if hasattr(p, "original") else p.forges.values()
+
+
+def views_original(p, address):
+    """Whether `address` lies in the memory p exports when it does not copy."""
+    return any(a <= address < a + n for a, n in tries.memory_spans(_original(p)))
+
+
+def host(target):
+    """The CPU as from_dlpack's `device` keyword names it in the target's library ("cpu", or a
+    device object of its own: target.host_device); the checks' messages say device='cpu'."""
+    return target.host_device() if hasattr(target, "host_device") else "cpu"
+
+
+def _call(kw):
+    return "from_dlpack(p%s)" % "".join(", %s=%r" % kv for kv in kw.items())
+
+
+# ---------------------------------------------------------------------------- API-05
+def keeps_device(check, target, make_producer, device, results=None, refused="fail"):
+    """API-05: from_dlpack(p), and with device=None where the consumer takes it, gives a result
+    on p's device `device` (a result that names no device is taken for a CPU one), holding p's
+    elements where `results` reads them. A refusal is `refused` (fail; a device consumer's
+    clean refusal of that memory is DEV-07's case)."""
+    for kw in [{}] + ([{"device": None}] if "device" in target.consumer_keywords() else []):
+        p = make_producer()
+        att = tries.Attempt(target, p, **kw)
+        att.drop_capsules()
+        what = "%s of a producer on %r" % (_call(kw), device)
+        if att.exc is not None:
+            tries.record_refused(check, "API-05", att, what, clean=refused)
+            continue
+        got = tries.result_device(att.result)
+        if got is None and device[0] != KDL_CPU:
+            check.record("API-05", "unsupported", "%s: the result has no __dlpack_device__ to say where it lives"
+                         % what)
+        else:
+            check.that(got in ((None, device) if device[0] == KDL_CPU else (device,)), "API-05",
+                       "%s: the result is on device %r" % (what, got))
+        if results is not None:
+            elements(check, results, att, p, "API-05", what)
+        att.result = None
+        tries.settle()
+
+
+def elements(check, results, att, p, clause, what):
+    """Records `clause` on the elements of the result of att: p's, or unsupported when the
+    reader cannot read them (saying why). True when they were read."""
+    try:
+        got = results.elements(att)
+    except (kit.Unsupported, NotImplementedError) as e:
+        check.record(clause, "unsupported", "%s was imported, but its elements cannot be read here: %s" % (what, e))
+        return False
+    want = expected_elements(p)
+    if want is None:
+        return False
+    check.equal(got, want, clause, "%s: the result's elements" % what)
+    return True
+
+
+# ---------------------------------------------------------------------------- CPY-06
+def copy_keyword(check, target, make_producer, results):
+    """CPY-06: from_dlpack(copy=True) always copies, copy=False never does, None reuses the
+    producer's memory when it can. make_producer() gives a producer that honours copy=True
+    itself (a consumer may leave the copy to it) and exports `original` memory otherwise."""
+    tries.require_keywords(target, "copy")
+    for copy in (True, False, None):
+        p = make_producer()
+        att = tries.Attempt(target, p, copy=copy)
+        exc, what = att.exc, "copy=%r" % (copy,)
+        if exc is not None:
+            if copy is False and isinstance(exc, (ValueError, BufferError)) and results.copies_always():
+                check.record("CPY-06", "pass", "copy=False raised %s: this consumer copies every import, so a "
+                             "copy is unavoidable for it (CPY-07's classes)" % tries.describe_exc(exc))
+            else:
+                check.record("CPY-06", "fail", "copy=%r raised %s for a producer of %s memory"
+                             % (copy, tries.describe_exc(exc), results.memory))
+            continue
+        elements(check, results, att, p, "CPY-06", what)
+        try:
+            address = results.address(att)
+        except (kit.Unsupported, NotImplementedError, KeyError) as e:
+            check.record("CPY-06", "unsupported", "%s: where the result lives cannot be read here: %s" % (what, e))
+        else:
+            _judge_copy(check, copy, views_original(p, address), address, p, results)
+        att.result = None
+        tries.settle()
+
+
+def _judge_copy(check, copy, shares, address, p, results):
+    if copy is True:
+        check.that(not shares, "CPY-06", "copy=True: the result views the producer's memory (%#x)" % address)
+    elif not shares:
+        verdict, reading = results.copy_breach() if copy is None else ("fail", "")
+        producer = ", ".join("%#x" % a for a, _ in tries.memory_spans(_original(p)))
+        check.record("CPY-06", verdict, "copy=%r: the result does not view the producer's memory (result %#x, "
+                     "producer %s)%s" % (copy, address, producer, reading))
+    else:
+        check.record("CPY-06", "pass")
+
+
+# ---------------------------------------------------------------------------- CPY-07, CPY-08, DEV-06, DEV-07
+def copy_false_refused(check, target, p):
+    """CPY-07: from_dlpack(x, device='cpu', copy=False) of p, memory off the CPU that p can copy
+    to the host, needs a copy: the array API says ValueError (device text, Raises) and
+    BufferError (copy text); either is accepted (the catalogue's reading of CPY-07), anything
+    else, or an import, fails."""
+    tries.require_keywords(target, "copy", "device")
+    exc = tries.Attempt(target, p, device=host(target), copy=False).exc
+    if exc is None:
+        check.record("CPY-07", "fail", "copy=False imported non-CPU memory to the CPU (producer calls %r)" % (p.calls,))
+    elif isinstance(exc, (ValueError, BufferError)):
+        check.record("CPY-07", "pass")
+    else:
+        check.record("CPY-07", "fail", "copy=False when a copy is needed raised %s; the spec names ValueError "
+                     "or BufferError" % tries.describe_exc(exc))
+
+
+def unservable_refused(check, target, p, results=None):
+    """CPY-08: from_dlpack(x, device='cpu') of p, memory off the CPU that p cannot copy to the
+    host (it refuses dl_device=(1, 0)): BufferError. Where that memory is real (`results`
+    reads it: device memory), a consumer that can read it may make the host copy itself: a CPU
+    result holding p's elements serves the request (the request is not one it can never serve);
+    any other result fails."""
+    tries.require_keywords(target, "device")
+    att = tries.Attempt(target, p, device=host(target))
+    exc = att.exc
+    if exc is None and results is not None:
+        dev = tries.result_device(att.result)
+        if check.that(dev in (None, (KDL_CPU, 0)), "CPY-08", "device='cpu' gave a result on %r (producer calls %r)"
+                      % (dev, p.calls)):
+            host_elements(check, target, att, p, "CPY-08", "device='cpu', served by the consumer's own copy")
+    elif exc is None:
+        check.record("CPY-08", "fail", "device='cpu' gave a result for memory that cannot reach the host "
+                     "(producer calls %r)" % (p.calls,))
+    elif isinstance(exc, BufferError):
+        check.record("CPY-08", "pass")
+    else:
+        check.record("CPY-08", "fail", "device='cpu' for memory that cannot reach the host raised %s, not "
+                     "BufferError" % tries.describe_exc(exc))
+    att.result = None
+    tries.settle()
+
+
+def host_elements(check, target, att, p, clause, what):
+    """Records `clause` on the elements of att's CPU result, read through the adapter's
+    describe(): p's. A result the adapter cannot read (the generic target over a library whose
+    own export disagrees with its import, a device library's adapter that reads no host arrays)
+    is not judged on them."""
+    try:
+        got = tries.result_elements(target, att.result)[0]
+    except (kit.Unsupported, NotImplementedError):
+        return
+    want = expected_elements(p)
+    if want is not None:
+        check.equal(got, want, clause, "%s: values of the CPU result" % what)
+
+
+def host_result(check, target, label, p):
+    """DEV-06: from_dlpack(p, device='cpu') gives a CPU result holding p's elements. A result
+    whose values the target cannot read (the generic target over a library whose own export
+    disagrees with its import, a device library's adapter that reads no host arrays) is judged
+    on its device alone."""
+    att = tries.Attempt(target, p, device=host(target))
+    att.drop_capsules()
+    if att.exc is not None:
+        check.warn("DEV-06", "%s: from_dlpack(device='cpu') raised %s (calls %r); DEV-06 says it should give "
+                   "CPU-accessible memory" % (label, tries.describe_exc(att.exc), p.calls))
+        return
+    dev = tries.result_device(att.result)
+    if check.that(dev in (None, (KDL_CPU, 0)), "DEV-06", "%s: device='cpu' gave a result on %r" % (label, dev)):
+        host_elements(check, target, att, p, "DEV-06", label)  # a result off the host is not read as host memory
+    att.result = None
+    tries.settle()
+
+
+def foreign_refused(check, target):
+    """DEV-07: memory on a device the consumer lacks (kDLHexagon) should be refused with
+    BufferError (older python_spec text said TypeError)."""
+    p = kit.RecordingProducer(kit.forges(shape=(2, 3), device=(KDL_HEXAGON, 0)), device=(KDL_HEXAGON, 0), keep=True)
+    att = tries.Attempt(target, p)
+    att.drop_capsules()
+    exc = att.exc
+    if exc is None:
+        dev = tries.result_device(att.result)
+        check.that(dev == (KDL_HEXAGON, 0), "DEV-07", "memory of device (%d, 0) was imported as a result on %r"
+                   % (KDL_HEXAGON, dev))
+    elif check.refusal("DEV-07", exc, "the import", verdict="fail") and not isinstance(exc, BufferError):
+        check.warn("DEV-07", "refused with %s; DEV-07 recommends BufferError (python_spec before v1.0 said "
+                   "TypeError)" % tries.describe_exc(exc))
+
+
+# ---------------------------------------------------------------------------- FLG-03
+def readonly_import(check, target, p, results):
+    """FLG-03: the import of p's READ_ONLY capsule. A consumer with read-only arrays honours the
+    flag (read-only result); one without ignores it (preferred over raising). Raising is
+    allowed but warn; a writable view from a library that has read-only arrays is warn; a
+    writable copy passes. Returns the Attempt (its result alive), None when it was refused."""
+    att = tries.Attempt(target, p)
+    if p.last_kind == "legacy":
+        att.settle()
+        raise kit.Unsupported("the consumer asked for a legacy capsule (max_version %r), which has no flags: READ_ONLY "
+                              "cannot reach it" % ([c.get("max_version") for c in p.calls],))
+    if att.exc is not None:
+        att.drop_capsules()
+        if check.unclean(att):
+            check.that(False, "FLG-03", "READ_ONLY import raised %s" % tries.describe_exc(att.exc))
+            return None
+        raise kit.Warn("FLG-03", "the consumer refuses READ_ONLY capsules (%s); ignoring the flag is preferred over "
+                       "raising" % tries.describe_exc(att.exc))
+    elements(check, results, att, p, "FLG-03", "a READ_ONLY capsule")
+    readonly = results.readonly(att)
+    try:
+        copied = not views_original(p, results.address(att))
+    except (kit.Unsupported, NotImplementedError, KeyError):
+        copied = False
+    if readonly:
+        check.record("FLG-03", "pass", "honoured: the result is read-only")
+    elif copied:
+        check.record("FLG-03", "pass", "the result is a copy: writing to it leaves the read-only memory alone")
+    elif readonly is False:
+        check.warn("FLG-03", "the library has read-only arrays but the import of a READ_ONLY capsule is writable "
+                   "(the flag is not honoured)")
+    else:
+        check.record("FLG-03", "pass", "ignored: the library has no read-only arrays (the preferred behaviour)")
+    return att
