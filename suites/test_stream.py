@@ -8,6 +8,7 @@ from dlconform import REPO_DIR, kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
+from support import imports as imp
 from support import readings as rd
 from support import tensors as tns
 from support.marks import consumer, producer
@@ -40,7 +41,7 @@ def _streams_passed(target, devices):
     """(device type, label, where, stream, dl_device) of each __dlpack__ call the consumer makes
     on a StreamDeviceProducer of each (device type, label) of `devices`, which records the calls,
     then refuses; from_dlpack is called plain and, where it takes the keyword, with device='cpu'."""
-    variants = [{}] + ([{"device": "cpu"}] if "device" in target.consumer_keywords() else [])
+    variants = [{}] + ([{"device": imp.host(target)}] if "device" in target.consumer_keywords() else [])
     for dev_type, label in devices:
         for kw in variants:
             p = kit.StreamDeviceProducer((dev_type, 0))

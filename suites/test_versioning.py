@@ -11,6 +11,7 @@ from dlconform import _probe, kit
 from support import attempts as tries
 from support import capsules as pycap
 from support import dtypes as dty
+from support import imports as imp
 from support import readings as rd
 from support import tensors as tns
 from support.marks import consumer, producer
@@ -267,7 +268,7 @@ def test_consumer_retries_for_every_keyword(target, check):
     checks of that reason."""
     kws = target.consumer_keywords()
     variants = ([{"copy": c} for c in (True, False) if "copy" in kws]
-                + ([{"device": "cpu"}] if "device" in kws else []))
+                + ([{"device": imp.host(target)}] if "device" in kws else []))
     if not variants:
         raise kit.Unsupported("from_dlpack takes neither copy nor device (test_consumer_retries_without_new_keywords "
                               "covers the call without them)")

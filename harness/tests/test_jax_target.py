@@ -39,6 +39,20 @@ def test_jax_is_a_builtin_target_that_records_its_configuration(tmp_path):
     assert all(r["target"] == "jax" for r in doc["results"])
 
 
+def test_the_host_is_named_the_way_jax_names_it(tmp_path):
+    """from_dlpack's `device` for the CPU is jax's Device, not the string 'cpu' (which jax does
+    not take): the consumer checks of device='cpu' judge jax, not dlconform's argument."""
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, "-m", "dlconform", "run", "--target", "jax", "--clause", "DEV-06",
+                        "--clause", "CPY-07", "--clause", "CPY-08", "--tests", "test_device.py", "--tests",
+                        "test_copy.py", "--out", str(out), "-q"], env=_env(STANDIN), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    results = [r for r in json.loads((out / "results.json").read_text())["results"] if r["role"] == "consumer"]
+    assert {r["clause"] for r in results} == {"DEV-06", "CPY-07", "CPY-08"}, results
+    assert {r["verdict"] for r in results} == {"pass"}, results
+
+
 def test_without_jax_the_target_says_so_in_one_line():
     probe = subprocess.run([sys.executable, "-c", "import jax"], capture_output=True, env=_env())
     if probe.returncode == 0:

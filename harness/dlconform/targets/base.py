@@ -103,6 +103,12 @@ class Target:
     def consumer_keywords(self):
         return frozenset()
 
+    def host_device(self):
+        """What from_dlpack's `device` keyword takes for the CPU in this library: "cpu" (numpy's,
+        torch's, the array API's usual name), unless the library names its devices with objects
+        of its own (jax: a jax Device)."""
+        return "cpu"
+
     def describe(self, y):
         """Of a consumer result: {"ptr" (address of the first element, byte_offset applied),
         "shape", "strides" (elements), "itemsize", "readonly"}, and optionally "dtype": the

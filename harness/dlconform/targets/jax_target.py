@@ -12,6 +12,15 @@ from .base import TargetError
 from .generic import GenericTarget
 
 
+def cpu_device(jax):
+    """jax's CPU device, what jax.dlpack.from_dlpack's `device` takes for the host (a string is
+    not a jax device); "cpu" where jax has no CPU backend."""
+    try:
+        return jax.devices("cpu")[0]
+    except Exception:  # noqa: BLE001 - no CPU backend: the check meets jax's own answer to "cpu"
+        return "cpu"
+
+
 def x64(jax):
     """jax_enable_x64 of the module `jax` (64-bit types on), read as its config's property (its
     `config.read` is a stopgap in jax); "unknown" where this jax's config has no such property.
@@ -43,6 +52,9 @@ class JaxCpuTarget(GenericTarget):
             return False, "jax %s has no CPU backend here (jax.devices('cpu'): %s: %s)" % (
                 self._version("jax"), type(e).__name__, e)
         return (True, "") if cpus else (False, "jax %s counts no CPU device" % self._version("jax"))
+
+    def host_device(self):
+        return cpu_device(self.jax)
 
     @staticmethod
     def _version(dist):

@@ -12,10 +12,22 @@ class _Config:
 config = _Config()
 
 
+class Device:
+    """jax's CPU device: what jax.dlpack.from_dlpack's `device` takes (an object, not a string)."""
+
+    platform = "cpu"
+
+    def __str__(self):
+        return "TFRT_CPU_0"
+
+
+_CPU = Device()
+
+
 def devices(backend=None):
     if backend not in (None, "cpu"):
         raise RuntimeError("Unknown backend %s" % backend)
-    return ["TFRT_CPU_0"]
+    return [_CPU]
 
 
 def default_backend():
