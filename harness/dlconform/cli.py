@@ -27,10 +27,10 @@ from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
 #: the files of the device checks, by device: its streams observed, its exchange table, what its
-#: consumer makes of device capsules of every layout and dtype, of every reason to refuse one, and
-#: of every installed CUDA producer's tensors
+#: consumer makes of device capsules of every layout and dtype, of every reason to refuse one, of
+#: from_dlpack's keywords and READ_ONLY, and of every installed CUDA producer's tensors
 DEVICE_FILES = {"cuda": ("test_cuda_stream.py", "test_cuda_exchange.py", "test_cuda_layout.py",
-                         "test_cuda_refusals.py", "test_cuda_interop.py")}
+                         "test_cuda_refusals.py", "test_cuda_keywords.py", "test_cuda_interop.py")}
 #: the test files of a device run, by device (--device): the device checks, and the files whose
 #: producer checks judge a tensor the library makes (its fields, layout, dtype, elements, capsules,
 #: versions, flags, copies, errors, device and ownership), run on the device tensors of the

@@ -225,6 +225,11 @@ NOT_FOR_REF.update({test: (
     + ["test_cuda_layout.py::" + t for t in (
         "test_cuda_consumer_reads_strided_views", "test_cuda_consumer_imports_dtypes",
         "test_cuda_consumer_takes_empty_and_0d_tensors")]
+    + ["test_cuda_keywords.py::" + t for t in (
+        "test_cuda_consumer_keeps_the_device", "test_cuda_consumer_copy_keyword",
+        "test_cuda_consumer_copy_false_to_host", "test_cuda_consumer_host_copy_impossible",
+        "test_cuda_consumer_device_cpu", "test_cuda_consumer_refuses_foreign_device",
+        "test_cuda_consumer_readonly_import")]
     + ["test_cuda_refusals.py::test_cuda_consumer_refusal_and_deleter", "test_cuda_interop.py::test_cuda_interop"]})
 
 

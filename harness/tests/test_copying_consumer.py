@@ -37,8 +37,10 @@ def _bad(results):
 def test_a_copying_consumer_gets_no_false_fail(tmp_path):
     rc, results = _run(tmp_path)
     assert not _bad(results) and rc == 0, _bad(results)
-    flg = [r["verdict"] for r in results if r["clause"] == "FLG-03"]
-    assert flg == ["pass"], flg  # a writable copy of read-only memory writes nothing back
+    # a writable copy of read-only memory writes nothing back (test_cuda_keywords.py's twin has
+    # no CUDA device here)
+    flg = [r["verdict"] for r in results if r["clause"] == "FLG-03" and r["test"].startswith("test_flags.py")]
+    assert flg == ["pass"], flg
     # routes the consumer does not offer (a bare capsule, the exchange table) are unsupported
     own = [r for r in results if r["clause"] == "OWN-03" and r["verdict"] != "unsupported"]
     assert own and all(r["verdict"] == "pass" for r in own), own
@@ -47,7 +49,7 @@ def test_a_copying_consumer_gets_no_false_fail(tmp_path):
     # the plain copies are read as a library that cannot view: the warn names the ambiguity
     assert any("ambiguous: this consumer copies every import" in r["message"] for r in sem)
     # copy=False refused with ValueError passes (a copy is unavoidable for it); copy=None warns
-    cpy = [r for r in results if r["clause"] == "CPY-06"]
+    cpy = [r for r in results if r["clause"] == "CPY-06" and r["test"].startswith("test_copy.py")]
     assert [r["verdict"] for r in cpy] == ["warn"] and "copy=None" in cpy[0]["message"], cpy
 
 

@@ -185,3 +185,24 @@ def test_a_device_that_names_no_per_thread_context_has_none():
     assert OldAdapterDevice(pyref=None, runtime=None).per_thread_stream() is None
     pyref = types.SimpleNamespace(cuda_stream=lambda handle: ("context of", handle))
     assert PyrefCudaDevice(pyref, runtime=None).per_thread_stream() == (("context of", 2), 2)
+
+
+def test_the_libraries_imports_name_their_dtypes_as_dlpack_does():
+    """import_dtype (test_cuda_refusals.py's VER-09 reading over CUDA memory) of an import of
+    torch, cupy and jax: its dtype as DLPack's (code, bits, lanes), None for a dtype of the
+    library's that DLPack has no type for (a typed result, which an unknown code cannot be);
+    jax's imports are read-only to their users (FLG-03), torch's and cupy's say nothing."""
+    from dlconform.targets.cuda_libs import JaxStreamDevice
+
+    _, (cupy, torch) = _devices()
+    jax = JaxStreamDevice(types.SimpleNamespace(module=None, version=lambda: "0.11.2"), None, "cuda:0")
+    named = types.SimpleNamespace
+    assert torch.import_dtype(named(dtype="torch.bfloat16")) == (4, 16, 1)
+    assert torch.import_dtype(named(dtype="torch.float8_e4m3fn")) == (10, 8, 1)
+    assert torch.import_dtype(named(dtype="torch.qint8")) is None
+    for dev in (cupy, jax):
+        assert dev.import_dtype(named(dtype="float32")) == (2, 32, 1)
+        assert dev.import_dtype(named(dtype="bool")) == (6, 8, 1)
+        assert dev.import_dtype(named(dtype="object")) is None
+    assert jax.import_readonly(named()) is True
+    assert cupy.import_readonly(named()) is None and torch.import_readonly(named()) is None

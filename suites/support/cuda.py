@@ -9,7 +9,9 @@ import ctypes
 from dlconform import kit
 from dlconform.kit import abi, cuda
 
+from .attempts import Attempt, copy_breach
 from .capsules import fields
+from .imports import views_original
 from .dtypes import safe_values
 
 #: the shape of every tensor of the CUDA checks, and the clock cycles of a slow fill (about
@@ -140,6 +142,86 @@ def device_forges(rt, values, at=0, **forge_kwargs):
     bytes into it), with counted deleters: what a CUDA producer with ready data hands out."""
     buf = DeviceBuffer(rt, values)
     return kit.forges(data=buf.ptr + at, device=(2, 0), owner=buf, **forge_kwargs)
+
+
+class DeviceProducer(kit.RecordingProducer):
+    """A CUDA producer over ready device memory of its own, serving what a correct producer
+    serves (the consumer side of test_cuda_keywords.py): its export views a DeviceBuffer of
+    `values` (`original`); copy=True gives a copy in a second one, IS_COPIED (CPY-01, FLG-04);
+    dl_device=(kDLCPU, 0) a copy in host memory, IS_COPIED (DEV-06), refused with BufferError
+    when copy=False (CPY-05) or without `host_copies` (CPY-08's case); any other device is
+    BufferError (DEV-05). The copies are made before any request, so they are ready too."""
+
+    def __init__(self, rt, values, *, host_copies=True, flags=0, **forge_kwargs):
+        self.values, self.host_copies = bytes(values), host_copies
+        # explicit row-major strides: a versioned capsule of ndim > 0 must not have NULL ones (LAY-06)
+        forge_kwargs.setdefault("strides", kit.row_major(forge_kwargs.get("shape", (4,))) or None)
+        copied = dict(forge_kwargs, flags=flags | kit.FLAG_IS_COPIED)
+        self.original = device_forges(rt, self.values, flags=flags, **forge_kwargs)
+        self.copies = device_forges(rt, self.values, **copied)
+        host = ctypes.create_string_buffer(self.values, max(len(self.values), 1))
+        self.host = kit.forges(data=ctypes.addressof(host), owner=host, **copied)
+        super().__init__(self.original, device=(2, 0), keep=True)
+
+    def expected_elements(self):
+        return self.values
+
+    def __dlpack__(self, *args, **kw):
+        dl_device = kw.get("dl_device")
+        to_host = dl_device is not None and tuple(dl_device) == (1, 0)
+        if not to_host and kw.get("copy") is not True:
+            return super().__dlpack__(*args, **kw)
+        self._record(args, kw)
+        if to_host and not self.host_copies:
+            raise BufferError("this producer's memory cannot reach the host (dl_device=(1, 0) refused)")
+        if to_host and kw.get("copy") is False:
+            raise BufferError("dl_device=(1, 0) needs a copy but copy=False (CPY-05)")
+        mv = kw.get("max_version")
+        versioned = isinstance(mv, tuple) and len(mv) == 2 and mv[0] >= 1
+        return self._hand_out((self.host if to_host else self.copies)(versioned=versioned).capsule())
+
+
+class DeviceResults:
+    """A consumer's imports of device memory as support/imports.py's judges read them: their
+    elements the library's way (read_ready), their address (the device's memory()), whether
+    they are read-only (the device's import_readonly()); and whether the consumer's plain
+    import of ready device memory copies (copies_always, copy_breach: attempts.py's readings
+    of the host's, for device memory)."""
+
+    memory = "CUDA"
+
+    def __init__(self, target, dev, rt):
+        self.target, self.dev, self.rt = target, dev, rt
+        self._plain = None
+
+    def elements(self, att):
+        return read_ready(self.dev, att.result, att.producer)[0]
+
+    def address(self, att):
+        try:
+            return int(self.dev.memory(att.result)[0])
+        except kit.Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - the adapter's reading of the library's result
+            raise kit.Unsupported("%s gives no address for it (%s: %s)" % (self.dev.name, type(e).__name__, e)) from e
+
+    def readonly(self, att):
+        return self.dev.import_readonly(att.result)
+
+    def copies_always(self):
+        """Whether the consumer's plain import of ready device memory lies outside it."""
+        if self._plain is None:
+            p = DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32", shape=(2, 3))
+            att = Attempt(self.target, p)
+            try:
+                self._plain = att.exc is None and not views_original(p, self.address(att))
+            except kit.Unsupported:
+                self._plain = False
+            att.result = None
+        return self._plain
+
+    def copy_breach(self):
+        return copy_breach(self.target, copies=self.copies_always())
 
 
 def host_elements(data, first, shape, strides, itemsize):

@@ -18,7 +18,7 @@ library does not import or sees no GPU.
 """
 from ._util import NumpyLikeViews, keywords_of
 from .base import LibraryTarget, TargetError
-from .jax_target import x64
+from .jax_target import cpu_device, x64
 from .pyref_target import CudaStreamDevice, UnnamedStreams
 
 #: the devices a spec may name after `cupy@` or `jax@`
@@ -194,6 +194,10 @@ class CupyStreamDevice(CudaStreamDevice):
     def to_host(self, y):
         return self._cupy.asnumpy(y).tobytes()
 
+    def import_dtype(self, y):
+        """The dtype of cupy's import y, named as numpy names it; None for one DLPack lacks."""
+        return self.dtype_named(str(y.dtype))
+
 
 # ---------------------------------------------------------------------------- jax
 class JaxTarget(_DeviceOnlyTarget):
@@ -211,6 +215,9 @@ class JaxTarget(_DeviceOnlyTarget):
         import jax.dlpack
 
         return getattr(jax.dlpack, "from_dlpack", None)
+
+    def host_device(self):
+        return cpu_device(self.module)
 
     def _gpu(self):
         try:
@@ -267,6 +274,15 @@ class JaxStreamDevice(UnnamedStreams, CudaStreamDevice):
         import numpy
 
         return numpy.asarray(y).tobytes()
+
+    def import_readonly(self, y):
+        """jax arrays are immutable: every import is read-only to its users."""
+        return True
+
+    def import_dtype(self, y):
+        """The dtype of jax's import y, named as numpy and ml_dtypes name it; None for one
+        DLPack lacks."""
+        return self.dtype_named(str(y.dtype))
 
     def _program(self, shape):
         """A jitted f(a, pattern) -> float32 array of `shape` whose bytes are all `pattern` once

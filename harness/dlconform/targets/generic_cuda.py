@@ -245,6 +245,27 @@ class GenericCudaDevice(UnnamedStreams, CudaStreamDevice):
             return "bytes" if loc.dtype == "V" else None
         raise Unsupported("%s: its import is read from host memory, which names no dtype" % self._target.name)
 
+    def memory(self, y):
+        """(address of the first element, byte count) of the import y, where its reader finds
+        it: device memory, or host memory for a consumer that copied to the host."""
+        loc = self._locate(y, self.LEGACY)
+        return loc.ptr, loc.nbytes
+
+    def import_readonly(self, y):
+        """True where the import y says it is read-only (its __cuda_array_interface__'s data
+        flag, or READ_ONLY on its own export); None otherwise: whether the library has
+        read-only arrays at all is beyond what dlconform can ask."""
+        try:
+            data = getattr(y, "__cuda_array_interface__", {}).get("data")
+            if isinstance(data, (tuple, list)) and len(data) > 1 and data[1]:
+                return True
+        except Exception:  # noqa: BLE001 - a property that raises says nothing of read-only
+            pass
+        loc = self._locate(y, self.LEGACY)
+        if loc.keep is not None and (inspect(loc.keep).get("flags") or 0) & abi.FLAG_READ_ONLY:
+            return True
+        return None
+
     def read_ready(self, y):
         """(the bytes the import y holds once the device is idle, where and how they were read:
         a Located)."""

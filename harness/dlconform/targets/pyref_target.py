@@ -192,6 +192,16 @@ class CudaStreamDevice:
         (generic_cuda.GenericCudaDevice)."""
         return self.to_host(y), None, None
 
+    @staticmethod
+    def dtype_named(name):
+        """The (code, bits, lanes) of the dtype a library names as numpy and ml_dtypes do
+        ("float32", "bool", "bfloat16", "float8_e4m3fn"); None for a name DLPack has no type
+        for (an import_dtype of a typed result that cannot be a code DLPack defines)."""
+        from ..kit.abi import DTYPES
+
+        fields = DTYPES.get(name)
+        return None if fields is None else tuple(fields)
+
     def import_readonly(self, y):
         """Whether the consumer's import y is read-only to its users: True or False where the
         library has read-only device arrays; None where it has none, or dlconform cannot tell

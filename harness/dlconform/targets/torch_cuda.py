@@ -51,6 +51,11 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         s = self._torch.cuda.Stream()
         return self._torch.cuda.stream(s), s.cuda_stream
 
+    def import_dtype(self, y):
+        """The dtype of torch's import y (torch.float32 is DLPack's float32); None for a torch
+        dtype DLPack has no type for."""
+        return self.dtype_named(str(y.dtype).rpartition(".")[2])
+
     def to_host(self, y):
         # 1-d first: a 0-d tensor has no last dimension for view(uint8) to widen
         c = y.cpu().contiguous().reshape(-1)

@@ -7,7 +7,7 @@ wait for that stream, and copies the elements there. The `Array` it returns desc
 memory through `__cuda_array_interface__` (version 3, naming the work stream, where its data
 is pending). With CUDALIB_READER=dlpack it has no such interface and exports itself through
 `__dlpack__` instead, making the consumer's stream wait for the work stream; with
-CUDALIB_READER=both it has both. With CUDALIB_VIEW=1 it copies nothing: the Array views the
+CUDALIB_READER=both it has both. With CUDALIB_VIEW=1 it copies nothing (but with copy=True): the Array views the
 producer's memory, ready on the stream it named (the one its interface names and its export
 orders after), keeping its strides. Whole-byte dtypes only, and compact tensors only unless it
 views (BufferError for others). The runtime is the libcudart CUDALIB_CUDART names (default
@@ -207,6 +207,14 @@ def _check_extent(t, shape, item, count):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
+    """An Array of x's elements on CUDA device 0 (`device` may say so: None, "cuda", (2, 0));
+    a copy, unless CUDALIB_VIEW=1 views them (copy=True copies then too, copy=False is refused
+    where every import is a copy)."""
+    if device not in (None, "cuda", (kDLCUDA, 0)):
+        raise BufferError("cudalib: arrays live on CUDA device 0 only, not %r" % (device,))
+    if copy is False and not VIEW:
+        raise BufferError("cudalib: every import is a copy, and copy=False")
+    view = VIEW and copy is not True
     if tuple(x.__dlpack_device__()) != (kDLCUDA, 0):
         raise BufferError("cudalib: CUDA memory on device 0 only")
     named = 0 if "stream_zero" in BUGS else -1 if "minus_one" in BUGS else current_stream()
@@ -229,7 +237,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if "trusts_header" not in BUGS:
             _check_extent(t, shape, item, step)
         compact = compact or 0 in shape or "ignores_strides" in BUGS  # a zero-size tensor's strides say nothing
-        if t.device.device_type != kDLCUDA or t.dtype.bits % 8 or not (compact or VIEW):
+        if t.device.device_type != kDLCUDA or t.dtype.bits % 8 or not (compact or view):
             raise BufferError("cudalib: CUDA tensors of whole-byte dtypes only, compact unless viewed")
         strides = None if compact else tuple(int(t.strides[i]) for i in range(t.ndim))
         kind = ExportingArray if READER in ("dlpack", "both") else Array
@@ -237,7 +245,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         source = (t.data or 0) + (0 if "ignores_offset" in BUGS else t.byte_offset)
         if "as_bytes" in BUGS:
             shape, dtype, strides = (step * item,), (1, 8, 1), None
-        if VIEW:
+        if view:
             y = kind(shape, dtype, step * item, (address, m), named if named > 0 else None, view=source,
                      strides=strides)
             return y

@@ -1,0 +1,95 @@
+"""API, CPY, DEV and FLG on CUDA, consumer side: what a CUDA consumer's from_dlpack makes of
+its keywords (`device`, `copy`) and of a READ_ONLY capsule, over device memory.
+
+The CPU's checks of the same clauses (test_device.py, test_copy.py, test_flags.py) feed host
+memory, so a device variant skips them; these feed a producer over ready device memory of our
+own (support/cuda.DeviceProducer: it copies on the device for copy=True and to the host for
+dl_device=(kDLCPU, 0), as a correct producer does) and judge with the same code
+(support/imports.py), reading each import the library's way (cuda.DeviceResults).
+"""
+import pytest
+
+from dlconform import kit
+
+from support import attempts as tries
+from support import cuda as cu
+from support import dtypes as dty
+from support import imports as imp
+from support.marks import consumer
+
+#: every record here names the CUDA device its tensors were on
+pytestmark = pytest.mark.device("cuda")
+
+SHAPE = (2, 3)
+
+
+def _producer(rt, **kw):
+    """A DeviceProducer of float32 SHAPE elements (distinct values, so a misread shows)."""
+    return cu.DeviceProducer(rt, dty.safe_values("float32", SHAPE), dtype="float32", shape=SHAPE, **kw)
+
+
+@consumer("API-05")
+def test_cuda_consumer_keeps_the_device(target, check):
+    """from_dlpack(x), and from_dlpack(x, device=None), of CUDA memory gives a result on that
+    device holding x's elements; a clean refusal is a warn (DEV-07 lets a consumer without the
+    device refuse, but a CUDA consumer that refuses ready CUDA memory serves none)."""
+    dev, rt = cu.device(target)
+    imp.keeps_device(check, target, lambda: _producer(rt), (2, 0), cu.DeviceResults(target, dev, rt), refused="warn")
+
+
+@consumer("CPY-06")
+def test_cuda_consumer_copy_keyword(target, check):
+    """from_dlpack(copy=True) of CUDA memory copies it (the producer, asked, or the consumer),
+    copy=False never copies, None views it when the library can hold a view."""
+    dev, rt = cu.device(target)
+    tries.require_keywords(target, "copy")
+    imp.copy_keyword(check, target, lambda: _producer(rt), cu.DeviceResults(target, dev, rt))
+
+
+@consumer("CPY-07")
+def test_cuda_consumer_copy_false_to_host(target, check):
+    """from_dlpack(x, device='cpu', copy=False) of CUDA memory needs a copy: ValueError or
+    BufferError (CPY-07's reading), never an import."""
+    _, rt = cu.device(target)
+    tries.require_keywords(target, "copy", "device")
+    imp.copy_false_refused(check, target, _producer(rt))
+
+
+@consumer("CPY-08")
+def test_cuda_consumer_host_copy_impossible(target, check):
+    """from_dlpack(x, device='cpu') of CUDA memory whose producer cannot copy it to the host
+    (it refuses dl_device=(1, 0)): BufferError, or a CPU result with x's elements where the
+    consumer makes the host copy itself (it can read the memory: the request is servable)."""
+    dev, rt = cu.device(target)
+    tries.require_keywords(target, "device")
+    imp.unservable_refused(check, target, _producer(rt, host_copies=False), cu.DeviceResults(target, dev, rt))
+
+
+@consumer("DEV-06")
+def test_cuda_consumer_device_cpu(target, check):
+    """from_dlpack(x, device='cpu') of CUDA memory whose producer copies to the host when asked
+    gives a CPU result holding x's elements (a warn where the consumer refuses: SHOULD)."""
+    _, rt = cu.device(target)
+    tries.require_keywords(target, "device")
+    imp.host_result(check, target, "CUDA producer over device memory", _producer(rt))
+
+
+@consumer("DEV-07")
+def test_cuda_consumer_refuses_foreign_device(target, check):
+    """A CUDA consumer given memory on a device it lacks (kDLHexagon) refuses it with
+    BufferError, as a CPU consumer does (test_device.py)."""
+    cu.device(target)
+    imp.foreign_refused(check, target)
+
+
+@consumer("FLG-03")
+def test_cuda_consumer_readonly_import(target, check):
+    """A READ_ONLY CUDA capsule imports with its elements: read-only where the library has
+    read-only device arrays (jax's are all immutable), else the flag ignored (preferred over
+    raising, which warns). A consumer that asks for legacy capsules, which have no flags, is
+    not judged."""
+    dev, rt = cu.device(target)
+    att = imp.readonly_import(check, target, _producer(rt, flags=kit.FLAG_READ_ONLY),
+                              cu.DeviceResults(target, dev, rt))
+    if att is not None:
+        att.settle()
