@@ -3,9 +3,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from dlconform.runner import child_env, safe_name
 from fakes import FAKE, write_suite
+
+REPO_LIBS = Path(__file__).resolve().parent / "libs"
 
 PASSING = '''
 import pytest
@@ -317,3 +320,26 @@ def test_a_virtualenv_without_pytest_is_told_to_pip_install_it(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert "%s -m pip install pytest" % python in lines[0], lines
+
+
+def test_the_command_finds_a_module_beside_the_caller(tmp_path):
+    """`dlconform run --target mylib` from the folder holding mylib.py works as `python -m
+    dlconform` does, although the console script's own path lacks that folder (the children get
+    it: runner.child_env); a module that is nowhere is still one clear line, exit 2."""
+    bin_dir, project = tmp_path / "bin", tmp_path / "project"
+    bin_dir.mkdir()
+    project.mkdir()
+    script = bin_dir / "dlconform"  # what pip's console script runs
+    script.write_text("import sys\nfrom dlconform.cli import main\nsys.exit(main())\n")
+    (project / "mylib_beside.py").write_text((REPO_LIBS / "bytecopy.py").read_text())
+    (project / "dlpack_structs.py").write_text((REPO_LIBS / "dlpack_structs.py").read_text())
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in env["PYTHONPATH"].split(os.pathsep)
+                                        if os.path.abspath(p) != os.path.abspath(os.getcwd()))
+    for lib, code in (("mylib_beside", 0), ("no_such_lib_here", 2)):
+        p = subprocess.run([sys.executable, str(script), "run", "--target", lib, "--tests", "test_fields.py",
+                            "--out", str(tmp_path / lib), "-q"], capture_output=True, text=True, env=env,
+                           cwd=str(project), timeout=300)
+        assert p.returncode == code, p.stdout + p.stderr
+    assert "cannot import module 'no_such_lib_here' (ModuleNotFoundError)" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 2, p.stderr

@@ -10,6 +10,7 @@ CUDA consumer (targets/generic_cuda.py).
 which runs `python -m dlconform.targets.loader SPEC` in a subprocess and reads one JSON line.
 """
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -250,9 +251,12 @@ def quick_check(spec, python=None):
 
 
 def _not_found(module, name):
-    """Why `module` cannot be imported (told as module `name`) when find_spec says so, else None."""
+    """Why `module` cannot be imported (told as module `name`) when find_spec says so, else None.
+    The caller's folder counts: the children have it on their path (runner.child_env), as
+    `python -m dlconform` has, though the `dlconform` command's own path does not."""
     try:
-        if importlib.util.find_spec(module) is None:
+        if importlib.util.find_spec(module) is None and (
+                "." in module or importlib.machinery.PathFinder.find_spec(module, [os.getcwd()]) is None):
             return "cannot import module %r (ModuleNotFoundError)" % name
     except (ImportError, ValueError) as e:
         return "cannot import module %r (%s)" % (name, _exc_name(e))
