@@ -68,4 +68,4 @@ def test_consumer_copy_keyword(target, check):
 def test_consumer_copy_false_when_a_copy_is_needed(target, check):
     """from_dlpack(x, device='cpu', copy=False) for non-CPU memory needs a copy: ValueError or
     BufferError (the catalogue's reading of CPY-07); anything else, or an import, fails."""
-    imp.copy_false_refused(check, target, kit.StreamDeviceProducer((2, 0), host_copies=True))
+    imp.copy_false_refused(check, target, lambda: kit.StreamDeviceProducer((2, 0), host_copies=True))

@@ -52,7 +52,7 @@ def test_cuda_consumer_copy_false_to_host(target, check):
     BufferError (CPY-07's reading), never an import."""
     _, rt = cu.device(target)
     tries.require_keywords(target, "copy", "device")
-    imp.copy_false_refused(check, target, _producer(rt))
+    imp.copy_false_refused(check, target, lambda: _producer(rt))
 
 
 @consumer("CPY-08")

@@ -201,6 +201,23 @@ def test_without_a_runtime_it_is_unavailable_in_one_line(sim, tmp_path, monkeypa
         found["reason"] and "\n" not in found["reason"], found
 
 
+def test_keywords_over_cuda_memory(sim, tmp_path):
+    """suites/test_cuda_keywords.py on cudalib, which copies every import to CUDA device 0 and
+    refuses others with BufferError: clean, device='cpu' is refused (DEV-06 warns, SHOULD),
+    with BufferError (CPY-07, CPY-08 pass), copy=None copies (CPY-06 warns: it copies every
+    import), the copy of a READ_ONLY capsule is writable (FLG-03 passes), its interface names no
+    device (API-05 unsupported). Refusing any device with NotImplementedError, as cupy 14 does,
+    fails CPY-08, and CPY-07 is not judged: device='cpu' is refused with or without copy=False."""
+    want = {"": {"API-05": "unsupported", "CPY-06": "warn", "CPY-07": "pass", "CPY-08": "pass", "DEV-06": "warn",
+                 "DEV-07": "pass", "FLG-03": "pass"},
+            "device_not_implemented": {"API-05": "unsupported", "CPY-06": "warn", "CPY-07": "unsupported",
+                                       "CPY-08": "fail", "DEV-06": "warn", "DEV-07": "pass", "FLG-03": "pass"}}
+    for bug, verdicts in want.items():
+        p, _, seen = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_keywords.py",))
+        assert {c: v for c, (v, _) in seen.items()} == verdicts, (bug, seen, p.stderr)
+    assert "NotImplementedError" in seen["CPY-08"][1] and "not the copy's" in seen["CPY-07"][1], seen
+
+
 def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
     """suites/test_cuda_refusals.py on cudalib: clean, it refuses what it must and takes what it
     may (each reason passes); trusting the header (trusts_header) it imports a version 2.0 and

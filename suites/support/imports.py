@@ -167,18 +167,25 @@ def _judge_copy(check, copy, shares, address, p, results):
 
 
 # ---------------------------------------------------------------------------- CPY-07, CPY-08, DEV-06, DEV-07
-def copy_false_refused(check, target, p):
-    """CPY-07: from_dlpack(x, device='cpu', copy=False) of p, memory off the CPU that p can copy
-    to the host, needs a copy: the array API says ValueError (device text, Raises) and
-    BufferError (copy text); either is accepted (the catalogue's reading of CPY-07), anything
-    else, or an import, fails."""
+def copy_false_refused(check, target, make_producer):
+    """CPY-07: from_dlpack(x, device='cpu', copy=False) of a producer of memory off the CPU that
+    it can copy to the host needs a copy: the array API says ValueError (device text, Raises)
+    and BufferError (copy text); either is accepted (the catalogue's reading of CPY-07),
+    anything else, or an import, fails; unless the consumer refuses device='cpu' without
+    copy=False too, which is not about the copy (DEV-06 and CPY-08 judge it)."""
     tries.require_keywords(target, "copy", "device")
+    p = make_producer()
     exc = tries.Attempt(target, p, device=host(target), copy=False).exc
     if exc is None:
         check.record("CPY-07", "fail", "copy=False imported non-CPU memory to the CPU (producer calls %r)" % (p.calls,))
     elif isinstance(exc, (ValueError, BufferError)):
         check.record("CPY-07", "pass")
     else:
+        alone = tries.Attempt(target, make_producer(), device=host(target)).exc
+        if alone is not None:
+            raise kit.Unsupported("device='cpu' is refused with copy=False (%s) and without it (%s): the refusal is "
+                                  "not the copy's; DEV-06 and CPY-08 judge device='cpu'"
+                                  % (tries.describe_exc(exc), tries.describe_exc(alone)))
         check.record("CPY-07", "fail", "copy=False when a copy is needed raised %s; the spec names ValueError "
                      "or BufferError" % tries.describe_exc(exc))
 

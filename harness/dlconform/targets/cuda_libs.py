@@ -143,6 +143,10 @@ class CupyTarget(NumpyLikeViews, _DeviceOnlyTarget):
         rt, _ = self._runtime_or_why()
         return None if rt is None else self._kept_device(rt, CupyStreamDevice)
 
+    def host_device(self):
+        """cupy.from_dlpack's `device` is a DLPack (device_type, device_id) tuple."""
+        return (1, 0)
+
     def native_layout(self, x):
         return tuple(x.shape), tuple(s // x.itemsize if x.itemsize else 0 for s in x.strides), x.data.ptr
 

@@ -27,6 +27,9 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   ignores_offset  from_dlpack reads a tensor from its data pointer, leaving byte_offset out
   ignores_strides from_dlpack takes a strided tensor for a compact row-major one
   trusts_header   from_dlpack reads version, dtype, ndim, shape, extents and data unchecked
+  device_not_implemented
+                  from_dlpack raises NotImplementedError for any `device` but None (as cupy 14
+                  does), instead of BufferError for one it cannot serve
 """
 import contextlib
 import ctypes
@@ -210,6 +213,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     """An Array of x's elements on CUDA device 0 (`device` may say so: None, "cuda", (2, 0));
     a copy, unless CUDALIB_VIEW=1 views them (copy=True copies then too, copy=False is refused
     where every import is a copy)."""
+    if device is not None and "device_not_implemented" in BUGS:
+        raise NotImplementedError("cudalib: from_dlpack() does not support device yet")
     if device not in (None, "cuda", (kDLCUDA, 0)):
         raise BufferError("cudalib: arrays live on CUDA device 0 only, not %r" % (device,))
     if copy is False and not VIEW:
