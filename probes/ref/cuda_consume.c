@@ -50,7 +50,9 @@ static PyObject *through_table(PyObject *x, int *used) {
   return ref_cuda_import(NULL, m, stream);
 }
 
-/* The import through x.__dlpack__(stream=ref's current stream, max_version=(1, 3)). */
+/* The import through x.__dlpack__(stream=ref's current stream, max_version=(1, 3)); a
+ * producer older than max_version (TypeError) is asked again with the stream alone, which a
+ * CUDA export still needs (VER-06, STR-01). */
 static PyObject *through_dlpack(PyObject *x) {
   uintptr_t stream = ref_fault_is(FAULT_CUDA_CONSUMER_IGNORES_CONTEXT) ? REF_CUDA_LEGACY
                                                                        : ref_cuda_current_stream();
@@ -59,9 +61,16 @@ static PyObject *through_dlpack(PyObject *x) {
   PyObject *kw = Py_BuildValue("{s:K,s:(ii)}", "stream", (unsigned long long)stream,
                                "max_version", (int)REF_SPEC_MAJOR, (int)REF_SPEC_MINOR);
   if (method && empty && kw) cap = PyObject_Call(method, empty, kw);
+  Py_XDECREF(kw);
+  kw = NULL;
+  if (!cap && method && empty && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    kw = Py_BuildValue("{s:K}", "stream", (unsigned long long)stream);
+    if (kw) cap = PyObject_Call(method, empty, kw);
+    Py_XDECREF(kw);
+  }
   Py_XDECREF(method);
   Py_XDECREF(empty);
-  Py_XDECREF(kw);
   if (!cap) return NULL;
   const char *name = PyCapsule_CheckExact(cap) ? PyCapsule_GetName(cap) : NULL;
   int versioned = name && strcmp(name, "dltensor_versioned") == 0;

@@ -63,7 +63,7 @@ class _Import:
 
 
 def _refuse(clause, message):
-    """Refuses the import; _import_capsule gives the tensor back on the way out."""
+    """Refuses the import; import_capsule gives the tensor back on the way out."""
     raise BufferError("pyref.from_dlpack: %s (%s)" % (message, clause))
 
 
@@ -145,7 +145,7 @@ def _import_struct(owner, struct, address, copy):
     return result
 
 
-def _import_capsule(capsule, copy):
+def import_capsule(capsule, copy):
     owner, struct, address = take_capsule(capsule)
     try:
         return _import_struct(owner, struct, address, copy)
@@ -219,7 +219,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
     to_cpu = _wants_cpu(device)
     if _capi.is_capsule(x):
-        return _import_capsule(x, copy)
+        return import_capsule(x, copy)
     if _faults.active("consumer_no_methods_typeerror") and not hasattr(x, "__dlpack__"):
         raise TypeError("pyref.from_dlpack: %s is not a DLPack producer" % type(x).__name__)
     if _faults.active("consumer_skips_device"):
@@ -241,4 +241,4 @@ def from_dlpack(x, /, *, device=None, copy=None):
     capsule = _export(x, kwargs)
     if not _capi.is_capsule(capsule):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
-    return _import_capsule(capsule, copy)
+    return import_capsule(capsule, copy)

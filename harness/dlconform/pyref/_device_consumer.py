@@ -14,6 +14,8 @@ Invariants:
   - pyref's DeviceArray is compact row-major: a tensor of any other layout (LAY-11) is
     copied into a new one on the reading stream, a run of contiguous elements at a time, and
     given back once that stream has done the copy (OWN-03: the consumer is done with it then);
+  - a producer that raises TypeError for max_version or copy is asked again with the stream
+    alone (VER-06);
   - the array API's keywords: device=None keeps the data on the GPU (API-05), "cpu" asks the
     producer for a host copy (DEV-06, never with copy=False: CPY-07), any other device is
     BufferError (CPY-08); copy=True copies on the reading stream unless the export is
@@ -24,8 +26,8 @@ import itertools
 import threading
 
 from . import _capi, _cuda, _dtypes, _faults
-from ._array import numel, row_major_strides
-from ._consumer import MAX_VERSION, _layout_fields, check_span, from_dlpack, header_flags, take_capsule
+from ._array import frombuffer, numel, row_major_strides
+from ._consumer import MAX_VERSION, _layout_fields, check_span, header_flags, import_capsule, take_capsule
 from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType
 
 _local = threading.local()
@@ -86,11 +88,12 @@ def device_from_dlpack(x, *, device=None, copy=None):
     if to_host or (device is None and _faults.active("cuda_consumer_lands_on_host")):
         return _host_copy(x, copy)
     reader = current_stream()
-    kwargs = {"stream": _named_stream(), "max_version": MAX_VERSION}
+    kwargs = {"stream": _named_stream(), "max_version": list(MAX_VERSION) if _faults.active(
+        "cuda_consumer_max_version_list") else MAX_VERSION}
     ignore_copy = _faults.active("cuda_consumer_copy_ignored")
     if copy is not None and not ignore_copy:
         kwargs["copy"] = copy
-    capsule = x.__dlpack__(**kwargs)
+    capsule = _ask_device(x, kwargs)
     if not _capi.is_capsule(capsule):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
     owner, struct, address = take_capsule(capsule)
@@ -135,6 +138,19 @@ def device_from_dlpack(x, *, device=None, copy=None):
         raise
 
 
+def _ask_device(x, kwargs):
+    """x.__dlpack__(**kwargs); VER-06: a producer older than array API 2023.12 raises TypeError
+    for max_version and copy, and is asked again with the stream alone (which a CUDA export
+    still needs: STR-01). A copy asked for is then pyref's to make (the legacy capsule has no
+    IS_COPIED to say the producer made one)."""
+    try:
+        return x.__dlpack__(**kwargs)
+    except TypeError:
+        if _faults.active("cuda_consumer_no_retry"):
+            raise
+        return x.__dlpack__(stream=kwargs["stream"])
+
+
 def _wants_host(device):
     """True for device="cpu" or (kDLCPU, 0), False for None, "cuda" or (kDLCUDA, 0); BufferError
     for any other (CPY-08). The fault cuda_consumer_device_ignored takes "cpu" for None."""
@@ -152,13 +168,27 @@ def _refusal(message):
 
 
 def _host_copy(x, copy):
-    """A pyref Array of x's elements in host memory, the copy the producer makes when asked with
-    dl_device=(kDLCPU, 0) (STR-12: it synchronises first); copy=False cannot have it (CPY-07)."""
+    """A pyref Array of x's elements in host memory: the copy the producer makes when asked with
+    dl_device=(kDLCPU, 0) (STR-12: it synchronises first), imported as from_dlpack imports host
+    memory; copy=False cannot have it (CPY-07). A producer older than that keyword (TypeError,
+    VER-06) gives its CUDA memory, which pyref imports and copies to the host itself."""
     if copy is False and not _faults.active("cuda_consumer_host_copy_false"):
         raise BufferError("pyref.device_from_dlpack: copy=False, but the data on the GPU needs a copy to reach the "
                           "CPU (CPY-07)")
+    kwargs = {"stream": None, "max_version": MAX_VERSION, "dl_device": (DLDeviceType.kDLCPU, 0)}
+    if copy:
+        kwargs["copy"] = True
     try:
-        return from_dlpack(x, device="cpu", copy=None if copy is False else copy)
+        try:
+            capsule = x.__dlpack__(**kwargs)
+        except TypeError:
+            if _faults.active("cuda_consumer_no_retry"):
+                raise
+            on_device = device_from_dlpack(x)
+            return frombuffer(on_device.tobytes(), on_device.dtype, on_device.shape)
+        if not _capi.is_capsule(capsule):
+            raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
+        return import_capsule(capsule, copy)
     except BufferError as e:
         if _faults.active("cuda_consumer_valueerror"):
             raise ValueError(str(e)) from None
