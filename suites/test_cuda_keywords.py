@@ -1,11 +1,13 @@
-"""API, CPY, DEV and FLG on CUDA, consumer side: what a CUDA consumer's from_dlpack makes of
-its keywords (`device`, `copy`) and of a READ_ONLY capsule, over device memory.
+"""API, CPY, DEV, VER and FLG on CUDA, consumer side: what a CUDA consumer's from_dlpack makes
+of its keywords (`device`, `copy`), what max_version it passes and how it retries for an old
+producer, and what it makes of a READ_ONLY capsule, over device memory.
 
-The CPU's checks of the same clauses (test_device.py, test_copy.py, test_flags.py) feed host
-memory, so a device variant skips them; these feed a producer over ready device memory of our
-own (support/cuda.DeviceProducer: it copies on the device for copy=True and to the host for
-dl_device=(kDLCPU, 0), as a correct producer does) and judge with the same code
-(support/imports.py), reading each import the library's way (cuda.DeviceResults).
+The CPU's checks of the same clauses (test_device.py, test_copy.py, test_versioning.py,
+test_flags.py) feed host memory, so a device variant skips them; these feed a producer over
+ready device memory of our own (support/cuda.DeviceProducer: it copies on the device for
+copy=True and to the host for dl_device=(kDLCPU, 0), as a correct producer does, or takes the
+stream alone, as an old one does) and judge with the same code (support/imports.py), reading
+each import the library's way (cuda.DeviceResults).
 """
 import pytest
 
@@ -80,6 +82,35 @@ def test_cuda_consumer_refuses_foreign_device(target, check):
     BufferError, as a CPU consumer does (test_device.py)."""
     cu.device(target)
     imp.foreign_refused(check, target)
+
+
+@consumer("VER-01")
+def test_cuda_consumer_passes_max_version_tuple(target, check):
+    """The max_version a CUDA consumer passes to a producer of device memory, where it passes
+    one, is a (major, minor) tuple of two ints, (1, 0) or above."""
+    _, rt = cu.device(target)
+    p = _producer(rt)
+    tries.Attempt(target, p).settle()
+    imp.passes_max_version(check, [c.get("max_version") for c in p.calls])
+
+
+@consumer("VER-06")
+def test_cuda_consumer_retries_without_new_keywords(target, check):
+    """An old CUDA producer, whose __dlpack__ takes the stream alone: the consumer asks again
+    without max_version (and the other new keywords), still naming its stream, and imports the
+    legacy capsule with its elements; the deleter runs once the result died."""
+    dev, rt = cu.device(target)
+    imp.retries_legacy(check, target, _producer(rt, legacy_only=True), cu.DeviceResults(target, dev, rt))
+
+
+@consumer("VER-06", feeds="valid")
+def test_cuda_consumer_retries_for_every_keyword(target, check):
+    """The same retry under copy=True, copy=False and device='cpu' (the consumer then meets the
+    request itself: a copy of its own, on the device or to the host); a refusal for another
+    reason is left to the checks of that reason."""
+    dev, rt = cu.device(target)
+    imp.retries_for_every_keyword(check, target, lambda: _producer(rt, legacy_only=True),
+                                  cu.DeviceResults(target, dev, rt))
 
 
 @consumer("FLG-03")

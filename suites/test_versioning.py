@@ -186,17 +186,7 @@ def _expect_refusal(target, check, clause, forge, what):
 @consumer("VER-01")
 def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
-    seen, exc = tries.consumer_max_versions(target)
-    passed = [m for m in seen if m is not None]
-    if not passed:
-        raise kit.Unsupported("the consumer does not pass max_version (calls: %r); consumers may delay using it"
-                              % (seen,))
-    for m in passed:
-        ok = (type(m) is tuple and len(m) == 2 and all(type(v) is int for v in m))
-        check.that(ok, "VER-01", "max_version=%r (%s): expected a tuple of two ints" % (m, type(m).__name__))
-        if ok:
-            check.that(m >= (1, 0), "VER-01", "max_version=%r is below (1, 0): the consumer asks for legacy "
-                       "capsules through max_version" % (m,))
+    imp.passes_max_version(check, tries.consumer_max_versions(target)[0])
 
 
 @consumer("VER-05")
@@ -236,28 +226,8 @@ def test_consumer_checks_name_and_version(target, check):
 def test_consumer_retries_without_new_keywords(target, check):
     """An old producer's __dlpack__ takes only stream and raises TypeError for max_version,
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
-    p = kit.RecordingProducer(kit.forges(shape=(2, 3)), legacy_only=True, keep=True)
-    att = tries.Attempt(target, p)
-    att.drop_capsules()
-    exc = att.exc
-    calls = list(p.calls)
-    if exc is not None:
-        check.that(False, "VER-06", "import from a legacy-only producer failed (calls %r): %s"
-                   % (calls, tries.describe_exc(exc)))
-        return
-    forge = p.forges["legacy"]
-    got, d = tries.result_elements(target, att.result)
-    check.equal(got, forge.expected_elements(), "VER-06", "element values")
-    if tries.new_keywords_first(calls):
-        check.that(len(calls) >= 2 and not (set(calls[-1]) - {"stream"}), "VER-06",
-                   "the last __dlpack__ call still passed new keywords: %r" % (calls,))
-        check.record("VER-06", "pass", "retried: %r" % (calls,))
-    else:
-        check.record("VER-06", "pass", "the consumer passes no new keywords (calls %r), so old producers work "
-                     "as is" % (calls,))
-    att.result = None
-    tries.settle()
-    check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
+    imp.retries_legacy(check, target, kit.RecordingProducer(kit.forges(shape=(2, 3)), legacy_only=True, keep=True),
+                       imp.HostResults(target))
 
 
 @consumer("VER-06", feeds="valid")
@@ -266,29 +236,9 @@ def test_consumer_retries_for_every_keyword(target, check):
     keywords is retried without them also under copy=True, copy=False and device='cpu' (the
     consumer then meets the request itself). A refusal for another reason is left to the
     checks of that reason."""
-    kws = target.consumer_keywords()
-    variants = ([{"copy": c} for c in (True, False) if "copy" in kws]
-                + ([{"device": imp.host(target)}] if "device" in kws else []))
-    if not variants:
-        raise kit.Unsupported("from_dlpack takes neither copy nor device (test_consumer_retries_without_new_keywords "
-                              "covers the call without them)")
-    for kw in variants:
-        args = "".join(", %s=%r" % i for i in kw.items())
-        p = kit.RecordingProducer(kit.forges(shape=(2, 3)), legacy_only=True, keep=True)
-        att = tries.Attempt(target, p, **kw)
-        calls = list(p.calls)
-        if att.exc is not None:
-            if tries.skipped_retry(att):
-                check.warn("VER-06", "from_dlpack(p%s): an old producer's TypeError for the new keywords (calls %r) "
-                           "was not retried without them: %s" % (args, calls, tries.describe_exc(att.exc)))
-            else:
-                check.refusal("VER-06", att, "from_dlpack(p%s)" % args)
-            att.drop_capsules()
-            tries.settle()
-            continue
-        got, _ = tries.result_elements(target, att.result)
-        check.equal(got, p.forges["legacy"].expected_elements(), "VER-06", "from_dlpack(p%s): element values" % args)
-        att.settle()
+    imp.retries_for_every_keyword(
+        check, target, lambda: kit.RecordingProducer(kit.forges(shape=(2, 3)), legacy_only=True, keep=True),
+        imp.HostResults(target))
 
 
 @consumer("VER-08", "VER-10")

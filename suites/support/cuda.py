@@ -150,9 +150,11 @@ class DeviceProducer(kit.RecordingProducer):
     `values` (`original`); copy=True gives a copy in a second one, IS_COPIED (CPY-01, FLG-04);
     dl_device=(kDLCPU, 0) a copy in host memory, IS_COPIED (DEV-06), refused with BufferError
     when copy=False (CPY-05) or without `host_copies` (CPY-08's case); any other device is
-    BufferError (DEV-05). The copies are made before any request, so they are ready too."""
+    BufferError (DEV-05). The copies are made before any request, so they are ready too.
+    `legacy_only`: an old producer whose __dlpack__ takes the stream alone (VER-06), and
+    copies nothing."""
 
-    def __init__(self, rt, values, *, host_copies=True, flags=0, **forge_kwargs):
+    def __init__(self, rt, values, *, host_copies=True, flags=0, legacy_only=False, **forge_kwargs):
         self.values, self.host_copies = bytes(values), host_copies
         # explicit row-major strides: a versioned capsule of ndim > 0 must not have NULL ones (LAY-06)
         forge_kwargs.setdefault("strides", kit.row_major(forge_kwargs.get("shape", (4,))) or None)
@@ -161,7 +163,7 @@ class DeviceProducer(kit.RecordingProducer):
         self.copies = device_forges(rt, self.values, **copied)
         host = ctypes.create_string_buffer(self.values, max(len(self.values), 1))
         self.host = kit.forges(data=ctypes.addressof(host), owner=host, **copied)
-        super().__init__(self.original, device=(2, 0), keep=True)
+        super().__init__(self.original, device=(2, 0), keep=True, legacy_only=legacy_only)
 
     def expected_elements(self):
         return self.values
@@ -169,7 +171,7 @@ class DeviceProducer(kit.RecordingProducer):
     def __dlpack__(self, *args, **kw):
         dl_device = kw.get("dl_device")
         to_host = dl_device is not None and tuple(dl_device) == (1, 0)
-        if not to_host and kw.get("copy") is not True:
+        if self.legacy_only or (not to_host and kw.get("copy") is not True):
             return super().__dlpack__(*args, **kw)
         self._record(args, kw)
         if to_host and not self.host_copies:

@@ -1,7 +1,9 @@
-"""from_dlpack's keywords (`device`, `copy`) and a READ_ONLY capsule, judged once for any memory.
+"""from_dlpack's keywords (`device`, `copy`), the max_version it passes and its retry for an old
+producer, and a READ_ONLY capsule, judged once for any memory.
 
-test_device.py, test_copy.py and test_flags.py judge what a consumer makes of host memory;
-test_cuda_keywords.py what it makes of CUDA memory, with the same judges below. A judge reads
+test_device.py, test_copy.py, test_versioning.py and test_flags.py judge what a consumer makes
+of host memory; test_cuda_keywords.py what it makes of CUDA memory, with the same judges below.
+A judge reads
 a result through a reader of its memory: `HostResults` here (the adapter's describe()), or
 cuda.DeviceResults (the library's device: its reader of imports, its addresses). A producer
 given to a judge says what its import must hold (`expected_elements()`, or the forge it
@@ -262,6 +264,77 @@ def foreign_refused(check, target):
     elif check.refusal("DEV-07", exc, "the import", verdict="fail") and not isinstance(exc, BufferError):
         check.warn("DEV-07", "refused with %s; DEV-07 recommends BufferError (python_spec before v1.0 said "
                    "TypeError)" % tries.describe_exc(exc))
+
+
+# ---------------------------------------------------------------------------- VER-01, VER-06
+def passes_max_version(check, seen):
+    """VER-01: each max_version the consumer passed (`seen`: the keyword of each __dlpack__
+    call its producer recorded) is a tuple of two ints, (1, 0) or above; unsupported where it
+    passed none (consumers may delay using it)."""
+    passed = [m for m in seen if m is not None]
+    if not passed:
+        raise kit.Unsupported("the consumer does not pass max_version (calls: %r); consumers may delay using it"
+                              % (seen,))
+    for m in passed:
+        ok = (type(m) is tuple and len(m) == 2 and all(type(v) is int for v in m))
+        check.that(ok, "VER-01", "max_version=%r (%s): expected a tuple of two ints" % (m, type(m).__name__))
+        if ok:
+            check.that(m >= (1, 0), "VER-01", "max_version=%r is below (1, 0): the consumer asks for legacy "
+                       "capsules through max_version" % (m,))
+
+
+def retries_legacy(check, target, p, results):
+    """VER-06: p is an old producer whose __dlpack__ takes only stream and raises TypeError for
+    max_version, dl_device or copy: the consumer retries without them and imports the legacy
+    capsule, holding p's elements; its deleter runs once the result died."""
+    att = tries.Attempt(target, p)
+    att.drop_capsules()
+    exc, calls = att.exc, list(p.calls)
+    if exc is not None:
+        check.that(False, "VER-06", "import from a legacy-only producer failed (calls %r): %s"
+                   % (calls, tries.describe_exc(exc)))
+        return
+    forge = p.forges["legacy"]
+    elements(check, results, att, p, "VER-06", "the import from a legacy-only producer")
+    if tries.new_keywords_first(calls):
+        check.that(len(calls) >= 2 and not (set(calls[-1]) - {"stream"}), "VER-06",
+                   "the last __dlpack__ call still passed new keywords: %r" % (calls,))
+        check.record("VER-06", "pass", "retried: %r" % (calls,))
+    else:
+        check.record("VER-06", "pass", "the consumer passes no new keywords (calls %r), so old producers work "
+                     "as is" % (calls,))
+    att.result = None
+    tries.settle()
+    check.equal(forge.deleter_calls, 1, "VER-06", "deleter calls after the result died")
+
+
+def retries_for_every_keyword(check, target, make_producer, results):
+    """VER-06 whatever from_dlpack was asked: an old producer's (make_producer(): legacy-only)
+    TypeError for the new keywords is retried without them also under copy=True, copy=False and
+    device='cpu' (the consumer then meets the request itself). A refusal for another reason is
+    left to the checks of that reason."""
+    kws = target.consumer_keywords()
+    variants = ([{"copy": c} for c in (True, False) if "copy" in kws]
+                + ([{"device": host(target)}] if "device" in kws else []))
+    if not variants:
+        raise kit.Unsupported("from_dlpack takes neither copy nor device (the check of the call without them "
+                              "covers it)")
+    for kw in variants:
+        args = "".join(", %s=%r" % i for i in kw.items())
+        p = make_producer()
+        att = tries.Attempt(target, p, **kw)
+        calls = list(p.calls)
+        if att.exc is not None:
+            if tries.skipped_retry(att):
+                check.warn("VER-06", "from_dlpack(p%s): an old producer's TypeError for the new keywords (calls %r) "
+                           "was not retried without them: %s" % (args, calls, tries.describe_exc(att.exc)))
+            else:
+                check.refusal("VER-06", att, "from_dlpack(p%s)" % args)
+            att.drop_capsules()
+            tries.settle()
+            continue
+        elements(check, results, att, p, "VER-06", "from_dlpack(p%s)" % args)
+        att.settle()
 
 
 # ---------------------------------------------------------------------------- FLG-03
