@@ -169,20 +169,6 @@ def test_producer_offers_both_structs(target, check):
 
 
 # ============================================================================ consumer
-def _expect_refusal(target, check, clause, forge, what):
-    """Imports the capsules of `forge`, which must be refused (cleanly); then lets everything
-    go. True when the consumer refused it."""
-    att = tries.Attempt(target, kit.RecordingProducer(forge, keep=True))
-    if att.exc is None:
-        check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(att.result).__name__))
-    else:
-        check.refusal(clause, att, what)
-    att.drop_capsules()  # while the result lives: it may be what keeps the capsule
-    att.result = None
-    tries.settle()
-    return att.exc is not None
-
-
 @consumer("VER-01")
 def test_consumer_passes_max_version_tuple(target, check):
     """A consumer that passes max_version passes a (major, minor) tuple of two ints."""
@@ -194,32 +180,7 @@ def test_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
     from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
     with an unknown name."""
-    tries.require_versioned_consumer(target)
-    cases = [
-        ("legacy capsule although max_version was passed", {"versioned": False}),
-        ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)}),
-    ]
-    for what, fk in cases:
-        forge = kit.Forge(shape=(2, 3), **fk)
-        att = tries.expect_import(check, target, "VER-05", forge, what)
-        att.drop_capsules()
-        tries.settle()
-        exc = att.exc
-        if exc is not None:
-            if check.unclean(exc) or forge.deleter_calls != 1:
-                check.record("VER-05", "fail", "%s: refused with %s, deleter calls afterwards %d (expected 1)"
-                             % (what, tries.describe_exc(exc), forge.deleter_calls))
-            elif fk["versioned"]:
-                check.record("VER-05", "fail", "%s: from_dlpack raised %s" % (what, tries.describe_exc(exc)))
-            else:
-                # the consumer looked at the name and refused the kind it did not ask for: it
-                # checked (VER-05); taking both kinds is VER-11's SHOULD
-                check.warn("VER-05", "%s: refused with %s; the consumer checks the capsule name, but a legacy "
-                           "capsule is what a producer at DLPack 0.x answers to max_version (VER-03), and "
-                           "consumers should take both kinds (VER-11)" % (what, tries.describe_exc(exc)))
-    forge = kit.Forge(versioned=True, shape=(2, 3), capsule_name="dltensor_v9")
-    _expect_refusal(target, check, "VER-05", forge, "capsule named 'dltensor_v9'")
-    check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
+    imp.follows_capsule_kind(check, target, kit.Forge, imp.HostResults(target))
 
 
 @consumer("VER-06")
@@ -254,7 +215,7 @@ def test_consumer_refuses_other_major(target, check):
     ]
     for what, extra in cases:
         forge = kit.Forge(versioned=True, shape=(2, 3), **extra)
-        refused = _expect_refusal(target, check, "VER-08", forge, what)
+        refused = tries.expect_refusal(target, check, "VER-08", forge, what)
         check.equal(forge.deleter_calls, 1, "VER-08", "%s: deleter calls once the capsule is gone" % what)
         # VER-10: only the prefix up to flags keeps its layout across majors, so a consumer
         # may call the deleter through it and nothing else

@@ -229,7 +229,8 @@ NOT_FOR_REF.update({test: (
         "test_cuda_consumer_keeps_the_device", "test_cuda_consumer_copy_keyword",
         "test_cuda_consumer_copy_false_to_host", "test_cuda_consumer_host_copy_impossible",
         "test_cuda_consumer_device_cpu", "test_cuda_consumer_refuses_foreign_device",
-        "test_cuda_consumer_passes_max_version_tuple", "test_cuda_consumer_retries_without_new_keywords",
+        "test_cuda_consumer_passes_max_version_tuple", "test_cuda_consumer_checks_name_and_version",
+        "test_cuda_consumer_retries_without_new_keywords",
         "test_cuda_consumer_retries_for_every_keyword", "test_cuda_consumer_readonly_import")]
     + ["test_cuda_refusals.py::test_cuda_consumer_refusal_and_deleter", "test_cuda_interop.py::test_cuda_interop"]})
 

@@ -213,7 +213,8 @@ def test_keywords_over_cuda_memory(sim, tmp_path):
     the stream alone (VER-01, VER-06 pass). Refusing any device with NotImplementedError, as cupy 14 does,
     fails CPY-08, and CPY-07 is not judged: device='cpu' is refused with or without copy=False."""
     same = {"API-05": "unsupported", "CPY-06": "warn", "DEV-06": "warn", "DEV-07": "pass", "VER-01": "pass",
-            "VER-06": "pass", "VER-06 test_cuda_consumer_retries_for_every_keyword": "pass", "FLG-03": "pass"}
+            "VER-05": "pass", "VER-06": "pass", "VER-06 test_cuda_consumer_retries_for_every_keyword": "pass",
+            "FLG-03": "pass"}
     want = {"": dict(same, **{"CPY-07": "pass", "CPY-08": "pass"}),
             "device_not_implemented": dict(same, **{"CPY-07": "unsupported", "CPY-08": "fail"})}
     for bug, verdicts in want.items():

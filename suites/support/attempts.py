@@ -372,6 +372,20 @@ def expect_import(check, target, clause, forge, what):
     return att
 
 
+def expect_refusal(target, check, clause, forge, what):
+    """Imports the capsules of `forge` (on its device), which must be refused (cleanly); then
+    lets everything go. True when the consumer refused it."""
+    att = Attempt(target, RecordingProducer(forge, keep=True, device=forge.device))
+    if att.exc is None:
+        check.that(False, clause, "%s: from_dlpack imported it (result %s)" % (what, type(att.result).__name__))
+    else:
+        check.refusal(clause, att, what)
+    att.drop_capsules()  # while the result lives: it may be what keeps the capsule
+    att.result = None
+    settle()
+    return att.exc is not None
+
+
 def record_refused(check, clause, att, what, clean="warn"):
     """A valid capsule was refused: `clean` (warn by default) for a clean refusal, fail for an
     unclean one (check.unclean)."""

@@ -137,6 +137,19 @@ class DeviceBuffer:
             self.ptr = 0
 
 
+class DeviceForge(kit.Forge):
+    """A kit.Forge on (kDLCUDA, 0) over a DeviceBuffer of `values`, the compact elements of its
+    layout: expected_elements() gives them, never reading device memory from the host."""
+
+    def __init__(self, rt, values, **forge_kwargs):
+        self._values = bytes(values)
+        buf = DeviceBuffer(rt, self._values)
+        super().__init__(data=buf.ptr, device=(2, 0), owner=buf, **forge_kwargs)
+
+    def expected_elements(self):
+        return self._values
+
+
 def device_forges(rt, values, at=0, **forge_kwargs):
     """kit.forges(...) of capsules on (kDLCUDA, 0) over a DeviceBuffer of `values` (data `at`
     bytes into it), with counted deleters: what a CUDA producer with ready data hands out."""
@@ -194,7 +207,7 @@ class DeviceResults:
 
     def __init__(self, target, dev, rt):
         self.target, self.dev, self.rt = target, dev, rt
-        self._plain = None
+        self._plain = self._lifetime = None
 
     def elements(self, att):
         return read_ready(self.dev, att.result, att.producer)[0]
@@ -224,6 +237,28 @@ class DeviceResults:
 
     def copy_breach(self):
         return copy_breach(self.target, copies=self.copies_always())
+
+    def plain_lifetime(self):
+        """lifetime() of the consumer's plain import of ready device memory (None when it
+        refuses it): what it does with every CUDA capsule, which the checks of other clauses
+        compare with (attempts.departures)."""
+        if self._lifetime is None:
+            att = Attempt(self.target, DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32",
+                                                      shape=(2, 3)))
+            self._lifetime = (att.lifetime() if att.exc is None else None,)
+            if att.exc is not None:
+                att.drop_capsules()
+        return self._lifetime[0]
+
+    def require_versioned(self):
+        """Unsupported unless the consumer asks a producer of device memory for versioned
+        capsules (max_version (1, 0) or above) on a plain import."""
+        p = DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32", shape=(2, 3))
+        Attempt(self.target, p).settle()
+        asked = [c.get("max_version") for c in p.calls]
+        if not any(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], int) and m[0] >= 1 for m in asked):
+            raise kit.Unsupported("the consumer does not ask a producer of CUDA memory for versioned capsules "
+                                  "(max_version %r): it imports legacy DLManagedTensor only" % (asked,))
 
 
 def host_elements(data, first, shape, strides, itemsize):

@@ -53,6 +53,12 @@ class HostResults:
     def copies_always(self):
         return tries.copies_always(self.target)
 
+    def plain_lifetime(self):
+        return tries.plain_lifetime(self.target)
+
+    def require_versioned(self):
+        tries.require_versioned_consumer(self.target)
+
     def copy_breach(self):
         return tries.copy_breach(self.target)
 
@@ -281,6 +287,44 @@ def passes_max_version(check, seen):
         if ok:
             check.that(m >= (1, 0), "VER-01", "max_version=%r is below (1, 0): the consumer asks for legacy "
                        "capsules through max_version" % (m,))
+
+
+def follows_capsule_kind(check, target, make_forge, results):
+    """VER-05: whatever max_version it passed, the consumer follows the capsule it gets: a legacy
+    capsule from a producer that accepts max_version, a versioned (1, 0) one (each imported with
+    its elements, its ownership departing from the consumer's plain import in nothing: a
+    shared departure is CAP-03's or OWN-03's, reported there), and refuses a capsule with an
+    unknown name, its deleter run once. `make_forge(**kw)`: a kit.Forge of the memory judged."""
+    results.require_versioned()
+    plain = results.plain_lifetime()
+    for what, fk in (("legacy capsule although max_version was passed", {"versioned": False}),
+                     ("versioned capsule at (1, 0)", {"versioned": True, "version": (1, 0)})):
+        forge = make_forge(shape=(2, 3), **fk)
+        p = kit.RecordingProducer(forge, keep=True, device=forge.device)
+        att = tries.Attempt(target, p)
+        if att.exc is None:
+            elements(check, results, att, p, "VER-05", what)
+            for message in tries.departures(att.lifetime(), plain, "%s: " % what):
+                check.that(False, "VER-05", message)
+        att.drop_capsules()
+        tries.settle()
+        exc = att.exc
+        if exc is None:
+            continue
+        if check.unclean(exc) or forge.deleter_calls != 1:
+            check.record("VER-05", "fail", "%s: refused with %s, deleter calls afterwards %d (expected 1)"
+                         % (what, tries.describe_exc(exc), forge.deleter_calls))
+        elif fk["versioned"]:
+            check.record("VER-05", "fail", "%s: from_dlpack raised %s" % (what, tries.describe_exc(exc)))
+        else:
+            # the consumer looked at the name and refused the kind it did not ask for: it checked
+            # (VER-05); taking both kinds is VER-11's SHOULD
+            check.warn("VER-05", "%s: refused with %s; the consumer checks the capsule name, but a legacy capsule "
+                       "is what a producer at DLPack 0.x answers to max_version (VER-03), and consumers should "
+                       "take both kinds (VER-11)" % (what, tries.describe_exc(exc)))
+    forge = make_forge(versioned=True, shape=(2, 3), capsule_name="dltensor_v9")
+    tries.expect_refusal(target, check, "VER-05", forge, "capsule named 'dltensor_v9'")
+    check.equal(forge.deleter_calls, 1, "VER-05", "deleter calls once the refused capsule is gone")
 
 
 def retries_legacy(check, target, p, results):

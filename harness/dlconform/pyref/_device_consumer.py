@@ -28,7 +28,7 @@ import threading
 from . import _capi, _cuda, _dtypes, _faults
 from ._array import frombuffer, numel, row_major_strides
 from ._consumer import MAX_VERSION, _layout_fields, check_span, header_flags, import_capsule, take_capsule
-from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType
+from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType, DLManagedTensorVersioned
 
 _local = threading.local()
 
@@ -98,6 +98,9 @@ def device_from_dlpack(x, *, device=None, copy=None):
         raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
     owner, struct, address = take_capsule(capsule)
     try:
+        if struct is not DLManagedTensorVersioned and "max_version" in kwargs and _faults.active(
+                "cuda_consumer_refuses_legacy"):
+            raise BufferError("pyref.device_from_dlpack: asked for a versioned capsule, got a legacy one")
         managed = struct.from_address(address)
         unchecked = _faults.active("cuda_consumer_unchecked")
         flags = 0 if unchecked else header_flags(struct, managed)  # VER-08, VER-09

@@ -115,6 +115,8 @@ cuda_consumer_valueerror        CPY-08  consumer device_from_dlpack refuses what
                                                  not BufferError: a producer's refusal of a host copy, memory on
                                                  another device (DEV-07)
 cuda_consumer_max_version_list  VER-01  consumer device_from_dlpack passes max_version as a list [1, 3]
+cuda_consumer_refuses_legacy    VER-05  consumer device_from_dlpack refuses a legacy capsule from a producer it asked
+                                                 for max_version (BufferError), though it reads both kinds
 cuda_consumer_no_retry          VER-06  consumer device_from_dlpack does not ask again with the stream alone when an
                                                  old producer raises TypeError for max_version or copy
 cuda_consumer_refuses_read_only FLG-03  consumer device_from_dlpack refuses a READ_ONLY CUDA tensor (BufferError),
