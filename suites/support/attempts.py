@@ -423,7 +423,11 @@ def consumer_max_versions(target):
 
 
 def consumer_takes_versioned(target):
-    seen, _ = consumer_max_versions(target)
+    return asks_versioned(consumer_max_versions(target)[0])
+
+
+def asks_versioned(seen):
+    """Whether any max_version of `seen` (one per __dlpack__ call) asks for versioned capsules."""
     return any(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], int) and m[0] >= 1 for m in seen)
 
 

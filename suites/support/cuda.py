@@ -9,10 +9,10 @@ import ctypes
 from dlconform import kit
 from dlconform.kit import abi, cuda
 
-from .attempts import Attempt, copy_breach
+from .attempts import Attempt, asks_versioned, copy_breach
 from .capsules import fields
-from .imports import views_original
 from .dtypes import safe_values
+from .imports import views_original
 
 #: the shape of every tensor of the CUDA checks, and the clock cycles of a slow fill (about
 #: 0.1 s on a GPU)
@@ -223,16 +223,21 @@ class DeviceResults:
     def readonly(self, att):
         return self.dev.import_readonly(att.result)
 
+    def _plain_import(self):
+        """(the Attempt of the consumer's plain import of a DeviceProducer of float32 (2, 3)
+        elements, that producer)."""
+        p = DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32", shape=(2, 3))
+        return Attempt(self.target, p), p
+
     def copies_always(self):
         """Whether the consumer's plain import of ready device memory lies outside it."""
         if self._plain is None:
-            p = DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32", shape=(2, 3))
-            att = Attempt(self.target, p)
+            att, p = self._plain_import()
             try:
                 self._plain = att.exc is None and not views_original(p, self.address(att))
             except kit.Unsupported:
                 self._plain = False
-            att.result = None
+            att.settle()
         return self._plain
 
     def copy_breach(self):
@@ -243,8 +248,7 @@ class DeviceResults:
         refuses it): what it does with every CUDA capsule, which the checks of other clauses
         compare with (attempts.departures)."""
         if self._lifetime is None:
-            att = Attempt(self.target, DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32",
-                                                      shape=(2, 3)))
+            att, _ = self._plain_import()
             self._lifetime = (att.lifetime() if att.exc is None else None,)
             if att.exc is not None:
                 att.drop_capsules()
@@ -253,10 +257,10 @@ class DeviceResults:
     def require_versioned(self):
         """Unsupported unless the consumer asks a producer of device memory for versioned
         capsules (max_version (1, 0) or above) on a plain import."""
-        p = DeviceProducer(self.rt, safe_values("float32", (2, 3)), dtype="float32", shape=(2, 3))
-        Attempt(self.target, p).settle()
+        att, p = self._plain_import()
+        att.settle()
         asked = [c.get("max_version") for c in p.calls]
-        if not any(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], int) and m[0] >= 1 for m in asked):
+        if not asks_versioned(asked):
             raise kit.Unsupported("the consumer does not ask a producer of CUDA memory for versioned capsules "
                                   "(max_version %r): it imports legacy DLManagedTensor only" % (asked,))
 
