@@ -97,9 +97,9 @@ def test_cuda_consumer_passes_max_version_tuple(target, check):
 @consumer("VER-05")
 def test_cuda_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, a CUDA consumer follows the capsule it gets: a legacy
-    capsule from a producer that accepts max_version (as torch before 2.4 answers), a versioned
-    (1, 0) one, each with its elements; a capsule of an unknown name is refused, its deleter
-    run once."""
+    capsule from a producer that accepts max_version (a producer at DLPack 0.x answers so,
+    VER-03), a versioned (1, 0) one, each with its elements; a capsule of an unknown name is
+    refused, its deleter run once."""
     dev, rt = cu.device(target)
     imp.follows_capsule_kind(check, target, lambda **kw: cu.DeviceForge(
         rt, dty.safe_values("float32", kw["shape"]), dtype="float32", strides=kit.row_major(kw["shape"]), **kw),
