@@ -211,7 +211,7 @@ def unservable_refused(check, target, p, results=None):
         dev = tries.result_device(att.result)
         if check.that(dev in (None, (KDL_CPU, 0)), "CPY-08", "device='cpu' gave a result on %r (producer calls %r)"
                       % (dev, p.calls)):
-            host_elements(check, target, att, p, "CPY-08", "device='cpu', served by the consumer's own copy")
+            cpu_result_elements(check, target, att, p, "CPY-08", "device='cpu', served by the consumer's own copy")
     elif exc is None:
         check.record("CPY-08", "fail", "device='cpu' gave a result for memory that cannot reach the host "
                      "(producer calls %r)" % (p.calls,))
@@ -224,7 +224,7 @@ def unservable_refused(check, target, p, results=None):
     tries.settle()
 
 
-def host_elements(check, target, att, p, clause, what):
+def cpu_result_elements(check, target, att, p, clause, what):
     """Records `clause` on the elements of att's CPU result, read through the adapter's
     describe(): p's. A result the adapter cannot read (the generic target over a library whose
     own export disagrees with its import, a device library's adapter that reads no host arrays)
@@ -251,7 +251,7 @@ def host_result(check, target, label, p):
         return
     dev = tries.result_device(att.result)
     if check.that(dev in (None, (KDL_CPU, 0)), "DEV-06", "%s: device='cpu' gave a result on %r" % (label, dev)):
-        host_elements(check, target, att, p, "DEV-06", label)  # a result off the host is not read as host memory
+        cpu_result_elements(check, target, att, p, "DEV-06", label)  # a result off the host is not read as host memory
     att.result = None
     tries.settle()
 

@@ -125,8 +125,7 @@ def device_from_dlpack(x, *, device=None, copy=None):
             strides = tuple(numel(shape[:i]) for i in range(len(shape)))
         offset = 0 if _faults.active("cuda_consumer_ignores_offset") else tensor.byte_offset  # LAY-03
         first = (tensor.data or 0) + offset
-        compact = numel(shape) == 0 or all(n <= 1 or s == r for n, s, r in zip(shape, strides,
-                                                                             row_major_strides(shape)))
+        compact = numel(shape) == 0 or _row_major(shape, strides)
         if _faults.active("cuda_consumer_ignores_strides"):
             compact = True
         if not compact and copy is False:
@@ -212,6 +211,12 @@ def _as_given(tensor):
     return dtype, shape, strides
 
 
+def _row_major(shape, strides):
+    """Whether `strides` (in elements) are those of a compact row-major tensor of `shape` (a
+    dimension of one element may have any stride)."""
+    return all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape)))
+
+
 def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
     """A new DeviceArray of the elements of the tensor at `first` (strides in elements), copied
     on `stream` a run at a time (a run: the whole tensor when it is compact row-major, else the
@@ -219,7 +224,7 @@ def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
     copy has run (LAY-11, CPY-06)."""
     out = _cuda.DeviceArray._new(rt, dtype, shape, stream=stream)
     item = dtype.itemsize
-    if out.nbytes and all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape))):
+    if out.nbytes and _row_major(shape, strides):
         rt("cudaMemcpyAsync", out.ptr, first, out.nbytes, _cuda.DEVICE_TO_DEVICE, stream)
     elif out.nbytes:
         run = shape[-1] if strides[-1] == 1 else 1
