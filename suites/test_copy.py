@@ -56,7 +56,7 @@ def test_copy_false_and_none_share_cpu_memory(target, check):
 
 
 # ---------------------------------------------------------------------------- consumer: copy keyword
-@consumer("CPY-06")
+@consumer("CPY-06", "CPY-07")
 def test_consumer_copy_keyword(target, check):
     """from_dlpack(copy=True) always copies, copy=False never does, None reuses the producer's
     memory when it can (always for CPU memory). The producer honours copy=True itself, so a

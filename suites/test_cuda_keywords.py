@@ -39,7 +39,7 @@ def test_cuda_consumer_keeps_the_device(target, check):
     imp.keeps_device(check, target, lambda: _producer(rt), (2, 0), cu.DeviceResults(target, dev, rt), refused="warn")
 
 
-@consumer("CPY-06")
+@consumer("CPY-06", "CPY-07")
 def test_cuda_consumer_copy_keyword(target, check):
     """from_dlpack(copy=True) of CUDA memory copies it (the producer, asked, or the consumer),
     copy=False never copies, None views it when the library can hold a view."""
@@ -94,7 +94,7 @@ def test_cuda_consumer_passes_max_version_tuple(target, check):
     imp.passes_max_version(check, [c.get("max_version") for c in p.calls])
 
 
-@consumer("VER-05")
+@consumer("VER-05", "OWN-03")
 def test_cuda_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, a CUDA consumer follows the capsule it gets: a legacy
     capsule from a producer that accepts max_version (a producer at DLPack 0.x answers so,
@@ -106,7 +106,7 @@ def test_cuda_consumer_checks_name_and_version(target, check):
         cu.DeviceResults(target, dev, rt))
 
 
-@consumer("VER-06")
+@consumer("VER-06", "OWN-03")
 def test_cuda_consumer_retries_without_new_keywords(target, check):
     """An old CUDA producer, whose __dlpack__ takes the stream alone: the consumer asks again
     without max_version (and the other new keywords), still naming its stream, and imports the

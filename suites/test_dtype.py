@@ -233,7 +233,7 @@ def test_consumer_imports_dtypes(target, check):
     dty.unseen_kinds(check, seen, notes)
 
 
-@consumer("DT-07", "DT-08")
+@consumer("DT-07", "DT-08", "OWN-03")
 def test_consumer_refuses_wrong_subbyte_bits(target, check):
     """fp6 (codes 15, 16) with bits != 6 and fp4 (17) with bits != 4: the consumer must stop
     importing. dlpack.h says so of every consumer, whether or not its result keeps an element
@@ -249,10 +249,10 @@ def test_consumer_refuses_wrong_subbyte_bits(target, check):
                              else "a typed result", tries.Shown(target, att.result)))
         else:
             check.refusal(cl, att, "dtype %r" % (dtype,))
-        tries.deleted_once(check, att, cl, "dtype %r" % (dtype,), "the import or refusal")
+        tries.deleter_once(check, att.settle(), "dtype %r, imported or refused and let go" % (dtype,))
 
 
-@consumer("VER-09")
+@consumer("VER-09", "OWN-03")
 def test_consumer_refuses_unknown_dtype_codes(target, check):
     """A code that is no DLDataTypeCode (18, 99, 255) is never imported as something else
     (VER-09: unknown values must not be misread; DT-01 binds the producer that sent it).
@@ -263,7 +263,7 @@ def test_consumer_refuses_unknown_dtype_codes(target, check):
             check.record("VER-09", *rd.unknown_value_verdict(target, att, "unknown dtype %r" % (dtype,), dtype=dtype))
         else:
             check.refusal("VER-09", att, "dtype %r" % (dtype,))
-        tries.deleted_once(check, att, "VER-09", "dtype %r" % (dtype,), "the import or refusal")
+        tries.deleter_once(check, att.settle(), "dtype %r, imported or refused and let go" % (dtype,))
 
 
 @consumer("DT-10", "DT-11", "DT-09")

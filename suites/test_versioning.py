@@ -175,7 +175,7 @@ def test_consumer_passes_max_version_tuple(target, check):
     imp.passes_max_version(check, tries.consumer_max_versions(target)[0])
 
 
-@consumer("VER-05")
+@consumer("VER-05", "OWN-03")
 def test_consumer_checks_name_and_version(target, check):
     """Whatever max_version it passed, the consumer follows the capsule it gets: a legacy capsule
     from a producer that accepts max_version, a versioned (1, 0) capsule, and refuses a capsule
@@ -183,7 +183,7 @@ def test_consumer_checks_name_and_version(target, check):
     imp.follows_capsule_kind(check, target, kit.Forge, imp.HostResults(target))
 
 
-@consumer("VER-06")
+@consumer("VER-06", "OWN-03")
 def test_consumer_retries_without_new_keywords(target, check):
     """An old producer's __dlpack__ takes only stream and raises TypeError for max_version,
     dl_device or copy: the consumer retries without them and imports the legacy capsule."""
@@ -202,11 +202,11 @@ def test_consumer_retries_for_every_keyword(target, check):
         imp.HostResults(target))
 
 
-@consumer("VER-08", "VER-10")
+@consumer("VER-08", "VER-10", "OWN-03")
 def test_consumer_refuses_other_major(target, check):
     """A versioned capsule whose version.major is not 1 must be refused, reading nothing past
-    flags, and its deleter called exactly once (VER-10: the prefix keeps its layout, so that is
-    always possible). The hostile case has a NULL shape and NULL data behind the version."""
+    flags (VER-10: only that prefix keeps its layout), and its deleter called (VER-08), exactly
+    once (OWN-03's count). The hostile case has a NULL shape and NULL data behind the version."""
     tries.require_versioned_consumer(target)
     cases = [
         ("version (2, 0)", {"version": (2, 0)}),
@@ -216,16 +216,14 @@ def test_consumer_refuses_other_major(target, check):
     for what, extra in cases:
         forge = kit.Forge(versioned=True, shape=(2, 3), **extra)
         refused = tries.expect_refusal(target, check, "VER-08", forge, what)
-        check.equal(forge.deleter_calls, 1, "VER-08", "%s: deleter calls once the capsule is gone" % what)
+        tries.deleter_once(check, forge.deleter_calls, "%s, once the capsule is gone" % what, calls_clause="VER-08")
         # VER-10: only the prefix up to flags keeps its layout across majors, so a consumer
         # may call the deleter through it and nothing else
         check.that(refused, "VER-10", "%s: imported, so fields past the ABI-stable prefix (version, "
                    "manager_ctx, deleter, flags) were used" % what)
-        check.that(forge.deleter_calls == 1, "VER-10", "%s: the deleter, reachable through the ABI-stable "
-                   "prefix, ran %d time(s) (expected 1)" % (what, forge.deleter_calls))
 
 
-@consumer("VER-09")
+@consumer("VER-09", "OWN-03")
 def test_consumer_newer_minor(target, check):
     """Version (1, 99) with fields the consumer knows is usable; an unknown dtype code or device
     type must not be misread: refusing it passes, reading it as another dtype or device fails, and
@@ -254,8 +252,8 @@ def test_consumer_newer_minor(target, check):
         att.drop_capsules()  # while the result lives: it may be what keeps the capsule
         del p, att
         tries.settle()
-        check.equal(forge.deleter_calls, 1 if forge.capsules_made else 0, "VER-09",
-                    "%s: deleter calls once the capsule is gone" % what)
+        tries.deleter_once(check, forge.deleter_calls, "version (1, 99), %s, once the capsule is gone" % what,
+                           expected=1 if forge.capsules_made else 0)
 
 
 @consumer("VER-11")

@@ -73,6 +73,13 @@ _CUDA_OWNERSHIP = ("caught on pyref@cuda by test_cuda_checks.py::test_ownership_
                    "(consumer_no_rename, consumer_double_delete, consumer_no_delete); here those faults run on the CPU")
 UNCATCHABLE.update({("test_cuda_stream.py::test_cuda_consumer_owns_the_import_once", clause): _CUDA_OWNERSHIP
                     for clause in ("CAP-03", "OWN-03")})
+UNCATCHABLE[("test_cuda_keywords.py::test_cuda_consumer_retries_without_new_keywords", "OWN-03")] = _CUDA_OWNERSHIP
+#: the class of a copy=False refusal where the consumer copies every import: ref and pyref view
+_COPIES_ALWAYS = ("reached only by a consumer that copies every import (ref and pyref view): caught on the planted "
+                  "bugs of such consumers, bytecopy's wrong_exc (test_copying_consumer.py) and cudalib's "
+                  "copy_false_runtimeerror (test_generic_cuda.py)")
+UNCATCHABLE.update({("test_copy.py::test_consumer_copy_keyword", "CPY-07"): _COPIES_ALWAYS,
+                    ("test_cuda_keywords.py::test_cuda_consumer_copy_keyword", "CPY-07"): _COPIES_ALWAYS})
 
 
 #: the simulated CUDA runtime (make build): the CUDA faults run on LIBRARY@cuda over it

@@ -60,3 +60,12 @@ def test_a_copying_consumer_s_bugs_are_caught(tmp_path):
     rc, results = _run(tmp_path, "double_delete,no_rename,wrong_exc", clauses=["OWN-03", "CAP-03", "CPY-07"])
     caught = {b[1] for b in _bad(results)}
     assert rc == 1 and {"OWN-03", "CAP-03", "CPY-07"} <= caught, _bad(results)
+    # each on its own clause only: the checks of other clauses that meet the double delete (a
+    # dtype or version refused, then let go) leave the count to OWN-03, and a copy=False refused
+    # with the wrong class is CPY-07's, not CPY-06's (it copied nothing)
+    others = [b for b in _bad(results) if b[1] not in ("OWN-03", "CAP-03", "CPY-07")]
+    assert not others and {"DT-07", "VER-08"} <= {r["clause"] for r in results}, others
+    copy = {r["clause"]: r["verdict"] for r in results if r["test"].endswith("test_consumer_copy_keyword")}
+    assert copy == {"CPY-06": "warn", "CPY-07": "fail"}, copy
+    owned = {r["test"].split("::")[-1] for r in results if r["clause"] == "OWN-03" and r["verdict"] == "fail"}
+    assert {"test_consumer_refuses_wrong_subbyte_bits", "test_consumer_refuses_other_major"} <= owned, owned

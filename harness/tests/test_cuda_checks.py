@@ -251,7 +251,8 @@ def test_ownership_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clau
     """pyref's consumer ownership faults, through its CUDA import (device_from_dlpack), fail the
     device check of ownership (test_cuda_consumer_owns_the_import_once) on their clause, and the
     deleter faults OWN-03 of the refusals over CUDA memory too (test_cuda_refusals.py): the rules
-    a CUDA-only consumer is judged on by the device checks alone."""
+    a CUDA-only consumer is judged on by the device checks alone, and of the retry of an old
+    producer over CUDA memory (test_cuda_keywords.py), which leaves VER-05 and VER-06 clean."""
     spec = "pyref@cuda:fault=%s,role=consumer" % fault
     p = _device_run(tmp_path / "out", sim, "-q", "--target", spec, "--tests", "test_cuda_stream.py",
                     "--clause", clause)
@@ -259,7 +260,13 @@ def test_ownership_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clau
     caught = [r for r in records if "owns_the_import_once" in r["test"] and r["clause"] == clause]
     assert [r["verdict"] for r in caught] == ["fail"] and p.returncode == 1, (records, p.stderr)
     if clause == "OWN-03":
-        p = _device_run(tmp_path / "refusals", sim, "-q", "--target", spec, "--tests", "test_cuda_refusals.py")
+        p = _device_run(tmp_path / "refusals", sim, "-q", "--target", spec, "--tests", "test_cuda_refusals.py",
+                        "--tests", "test_cuda_keywords.py")
         records = json.loads((tmp_path / "refusals" / "results.json").read_text())["results"]
         caught = {r["verdict"] for r in records if r["clause"] == "OWN-03" and "after the refusal" in r["message"]}
         assert caught >= {"fail", "warn"} and p.returncode == 1, (records, p.stderr)
+        # the count of the capsule-kind and retry checks is OWN-03's too, and theirs stay clean
+        failed = {r["test"].split("::")[-1] for r in records if r["clause"] == "OWN-03" and r["verdict"] == "fail"}
+        assert "test_cuda_consumer_retries_without_new_keywords" in failed, records
+        assert not [r for r in records if "test_cuda_keywords" in r["test"] and r["clause"] in ("VER-05", "VER-06")
+                    and r["verdict"] != "pass"], records

@@ -210,17 +210,32 @@ def test_keywords_over_cuda_memory(sim, tmp_path):
     with BufferError (CPY-07, CPY-08 pass), copy=None copies (CPY-06 warns: it copies every
     import), the copy of a READ_ONLY capsule is writable (FLG-03 passes), its interface names no
     device (API-05 unsupported), it passes max_version (1, 3) and asks an old producer again with
-    the stream alone (VER-01, VER-06 pass). Refusing any device with NotImplementedError, as cupy 14 does,
-    fails CPY-08, and CPY-07 is not judged: device='cpu' is refused with or without copy=False."""
-    same = {"API-05": "unsupported", "CPY-06": "warn", "DEV-06": "warn", "DEV-07": "pass", "VER-01": "pass",
-            "VER-05": "pass", "VER-06": "pass", "VER-06 test_cuda_consumer_retries_for_every_keyword": "pass",
-            "FLG-03": "pass"}
-    want = {"": dict(same, **{"CPY-07": "pass", "CPY-08": "pass"}),
-            "device_not_implemented": dict(same, **{"CPY-07": "unsupported", "CPY-08": "fail"})}
+    the stream alone (VER-01, VER-06 pass), the deleter once (OWN-03). Refusing any device with
+    NotImplementedError, as cupy 14 does, fails CPY-08, and CPY-07 is not judged: device='cpu' is
+    refused with or without copy=False. RuntimeError for copy=False on the device fails CPY-07
+    alone: it copied nothing (CPY-06 holds), the class is the finding."""
+    same = {"API-05 keeps_the_device": "unsupported", "CPY-06 copy_keyword": "warn", "CPY-07 copy_keyword": "pass",
+            "CPY-07 copy_false_to_host": "pass", "CPY-08 host_copy_impossible": "pass",
+            "DEV-06 device_cpu": "warn", "DEV-07 refuses_foreign_device": "pass",
+            "VER-01 passes_max_version_tuple": "pass", "VER-05 checks_name_and_version": "pass",
+            "OWN-03 checks_name_and_version": "pass", "VER-06 retries_without_new_keywords": "pass",
+            "OWN-03 retries_without_new_keywords": "pass", "VER-06 retries_for_every_keyword": "pass",
+            "FLG-03 readonly_import": "pass"}
+    want = {"": same,
+            "device_not_implemented": dict(same, **{"CPY-07 copy_false_to_host": "unsupported",
+                                                    "CPY-08 host_copy_impossible": "fail"}),
+            "copy_false_runtimeerror": dict(same, **{"CPY-07 copy_keyword": "fail"})}
     for bug, verdicts in want.items():
-        p, _, seen = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_keywords.py",))
-        assert {c: v for c, (v, _) in seen.items()} == verdicts, (bug, seen, p.stderr)
-    assert "NotImplementedError" in seen["CPY-08"][1] and "not the copy's" in seen["CPY-07"][1], seen
+        p, doc, _ = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_keywords.py",))
+        got = {"%s %s" % (r["clause"], r["test"].split("::test_cuda_consumer_")[-1]): (r["verdict"], r["message"])
+               for r in doc["results"] if r["role"] == "consumer"}
+        assert {k: v for k, (v, _) in got.items()} == verdicts, (bug, got, p.stderr)
+        assert p.returncode == (0 if not bug else 1), p.stderr
+        if bug == "device_not_implemented":
+            assert "NotImplementedError" in got["CPY-08 host_copy_impossible"][1], got
+            assert "not the copy's" in got["CPY-07 copy_false_to_host"][1], got
+        elif bug:
+            assert "raised RuntimeError" in got["CPY-07 copy_keyword"][1], got
 
 
 def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):

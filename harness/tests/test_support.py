@@ -137,7 +137,29 @@ def test_attempt_counts_a_double_delete(fault):
                                                    "(expected exactly 1)")
     plain = {"names": ["used_dltensor"], "renamed": True, "alive": 0, "after": 2}
     assert tries.departures({"names": ["x"], "renamed": False, "alive": 0, "after": 2}, plain) == [
-        "capsule renamed used_* after import: got ['x'], expected 'used_*' (a plain import: ['used_dltensor'])"]
+        ("CAP-03", "capsule renamed used_* after import: got ['x'], expected 'used_*' (a plain import: "
+                   "['used_dltensor'])")]
+
+
+def test_ownership_findings_land_on_their_own_clauses():
+    """Whichever check counts a deleter or sees a capsule unrenamed, the finding is OWN-03's or
+    CAP-03's (the check's own clause only where it asks for the call itself, VER-08)."""
+    check = new_check()
+    tries.ownership(check, {"names": ["dltensor"], "renamed": False, "alive": 1, "after": 2}, None, "path: ")
+    assert [r[:2] for r in check.records] == [("CAP-03", "fail"), ("OWN-03", "fail"), ("OWN-03", "fail")]
+    check = new_check()
+    tries.ownership(check, {"names": ["x"], "renamed": False, "alive": 0, "after": 2}, None, feeds="invalid")
+    assert [r[:2] for r in check.records] == [("CAP-03", "warn"), ("OWN-03", "warn")]
+    check = new_check()
+    assert not tries.deleter_once(check, 2, "version (2, 0)", calls_clause="VER-08")
+    assert check.records == [("OWN-03", "fail", "version (2, 0): the deleter ran 2 time(s), expected 1"),
+                             ("VER-08", "pass", "")]
+    check = new_check()
+    assert not tries.deleter_once(check, 0, "version (2, 0)", calls_clause="VER-08")
+    assert [r[:2] for r in check.records] == [("OWN-03", "fail"), ("VER-08", "fail")]
+    check = new_check()
+    assert tries.deleter_once(check, 0, "no capsule made", expected=0, calls_clause="VER-08")
+    assert check.records == [("OWN-03", "pass", ""), ("VER-08", "pass", "")]
 
 
 @needs_ref

@@ -229,10 +229,17 @@ def copies_always(target):
     return bool(plain is not None and plain.get("copied"))
 
 
+#: the clause each ownership departure breaks, whichever check saw it: a capsule left unrenamed
+#: is CAP-03's, a deleter call while the result viewed the memory or a count other than one
+#: is OWN-03's (the check of another clause that met it names the path in the message)
+OWNERSHIP_CLAUSE = {"renamed": "CAP-03", "alive": "OWN-03", "after": "OWN-03"}
+
+
 def departures(obs, plain, what=""):
-    """Messages for each way the observed lifetime `obs` departs from a correct import (renamed
-    used_*, no deleter call while the result lives, exactly one after) that the consumer's plain
-    import does not share (a shared departure is one CAP-03/OWN-03 fault, reported there)."""
+    """(clause, message) for each way the observed lifetime `obs` departs from a correct import
+    (renamed used_*, no deleter call while the result lives, exactly one after) that the
+    consumer's plain import does not share (a shared departure is one CAP-03/OWN-03 fault,
+    reported by the plain check). The clause is OWNERSHIP_CLAUSE's."""
     want = {"renamed": True, "alive": 0, "after": 1}
     text = {"renamed": "capsule renamed used_* after import", "alive": "deleter calls while the result is alive",
             "after": "deleter calls after the result died"}
@@ -243,10 +250,40 @@ def departures(obs, plain, what=""):
         if k == "alive" and obs.get("copied"):
             continue  # a copy: the consumer is done with the producer's memory at once
         got = obs["names"] if k == "renamed" else obs[k]
-        out.append("%s%s: got %r, expected %r%s" % (what, text[k], got, want[k] if k != "renamed" else "used_*",
-                                                     "" if plain is None else " (a plain import: %r)"
-                                                     % (plain["names"] if k == "renamed" else plain[k])))
+        out.append((OWNERSHIP_CLAUSE[k], "%s%s: got %r, expected %r%s" % (
+            what, text[k], got, want[k] if k != "renamed" else "used_*",
+            "" if plain is None else " (a plain import: %r)" % (plain["names"] if k == "renamed" else plain[k]))))
     return out
+
+
+def ownership(check, obs, plain, what="", feeds="valid"):
+    """Records departures(obs, plain, what) under their clauses (CAP-03, OWN-03), graded by
+    ownership_breach."""
+    for clause, message in departures(obs, plain, what):
+        ownership_breach(check, clause, message, feeds)
+
+
+def ownership_breach(check, clause, message, feeds="valid"):
+    """An ownership departure: the clause's breach on valid input; on invalid input a warn, since
+    what a consumer does with it is unspecified (suites/README.md, Grading)."""
+    if feeds == "valid":
+        check.that(False, clause, message)
+    else:
+        check.warn(clause, message + "; on invalid input, whose handling dlpack.h leaves unspecified "
+                   "(suites/README.md, Grading)")
+
+
+def deleter_once(check, calls, what, expected=1, calls_clause=None):
+    """OWN-03 for the deleter calls `calls` counted once an import or a refusal was let go:
+    exactly `expected` (1; 0 where no capsule was made). Whatever check counted them, a count
+    other than that breaks OWN-03 ("calls deleter once, and only once"); `what` names the path.
+    A deleter never called is also `calls_clause`'s where that clause asks for the call itself
+    (VER-08: facing another major the consumer calls the deleter). Returns whether it held."""
+    ok = check.that(calls == expected, "OWN-03", "%s: the deleter ran %d time(s), expected %d"
+                    % (what, calls, expected))
+    if calls_clause is not None:
+        check.that(calls or not expected, calls_clause, "%s: the deleter was never called" % what)
+    return ok
 
 
 def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
@@ -267,28 +304,18 @@ def deleter_accounting(check, att, alive_calls, clause="OWN-03", what=""):
 def refusal_accounting(check, target, att, what, feeds="valid"):
     """OWN-03: no deleter call while the result lives, exactly one once everything is gone
     (none when no capsule was made). An import is judged against the consumer's plain import
-    (a departure it shares is OWN-03's plain check's to report). A breach on invalid input is
-    warn: what a consumer does with it is unspecified (issue 12 grading). One collection per
-    phase: these run hundreds of times."""
-    def breach(message):
-        if feeds == "valid":
-            check.record("OWN-03", "fail", message)
-        else:
-            check.warn("OWN-03", message + "; on invalid input, whose handling dlpack.h leaves unspecified "
-                       "(suites/README.md, Grading)")
-
+    (ownership(): a departure it shares is the plain check's to report). A breach on invalid
+    input is warn (ownership_breach). One collection per phase: these run hundreds of times."""
     made = sum(f.capsules_made for f in att.producer.forges.values())
     if att.refused:
         drop_capsules(att.producer, imported=False)
         gc.collect()
         after = att.calls()
         if after != (1 if made else 0):
-            breach("%s: the deleter ran %d time(s) after the refusal (%s), expected %d"
-                   % (what, after, att.refusal(), 1 if made else 0))
-        check.record("OWN-03", "pass", "")
-        return
-    for message in departures(att.lifetime(collect=gc.collect), plain_lifetime(target), "%s: " % what):
-        breach(message)
+            ownership_breach(check, "OWN-03", "%s: the deleter ran %d time(s) after the refusal (%s), expected %d"
+                             % (what, after, att.refusal(), 1 if made else 0), feeds)
+    else:
+        ownership(check, att.lifetime(collect=gc.collect), plain_lifetime(target), "%s: " % what, feeds)
     check.record("OWN-03", "pass", "")
 
 
@@ -305,21 +332,15 @@ def interop_refused(check, att, what, clauses):
     raise Unsupported("the consumer refused %s with %s (LAY-11 lets a consumer raise)" % (what, describe_exc(att.exc)))
 
 
-def deleted_once(check, att, clause, what, after_what):
-    """Records `clause`: once the attempt is dropped, the forge's deleter has run exactly once."""
-    after = att.settle()
-    check.that(after == 1, clause, "%s: the deleter ran %d time(s) after %s (expected 1)" % (what, after, after_what))
-
-
-def must_refuse(check, target, kw, clause, what, count_clause="OWN-03"):
+def must_refuse(check, target, kw, clause, what):
     """The consumer must refuse the forged capsule `kw` cleanly (check.refusal), and the deleter
-    must then run exactly once (recorded under count_clause)."""
+    must then run exactly once (deleter_once)."""
     att = forged(target, kw)
     if not att.refused:
         check.accepted(clause, "%s was imported (result %r)" % (what, Shown(target, att.result)))
     else:
         check.refusal(clause, att, what)
-    deleted_once(check, att, count_clause, what, "the refusal")
+    deleter_once(check, att.settle(), "%s, let go" % what)
 
 
 def null_data_refused(check, att, shape, control):
@@ -357,9 +378,9 @@ def ndim0_refused(check, att, null_shape):
 
 def expect_import(check, target, clause, forge, what):
     """The Attempt of the capsules of `forge` (a RecordingProducer(keep=True)): for an import,
-    `clause` gets the values, and each departure of its ownership (rename, deleter calls) from a
-    correct import that the consumer's plain import does not share (departures(); a shared one
-    is the consumer's CAP-03/OWN-03 fault, reported there once), the result gone after. A
+    `clause` gets the values, and CAP-03 and OWN-03 each departure of its ownership (rename,
+    deleter calls) from a correct import that the consumer's plain import does not share
+    (ownership(); a shared one is reported by the plain check once), the result gone after. A
     refusal is the caller's to judge."""
     plain = plain_lifetime(target)
     att = Attempt(target, RecordingProducer(forge, keep=True))
@@ -367,8 +388,7 @@ def expect_import(check, target, clause, forge, what):
         return att
     got, d = result_elements(target, att.result)
     check.equal(got, forge.expected_elements(), clause, "%s: element values" % what)
-    for message in departures(att.lifetime(), plain, "%s: " % what):
-        check.that(False, clause, message)
+    ownership(check, att.lifetime(), plain, "%s: " % what)
     return att
 
 

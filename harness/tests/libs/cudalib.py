@@ -30,6 +30,9 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   device_not_implemented
                   from_dlpack raises NotImplementedError for any `device` but None (as cupy 14
                   does), instead of BufferError for one it cannot serve
+  copy_false_runtimeerror
+                  from_dlpack(copy=False), which it cannot serve without a copy, raises
+                  RuntimeError, a class the array API does not name
 """
 import contextlib
 import ctypes
@@ -218,7 +221,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     if device not in (None, "cuda", (kDLCUDA, 0)):
         raise BufferError("cudalib: arrays live on CUDA device 0 only, not %r" % (device,))
     if copy is False and not VIEW:
-        raise BufferError("cudalib: every import is a copy, and copy=False")
+        raise (RuntimeError if "copy_false_runtimeerror" in BUGS else BufferError)(
+            "cudalib: every import is a copy, and copy=False")
     view = VIEW and copy is not True
     if tuple(x.__dlpack_device__()) != (kDLCUDA, 0):
         raise BufferError("cudalib: CUDA memory on device 0 only")
