@@ -245,6 +245,17 @@ def test_every_cuda_fault_is_caught_on_its_clause(sim, fault_runs):
                 and r["verdict"] == "fail" and "per-thread default stream context" in r["message"]]
 
 
+def test_a_failing_runtime_call_of_pyref_is_its_cuda_error(sim):
+    """pyref's runtime raises the kit's CudaError (call, code, the runtime's words) for a call
+    that fails, not a TypeError of its own making, which a check would read as pyref's bug."""
+    code = ("from dlconform.pyref import _cuda\nrt, why = _cuda.runtime()\ntry:\n"
+            "    rt('cudaMemcpy', None, None, 8, 99)\nexcept _cuda.CudaError as e:\n    print(e.call, e.code)")
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DLCONFORM_CUDART=str(sim),
+                                                              PYTHONPATH=str(REPO / "harness")),
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["cudaMemcpy", "21"], (p.stdout, p.stderr)  # cudaErrorInvalidMemcpyDirection
+
+
 @pytest.mark.parametrize("fault, clause", [("consumer_no_rename", "CAP-03"), ("consumer_double_delete", "OWN-03"),
                                            ("consumer_no_delete", "OWN-03")])
 def test_ownership_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clause):

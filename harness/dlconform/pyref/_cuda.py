@@ -29,6 +29,8 @@ LEGACY, PER_THREAD, NON_BLOCKING, DISABLE_TIMING = (_declared.LEGACY, _declared.
 HOST_TO_DEVICE, DEVICE_TO_HOST, DEVICE_TO_DEVICE = (_declared.HOST_TO_DEVICE, _declared.DEVICE_TO_HOST,
                                                     _declared.DEVICE_TO_DEVICE)
 _vp, _int = ctypes.c_void_p, ctypes.c_int
+#: cudaErrorNoDevice, the code of a process that has no CUDA device to use
+_NO_DEVICE = 100
 
 
 CudaError = _declared.CudaError
@@ -47,7 +49,7 @@ class _Runtime:
         if code:
             self.lib.cudaGetLastError()
             text = self.lib.cudaGetErrorString(code)
-            raise CudaError("%s: %s (cudaError %d)" % (name, text.decode(errors="replace") if text else "?", code))
+            raise CudaError(name, code, text.decode(errors="replace") if text else "?")
 
     def stream(self):
         h = _vp()
@@ -93,7 +95,7 @@ def cuda_available():
 def _need():
     rt, why = runtime()
     if rt is None:
-        raise CudaError("pyref has no CUDA device: %s" % why)
+        raise CudaError("pyref.to_device", _NO_DEVICE, "pyref has no CUDA device: %s" % why)
     return rt
 
 
