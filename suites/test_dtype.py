@@ -9,7 +9,6 @@ that sent it). A result that carries the unknown dtype unchanged or keeps untype
 buffer such as mpi4py's) misreads nothing: warn, per the catalogue readings of VER-09 and
 DT-07/08; packed fp4 kept packed imposes no element order (DT-09).
 """
-import ctypes
 
 from dlconform import _probe, kit
 from support import attempts as tries
@@ -133,7 +132,7 @@ def test_producer_subbyte_dtypes(target, check):
         if (info.get("flags") or 0) & pycap.FLAG_SUBBYTE_PADDED:
             check.equal(kit.read_elements(cap), expected, "DT-09", "%s padded elements" % name)
         else:
-            raw = ctypes.string_at(info["data"] + info["byte_offset"], (n * bits + 7) // 8)
+            raw = kit.read_storage(cap, (n * bits + 7) // 8)  # device memory through the runtime
             got = bytes((int.from_bytes(raw, "little") >> (i * bits)) & ((1 << bits) - 1) for i in range(n))
             check.equal(got, expected, "DT-09", "%s packed elements (little bit-endian)" % name)
         done.add("DT-09")

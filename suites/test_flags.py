@@ -85,7 +85,8 @@ def _imported_readonly(target):
     y, exc = kit.attempt(lambda: target.from_dlpack(p))
     if exc is not None:  # refusing READ_ONLY is FLG-03's to judge
         return []
-    return [("imported from a READ_ONLY capsule", y, bool(target.describe(y).get("readonly")))]
+    readonly = tries.described_readonly(target, y)
+    return [] if readonly is None else [("imported from a READ_ONLY capsule", y, readonly)]
 
 
 @producer("FLG-02", feeds="valid")

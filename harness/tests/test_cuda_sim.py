@@ -328,3 +328,20 @@ def test_the_ptx_is_valid_for_the_gpus_of_this_toolkit(tmp_path):
         p = subprocess.run([ptxas, "--gpu-name", arch, str(src), "-o", str(tmp_path / (arch + ".cubin"))],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, (arch, p.stderr)
+
+
+def test_storage_of_a_cuda_capsule_is_read_through_the_runtime(rt):
+    """kit.read_storage (DT-09's packed bytes) reads CUDA memory through the runtime, host memory
+    from the host; a forge given CUDA memory never reads it from the host (expected_elements)."""
+    from dlconform import _ref
+
+    ptr = rt.malloc(N)
+    rt.copy_to_device(ptr, bytes(range(N)))
+    f = kit.Forge(dtype=(1, 4, 1), shape=(6,), byte_offset=4, data=ptr, device=(2, 0))
+    assert kit.read_storage(f.capsule(), 3) == bytes([4, 5, 6])
+    host = kit.Forge(dtype=(1, 4, 1), shape=(6,), byte_offset=4, buffer_size=N, fill=bytes(range(N)))
+    assert kit.read_storage(host.capsule(), 3) == bytes([4, 5, 6]) and kit.read_storage(host.capsule(), 0) == b""
+    for forge in (f, _ref.Forge(dtype=(1, 8, 1), shape=(6,), data=ptr, device=(2, 0))):
+        with pytest.raises(ValueError, match="device type 2, which the host cannot read"):
+            forge.expected_elements()
+    rt.free(ptr)

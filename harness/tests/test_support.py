@@ -419,6 +419,28 @@ def test_a_result_dlconform_cannot_read_is_no_finding_of_the_consumer(ref_target
     assert ("LAY-11", "unsupported") in verdicts and not [v for _, v in verdicts if v in ("warn", "fail")], verdicts
 
 
+def test_a_result_on_a_device_the_host_cannot_read_is_never_read():
+    """A consumer that moved a CPU import to its GPU (API-05's finding): its result's address is
+    device memory, and reading it from the host would be dlconform's segfault, charged to the
+    library as a crash. result_elements and kit.elements say Unsupported instead (the address
+    here is 16, which the host cannot read either: reaching gather would kill this test)."""
+    from dlconform import kit
+
+    class OnGpu:
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    class Target:
+        def describe(self, y):
+            return {"ptr": 16, "shape": (2,), "strides": (1,), "itemsize": 4}
+
+    with pytest.raises(kit.Unsupported, match=r"device \(2, 0\), which the host cannot read"):
+        tries.result_elements(Target(), OnGpu())
+    with pytest.raises(kit.Unsupported):
+        kit.elements({"ptr": 16, "shape": (2,), "strides": (1,), "itemsize": 4, "device": (2, 0)})
+    assert kit.elements({"ptr": 16, "shape": (0,), "strides": (1,), "itemsize": 4, "device": (1, 0)}) == b""
+
+
 # ---- helpers that record one rule for several suites ------------------------------------
 @needs_ref
 def test_zero_copy_passes_a_view_and_grades_a_copy(ref_target):
@@ -551,3 +573,18 @@ def test_marks_are_the_plugins_clause_role_and_feeds():
     assert (item_clauses(Item(a)), item_role(Item(a)), item_feeds(Item(a))) == (["CAP-01", "CAP-02"], "producer",
                                                                                "valid")
     assert (item_clauses(Item(b)), item_role(Item(b)), item_feeds(Item(b))) == (["LAY-10"], "consumer", "invalid")
+
+
+def test_described_readonly_is_none_for_an_import_the_target_cannot_describe():
+    """FLG-02's import way on a device target whose imports have no describe() (cupy, jax): left
+    out (None), not an unexpected NotImplementedError charged to the producer."""
+    class DeviceOnly:
+        def describe(self, y):
+            raise NotImplementedError("no describe() for device arrays")
+
+    class Host:
+        def describe(self, y):
+            return {"readonly": 1}
+
+    assert tries.described_readonly(DeviceOnly(), object()) is None
+    assert tries.described_readonly(Host(), object()) is True

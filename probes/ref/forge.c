@@ -345,6 +345,10 @@ static PyObject *Forge_capsule(Forge *f, PyObject *unused) {
   return ref_capsule_new(managed, f->capsule_name, f->versioned, 0);
 }
 
+static int forge_host_readable(DLDeviceType type) {
+  return type == kDLCPU || type == kDLCUDAHost || type == kDLROCMHost || type == kDLCUDAManaged;
+}
+
 static PyObject *Forge_expected_elements(Forge *f, PyObject *unused) {
   (void)unused;
   if (f->ndim < 0 || f->ndim > REF_MAX_NDIM || (f->shape_null && f->ndim > 0)) {
@@ -361,6 +365,13 @@ static PyObject *Forge_expected_elements(Forge *f, PyObject *unused) {
   if (e.zero_size) return PyBytes_FromStringAndSize(NULL, 0);
   if (!f->data) {
     PyErr_SetString(PyExc_ValueError, "NULL data for a non-empty tensor");
+    return NULL;
+  }
+  /* data given on a device the host cannot read (cudaMalloc'd memory) is never read here: on a
+   * GPU that would be a segfault of dlconform's, not a finding; the host types are read.c's */
+  if (!f->st->buffer && !forge_host_readable(f->device.device_type)) {
+    PyErr_Format(PyExc_ValueError, "the forged data (%p) was given on device type %d, which the host cannot read",
+                 f->data, (int)f->device.device_type);
     return NULL;
   }
   if (f->st->buffer && (f->byte_offset > (uint64_t)INT64_MAX ||

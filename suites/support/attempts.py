@@ -492,9 +492,21 @@ class Shown:
 
 
 def result_elements(target, y):
-    """(logical row-major element bytes of consumer result y, its describe() dict)."""
-    d = target.describe(y)
+    """(logical row-major element bytes of consumer result y, its describe() dict). A result
+    that says it lives on a device the host cannot read (a CPU import the consumer moved to its
+    GPU: API-05's finding) is Unsupported here, never read from the host (kit.elements)."""
+    d = dict(target.describe(y))
+    d.setdefault("device", result_device(y))
     return kit.elements(d), d
+
+
+def described_readonly(target, y):
+    """Whether describe() says the consumer result y is read-only; None where the target has no
+    describe() for it (a device target's import: cupy's, jax's), which is no finding of anyone's."""
+    try:
+        return bool(target.describe(y).get("readonly"))
+    except (NotImplementedError, Unsupported):
+        return None
 
 
 def result_device(y):

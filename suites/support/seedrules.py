@@ -11,6 +11,7 @@ import gc
 
 from dlconform import kit
 from dlconform.fuzz import devices
+from dlconform.kit.capsules import HOST_READABLE
 
 from .attempts import drop_capsules, result_device
 from .xapi_forge import handout_producer
@@ -211,12 +212,13 @@ def acceptance_rules(facts, y, d, forge, holder, target):
             out.append((clause, "fail" if misread else "warn", "%s (%s): %s" % (WHAT, why, how)))
         else:
             out.append((clause, "warn", "%s (%s) was imported; %s" % (WHAT, why, _INVALID)))
-    if d is not None and "device" not in facts["kwargs"] and device == (1, 0):
-        dev = result_device(y)
-        if dev not in (None, (1, 0)):
-            out.append(("API-05", "fail", "%s imported on device %r" % (WHAT, dev)))
+    dev = result_device(y) if d is not None else None
+    if d is not None and "device" not in facts["kwargs"] and device == (1, 0) and dev not in (None, (1, 0)):
+        out.append(("API-05", "fail", "%s imported on device %r" % (WHAT, dev)))
     if d is None or facts["reasons"] or facts["data"] != "buffer" or device != (1, 0):
         return out
+    if dev is not None and dev[0] not in HOST_READABLE:
+        return out  # moved to memory the host cannot read (API-05's finding): dlconform never reads it
     out += result_rules(facts, d, holder)
     if d.get("dtype") not in (None, tuple(facts["dtype"])):
         return out  # untyped bytes or another element type: the dtype checks judge that

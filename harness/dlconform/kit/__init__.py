@@ -1,7 +1,7 @@
 """The kit: DLPack in Python, as every part of dlconform uses it.
 
 - `abi`: dlpack.h's structs, names, flags and dtypes as ctypes types (declared once);
-- `capsules`: reading capsules (`inspect`, `extent`, `read_elements`, `gather`, `elements`),
+- `capsules`: reading capsules (`inspect`, `extent`, `read_elements`, `read_storage`, `gather`, `elements`),
   consuming them (`consume`) and counting their deleter calls (`instrument`);
 - `forge`: forged capsules with counted deleters (`Forge`) and the producers that hand them
   to a consumer (`RecordingProducer`, `CapsuleProducer`, `StreamDeviceProducer`,
@@ -22,7 +22,7 @@ from .abi import (DEFINED_FLAGS, DLPACK_VERSION, DTYPES, FLAG_IS_COPIED, FLAG_RE
                   LEGACY, USED_LEGACY, USED_NAMES, USED_VERSIONED, VERSIONED, XAPI_NAME, capsule_name, is_capsule,
                   itemsize, keep_forever, row_major)
 from .capsules import (Handle, Tracker, consume, elements, extent, gather, inspect, instrument, layout_extent,
-                       read_elements, rename)
+                       read_elements, read_storage, rename)
 from .check import (FAILING, FINDINGS, HARNESS_ERROR, VERDICTS, Check, CheckFailure, Unsupported, Warn, breach,
                     describe, detach, reproduce, unclean, worst)
 from .forge import (CapsuleProducer, CopyingProducer, Forge, HostTensor, RecordingProducer, StreamDeviceProducer,
@@ -31,12 +31,12 @@ from .xapi import (exchange_api, xapi_alloc, xapi_current_stream, xapi_dltensor_
                    xapi_to_py)
 
 __all__ = [
-    "DEFINED_FLAGS", "DLPACK_VERSION", "DTYPES", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED",
-    "LEGACY", "USED_LEGACY", "USED_NAMES", "USED_VERSIONED", "VERSIONED", "XAPI_NAME", "capsule_name",
-    "is_capsule", "itemsize", "keep_forever", "row_major", "Handle", "Tracker", "consume", "elements", "extent",
-    "gather", "inspect", "instrument", "layout_extent", "read_elements", "rename", "FAILING", "FINDINGS",
-    "HARNESS_ERROR", "VERDICTS", "Check", "CheckFailure", "Unsupported", "Warn", "breach", "describe", "detach",
-    "reproduce", "unclean", "worst", "CapsuleProducer", "CopyingProducer", "Forge", "HostTensor", "RecordingProducer",
+    "DEFINED_FLAGS", "DLPACK_VERSION", "DTYPES", "FLAG_IS_COPIED", "FLAG_READ_ONLY", "FLAG_SUBBYTE_PADDED", "LEGACY",
+    "USED_LEGACY", "USED_NAMES", "USED_VERSIONED", "VERSIONED", "XAPI_NAME", "capsule_name", "is_capsule", "itemsize",
+    "keep_forever", "row_major", "Handle", "Tracker", "consume", "elements", "extent", "gather", "inspect",
+    "instrument", "layout_extent", "read_elements", "read_storage", "rename", "FAILING", "FINDINGS", "HARNESS_ERROR",
+    "VERDICTS", "Check", "CheckFailure", "Unsupported", "Warn", "breach", "describe", "detach", "reproduce",
+    "unclean", "worst", "CapsuleProducer", "CopyingProducer", "Forge", "HostTensor", "RecordingProducer",
     "StreamDeviceProducer", "attempt", "forges", "legacy_producer", "exchange_api", "xapi_alloc",
-    "xapi_current_stream", "xapi_dltensor_from", "xapi_managed_from", "xapi_to_py",
+    "xapi_current_stream", "xapi_dltensor_from", "xapi_managed_from", "xapi_to_py"
 ]

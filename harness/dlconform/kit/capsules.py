@@ -21,6 +21,7 @@ import ctypes
 import threading
 
 from . import abi
+from .check import Unsupported
 
 #: the largest ndim whose shape and strides are read (probes/probe/probe.h)
 MAX_NDIM = 1024
@@ -243,6 +244,26 @@ def read_elements(capsule):
     return read_tensor(_tensor_of(capsule))
 
 
+def read_storage(capsule, nbytes):
+    """The `nbytes` of storage at the capsule's data + byte_offset, as they lie (the packed
+    sub-byte elements DT-09 reads bit by bit): through the CUDA runtime for CUDA memory, from
+    the host where the host reads the device's memory, else ValueError, as read_elements."""
+    t = _tensor_of(capsule)
+    if nbytes <= 0:
+        return b""
+    if not t.data:
+        raise ValueError("data is NULL for a non-empty tensor")
+    base = t.data + t.byte_offset
+    if base + nbytes > 1 << 64:
+        raise ValueError("data + byte_offset + %d bytes wraps the address space" % nbytes)
+    runtime = _cuda_runtime(t.device.device_type)
+    if runtime is not None:
+        return bytes(_copy_extent(runtime, t.device.device_type, base, nbytes))
+    if t.device.device_type not in HOST_READABLE:
+        raise ValueError("cannot read storage on device type %d from the host" % t.device.device_type)
+    return ctypes.string_at(base, nbytes)
+
+
 def gather(address, shape, strides, itemsize):
     """The elements of a strided CPU tensor at `address` (strides in elements, None for row-major)."""
     if not isinstance(address, int):
@@ -264,7 +285,13 @@ def gather(address, shape, strides, itemsize):
 
 def elements(d):
     """The elements of a result described by `d` (a target's describe(): ptr, shape, strides in
-    elements, itemsize), read from host memory."""
+    elements, itemsize, and where known its `device`), read from host memory. A result on a
+    device the host cannot read is Unsupported, never read: on a GPU that read would be a
+    segfault of dlconform's, recorded as the library's crash."""
+    device = d.get("device")
+    if device is not None and int(device[0]) not in HOST_READABLE:
+        raise Unsupported("the result lives on device %r, which the host cannot read: its elements are not read "
+                          "here" % (tuple(device),))
     if any(int(n) == 0 for n in d["shape"]):
         return b""
     return gather(int(d["ptr"]), d["shape"], d["strides"], int(d["itemsize"]))

@@ -20,7 +20,7 @@ import ctypes
 from collections.abc import Mapping
 
 from . import abi
-from .capsules import EXTENT_STATUSES, call_deleter, gather_at, layout_extent
+from .capsules import EXTENT_STATUSES, HOST_READABLE, call_deleter, gather_at, layout_extent
 from .check import detach
 
 #: the alignment of a forge's buffer (REF_ALIGN)
@@ -205,7 +205,13 @@ class Forge:
         return abi.capsule_new(address, self._name, _DESTRUCTOR)
 
     def expected_elements(self):
-        """The bytes the forged tensor holds, in logical row-major order."""
+        """The bytes the forged tensor holds, in logical row-major order. Read from the host: memory
+        the forge was given on a device the host cannot read (cudaMalloc'd data) is refused with
+        ValueError, never read (on a GPU that is a segfault of dlconform's); its elements are the
+        values written there (support/cuda.py: DeviceForge)."""
+        if self.buffer is None and self.data and self.device[0] not in HOST_READABLE:
+            raise ValueError("the forged data (%#x) was given on device type %d, which the host cannot read"
+                             % (self.data, self.device[0]))
         if self.ndim < 0 or self.ndim > MAX_READ_NDIM or (self.shape_null and self.ndim > 0):
             raise ValueError("the forged layout has no elements to read")
         shape = (self.shape + (1,) * self.ndim)[:self.ndim]

@@ -247,7 +247,8 @@ class GenericTarget(Target):
             return {"ptr": (d["data"] or 0) + d["byte_offset"], "shape": shape,
                     "strides": tuple(d["strides"]) if d.get("strides") is not None else row_major_strides(shape),
                     "itemsize": _dtypes.itemsize(tuple(d["dtype"])), "readonly": bool((d.get("flags") or 0) & 1),
-                    "dtype": tuple(d["dtype"]), "elements": read_elements(cap) if elements else None}
+                    "dtype": tuple(d["dtype"]), "device": tuple(d["device"]),
+                    "elements": read_elements(cap) if elements else None}
         except Exception:  # an export that fails or cannot be read: this reader cannot read y
             return None
 
