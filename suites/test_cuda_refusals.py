@@ -1,5 +1,6 @@
 """Every refusal reason of support/reasons.py over CUDA memory: what a CUDA consumer does with
-each capsule test_refusals.py feeds a CPU consumer, its data on (kDLCUDA, 0).
+each capsule test_refusals.py feeds a CPU consumer, its data on (kDLCUDA, 0), the dtypes a rule
+reads (rs.DTYPE_REASONS: fp6 and fp4 with other bits, DT-07 and DT-08) among them.
 
 A consumer that takes device memory only (a kernel library, cupy, `module@cuda`) never meets
 the CPU files' capsules on its own path, so its checks of version, ndim, shape, extents, strides
@@ -11,6 +12,10 @@ the library's way, or is refused cleanly; the deleter runs once, never while the
 reads it on the CPU (misread fails, carried unread warns), with its bytes read back from the
 device and its dtype as the device's reader names it (`import_dtype`; unsupported where it
 cannot). The reasons whose device is the point are test_refusals.py's alone.
+
+Two refusals that are no capsule's metadata are judged here too, with the CPU's code: a capsule
+of CUDA memory already named used_* (CAP-04), and an exception of a CUDA producer, which must
+reach the caller unchanged (ERR-02).
 """
 import pytest
 
@@ -20,6 +25,7 @@ from support import cuda as cu
 from support import dtypes as dty
 from support import readings as rd
 from support import reasons as rs
+from support.marks import consumer
 
 #: every record here names the CUDA device its tensors were on
 pytestmark = pytest.mark.device("cuda")
@@ -29,7 +35,7 @@ BUFFER = 64
 
 
 def _cases():
-    for r in rs.REASONS:
+    for r in rs.REASONS + rs.DTYPE_REASONS:
         if tuple(r.device) == (1, 0):
             yield pytest.param(r.id, id=r.id, marks=[pytest.mark.clause(r.clause), pytest.mark.feeds(r.feeds)])
 
@@ -73,8 +79,8 @@ def _unknown_value(check, target, dev, att, p, reason, data, what):
     (rd.unknown_value_verdict: misread fails, carried unread warns), its bytes read back the
     library's way and its dtype as the device's reader names it (import_dtype); unsupported
     where the device cannot tell either."""
-    shape = reason.kw["shape"]
-    expected = cu.host_elements(data, 0, shape, dty.row_major_strides(shape), 4)
+    shape, (_, bits, lanes) = reason.kw["shape"], reason.kw["dtype"]
+    expected = cu.host_elements(data, 0, shape, dty.row_major_strides(shape), bits * lanes // 8)
     try:
         held = dev.import_dtype(att.result)
         reader = (expected, lambda y: cu.read_ready(dev, y, p)[0], lambda y: {"dtype": held})
@@ -82,3 +88,31 @@ def _unknown_value(check, target, dev, att, p, reason, data, what):
                                                               device_reader=reader))
     except kit.Unsupported as e:
         check.record(reason.clause, "unsupported", "%s was imported, but %s" % (what, e))
+
+
+def _device_forges(rt):
+    """A factory of cu.DeviceForge over ready CUDA memory of float32 elements (distinct values)
+    of the shape asked for, with explicit row-major strides."""
+    return lambda **kw: cu.DeviceForge(rt, dty.safe_values("float32", kw["shape"]), dtype="float32",
+                                       strides=kit.row_major(kw["shape"]), **kw)
+
+
+@consumer("CAP-04")
+def test_cuda_consumer_refuses_used_capsule(target, check):
+    """A capsule of CUDA memory already named used_* belongs to another consumer: from_dlpack
+    must refuse it (either kind) and never call its deleter; the owner does, exactly once."""
+    _, rt = cu.device(target)
+    for versioned in (False, True):
+        what = "%s CUDA capsule" % ("versioned" if versioned else "legacy")
+        tries.used_capsule_refused(check, target, versioned, what, "CAP-04", make_forge=_device_forges(rt),
+                                   shape=(2, 3))
+
+
+@consumer("ERR-02")
+@pytest.mark.parametrize("where", ["__dlpack__", "__dlpack_device__"])
+def test_cuda_producer_exception_propagates(target, check, where):
+    """An exception a CUDA producer's __dlpack__ or __dlpack_device__ raises reaches the caller
+    of from_dlpack unchanged (the same object), a plain Exception subclass and a BufferError
+    subclass alike: a kernel library must not wrap or replace it."""
+    _, rt = cu.device(target)
+    tries.producer_error_propagates(check, target, where, device=(2, 0), make_forge=_device_forges(rt))

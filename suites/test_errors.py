@@ -83,24 +83,7 @@ def test_producer_exception_propagates(target, check, where):
     """An exception raised by the producer's __dlpack__ or __dlpack_device__ reaches the caller of
     from_dlpack unchanged (same class, same object), for a plain Exception subclass and a
     BufferError subclass."""
-    for cls in (tries.ProducerError, tries.ProducerBufferError):
-        raised = cls("raised by the producer's %s" % where)
-        p = tries.RaisingProducer(raised, where)
-        att = tries.Attempt(target, p)
-        exc = att.exc
-        if where not in p.events:
-            if exc is not None:
-                check.refusal("ERR-02", exc, cls.__name__)
-            check.record("ERR-02", "pass", "the consumer never calls %s (see API-04), so it has nothing to propagate"
-                         % where)
-        elif exc is None:
-            check.that(False, "ERR-02", "%s raised %s but from_dlpack returned %s"
-                       % (where, cls.__name__, type(att.result).__name__))
-        else:
-            check.that(exc is raised, "ERR-02", "%s raised %s; from_dlpack raised %s instead" % (
-                where, cls.__name__,
-                tries.describe_exc(exc) if type(exc) is not cls else "another %s object" % cls.__name__))
-        att.result = None
+    tries.producer_error_propagates(check, target, where)
 
 
 @consumer("ERR-03")

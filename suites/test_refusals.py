@@ -180,10 +180,6 @@ def _unasked_major(target, check):
 
 
 # ---------------------------------------------------------------------------- dtypes and devices
-#: dtypes whose reading a rule of the spec states, so valid input (suites/README.md, Grading):
-#: codes no DLPack version defines (VER-09: never misread) and fp6/fp4 with other bits (DT-07,
-#: DT-08: the consumer stops the import)
-RULED_DTYPES = ((18, 8, 1), (99, 32, 1), (255, 8, 1), (15, 8, 1), (16, 4, 1), (17, 8, 1))
 #: malformed dtypes no rule reads for a consumer: zero bits, a bool of 1 or 16 bits (DT-03 says
 #: 8), a 24-bit IEEE float (DT-13): invalid input
 MALFORMED_DTYPES = ((2, 0, 1), (0, 0, 1), (6, 1, 1), (6, 16, 1), (2, 24, 1))
@@ -192,7 +188,7 @@ DEVICE_TYPES = (2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 
 
 def _ruled_import(check, target, att, what, clause):
-    """A RULED_DTYPES dtype imported: fp6/fp4 with other bits fails (DT-07, DT-08); an unknown
+    """An rs.RULED_DTYPES dtype imported: fp6/fp4 with other bits fails (DT-07, DT-08); an unknown
     code misread fails, carried unread is warn (the VER-09 reading)."""
     if clause != "VER-09":
         check.record(clause, "fail", "%s was imported (result %r); dlpack.h: a consumer that sees other bits "
@@ -235,8 +231,7 @@ def test_consumer_dtype_refusals_and_deleter(target, check, route):
 def test_consumer_ruled_dtype_refusals_and_deleter(target, check, route):
     """dtypes whose reading the spec states: unknown codes never misread (VER-09), fp6/fp4
     with other bits never imported (DT-07, DT-08); a clean refusal passes, the deleter once."""
-    cases = [("dtype %r" % (t,), {"dtype": t, "shape": (4,), "buffer_size": 64}, (1, 0),
-              {15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(t[0], "VER-09")) for t in RULED_DTYPES]
+    cases = [("dtype %r" % (r.kw["dtype"],), dict(r.kw), r.device, r.clause) for r in rs.DTYPE_REASONS]
     _each(target, check, route, cases, imported=_ruled_import)
 
 

@@ -69,11 +69,17 @@ UNCATCHABLE = {
 }
 #: the device check of ownership: the faults that break it are consumer faults of the CPU, which
 #: the calibration runs on the CPU; test_cuda_checks.py runs them on pyref@cuda, where it fails
-_CUDA_OWNERSHIP = ("caught on pyref@cuda by test_cuda_checks.py::test_ownership_faults_are_caught_on_cuda_capsules "
+_CUDA_OWNERSHIP = ("caught on pyref@cuda by test_cuda_checks.py::test_consumer_faults_are_caught_on_cuda_capsules "
                    "(consumer_no_rename, consumer_double_delete, consumer_no_delete); here those faults run on the CPU")
 UNCATCHABLE.update({("test_cuda_stream.py::test_cuda_consumer_owns_the_import_once", clause): _CUDA_OWNERSHIP
                     for clause in ("CAP-03", "OWN-03")})
 UNCATCHABLE[("test_cuda_keywords.py::test_cuda_consumer_retries_without_new_keywords", "OWN-03")] = _CUDA_OWNERSHIP
+#: the device twins of CAP-04 and ERR-02: pyref's CPU consumer faults of the code its CUDA import shares
+UNCATCHABLE.update({("test_cuda_refusals.py::" + test, clause): (
+    "caught on pyref@cuda by test_cuda_checks.py::test_consumer_faults_are_caught_on_cuda_capsules (%s); here that "
+    "fault runs on the CPU" % fault) for test, clause, fault in (
+        ("test_cuda_consumer_refuses_used_capsule", "CAP-04", "consumer_accepts_used"),
+        ("test_cuda_producer_exception_propagates", "ERR-02", "consumer_wraps_producer_errors"))})
 #: the class of a copy=False refusal where the consumer copies every import: ref and pyref view
 _COPIES_ALWAYS = ("reached only by a consumer that copies every import (ref and pyref view): caught on the planted "
                   "bugs of such consumers, bytecopy's wrong_exc (test_copying_consumer.py) and cudalib's "
@@ -239,7 +245,10 @@ NOT_FOR_REF.update({test: (
         "test_cuda_consumer_passes_max_version_tuple", "test_cuda_consumer_checks_name_and_version",
         "test_cuda_consumer_retries_without_new_keywords",
         "test_cuda_consumer_retries_for_every_keyword", "test_cuda_consumer_readonly_import")]
-    + ["test_cuda_refusals.py::test_cuda_consumer_refusal_and_deleter", "test_cuda_interop.py::test_cuda_interop"]})
+    + ["test_cuda_refusals.py::" + t for t in (
+        "test_cuda_consumer_refusal_and_deleter", "test_cuda_consumer_refuses_used_capsule",
+        "test_cuda_producer_exception_propagates")]
+    + ["test_cuda_interop.py::test_cuda_interop"]})
 
 
 def _not_for_ref(record):

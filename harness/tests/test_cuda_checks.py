@@ -256,20 +256,25 @@ def test_a_failing_runtime_call_of_pyref_is_its_cuda_error(sim):
     assert p.stdout.split() == ["cudaMemcpy", "21"], (p.stdout, p.stderr)  # cudaErrorInvalidMemcpyDirection
 
 
-@pytest.mark.parametrize("fault, clause", [("consumer_no_rename", "CAP-03"), ("consumer_double_delete", "OWN-03"),
-                                           ("consumer_no_delete", "OWN-03")])
-def test_ownership_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clause):
-    """pyref's consumer ownership faults, through its CUDA import (device_from_dlpack), fail the
-    device check of ownership (test_cuda_consumer_owns_the_import_once) on their clause, and the
-    deleter faults OWN-03 of the refusals over CUDA memory too (test_cuda_refusals.py): the rules
-    a CUDA-only consumer is judged on by the device checks alone, and of the retry of an old
-    producer over CUDA memory (test_cuda_keywords.py), which leaves VER-05 and VER-06 clean."""
+@pytest.mark.parametrize("fault, clause, where, check", [
+    ("consumer_no_rename", "CAP-03", "test_cuda_stream.py", "owns_the_import_once"),
+    ("consumer_double_delete", "OWN-03", "test_cuda_stream.py", "owns_the_import_once"),
+    ("consumer_no_delete", "OWN-03", "test_cuda_stream.py", "owns_the_import_once"),
+    ("consumer_accepts_used", "CAP-04", "test_cuda_refusals.py", "refuses_used_capsule"),
+    ("consumer_wraps_producer_errors", "ERR-02", "test_cuda_refusals.py", "producer_exception_propagates")])
+def test_consumer_faults_are_caught_on_cuda_capsules(sim, tmp_path, fault, clause, where, check):
+    """pyref's consumer faults of the code its CPU and CUDA imports share (taking the capsule,
+    asking the producer), through its CUDA import (device_from_dlpack), fail the device check of
+    their clause (`check` of `where`), and nothing else there. The deleter faults fail OWN-03 of
+    the refusals over CUDA memory too (test_cuda_refusals.py): the rules a CUDA-only consumer is
+    judged on by the device checks alone, and of the retry of an old producer over CUDA memory
+    (test_cuda_keywords.py), which leaves VER-05 and VER-06 clean."""
     spec = "pyref@cuda:fault=%s,role=consumer" % fault
-    p = _device_run(tmp_path / "out", sim, "-q", "--target", spec, "--tests", "test_cuda_stream.py",
-                    "--clause", clause)
+    p = _device_run(tmp_path / "out", sim, "-q", "--target", spec, "--tests", where, "--clause", clause)
     records = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
-    caught = [r for r in records if "owns_the_import_once" in r["test"] and r["clause"] == clause]
-    assert [r["verdict"] for r in caught] == ["fail"] and p.returncode == 1, (records, p.stderr)
+    caught = {r["verdict"] for r in records if check in r["test"] and r["clause"] == clause}
+    assert caught == {"fail"} and p.returncode == 1, (records, p.stderr)
+    assert not [r for r in records if r["verdict"] == "fail" and check not in r["test"]], records
     if clause == "OWN-03":
         p = _device_run(tmp_path / "refusals", sim, "-q", "--target", spec, "--tests", "test_cuda_refusals.py",
                         "--tests", "test_cuda_keywords.py")

@@ -242,14 +242,19 @@ def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
     """suites/test_cuda_refusals.py on cudalib: clean, it refuses what it must and takes what it
     may (each reason passes); trusting the header (trusts_header) it imports a version 2.0 and
     a 0.9 capsule (VER-08 fails), a negative ndim and overflowing shapes (warns: invalid input),
-    and dtype code 99 as untyped bytes (its interface's typestr V: carried unread, a warn)."""
-    for bug in ("", "trusts_header"):
+    dtype codes no DLPack version defines as untyped bytes (its interface's typestr V: carried
+    unread, a warn), and fp6 and fp4 whose bits say 8 (DT-07, DT-08 fail), which is all that
+    taking those codes for whole bytes (subbyte_as_bytes) breaks."""
+    subbyte = [("dtype-15-8-1", "DT-07", "fail"), ("dtype-17-8-1", "DT-08", "fail")]
+    want = {"": [], "subbyte_as_bytes": subbyte, "trusts_header": sorted(subbyte + [
+        ("dtype-18-8-1", "VER-09", "warn"), ("dtype-99-32-1", "VER-09", "warn"), ("dtype-255-8-1", "VER-09", "warn"),
+        ("ndim-negative", "LAY-09", "warn"), ("shape-bytes-overflow", "LAY-10", "warn"),
+        ("shape-numel-overflow", "LAY-10", "warn"), ("version-0.9", "VER-08", "fail"),
+        ("version-1.99-dtype-99", "VER-09", "warn"), ("version-2.0", "VER-08", "fail")])}
+    for bug, expected in want.items():
         p, doc, _ = _run(tmp_path / (bug or "clean"), bug, files=("test_cuda_refusals.py",))
         found = sorted({(r["test"].split("[")[-1].rstrip("]"), r["clause"], r["verdict"]) for r in doc["results"]
                         if r["verdict"] != "pass"})
-        assert len(doc["results"]) >= 2 * 13, doc["results"]  # each reason: its clause and OWN-03
-        assert found == ([] if not bug else [
-            ("ndim-negative", "LAY-09", "warn"), ("shape-bytes-overflow", "LAY-10", "warn"),
-            ("shape-numel-overflow", "LAY-10", "warn"), ("version-0.9", "VER-08", "fail"),
-            ("version-1.99-dtype-99", "VER-09", "warn"), ("version-2.0", "VER-08", "fail")]), (found, p.stderr)
+        assert len(doc["results"]) >= 2 * 19, doc["results"]  # each reason: its clause and OWN-03
+        assert found == expected, (bug, found, p.stderr)
         assert p.returncode == (1 if bug else 0), p.stderr

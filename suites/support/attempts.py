@@ -550,15 +550,17 @@ def zero_copy(check, target, ptr, address, what):
                  "copied%s" % (what, ptr, address, reading))
 
 
-def used_capsule_refused(check, target, versioned, what, count_clause, attempt=Attempt, **forge_kwargs):
-    """A capsule its owner consumed (named used_*) handed to the consumer in a CapsuleProducer
-    through `attempt` (Attempt, or a subclass that takes another route): CAP-04 wants it refused
-    cleanly, and the refusing consumer never calls its deleter, which the owner's release then
-    calls once (both counted under `count_clause`)."""
-    forge = kit.Forge(versioned=versioned, **forge_kwargs)
+def used_capsule_refused(check, target, versioned, what, count_clause, attempt=Attempt, make_forge=kit.Forge,
+                         **forge_kwargs):
+    """A capsule its owner consumed (named used_*; make_forge(versioned=, **forge_kwargs)'s memory)
+    handed to the consumer in a CapsuleProducer on its device through `attempt` (Attempt, or a
+    subclass that takes another route): CAP-04 wants it refused cleanly, and the refusing
+    consumer never calls its deleter, which the owner's release then calls once (both counted
+    under `count_clause`)."""
+    forge = make_forge(versioned=versioned, **forge_kwargs)
     cap = forge.capsule()
     handle = kit.consume(cap)
-    att = attempt(target, kit.CapsuleProducer(cap))
+    att = attempt(target, kit.CapsuleProducer(cap, device=forge.device))
     if att.exc is None:
         check.record("CAP-04", "fail", "%s: from_dlpack imported a capsule named %r" % (what, kit.inspect(cap)["name"]))
         kit.keep_forever(handle)  # the consumer now gives the tensor back; the handle must not
@@ -582,29 +584,59 @@ class ProducerBufferError(BufferError):
 
 
 class RaisingProducer:
-    """Raises `exc` from __dlpack__ or __dlpack_device__ (`where`); the other method works."""
+    """Raises `exc` from __dlpack__ or __dlpack_device__ (`where`); the other method works: it
+    says `device` and exports export(**keywords) (capsule_asked_for: host memory)."""
 
-    def __init__(self, exc, where):
+    def __init__(self, exc, where, device=(1, 0), export=None):
         self.exc = exc
         self.where = where
+        self.device = tuple(device)
+        self.export = export or capsule_asked_for
         self.events = []
 
     def __dlpack_device__(self):
         self.events.append("__dlpack_device__")
         if self.where == "__dlpack_device__":
             raise self.exc
-        return (1, 0)
+        return self.device
 
     def __dlpack__(self, **kw):
         self.events.append("__dlpack__")
         if self.where == "__dlpack__":
             raise self.exc
-        return capsule_asked_for(**kw)
+        return self.export(**kw)
 
 
-def capsule_asked_for(max_version=None, **_):
-    """A (2,) float32 capsule of the kind the call asks for: versioned only with a max_version of
-    major 1 or more, legacy otherwise (VER-02), so the consumer meets no other fault than the
-    exception under test."""
+def capsule_asked_for(max_version=None, make_forge=kit.Forge, **_):
+    """A (2,) float32 capsule of the kind the call asks for (make_forge(shape=, versioned=)):
+    versioned only with a max_version of major 1 or more, legacy otherwise (VER-02), so the
+    consumer meets no other fault than the exception under test."""
     versioned = isinstance(max_version, tuple) and len(max_version) == 2 and max_version[0] >= 1
-    return kit.Forge(shape=(2,), versioned=versioned).capsule()
+    return make_forge(shape=(2,), versioned=versioned).capsule()
+
+
+def producer_error_propagates(check, target, where, device=(1, 0), make_forge=kit.Forge):
+    """ERR-02: an exception the producer raises from `where` (__dlpack__ or __dlpack_device__),
+    a plain Exception subclass and a BufferError subclass, reaches the caller of from_dlpack
+    unchanged (the same object). The producer says `device`; its other method exports
+    make_forge's memory. A consumer that never calls `where` has nothing to propagate."""
+    def export(**kw):
+        return capsule_asked_for(make_forge=make_forge, **kw)
+
+    for cls in (ProducerError, ProducerBufferError):
+        raised = cls("raised by the producer's %s" % where)
+        p = RaisingProducer(raised, where, device, export)
+        att = Attempt(target, p)
+        exc = att.exc
+        if where not in p.events:
+            if exc is not None:
+                check.refusal("ERR-02", exc, cls.__name__)
+            check.record("ERR-02", "pass", "the consumer never calls %s (see API-04), so it has nothing to propagate"
+                         % where)
+        elif exc is None:
+            check.that(False, "ERR-02", "%s raised %s but from_dlpack returned %s"
+                       % (where, cls.__name__, type(att.result).__name__))
+        else:
+            check.that(exc is raised, "ERR-02", "%s raised %s; from_dlpack raised %s instead" % (
+                where, cls.__name__, describe_exc(exc) if type(exc) is not cls else "another %s object" % cls.__name__))
+        att.result = None

@@ -40,5 +40,21 @@ REASONS = (
     _r("strides-zero", "LAY-11", "valid", "any", "both", shape=(3,), strides=(0,)),
     _r("device-99", "VER-09", "valid", "read", "both", device=(99, 0), shape=(2, 3)),
 )
+#: dtypes whose reading a rule of the spec states, so valid input (suites/README.md, Grading):
+#: codes no DLPack version defines (VER-09: never misread) and fp6/fp4 with other bits (DT-07,
+#: DT-08: the consumer stops the import)
+RULED_DTYPES = ((18, 8, 1), (99, 32, 1), (255, 8, 1), (15, 8, 1), (16, 4, 1), (17, 8, 1))
+
+
+def ruled_clause(dtype):
+    """The clause that reads a RULED_DTYPES dtype."""
+    return {15: "DT-07", 16: "DT-07", 17: "DT-08"}.get(dtype[0], "VER-09")
+
+
+#: RULED_DTYPES as reasons: test_refusals.py takes each through every route (one check a route),
+#: test_cuda_refusals.py each over CUDA memory
+DTYPE_REASONS = tuple(
+    _r("dtype-%d-%d-%d" % t, ruled_clause(t), "valid", "read" if ruled_clause(t) == "VER-09" else "refuse", "both",
+       dtype=t, shape=(4,), buffer_size=64) for t in RULED_DTYPES)
 #: the reasons by id: a test takes the id (a literal its reproducer can pass)
-REASON = {r.id: r for r in REASONS}
+REASON = {r.id: r for r in REASONS + DTYPE_REASONS}

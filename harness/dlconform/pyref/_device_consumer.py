@@ -27,7 +27,7 @@ import threading
 
 from . import _capi, _cuda, _dtypes, _faults
 from ._array import frombuffer, numel, row_major_strides
-from ._consumer import MAX_VERSION, _layout_fields, check_span, header_flags, import_capsule, take_capsule
+from ._consumer import MAX_VERSION, _ask, _layout_fields, check_span, header_flags, import_capsule, take_capsule
 from ..kit.abi import FLAG_IS_COPIED, FLAG_READ_ONLY, DLDeviceType, DLManagedTensorVersioned
 
 _local = threading.local()
@@ -81,7 +81,7 @@ def device_from_dlpack(x, *, device=None, copy=None):
         raise TypeError("copy must be None, True or False, not %r" % (copy,))
     rt = _cuda._need()
     to_host = _wants_host(device)
-    device_type, device_id = x.__dlpack_device__()
+    device_type, device_id = _ask(x.__dlpack_device__)
     if device_type != DLDeviceType.kDLCUDA:
         raise _refusal("pyref.device_from_dlpack: the data is on device %r, not CUDA (pyref.from_dlpack imports "
                        "CPU memory) (DEV-07)" % ((device_type, device_id),))
@@ -146,11 +146,11 @@ def _ask_device(x, kwargs):
     still needs: STR-01). A copy asked for is then pyref's to make (the legacy capsule has no
     IS_COPIED to say the producer made one)."""
     try:
-        return x.__dlpack__(**kwargs)
+        return _ask(x.__dlpack__, **kwargs)
     except TypeError:
         if _faults.active("cuda_consumer_no_retry"):
             raise
-        return x.__dlpack__(stream=kwargs["stream"])
+        return _ask(x.__dlpack__, stream=kwargs["stream"])
 
 
 def _wants_host(device):

@@ -30,6 +30,9 @@ Bugs can be planted with CUDALIB_BUG=name[,name...]:
   device_not_implemented
                   from_dlpack raises NotImplementedError for any `device` but None (as cupy 14
                   does), instead of BufferError for one it cannot serve
+  subbyte_as_bytes
+                  from_dlpack takes fp6 and fp4 (codes 15 to 17) whose bits say 8 for whole-byte
+                  elements, where dlpack.h says a consumer that sees other bits stops the import
   copy_false_runtimeerror
                   from_dlpack(copy=False), which it cannot serve without a copy, raises
                   RuntimeError, a class the array API does not name
@@ -193,10 +196,13 @@ def _take(cap):
 
 def _check_header(m, t):
     """BufferError for a tensor cudalib cannot read: a major version other than 1, a dtype code
-    it does not know (or no whole bytes), a negative ndim, a NULL shape."""
+    it does not know (or no whole bytes: fp6 and fp4, codes 15 to 17, whatever their bits say),
+    a negative ndim, a NULL shape."""
     if isinstance(m, DLManagedTensorVersioned) and m.version.major != 1:
         raise BufferError("cudalib: DLPack major version %d" % m.version.major)
-    if not (t.dtype.code <= 17 and t.dtype.code != 3 and t.dtype.bits % 8 == 0 and t.dtype.bits and t.dtype.lanes):
+    subbyte = t.dtype.code in (15, 16, 17) and "subbyte_as_bytes" not in BUGS
+    if subbyte or not (t.dtype.code <= 17 and t.dtype.code != 3 and t.dtype.bits % 8 == 0 and t.dtype.bits
+                       and t.dtype.lanes):
         raise BufferError("cudalib: no dtype (%d, %d, %d)" % (t.dtype.code, t.dtype.bits, t.dtype.lanes))
     if t.ndim < 0 or (t.ndim and not t.shape):
         raise BufferError("cudalib: ndim %d with %s shape" % (t.ndim, "a" if t.shape else "a NULL"))
