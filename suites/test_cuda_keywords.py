@@ -1,13 +1,14 @@
-"""API, CPY, DEV, VER and FLG on CUDA, consumer side: what a CUDA consumer's from_dlpack makes
-of its keywords (`device`, `copy`), what max_version it passes and how it retries for an old
-producer, and what it makes of a READ_ONLY capsule, over device memory.
+"""API, CPY, DEV, VER, FLG and OWN-06 on CUDA, consumer side: what a CUDA consumer's from_dlpack
+makes of its keywords (`device`, `copy`), what max_version it passes and how it retries for an
+old producer, and what it makes of a READ_ONLY or IS_COPIED capsule and of a NULL manager_ctx,
+over device memory.
 
 The CPU's checks of the same clauses (test_device.py, test_copy.py, test_versioning.py,
-test_flags.py) feed host memory, so a device variant skips them; these feed a producer over
-ready device memory of our own (support/cuda.DeviceProducer: it copies on the device for
-copy=True and to the host for dl_device=(kDLCPU, 0), as a correct producer does, or takes the
-stream alone, as an old one does) and judge with the same code (support/imports.py), reading
-each import the library's way (cuda.DeviceResults).
+test_flags.py, test_ownership.py) feed host memory, so a device variant skips them; these feed
+a producer over ready device memory of our own (support/cuda.DeviceProducer: it copies on the
+device for copy=True and to the host for dl_device=(kDLCPU, 0), as a correct producer does, or
+takes the stream alone, as an old one does) and judge with the same code (support/imports.py),
+reading each import the library's way (cuda.DeviceResults).
 """
 import pytest
 
@@ -136,3 +137,28 @@ def test_cuda_consumer_readonly_import(target, check):
                               cu.DeviceResults(target, dev, rt))
     if att is not None:
         att.settle()
+
+
+@consumer("FLG-05")
+def test_cuda_consumer_is_copied_import(target, check):
+    """An IS_COPIED CUDA capsule (alone, and with READ_ONLY) is the consumer's alone: it imports
+    as any other, with its elements and the ownership of a plain import; a refusal warns, but
+    where READ_ONLY alone is refused (FLG-03's finding then)."""
+    dev, rt = cu.device(target)
+    imp.is_copied_import(check, target, lambda flags: _producer(rt, flags=flags), cu.DeviceResults(target, dev, rt),
+                         lambda: _refuses_read_only(target, rt))
+
+
+def _refuses_read_only(target, rt):
+    """Whether the consumer refuses a CUDA capsule whose only flag is READ_ONLY."""
+    att = tries.Attempt(target, _producer(rt, flags=kit.FLAG_READ_ONLY))
+    att.settle()
+    return att.exc is not None
+
+
+@consumer("OWN-06")
+def test_cuda_consumer_accepts_null_manager_ctx(target, check):
+    """manager_ctx is opaque and may be NULL: a CUDA capsule with none imports with its elements,
+    and its ownership departs from the consumer's plain import in nothing."""
+    dev, rt = cu.device(target)
+    imp.null_manager_ctx(check, target, _producer(rt), cu.DeviceResults(target, dev, rt))

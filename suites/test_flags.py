@@ -215,20 +215,11 @@ def _refuses_read_only(target):
 
 @consumer("FLG-05")
 def test_is_copied_import(target, check):
-    """An IS_COPIED capsule is the consumer's alone: it imports normally (values, deleter once)."""
-    tries.require_versioned_consumer(target)
-    for flags in (pycap.FLAG_IS_COPIED, pycap.FLAG_IS_COPIED | pycap.FLAG_READ_ONLY):
-        forge = kit.Forge(versioned=True, shape=(2, 3), flags=flags)
-        att = tries.expect_import(check, target, "FLG-05", forge, "flags %#x" % flags)
-        if att.exc is not None:
-            att.drop_capsules()
-            check.refusal("FLG-05", att, "flags %#x" % flags)
-            if flags & pycap.FLAG_READ_ONLY and _refuses_read_only(target):
-                check.record("FLG-05", "pass", "flags %#x: refused, as READ_ONLY alone is (FLG-03 judges that); "
-                             "IS_COPIED is not the reason" % flags)
-            else:
-                check.warn("FLG-05", "flags %#x: the consumer refuses an IS_COPIED capsule: %s"
-                           % (flags, tries.describe_exc(att.exc)))
+    """An IS_COPIED capsule (alone, and with READ_ONLY) is the consumer's alone: it imports
+    normally, its values the producer's and its ownership that of a plain import."""
+    imp.is_copied_import(check, target, lambda flags: kit.RecordingProducer(
+        kit.Forge(versioned=True, shape=(2, 3), flags=flags), keep=True), imp.HostResults(target),
+        lambda: _refuses_read_only(target))
 
 
 @consumer("FLG-06")

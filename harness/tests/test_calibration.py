@@ -244,7 +244,8 @@ NOT_FOR_REF.update({test: (
         "test_cuda_consumer_device_cpu", "test_cuda_consumer_refuses_foreign_device",
         "test_cuda_consumer_passes_max_version_tuple", "test_cuda_consumer_checks_name_and_version",
         "test_cuda_consumer_retries_without_new_keywords",
-        "test_cuda_consumer_retries_for_every_keyword", "test_cuda_consumer_readonly_import")]
+        "test_cuda_consumer_retries_for_every_keyword", "test_cuda_consumer_readonly_import",
+        "test_cuda_consumer_is_copied_import", "test_cuda_consumer_accepts_null_manager_ctx")]
     + ["test_cuda_refusals.py::" + t for t in (
         "test_cuda_consumer_refusal_and_deleter", "test_cuda_consumer_refuses_used_capsule",
         "test_cuda_producer_exception_propagates")]

@@ -220,7 +220,8 @@ def test_keywords_over_cuda_memory(sim, tmp_path):
             "VER-01 passes_max_version_tuple": "pass", "VER-05 checks_name_and_version": "pass",
             "OWN-03 checks_name_and_version": "pass", "VER-06 retries_without_new_keywords": "pass",
             "OWN-03 retries_without_new_keywords": "pass", "VER-06 retries_for_every_keyword": "pass",
-            "FLG-03 readonly_import": "pass"}
+            "FLG-03 readonly_import": "pass", "FLG-05 is_copied_import": "pass",
+            "OWN-06 accepts_null_manager_ctx": "pass"}
     want = {"": same,
             "device_not_implemented": dict(same, **{"CPY-07 copy_false_to_host": "unsupported",
                                                     "CPY-08 host_copy_impossible": "fail"}),

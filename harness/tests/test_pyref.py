@@ -31,7 +31,7 @@ RIGHT_WITHOUT_PASS = (
     # the device files (test_cuda_*.py): plain pyref's arrays are on the CPU (pyref@cuda is judged
     # there)
     ("unsupported", r"STR-\d+|CPY-0[1-8]|FLG-0[34]|XAPI-1[4-79]|CAP-03|OWN-03|VER-0[89]|LAY-0[348]|LAY-1[01]|"
-     r"LAY-09|DT-0[3-8]|DT-13|API-05|DEV-0[67]|VER-0[156]|CAP-04|ERR-02",
+     r"LAY-09|DT-0[3-8]|DT-13|API-05|DEV-0[67]|VER-0[156]|CAP-04|ERR-02|OWN-06|FLG-05",
      r"the target has no CUDA device"),
     ("unsupported", r"[A-Z]+-\d+", r"route the C exchange API not offered"),
     # test_library_round_trip is the generic target's: pyref's adapter reads its results itself

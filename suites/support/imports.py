@@ -10,9 +10,12 @@ given to a judge says what its import must hold (`expected_elements()`, or the f
 handed out) and which memory it exports (`original`, a forge factory: a result there views
 it, a result elsewhere is a copy).
 """
+import ctypes
+
 from dlconform import kit
 
 from . import attempts as tries
+from . import capsules as pycap
 from . import dtypes as dty
 from . import tensors as tns
 
@@ -383,6 +386,68 @@ def retries_for_every_keyword(check, target, make_producer, results):
             continue
         elements(check, results, att, p, "VER-06", "from_dlpack(p%s)" % args)
         att.settle()
+
+
+# ---------------------------------------------------------------------------- OWN-06, FLG-05
+class NullManagerCtx:
+    """Producer p with manager_ctx NULL in each capsule it hands out (OWN-06: a consumer treats it
+    as opaque and accepts NULL; the kit's deleters do not read it). Everything else is p's."""
+
+    def __init__(self, p):
+        self._p = p
+
+    def __getattr__(self, name):
+        return getattr(self._p, name)
+
+    def __dlpack_device__(self):
+        return self._p.__dlpack_device__()
+
+    def __dlpack__(self, *args, **kw):
+        cap = self._p.__dlpack__(*args, **kw)
+        info = kit.inspect(cap)
+        ctypes.c_void_p.from_address(info["pointer"] + pycap.manager_ctx_offset(info["kind"])).value = None
+        return cap
+
+
+def null_manager_ctx(check, target, p, results):
+    """OWN-06: p's capsules with a NULL manager_ctx import with p's elements; what the ownership
+    of such an import departs from the consumer's plain one is CAP-03's and OWN-03's
+    (tries.ownership), and a refused capsule's deleter runs once (tries.deleter_once)."""
+    q = NullManagerCtx(p)
+    att = tries.Attempt(target, q)
+    what = "a capsule with NULL manager_ctx"
+    if att.exc is not None:
+        check.record("OWN-06", "fail", "%s refused: %s" % (what, att.refusal()))
+        tries.deleter_once(check, att.settle(), "%s, refused and let go" % what)
+        return
+    elements(check, results, att, q, "OWN-06", what)
+    tries.ownership(check, att.lifetime(), results.plain_lifetime(), "%s: " % what)
+
+
+def is_copied_import(check, target, make_producer, results, refuses_read_only):
+    """FLG-05: a capsule flagged IS_COPIED (alone, and with READ_ONLY) is the consumer's alone:
+    it imports as any other, with the elements of make_producer(flags), its ownership as the
+    consumer's plain import's (tries.ownership). Refusing it is warn, but where the consumer
+    refuses READ_ONLY alone (refuses_read_only()): the pair's refusal is then FLG-03's finding."""
+    results.require_versioned()
+    plain = results.plain_lifetime()
+    for flags in (kit.FLAG_IS_COPIED, kit.FLAG_IS_COPIED | kit.FLAG_READ_ONLY):
+        what = "flags %#x" % flags
+        p = make_producer(flags)
+        att = tries.Attempt(target, p)
+        if att.exc is None:
+            elements(check, results, att, p, "FLG-05", what)
+            tries.ownership(check, att.lifetime(), plain, "%s: " % what)
+            continue
+        att.drop_capsules()
+        check.refusal("FLG-05", att, what)
+        if flags & kit.FLAG_READ_ONLY and refuses_read_only():
+            check.record("FLG-05", "pass", "%s: refused, as READ_ONLY alone is (FLG-03 judges that); IS_COPIED is not "
+                         "the reason" % what)
+        else:
+            check.warn("FLG-05", "%s: the consumer refuses an IS_COPIED capsule: %s" % (what, att.refusal()))
+        att.result = None
+        tries.settle()
 
 
 # ---------------------------------------------------------------------------- FLG-03

@@ -127,6 +127,8 @@ def header_flags(struct, managed):
     flags = managed.flags
     if flags & ~KNOWN_FLAGS:
         _refuse("VER-09", "unknown flag bits %#x" % (flags & ~KNOWN_FLAGS))
+    if flags & FLAG_IS_COPIED and _faults.active("consumer_refuses_is_copied"):
+        _refuse("FLG-05", "the tensor is flagged IS_COPIED")
     return flags
 
 
@@ -170,6 +172,8 @@ def take_capsule(capsule):
         raise BufferError("pyref.from_dlpack: %r is not a DLPack capsule name" % (name,))
     struct, used = _KINDS[name]
     address = _capi.capsule_get_pointer(id(capsule), current)
+    if _faults.active("consumer_needs_manager_ctx") and not struct.from_address(address).manager_ctx:
+        raise BufferError("pyref.from_dlpack: the tensor has no manager_ctx (OWN-06)")
     if _faults.active("consumer_used_name_per_capsule"):
         used = _capi.keep_forever(ctypes.create_string_buffer(used))
     elif _faults.active("consumer_used_name_temporary"):

@@ -146,6 +146,8 @@ consumer_accepts_overflow       LAY-10  consumer from_dlpack imports byte spans 
 consumer_accepts_null_data      LAY-04  consumer from_dlpack imports NULL data for a tensor with elements
 consumer_releases_used          OWN-03  consumer refusing a capsule named used_*, from_dlpack calls its deleter,
                                                  though another consumer owns the tensor
+consumer_needs_manager_ctx      OWN-06  consumer from_dlpack refuses a tensor whose manager_ctx is NULL (BufferError)
+consumer_refuses_is_copied      FLG-05  consumer from_dlpack refuses a tensor flagged IS_COPIED (BufferError)
 """
 
 
