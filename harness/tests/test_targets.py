@@ -409,3 +409,39 @@ def test_an_array_interface_the_reader_cannot_parse_is_no_reader(interface):
 
     obj = type("Odd", (), {"__array_interface__": interface})()
     assert independent(obj) is None
+
+
+def test_consumer_keywords_of_a_function_without_a_signature_are_probed():
+    """A compiled from_dlpack whose signature inspect cannot read (Cython without binding, a C
+    builtin such as numpy 1.24's) is asked by calling it with a non-producer and each keyword at
+    its default: an unknown keyword is a TypeError saying "keyword" (CPython's and Cython's
+    argument binding), a known one fails on the object. Without this every keyword check of such
+    a library was unsupported ("takes no copy keyword")."""
+    from dlconform.targets._util import keywords_of
+
+    class Compiled:
+        """Calls like a compiled from_dlpack(x, /, *, copy=None): no signature to read."""
+
+        @property
+        def __signature__(self):
+            raise ValueError("no signature found for builtin")
+
+        def __call__(self, x, **kw):
+            if set(kw) - {"copy"}:
+                raise TypeError("from_dlpack() got an unexpected keyword argument %r" % sorted(kw)[0])
+            return x.__dlpack__()
+
+    class NoKeywords(Compiled):
+        def __call__(self, x, **kw):
+            if kw:
+                raise TypeError("from_dlpack() takes no keyword arguments")
+            return x.__dlpack__()
+
+    class Answers(Compiled):
+        def __call__(self, x, **kw):
+            return x
+
+    assert keywords_of(Compiled()) == frozenset({"copy"})
+    assert keywords_of(NoKeywords()) == frozenset()
+    assert keywords_of(Answers()) is None  # a call that returns tells nothing
+    assert keywords_of(lambda x, *, device=None, copy=None: x) == frozenset({"device", "copy"})

@@ -3,11 +3,13 @@ import inspect
 
 
 def keywords_of(func, candidates=("device", "copy")):
-    """Which of `candidates` func accepts as keywords; None when its signature is unknown."""
+    """Which of `candidates` func accepts as keywords: from its signature, else (a compiled
+    function without one: Cython without binding, a C builtin) by calling it (_probed); None
+    when neither tells."""
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
-        return None
+        return _probed(func, candidates)
     params = sig.parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return frozenset(candidates)
@@ -15,6 +17,31 @@ def keywords_of(func, candidates=("device", "copy")):
         p.name for p in params
         if p.name in candidates and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     )
+
+
+class _NoProducer:
+    """What _probed hands a from_dlpack: no __dlpack__, no __dlpack_device__ (ERR-03's object)."""
+
+
+def _probed(func, candidates):
+    """Which of `candidates` func takes, found by calling func(_NoProducer(), KEYWORD=None) for
+    each (None: every such keyword's default, so nothing is asked of the library): binding the
+    arguments refuses an unknown keyword with a TypeError that says "keyword" before any of the
+    function's code runs; a function that takes it fails on the object instead (AttributeError,
+    or another complaint about it). None when a call says neither (it returned, or raised
+    something that does not say which)."""
+    taken = set()
+    for kw in candidates:
+        try:
+            func(_NoProducer(), **{kw: None})
+        except TypeError as e:
+            if "keyword" not in str(e):
+                taken.add(kw)
+        except Exception:  # noqa: BLE001 - the object's complaint: the keyword itself was bound
+            taken.add(kw)
+        else:
+            return None
+    return frozenset(taken)
 
 
 def version_tuple(v):
