@@ -1,14 +1,13 @@
 """from_dlpack's keywords (`device`, `copy`), the max_version it passes and its retry for an old
-producer, and a READ_ONLY capsule, judged once for any memory.
+producer, a READ_ONLY or IS_COPIED capsule and a NULL manager_ctx, judged once for any memory.
 
-test_device.py, test_copy.py, test_versioning.py and test_flags.py judge what a consumer makes
-of host memory; test_cuda_keywords.py what it makes of CUDA memory, with the same judges below.
-A judge reads
-a result through a reader of its memory: `HostResults` here (the adapter's describe()), or
-cuda.DeviceResults (the library's device: its reader of imports, its addresses). A producer
-given to a judge says what its import must hold (`expected_elements()`, or the forge it
-handed out) and which memory it exports (`original`, a forge factory: a result there views
-it, a result elsewhere is a copy).
+test_device.py, test_copy.py, test_versioning.py, test_flags.py and test_ownership.py judge what
+a consumer makes of host memory; test_cuda_keywords.py what it makes of CUDA memory, with the
+same judges below. A judge reads a result through a reader of its memory: `HostResults` here
+(the adapter's describe()), or cuda.DeviceResults (the library's device: its reader of imports,
+its addresses). A producer given to a judge says what its import must hold
+(`expected_elements()`, or the forge it handed out) and which memory it exports (`original`, a
+forge factory: a result there views it, a result elsewhere is a copy).
 """
 import ctypes
 
