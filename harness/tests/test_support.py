@@ -588,3 +588,23 @@ def test_described_readonly_is_none_for_an_import_the_target_cannot_describe():
 
     assert tries.described_readonly(DeviceOnly(), object()) is None
     assert tries.described_readonly(Host(), object()) is True
+
+
+def test_copy_values_leave_a_shared_layout_bug_to_the_layout_checks():
+    """The values of a copy (CPY-01, FLG-04): a copy that reads wrong where the plain export reads
+    right fails; one that reads as wrong as the plain export (a layout both describe alike, such
+    as strides in bytes: LAY-05's) or cannot be read at all is unsupported, not the copy's fail."""
+    from dlconform import kit
+    from support import readings as rd
+
+    right, wrong = bytes(range(8)), bytes(range(8, 16))
+
+    def cap(fill):
+        return kit.Forge(dtype=(1, 8, 1), shape=(8,), fill=fill).capsule()
+
+    check = new_check()
+    rd.copy_values(check, "CPY-01", cap(wrong), right, "copy", plain=lambda: cap(right))
+    rd.copy_values(check, "CPY-01", cap(wrong), right, "copy", plain=lambda: cap(wrong))
+    rd.copy_values(check, "CPY-01", cap(right), right, "copy", plain=lambda: cap(wrong))
+    rd.copy_values(check, "CPY-01", kit.Forge(dtype=(1, 8, 1), shape=(8,), data="null").capsule(), right, "copy")
+    assert [v for _, v, _ in check.records] == ["fail", "unsupported", "pass", "unsupported"], check.records

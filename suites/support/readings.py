@@ -2,6 +2,7 @@
 returns a (verdict, message) or (misread, how) pair for the test to record; the readings
 themselves are in suites/clauses.json. `CombinationTable` records what a table of keyword
 combinations found, per clause, the first few messages of each."""
+from dlconform import kit
 from dlconform.kit import breach
 
 from . import seedrules as sr
@@ -31,6 +32,31 @@ def copy_refused(exc):
         return "warn", ("copy=True raised %s: CPY-01 requires a copy, ERR-01 allows BufferError for an export the "
                         "producer cannot make (reading: a producer that cannot copy at all)" % describe_exc(exc))
     return "fail", "copy=True raised %s" % describe_exc(exc)
+
+
+def copy_values(check, clause, cap, expected, what, plain=None):
+    """`clause` on the values of an export that is a copy: `expected`. The layout the copy
+    describes is the layout checks' to judge on every export (LAY-05, LAY-09, LAY-10), not the
+    copy's clause: where it cannot be read (kit.read_elements: ValueError), or where the copy
+    reads as the library's plain export of the same tensor does (plain(): that capsule), both
+    wrong alike, the copy's values are unsupported here."""
+    try:
+        got = kit.read_elements(cap)
+    except ValueError as e:
+        check.record(clause, "unsupported", "%s: the copy's values cannot be read (%s); its layout is the layout "
+                     "checks' to judge" % (what, e))
+        return
+    if got != expected and plain is not None:
+        try:
+            alike = kit.read_elements(plain()) == got
+        except Exception:  # noqa: BLE001 - no plain export to compare with: the copy is judged alone
+            alike = False
+        if alike:
+            check.record(clause, "unsupported", "%s: the copy reads as the plain export of the tensor does (%s, "
+                         "expected %s): the layout both describe is the layout checks' to judge"
+                         % (what, got[:16].hex(), expected[:16].hex()))
+            return
+    check.equal(got, expected, clause, what)
 
 
 class NoDLPack:
