@@ -207,21 +207,12 @@ def test_readonly_import(target, check):
         tries.ownership(check, att.lifetime(), plain, "READ_ONLY capsule: ")
 
 
-def _refuses_read_only(target):
-    """Whether the consumer refuses a versioned capsule whose only flag is READ_ONLY."""
-    att = tries.Attempt(target, kit.RecordingProducer(kit.Forge(versioned=True, shape=(2, 3),
-                                                                flags=pycap.FLAG_READ_ONLY), keep=True))
-    att.settle()
-    return att.exc is not None
-
-
 @consumer("FLG-05")
 def test_is_copied_import(target, check):
     """An IS_COPIED capsule (alone, and with READ_ONLY) is the consumer's alone: it imports
     normally, its values the producer's and its ownership that of a plain import."""
     imp.is_copied_import(check, target, lambda flags: kit.RecordingProducer(
-        kit.Forge(versioned=True, shape=(2, 3), flags=flags), keep=True), imp.HostResults(target),
-        lambda: _refuses_read_only(target))
+        kit.Forge(versioned=True, shape=(2, 3), flags=flags), keep=True), imp.HostResults(target))
 
 
 @consumer("FLG-06")

@@ -423,11 +423,12 @@ def null_manager_ctx(check, target, p, results):
     tries.ownership(check, att.lifetime(), results.plain_lifetime(), "%s: " % what)
 
 
-def is_copied_import(check, target, make_producer, results, refuses_read_only):
+def is_copied_import(check, target, make_producer, results):
     """FLG-05: a capsule flagged IS_COPIED (alone, and with READ_ONLY) is the consumer's alone:
     it imports as any other, with the elements of make_producer(flags), its ownership as the
     consumer's plain import's (tries.ownership). Refusing it is warn, but where the consumer
-    refuses READ_ONLY alone (refuses_read_only()): the pair's refusal is then FLG-03's finding."""
+    refuses READ_ONLY alone (make_producer(READ_ONLY)'s capsule): the pair's refusal is then
+    FLG-03's finding."""
     results.require_versioned()
     plain = results.plain_lifetime()
     for flags in (kit.FLAG_IS_COPIED, kit.FLAG_IS_COPIED | kit.FLAG_READ_ONLY):
@@ -440,13 +441,20 @@ def is_copied_import(check, target, make_producer, results, refuses_read_only):
             continue
         att.drop_capsules()
         check.refusal("FLG-05", att, what)
-        if flags & kit.FLAG_READ_ONLY and refuses_read_only():
+        if flags & kit.FLAG_READ_ONLY and _refused(target, make_producer(kit.FLAG_READ_ONLY)):
             check.record("FLG-05", "pass", "%s: refused, as READ_ONLY alone is (FLG-03 judges that); IS_COPIED is not "
                          "the reason" % what)
         else:
             check.warn("FLG-05", "%s: the consumer refuses an IS_COPIED capsule: %s" % (what, att.refusal()))
         att.result = None
         tries.settle()
+
+
+def _refused(target, p):
+    """Whether the consumer refuses p's capsule (everything let go after)."""
+    att = tries.Attempt(target, p)
+    att.settle()
+    return att.exc is not None
 
 
 # ---------------------------------------------------------------------------- FLG-03
