@@ -199,6 +199,25 @@ ORACLE_METHODS = ("expected", "describe", "native_layout")
 _ORACLE_CODES = set()
 
 
+def _made_or_unsupported(target):
+    """target.make, where a tensor the library cannot make (an exception of the adapter's make:
+    a dtype its device lacks, a rank it caps, an empty shape it refuses) is Unsupported naming
+    it: making a tensor is no DLPack rule, so it is never a verdict on the library."""
+    make = target.make
+
+    @functools.wraps(make)
+    def guarded(dtype, shape, *args, **kwargs):
+        try:
+            return make(dtype, shape, *args, **kwargs)
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise Unsupported("%s could not make a %s tensor of shape %r, so the check has nothing to judge "
+                              "(%s: %s)" % (target.name, dtype, tuple(shape), type(e).__name__,
+                                            _exc_message(e))) from e
+    return guarded
+
+
 def _ours(path, roots):
     """True for a file under one of `roots` (the suites being run, the dlconform package),
     except pyref's (a library under test that lives in the package)."""
@@ -406,6 +425,7 @@ class _State:
                 code = getattr(getattr(type(self._target), name, None), "__code__", None)
                 if code is not None:
                     _ORACLE_CODES.add(code)
+            self._target.make = _made_or_unsupported(self._target)
         return self._target
 
     # ---- output

@@ -46,6 +46,8 @@ class FakeTarget(Target):
         return ["uint8", "int32", "float32"]
 
     def make(self, dtype, shape, values):
+        if dtype not in self.dtypes():
+            raise ValueError("fake makes no %s tensors" % dtype)
         return FakeTensor(dtype, shape, values)
 
     def expected(self, x):
