@@ -174,7 +174,8 @@ def test_clean_pyref_at_cuda_passes_every_check(clean_device_run):
 def test_clean_ref_at_cuda_passes_the_device_checks(clean_device_run):
     """ref's CudaTensors pass the device checks, its exchange table's on CUDA included, and its
     CUDA consumer (_ref.cuda_from_dlpack) passes the consumer checks, through __dlpack__ and
-    through a producer's table; the host files' checks are for pyref@cuda's device arrays
+    through a producer's table, the keyword checks (device=, copy=) included; the host files'
+    checks are for pyref@cuda's device arrays
     (ref@cuda's device_tensors is False: skip, saying so)."""
     records = _records(clean_device_run, "ref@cuda")
     device = [r for r in records if r["test"].split("::")[0] in DEVICE_FILES["cuda"]]
@@ -183,12 +184,11 @@ def test_clean_ref_at_cuda_passes_the_device_checks(clean_device_run):
     assert {clause for _, clause in exchange} == {"XAPI-14", "XAPI-15", "XAPI-16", "XAPI-17", "XAPI-19"}, device
     assert len({r["test"] for r in device if r["verdict"] == "pass"}) >= 12, device
     assert {r["role"] for r in device if r["verdict"] == "pass"} == {"producer", "consumer"}
-    # _ref.cuda_from_dlpack takes no keyword: the keyword checks of CUDA memory do not apply ("takes
-    # no copy keyword", "takes neither copy nor device")
+    # _ref.cuda_from_dlpack takes device= and copy=: every keyword check of CUDA memory is judged, and passes
+    keywords = {r["clause"] for r in device if r["test"].startswith("test_cuda_keywords.py") and r["verdict"] == "pass"}
+    assert {"API-05", "CPY-06", "CPY-07", "CPY-08", "DEV-06", "DEV-07", "VER-06", "FLG-05"} <= keywords, device
     wrong = [(r["test"], r["clause"], r["verdict"], r["message"][:200]) for r in device if r["verdict"] != "pass"
-             and not _interop_unavailable(r) and not (r["test"].startswith("test_cuda_keywords.py")
-                                                      and r["verdict"] == "unsupported"
-                                                      and "from_dlpack takes n" in r["message"])]
+             and not _interop_unavailable(r)]
     assert not wrong, wrong
     assert {r["verdict"] for r in records if r not in device} == {"skip"}
     assert {r.get("device") for r in device} == {"cuda:0"}

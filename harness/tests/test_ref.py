@@ -969,7 +969,12 @@ class Named:
         named.append(kw["stream"])
         return a.__dlpack__(**kw)
 print(_ref.cuda_from_dlpack(TableProducer(a)).stream == a.stream, _ref.cuda_from_dlpack(Named()) is not None,
-      named == [side])
+      named == [side], end=" ")
+# device="cpu" with copy=False: refused (CPY-07), or a host copy under the fault
+try:
+    print(type(_ref.cuda_from_dlpack(_ref.CudaTensor("float32", (4,), bytes(16)), device="cpu", copy=False)).__name__)
+except BufferError:
+    print("refused")
 """
 
 
@@ -985,7 +990,8 @@ def _cuda_table():
 
 OBSERVE.update({name: _cuda_table for name in (
     "cuda_work_stream_ignores_context", "cuda_from_py_synchronizes", "cuda_dltensor_from_waits",
-    "cuda_to_py_synchronizes", "cuda_consumer_ignores_work_stream", "cuda_consumer_ignores_context")})
+    "cuda_to_py_synchronizes", "cuda_consumer_ignores_work_stream", "cuda_consumer_ignores_context",
+    "cuda_consumer_host_copy_false")})
 
 
 def test_fault_table():
@@ -1055,5 +1061,6 @@ OBSERVE.update({
 
 def test_cuda_table_clean_line():
     """The line _CUDA_TABLE prints for clean ref: every call succeeds, the data stays pending,
-    nothing blocked the host or went onto the current stream, which current_work_stream names."""
-    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True")
+    nothing blocked the host or went onto the current stream, which current_work_stream names;
+    the consumer refuses device="cpu" with copy=False (CPY-07)."""
+    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True refused")

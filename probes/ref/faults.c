@@ -153,6 +153,9 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CUDA_CONSUMER_IGNORES_CONTEXT] = {"cuda_consumer_ignores_context", "STR-07", C, 0,
         "cuda_from_dlpack names the legacy default stream (1) to __dlpack__ even inside a "
         "cuda_stream() context"},
+    [FAULT_CUDA_CONSUMER_HOST_COPY_FALSE] = {"cuda_consumer_host_copy_false", "CPY-07", C, 0,
+        "cuda_from_dlpack(device='cpu', copy=False) asks the producer for a host copy anyway "
+        "and imports it"},
     [FAULT_VSTREAM_NO_WAIT] = {"vstream_no_wait", "STR-01", P, 0,
         "the virtual stream device never makes the consumer's stream wait"},
     [FAULT_VSTREAM_SYNC_ON_MINUS1] = {"vstream_sync_on_minus1", "STR-03", P, 0,

@@ -59,8 +59,10 @@ static PyObject *faults_map(PyObject *(*value)(const ref_fault_info *)) {
 static PyMethodDef module_methods[] = {
     {"from_dlpack", (PyCFunction)(void (*)(void))ref_from_dlpack, METH_VARARGS | METH_KEYWORDS,
      "from_dlpack(x, /, *, device=None, copy=None): the reference consumer."},
-    {"cuda_from_dlpack", ref_cuda_from_dlpack, METH_O,
-     "cuda_from_dlpack(x): the reference consumer of (kDLCUDA, 0) memory (needs cuda_bind)."},
+    {"cuda_from_dlpack", (PyCFunction)(void (*)(void))ref_cuda_from_dlpack,
+     METH_VARARGS | METH_KEYWORDS,
+     "cuda_from_dlpack(x, *, device=None, copy=None): the reference consumer of (kDLCUDA, 0) "
+     "memory (needs cuda_bind)."},
     {"set_fault", py_set_fault, METH_O, "set_fault(name or None): the process-wide fault."},
     {"fault", py_fault, METH_NOARGS, "The active fault's name, or None."},
     {NULL, NULL, 0, NULL},

@@ -314,6 +314,6 @@ PyObject *ref_cuda_import(DLManagedTensor *legacy, DLManagedTensorVersioned *ver
 int ref_cuda_xapi_install(PyTypeObject *type);
 
 /* ---- cuda_consume.c -------------------------------------------------------------------- */
-PyObject *ref_cuda_from_dlpack(PyObject *module, PyObject *x);
+PyObject *ref_cuda_from_dlpack(PyObject *module, PyObject *args, PyObject *kwargs);
 
 #endif /* DLCONFORM_REF_H */

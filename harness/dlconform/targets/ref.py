@@ -6,7 +6,8 @@ CUDA's stream semantics and offering an exchange table of the CUDA device) on th
 kit.cuda finds, the simulated one when DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Its
 make() stays the host Tensor's (`device_tensors` is False: pyref@cuda's device arrays are the
 reference the host files' checks judge on the device). As a consumer it imports CUDA producers
-with _ref.cuda_from_dlpack. Without a runtime it is unavailable, saying why.
+with _ref.cuda_from_dlpack, which takes the array API's device= and copy=. Without a runtime it
+is unavailable, saying why.
 """
 import contextlib
 
@@ -86,15 +87,11 @@ class RefTarget(ReferenceTarget):
     def from_dlpack(self, obj, **kw):
         """ref@cuda takes a CUDA producer's memory with _ref.cuda_from_dlpack (read on ref's
         current stream, or through the producer's exchange table on its current work
-        stream); everything else, and plain ref, with _ref.from_dlpack."""
-        if self.cuda and not kw and claims_cuda(obj) and self._runtime() is not None:
-            return self._ref.cuda_from_dlpack(obj)
+        stream; device= and copy= as the array API says); everything else, and plain ref,
+        with _ref.from_dlpack."""
+        if self.cuda and claims_cuda(obj) and self._runtime() is not None:
+            return self._ref.cuda_from_dlpack(obj, **kw)
         return self._ref.from_dlpack(obj, **kw)
-
-    def consumer_keywords(self):
-        """ref@cuda's consumer of CUDA memory, _ref.cuda_from_dlpack, takes no keyword (the
-        keyword checks of CUDA memory say `unsupported`; pyref@cuda's consumer has them)."""
-        return frozenset() if self.cuda else super().consumer_keywords()
 
     def dtypes(self):
         if self._dtypes is None:
@@ -228,7 +225,10 @@ class RefCudaStreamDevice(CudaStreamDevice):
             self._ref.cuda_set_stream(before)
 
     def to_host(self, y):
-        """The bytes of an import, read on its stream (where ref's consumer ordered them)."""
+        """The bytes of an import, read on its stream (where ref's consumer ordered them); a
+        host import (device="cpu") is a _ref.Tensor, read as one."""
+        if not isinstance(y, self._ref.CudaTensor):
+            return y.tobytes()
         return self.runtime.read_on(y.stream, y.ptr, y.nbytes)
 
     def import_dtype(self, y):
