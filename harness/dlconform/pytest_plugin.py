@@ -199,22 +199,28 @@ ORACLE_METHODS = ("expected", "describe", "native_layout")
 _ORACLE_CODES = set()
 
 
-def _made_or_unsupported(target):
-    """target.make, where a tensor the library cannot make (an exception of the adapter's make:
-    a dtype its device lacks, a rank it caps, an empty shape it refuses) is Unsupported naming
-    it: making a tensor is no DLPack rule, so it is never a verdict on the library."""
-    make = target.make
+#: the adapter's methods that ask the library for a tensor or a view of one (_made_or_unsupported)
+MAKERS = ("make", "transpose", "slice", "flip", "readonly")
 
-    @functools.wraps(make)
-    def guarded(dtype, shape, *args, **kwargs):
+
+def _made_or_unsupported(target, name):
+    """target.`name` (one of MAKERS), where a tensor or view the library cannot make (an
+    exception of the adapter's method: a dtype its device lacks, a rank it caps, an empty shape
+    or a step it refuses) is Unsupported naming it: making one is no DLPack rule, so it is never
+    a verdict on the library."""
+    method = getattr(target, name)
+
+    @functools.wraps(method)
+    def guarded(*args, **kwargs):
         try:
-            return make(dtype, shape, *args, **kwargs)
+            return method(*args, **kwargs)
         except Unsupported:
             raise
         except Exception as e:  # noqa: BLE001
-            raise Unsupported("%s could not make a %s tensor of shape %r, so the check has nothing to judge "
-                              "(%s: %s)" % (target.name, dtype, tuple(shape), type(e).__name__,
-                                            _exc_message(e))) from e
+            what = ("a %s tensor of shape %r" % (args[0], tuple(args[1])) if name == "make" and len(args) > 1
+                    else "the view %s(%s)" % (name, ", ".join(map(repr, args[1:]))))
+            raise Unsupported("%s could not make %s, so the check has nothing to judge (%s: %s)" % (
+                target.name, what, type(e).__name__, _exc_message(e))) from e
     return guarded
 
 
@@ -425,7 +431,8 @@ class _State:
                 code = getattr(getattr(type(self._target), name, None), "__code__", None)
                 if code is not None:
                     _ORACLE_CODES.add(code)
-            self._target.make = _made_or_unsupported(self._target)
+            for name in MAKERS:
+                setattr(self._target, name, _made_or_unsupported(self._target, name))
         return self._target
 
     # ---- output

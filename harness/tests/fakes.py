@@ -50,6 +50,11 @@ class FakeTarget(Target):
             raise ValueError("fake makes no %s tensors" % dtype)
         return FakeTensor(dtype, shape, values)
 
+    def flip(self, x, dim):
+        if not 0 <= dim < len(x.shape):
+            raise IndexError("fake has no dimension %d to flip" % dim)
+        return None
+
     def expected(self, x):
         return x.data
 

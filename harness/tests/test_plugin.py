@@ -51,6 +51,11 @@ def test_adapter_cannot_make(target):
     target.make("complex128", (2,), bytes(32))
 
 
+@pytest.mark.clause("M-17")
+def test_adapter_cannot_view(target):
+    target.flip(target.make("uint8", (2,), bytes(2)), 3)
+
+
 @pytest.mark.clause("M-15")
 def test_exception_after_a_recorded_pass(check):
     check.record("M-15", "pass")
@@ -84,7 +89,7 @@ def test_both():
 def test_system_error():
     raise SystemError("bad")
 '''
-LEVELS = {"M-%02d" % i: "MUST" for i in range(1, 17)}
+LEVELS = {"M-%02d" % i: "MUST" for i in range(1, 18)}
 LEVELS.update({"S-01": "SHOULD", "S-02": "MAY"})
 
 
@@ -112,12 +117,12 @@ def fake_events(tmp_path_factory):
 
 def test_protocol_shape(fake_events):
     _, events, _ = fake_events
-    assert events[0] == {"event": "collected", "count": 16}
+    assert events[0] == {"event": "collected", "count": 17}
     assert events[1]["event"] == "begin" and events[1]["test"] == "test_m.py::test_pass"
     assert events[1]["clauses"] == ["M-01"]
     assert events[-1]["event"] == "end"
     begins = [e for e in events if e["event"] == "begin"]
-    assert len(begins) == 16
+    assert len(begins) == 17
     for e in events:
         if e["event"] == "result":
             for key in ("target", "role", "clause", "level", "group", "verdict", "message", "repro", "test",
@@ -140,12 +145,15 @@ def test_outcome_mapping(fake_events):
 
 
 def test_a_tensor_the_adapter_cannot_make_is_no_verdict(fake_events):
-    """Making a tensor is no DLPack rule: the adapter's make() raising (a dtype, rank or shape
-    the library's device lacks) is `unsupported`, naming what could not be made, never a fail."""
+    """Making a tensor or a view is no DLPack rule: the adapter's make() or view method raising
+    (a dtype, rank, shape or step the library lacks) is `unsupported`, naming what could not be
+    made, never a fail."""
     _, _, r = fake_events
     assert r["M-16"]["verdict"] == "unsupported"
     assert r["M-16"]["message"].startswith("fake could not make a complex128 tensor of shape (2,)")
     assert "ValueError: fake makes no complex128 tensors" in r["M-16"]["message"]
+    assert r["M-17"]["verdict"] == "unsupported"
+    assert r["M-17"]["message"].startswith("fake could not make the view flip(3)")
 
 
 def test_explicit_records_win_and_levels_apply(fake_events):
