@@ -6,7 +6,9 @@ separated by white space:
 
     TARGET[@VERSIONS] ROLE CLAUSE TEST
 
-- TARGET is the target spec as given to --target (`numpy`, `mylib`, `ref:fault=NAME`).
+- TARGET is the target spec as given to --target (`numpy`, `mylib`, `ref:fault=NAME`), a
+  device variant's included (`torch@cuda`, `pyref@cuda:fault=NAME`, `mylib@cuda`): a device
+  run's findings are listed under it, and `torch@cuda@>=2.11` limits such a line to versions.
 - VERSIONS, when given, limits the line to those versions of the library: `1.24.2` (that
   version), `*` (any), or comparisons joined by commas: `>=2.0,<2.3`. Without it the line holds
   for every version: a release that still has the finding keeps it known.
@@ -83,6 +85,23 @@ class Entry:
         return "%s %s %s %s" % (head, self.role, self.clause, self.test)
 
 
+def device_names():
+    """The devices a target spec can name after its @ (`torch@cuda`, `mylib@cuda`)."""
+    from .targets import generic_cuda, loader
+
+    return frozenset(d for ds in loader.DEVICES.values() for d in ds) | frozenset(generic_cuda.DEVICES)
+
+
+def split_head(head):
+    """(target spec, versions) of a line's first field. A device variant's spec has an @ of its
+    own (`torch@cuda`, `pyref@cuda:fault=NAME`): the versions are what follows the last @,
+    unless that begins a device's name, where the field is all target."""
+    target, at, versions = head.rpartition("@")
+    if not at or versions.partition(":")[0] in device_names():
+        return head, ""
+    return target, versions
+
+
 def parse(path):
     """The entries of a known file, in file order; KnownFileError for a bad file or line."""
     try:
@@ -99,8 +118,8 @@ def parse(path):
         if len(fields) != 4:
             raise KnownFileError("known file %s, line %d: expected 'TARGET[@VERSIONS] ROLE CLAUSE TEST', got %r"
                                  % (path, n, raw.strip()))
-        target, _, versions = fields[0].partition("@")
-        if not target or ("@" in fields[0] and not versions):
+        target, versions = split_head(fields[0])
+        if not target or (fields[0].endswith("@") and not versions):
             raise KnownFileError("known file %s, line %d: empty target or version in %r" % (path, n, fields[0]))
         if versions not in ("", "*") and not all(_COMPARISON.match(p.strip()) for p in versions.split(",")):
             raise KnownFileError("known file %s, line %d: versions %r are not VERSION, *, or comparisons like "

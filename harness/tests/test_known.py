@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -9,12 +10,13 @@ from dlconform import known
 from dlconform.runner import child_env
 
 CAP = "CAP-0[12]"
+SIM = Path(__file__).resolve().parents[2] / "build" / "cuda" / "sim" / "libcudart.so"
 
 
-def run(tmp_path, name, *args):
+def run(tmp_path, name, *args, **env):
     out = tmp_path / name
     p = subprocess.run([sys.executable, "-m", "dlconform", "run", "-q", "--out", str(out), *args],
-                       capture_output=True, text=True, env=child_env(), timeout=300)
+                       capture_output=True, text=True, env=dict(child_env(), **env), timeout=300)
     return p, json.loads((out / "results.json").read_text()) if (out / "results.json").exists() else None
 
 
@@ -32,6 +34,35 @@ def test_parse_format_and_errors(tmp_path):
     f.write_text("numpy@banana consumer LAY-09 *\n")
     with pytest.raises(known.KnownFileError, match="line 1: versions"):
         known.parse(str(f))
+
+
+def test_a_device_variant_is_a_target_not_a_version(tmp_path):
+    """A device run's findings are listed under the variant's spec, whose @ names the device:
+    `torch@cuda` is the target torch@cuda for every version, `torch@cuda@>=2.11` for some."""
+    f = tmp_path / "known.txt"
+    f.write_text("torch@cuda producer STR-01 *\npyref@cuda:fault=cuda_no_wait consumer STR-01 *\n"
+                 "torch@cuda@>=2.11 producer STR-08 *\nmylib@cuda consumer LAY-11 *\n")
+    assert [(e.target, e.versions) for e in known.parse(str(f))] == [
+        ("torch@cuda", ""), ("pyref@cuda:fault=cuda_no_wait", ""), ("torch@cuda", ">=2.11"), ("mylib@cuda", "")]
+    f.write_text("torch@cuda@banana producer STR-01 *\n")
+    with pytest.raises(known.KnownFileError, match="line 1: versions 'banana'"):
+        known.parse(str(f))
+
+
+def test_a_device_run_gates_on_its_known_file(tmp_path):
+    """--write-known of a device run, then --known of the same findings: exit 0 (the file's
+    lines name the variant, `pyref@cuda:fault=...`, which the reader once took for versions)."""
+    if not SIM.exists():
+        pytest.skip("no simulated CUDA runtime: run `make build` first")
+    args = ("--device", "cuda", "--target", "pyref:fault=cuda_no_wait", "--tests", "test_cuda_stream.py",
+            "--clause", "STR-01")
+    p, _ = run(tmp_path, "first", *args, "--write-known", str(tmp_path / "k.txt"), DLCONFORM_CUDART=str(SIM))
+    assert p.returncode == 1, p.stderr
+    assert "pyref@cuda:fault=cuda_no_wait consumer STR-01" in (tmp_path / "k.txt").read_text()
+    p, doc = run(tmp_path, "again", *args, "--known", str(tmp_path / "k.txt"), DLCONFORM_CUDART=str(SIM))
+    assert p.returncode == 0, p.stderr
+    assert [r for r in doc["results"] if r["verdict"] == "fail"] and all(
+        r.get("known") for r in doc["results"] if r["verdict"] == "fail")
 
 
 def test_versions_a_line_covers(tmp_path):
