@@ -12,6 +12,7 @@ the simulated runtime (targets/pyref_target.py, CudaStreamDevice, whose stream h
 shares). It offers no per-thread default stream context (per_thread_stream is None): torch has no
 way to make that stream its current one, short of a build with it as the default."""
 from .pyref_target import CudaStreamDevice
+from .torch_target import host_bytes
 
 
 class TorchCudaStreamDevice(CudaStreamDevice):
@@ -57,6 +58,4 @@ class TorchCudaStreamDevice(CudaStreamDevice):
         return self.dtype_named(str(y.dtype).rpartition(".")[2])
 
     def to_host(self, y):
-        # 1-d first: a 0-d tensor has no last dimension for view(uint8) to widen
-        c = y.cpu().contiguous().reshape(-1)
-        return c.view(self._torch.uint8).numpy().tobytes() if c.numel() else b""
+        return host_bytes(self._torch, y)

@@ -13,6 +13,19 @@ from .dtypes import DTYPES, by_dlpack_order
 DEVICES = ("cuda",)
 
 
+def host_bytes(torch, t):
+    """The bytes of tensor t's elements, row-major, on the host (a device tensor's copied
+    there). torch ignores the stride of a dimension of size 1, so a one-element view keeps any
+    stride through contiguous() and reshape(-1), and view(uint8) refuses a last stride but 1:
+    such a view is re-strided over its one element first."""
+    c = t.contiguous().reshape(-1).cpu()
+    if c.numel() == 0:
+        return b""
+    if c.numel() == 1:
+        c = c.as_strided((1,), (1,))
+    return bytes(c.view(torch.uint8).numpy().tobytes())
+
+
 class TorchTarget(LibraryTarget):
     library = "torch"
     torch = property(lambda self: self.module)
@@ -161,10 +174,7 @@ class TorchTarget(LibraryTarget):
         return [("torch.frombuffer over bytes", ro)]
 
     def expected(self, x):
-        c = x.contiguous().reshape(-1).cpu()  # a device tensor's elements, copied to the host
-        if c.numel() == 0:
-            return b""
-        return bytes(c.view(self.torch.uint8).numpy().tobytes())
+        return host_bytes(self.torch, x)
 
     def from_dlpack(self, obj, **kw):
         return self.torch.utils.dlpack.from_dlpack(obj, **kw)
