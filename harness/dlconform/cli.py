@@ -60,7 +60,15 @@ def build_parser():
     r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
     r.add_argument("--clause", action="append", default=None, metavar="GLOB",
                    help="only clauses matching this glob (e.g. 'CAP-*'); repeat or separate with commas")
-    r.add_argument("--timeout", type=_positive, default=30.0, metavar="SECONDS", help="per-test limit (default 30)")
+    r.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
+                   help="per-test limit (default 30, and 30 per 20 examples with --examples)")
+    r.add_argument("--examples", type=_examples, default=None, metavar="N",
+                   help="draw N examples in every property exploration (strided views, high ndim, views "
+                        "imported, CUDA views) instead of each check's own bound (12-20): a deeper search, "
+                        "for a CI job that fuzzes; a finding still shrinks to one example its reproducer runs")
+    r.add_argument("--seed", type=_seed, default=None, metavar="S",
+                   help="mix S into every exploration's seed: other examples than the default run's (a CI "
+                        "job can pass its run number)")
     r.add_argument("--target-timeout", type=_positive, default=3600.0, metavar="SECONDS",
                    help="wall limit per target (default 3600)")
     r.add_argument("--max-restarts", type=int, default=100, metavar="N",
@@ -219,6 +227,23 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _examples(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number of examples, got %r" % text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("--examples must be at least 1, got %d" % n)
+    return n
+
+
+def _seed(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected an integer seed, got %r" % text)
+
+
 def _jobs(text):
     try:
         n = int(text)
@@ -327,6 +352,19 @@ def cmd_run(args):
         _say("error: %s" % e)
         return EXIT_USAGE
     env = child_env()
+    # the depth of the explorations reaches the checks through their environment (strategies.py):
+    # the flags, else the variables as the caller set them
+    depth = {}
+    for name, value, parse in (("DLCONFORM_EXAMPLES", args.examples, _examples), ("DLCONFORM_SEED", args.seed, _seed)):
+        if value is not None:
+            env[name] = str(value)
+        try:
+            depth[name] = parse(env[name]) if env.get(name, "").strip() else None
+        except argparse.ArgumentTypeError as e:
+            _say("error: %s in the environment: %s" % (name, e))
+            return EXIT_USAGE
+    examples, seed = depth["DLCONFORM_EXAMPLES"], depth["DLCONFORM_SEED"]
+    timeout = args.timeout or 30.0 * max(1.0, (examples or 0) / 20.0)
     started = time.time()
     globs = [g.strip() for arg in (args.clause or ()) for g in arg.split(",") if g.strip()]
     unmatched = _unmatched_clauses(suites, globs)
@@ -346,7 +384,7 @@ def cmd_run(args):
     zygotes = {spec: SharedZygote(lanes[spec]) for spec in specs if lanes[spec] > 1}
 
     def runner(**kw):
-        return Runner(suites, out, python=python, clause=clause, timeout=args.timeout,
+        return Runner(suites, out, python=python, clause=clause, timeout=timeout,
                       target_timeout=args.target_timeout, env=env, max_restarts=args.max_restarts,
                       keep_warm=True, **kw)
 
@@ -394,7 +432,7 @@ def cmd_run(args):
         zygotes.pop(spec).close()
     environment = described.result()
     run_info = {"argv": sys.argv[1:], "suites": suites, "python": python, "clause": clause,
-                "timeout": args.timeout, "target_timeout": args.target_timeout,
+                "timeout": timeout, "target_timeout": args.target_timeout, "examples": examples, "seed": seed,
                 "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(
                     timespec="seconds")}
 

@@ -153,6 +153,32 @@ def test_bad_jobs_value_is_a_usage_error(tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1 and "--jobs" in p.stderr
 
 
+DEPTH = '''
+import os
+import pytest
+
+@pytest.mark.clause("T-01")
+def test_depth(check):
+    check.record("T-01", "pass", "%s %s" % (os.environ.get("DLCONFORM_EXAMPLES"), os.environ.get("DLCONFORM_SEED")))
+'''
+
+
+def test_the_depth_of_a_run_reaches_its_checks_and_its_record(tmp_path):
+    """--examples and --seed reach the checks' processes (strategies.py reads them there), the
+    per-test limit grows with the examples (30 s per 20), and results.json says how deep the run
+    was; a bad value is one line and exit 2."""
+    out = tmp_path / "out"
+    p = dlc("run", "--suites", suite(tmp_path, DEPTH), "--target", FAKE, "--out", str(out), "--examples", "200",
+            "--seed", "42")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert [r["message"] for r in doc["results"] if r["clause"] == "T-01"] == ["200 42"]
+    assert (doc["run"]["examples"], doc["run"]["seed"], doc["run"]["timeout"]) == (200, 42, 300.0)
+    for flag, bad in (("--examples", "0"), ("--examples", "many"), ("--seed", "x")):
+        p = dlc("run", "--target", "ref", "--out", str(tmp_path / "bad"), flag, bad)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and flag in p.stderr, p.stderr
+
+
 PLANTED = '''
 import pytest
 

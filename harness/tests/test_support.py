@@ -276,6 +276,41 @@ def test_explore_shrinks_and_records_a_finding():
     assert check.case == (explored, {"n": 10}, {})
 
 
+SEEN = []
+
+
+def counted(target, check, shape, strides, byte_offset, buffer_size, itemsize):
+    """A case that records the view it was given and finds nothing."""
+    SEEN.append((shape, strides, byte_offset))
+
+
+def _drawn(max_examples=16, seed=0x1234):
+    SEEN.clear()
+    views = hh.views(itemsize=4, min_ndim=0, max_ndim=3, allow_negative=True).map(lambda v: v._asdict())
+    hh.explore(new_check(), counted, None, views, max_examples=max_examples, seed=seed)
+    return list(SEEN)
+
+
+def test_the_run_depth_reaches_every_exploration(monkeypatch):
+    """`dlconform run --examples N --seed S` (DLCONFORM_EXAMPLES, DLCONFORM_SEED in the checks'
+    environment): an exploration draws N examples instead of its own bound, and S draws others;
+    without them it draws its own bound, the same ones every run."""
+    monkeypatch.delenv(hh.EXAMPLES_ENV, raising=False)
+    monkeypatch.delenv(hh.SEED_ENV, raising=False)
+    default = _drawn()
+    assert 0 < len(default) <= 16 and _drawn() == default
+    monkeypatch.setenv(hh.EXAMPLES_ENV, "80")
+    deeper = _drawn()
+    assert len(deeper) > 40 and len(set(deeper)) > len(set(default))
+    monkeypatch.setenv(hh.EXAMPLES_ENV, "16")
+    monkeypatch.setenv(hh.SEED_ENV, "7")
+    elsewhere = _drawn()
+    assert elsewhere != default and _drawn() == elsewhere
+    monkeypatch.setenv(hh.EXAMPLES_ENV, "0")
+    with pytest.raises(ValueError, match="at least 1"):
+        _drawn()
+
+
 # ---------------------------------------------------------------------------- the dtype table
 @needs_ref
 def test_dtype_table_agrees_with_the_reference():

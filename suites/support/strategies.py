@@ -14,13 +14,16 @@ tests and the target adapters. Strides are in elements, byte offsets in bytes.
   target's tensor.
 - `settings_bounded`: the suite-wide bounded, deterministic hypothesis settings; a body adds its
   own `@hypothesis.seed(...)` so that editing its text does not change the examples drawn.
-- `run_cases(check, clauses, body)` runs a @given body that calls `report_case(check, records,
-  lines)` for each case: fail-level records raise `Finding`, so hypothesis shrinks to the smallest failing case,
-  whose records and reproducer are then recorded; warn-level records are recorded at once.
-
-A failing example must be reproducible: tests call `hypothesis.note()` with the drawn case
-and put a self-contained snippet into `check.repro(...)`.
+- `explore(check, case, target, strategy, ...)`: runs a module-level case function on drawn
+  examples; a fail-level finding shrinks to the smallest failing example, whose records are
+  recorded and which becomes the check's reproducer.
+- The depth of a run (`dlconform run --examples N --seed S`, or the environment variables
+  DLCONFORM_EXAMPLES and DLCONFORM_SEED, which reach the checks in their processes): every
+  exploration draws N examples instead of its own bound (at most 20), and S mixes into each
+  exploration's seed, so a CI job can search deeper and elsewhere on every run while a finding
+  stays reproducible from its example alone.
 """
+import os
 import sys
 from collections import namedtuple
 
@@ -119,9 +122,43 @@ def view_ops(ndim, allow_flip=True, max_ops=3):
     return st.lists(op, min_size=0, max_size=max_ops)
 
 
+#: the environment variables of a deeper run (dlconform run --examples, --seed)
+EXAMPLES_ENV, SEED_ENV = "DLCONFORM_EXAMPLES", "DLCONFORM_SEED"
+
+
+def _env_int(name):
+    """The positive int (examples) or int (seed) an environment variable gives; None unset."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError("%s=%r is not an integer" % (name, text)) from None
+    if name == EXAMPLES_ENV and value < 1:
+        raise ValueError("%s=%r: the examples per exploration must be at least 1" % (name, text))
+    return value
+
+
+def examples(max_examples):
+    """The examples an exploration draws: its own bound (at most 20), or the run's depth."""
+    deeper = _env_int(EXAMPLES_ENV)
+    return deeper if deeper is not None else min(max_examples, 20)
+
+
+def run_seed(seed):
+    """An exploration's seed with the run's (DLCONFORM_SEED) mixed in; `seed` as it is when the
+    run names none."""
+    extra = _env_int(SEED_ENV)
+    if extra is None:
+        return seed
+    return ((seed or 0) ^ (extra * 0x9E3779B97F4A7C15)) & ((1 << 128) - 1)
+
+
 def settings_bounded(max_examples=20, **kw):
-    """Bounded and reproducible: derandomized, no deadline, no example database."""
-    return settings(max_examples=min(max_examples, 20), derandomize=True, deadline=None, database=None,
+    """Bounded and reproducible: derandomized, no deadline, no example database; as many
+    examples as examples() says."""
+    return settings(max_examples=examples(max_examples), derandomize=True, deadline=None, database=None,
                     report_multiple_bugs=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
@@ -171,6 +208,7 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
             if rec[1] != "pass":
                 check.record(*rec)
 
+    seed = run_seed(seed)
     if seed is not None:
         body = hypothesis_seed(seed)(body)
     body.hypothesis.inner_test = _at_recursion_limit(body.hypothesis.inner_test, sys.getrecursionlimit())
