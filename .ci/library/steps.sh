@@ -10,7 +10,10 @@
 #                provenance then names dlconform's revision)
 #   conformance  `dlconform run --target $LIB` from $REPORTS, with the library's known file
 #                when it has one; results.json, results.md, results.junit.xml in $REPORTS;
-#                known-now.txt there lists every finding of this run (a new known file)
+#                known-now.txt there lists every finding of this run (a new known file).
+#                DEVICE=cuda (a runner with a GPU): the library's CUDA variant, $LIB@cuda, on
+#                the device checks (its findings listed under $LIB@cuda in the same known
+#                file); EXAMPLES=N, SEED=S: a deeper search (dlconform run --examples, --seed)
 #   fuzz         `make fuzz-ci TARGET=T` for each T of $FUZZ_TARGETS (default $LIB: the
 #                consumer target; producer-numpy and the like: the producer target), each for
 #                $FUZZ_SECONDS, with the library's known fuzz file $FUZZ_KNOWN/T.txt (the
@@ -69,6 +72,9 @@ case ${1:-} in
     venv
     mkdir -p "$REPORTS"
     set -- --target "$LIB" --out "$REPORTS" --write-known "$REPORTS/known-now.txt"
+    [ -z "${DEVICE:-}" ] || set -- "$@" --device "$DEVICE"
+    [ -z "${EXAMPLES:-}" ] || set -- "$@" --examples "$EXAMPLES"
+    [ -z "${SEED:-}" ] || set -- "$@" --seed "$SEED"
     if [ -f "$LIB_DIR/$KNOWN" ]; then set -- "$@" --known "$WS/$LIB_DIR/$KNOWN"
     else say "no known file $LIB_DIR/$KNOWN: every finding counts (reports/known-now.txt starts one)"; fi
     cd "$REPORTS"   # not a checkout: dlconform and the library come from the venv

@@ -61,6 +61,33 @@ def test_steps_sh_refuses_unknown_steps():
     assert p.returncode != 0 and b"LIB" in p.stdout, p.stdout
 
 
+def _fake_venv(folder):
+    """A virtualenv whose `dlconform` prints the arguments it was called with, one a line."""
+    bin_dir = os.path.join(folder, "venv", "bin")
+    os.makedirs(bin_dir)
+    os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+    with open(os.path.join(bin_dir, "dlconform"), "w") as f:
+        f.write('#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\n')
+    os.chmod(os.path.join(bin_dir, "dlconform"), 0o755)
+    return os.path.dirname(bin_dir)
+
+
+@pytest.mark.parametrize("extra,expected", [
+    ({}, []),
+    ({"DEVICE": "cuda", "EXAMPLES": "500", "SEED": "17"}, ["--device", "cuda", "--examples", "500", "--seed", "17"]),
+])
+def test_steps_sh_conformance_passes_the_device_and_the_depth(tmp_path, extra, expected):
+    """The conformance step of a GPU runner's job (DEVICE=cuda) judges LIB's CUDA variant, and
+    a nightly one searches deeper (EXAMPLES, SEED): the step hands them to dlconform run."""
+    env = dict({k: v for k, v in os.environ.items() if k not in ("DEVICE", "EXAMPLES", "SEED")}, LIB="mylib",
+               VENV=_fake_venv(str(tmp_path)), REPORTS=str(tmp_path / "reports"), **extra)
+    p = subprocess.run(["sh", STEPS, "conformance"], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0, p.stdout
+    args = [line[4:] for line in p.stdout.splitlines() if line.startswith("arg:")]
+    assert args[:3] == ["run", "--target", "mylib"] and args[7:] == expected, args
+
+
 def test_gha_conditions():
     assert gha.condition("${{ !cancelled() }}", {}) is True
     ok = "${{ !cancelled() && steps.install.outcome == 'success' }}"
