@@ -36,6 +36,7 @@ WS=$(pwd)
 VENV=${VENV:-$WS/.dlpack-venv}
 REPORTS=${REPORTS:-$WS/reports}
 case $REPORTS in /*) ;; *) REPORTS=$WS/$REPORTS ;; esac
+case $LIB_DIR in /*) LIB_PATH=$LIB_DIR ;; *) LIB_PATH=$WS/$LIB_DIR ;; esac  # the checkout, absolute
 
 say() { echo "dlpack-ci: $*"; }
 venv() { # the venv as the active environment: python3, pip and dlconform are its own
@@ -75,7 +76,7 @@ case ${1:-} in
     [ -z "${DEVICE:-}" ] || set -- "$@" --device "$DEVICE"
     [ -z "${EXAMPLES:-}" ] || set -- "$@" --examples "$EXAMPLES"
     [ -z "${SEED:-}" ] || set -- "$@" --seed "$SEED"
-    if [ -f "$LIB_DIR/$KNOWN" ]; then set -- "$@" --known "$WS/$LIB_DIR/$KNOWN"
+    if [ -f "$LIB_PATH/$KNOWN" ]; then set -- "$@" --known "$LIB_PATH/$KNOWN"
     else say "no known file $LIB_DIR/$KNOWN: every finding counts (reports/known-now.txt starts one)"; fi
     cd "$REPORTS"   # not a checkout: dlconform and the library come from the venv
     dlconform run "$@"
@@ -86,7 +87,7 @@ case ${1:-} in
     worst=0
     for t in $FUZZ_TARGETS; do
       known=
-      [ -f "$LIB_DIR/$FUZZ_KNOWN/$t.txt" ] && known=$WS/$LIB_DIR/$FUZZ_KNOWN/$t.txt
+      [ -f "$LIB_PATH/$FUZZ_KNOWN/$t.txt" ] && known=$LIB_PATH/$FUZZ_KNOWN/$t.txt
       # make's own status is 2 for any failed recipe; fuzz-ci's is in fuzz/T.exit-status.
       # FUZZ_TOOLS empty: the tools step installed the engine (make would add AFL++).
       make -C "$DLCONFORM_DIR" --no-print-directory fuzz-ci TARGET="$t" FUZZ_SECONDS="$FUZZ_SECONDS" \

@@ -88,6 +88,21 @@ def test_steps_sh_conformance_passes_the_device_and_the_depth(tmp_path, extra, e
     assert args[:3] == ["run", "--target", "mylib"] and args[7:] == expected, args
 
 
+@pytest.mark.parametrize("absolute", [False, True])
+def test_steps_sh_finds_the_known_file_in_the_checkout(tmp_path, absolute):
+    """The library's known file is found in its checkout, LIB_DIR relative to the workspace
+    (the workflow's `lib`) or absolute."""
+    known = tmp_path / "lib" / ".dlconform" / "known.txt"
+    known.parent.mkdir(parents=True)
+    known.write_text("mylib@cuda consumer DT-07 *\n")
+    env = dict(os.environ, LIB="mylib", VENV=_fake_venv(str(tmp_path)), REPORTS=str(tmp_path / "reports"),
+               LIB_DIR=str(tmp_path / "lib") if absolute else "lib")
+    p = subprocess.run(["sh", STEPS, "conformance"], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    args = [line[4:] for line in p.stdout.splitlines() if line.startswith("arg:")]
+    assert p.returncode == 0 and args[args.index("--known") + 1] == str(known), p.stdout
+
+
 def test_gha_conditions():
     assert gha.condition("${{ !cancelled() }}", {}) is True
     ok = "${{ !cancelled() && steps.install.outcome == 'success' }}"
