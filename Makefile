@@ -100,7 +100,7 @@ include probes/nanobind/nanobind.mk
 # stderr, and its status, read back from $(OUT)/exit-status, becomes make's: 1 through make's
 # question mode (-q), 2 through $(error).
 ifeq ($(MAKECMDGOALS),conformance)
-CONFORMANCE_VARS := PYTHON OUT TARGETS CLAUSE JOBS KNOWN TIER TIER_DIR DEVICE
+CONFORMANCE_VARS := PYTHON OUT TARGETS CLAUSE JOBS KNOWN TIER TIER_DIR DEVICE EXAMPLES SEED
 CONFORMANCE_STATUS := $(shell $(MAKE) --no-print-directory conformance-run \
   $(foreach v,$(CONFORMANCE_VARS),$(if $(filter-out undefined,$(origin $(v))),$(v)=$(call q,$($(v))))) >&2; \
   cat $(call q,$(OUT))/exit-status 2>/dev/null || echo 2)
@@ -115,7 +115,8 @@ conformance:
 	@:
 RUN_CONFORMANCE = $(PYTHON) -m dlconform run $(foreach t,$(TARGETS),--target $(call q,$(t))) --out $(call q,$(OUT)) \
   $(if $(CLAUSE),--clause $(call q,$(CLAUSE))) $(if $(JOBS),--jobs $(call q,$(JOBS))) $(if $(KNOWN),--known $(call q,$(KNOWN))) \
-  $(if $(DEVICE),--device $(call q,$(DEVICE)))
+  $(if $(DEVICE),--device $(call q,$(DEVICE))) $(if $(EXAMPLES),--examples $(call q,$(EXAMPLES))) \
+  $(if $(SEED),--seed $(call q,$(SEED)))
 ifneq ($(TIER),)
 # In a Debian tier (harness/tiers): built with mmdebstrap, probes built inside with its Python.
 conformance-run:
