@@ -227,14 +227,21 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _examples(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number of examples, got %r" % text)
-    if n < 1:
-        raise argparse.ArgumentTypeError("--examples must be at least 1, got %d" % n)
-    return n
+def _at_least_one(what, flag):
+    """An argparse type: a whole number of `what`, 1 or more (`flag` named when it is not)."""
+    def parse(text):
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected a whole number of %s, got %r" % (what, text))
+        if n < 1:
+            raise argparse.ArgumentTypeError("%s must be at least 1, got %d" % (flag, n))
+        return n
+    return parse
+
+
+_examples = _at_least_one("examples", "--examples")
+_jobs = _at_least_one("jobs", "--jobs")
 
 
 def _seed(text):
@@ -242,16 +249,6 @@ def _seed(text):
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError("expected an integer seed, got %r" % text)
-
-
-def _jobs(text):
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected a whole number of jobs, got %r" % text)
-    if n < 1:
-        raise argparse.ArgumentTypeError("--jobs must be at least 1, got %d" % n)
-    return n
 
 
 def _unmatched_clauses(suites, globs):

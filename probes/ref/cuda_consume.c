@@ -102,21 +102,27 @@ static PyObject *through_dlpack(PyObject *x, PyObject *copy, int *is_copy) {
   return versioned ? ref_cuda_import(NULL, managed, stream) : ref_cuda_import(managed, NULL, stream);
 }
 
-/* A CudaTensor of t's elements in new device memory, copied on t's stream (its reading
- * stream); t (the import, stolen) is released once that stream has run the copy, so the
- * producer's memory goes back only when ref is done reading it (OWN-03, CPY-06). */
+/* t's elements copied to dst (device memory for REF_CUDA_D2D, host memory for REF_CUDA_D2H)
+ * on t's stream, its reading stream, and waited for: the copy reads the producer's memory
+ * only where the import's reads are ordered. 0, or -1 with RuntimeError. */
+static int copy_elements(const RefCudaTensor *t, void *dst, int kind) {
+  if (!t->nbytes) return 0;
+  if (ref_cuda_check(ref_cuda.MemcpyAsync(dst, (void *)t->buf->lo, (size_t)t->nbytes, kind,
+                                          (void *)t->stream), "cudaMemcpyAsync") < 0)
+    return -1;
+  return ref_cuda_check(ref_cuda.StreamSynchronize((void *)t->stream), "cudaStreamSynchronize");
+}
+
+/* A CudaTensor of the import's elements in new device memory; the import (stolen) is
+ * released once its stream has run the copy, so the producer's memory goes back only when
+ * ref is done reading it (OWN-03, CPY-06). */
 static PyObject *device_copy(PyObject *imported) {
   RefCudaTensor *t = (RefCudaTensor *)imported;
   ref_buf *mem = ref_cuda_buf_alloc((size_t)t->nbytes);
   PyObject *out = NULL;
   if (!mem)
     PyErr_SetString(PyExc_MemoryError, "cudaMalloc failed");
-  else if (t->nbytes && (ref_cuda_check(ref_cuda.MemcpyAsync((void *)mem->lo, (void *)t->buf->lo,
-                                                             (size_t)t->nbytes, REF_CUDA_D2D,
-                                                             (void *)t->stream),
-                                        "cudaMemcpyAsync") < 0 ||
-                         ref_cuda_check(ref_cuda.StreamSynchronize((void *)t->stream),
-                                        "cudaStreamSynchronize") < 0))
+  else if (copy_elements(t, (void *)mem->lo, REF_CUDA_D2D) < 0)
     ref_buf_decref(mem);
   else
     out = (PyObject *)ref_cuda_tensor_over(mem, t->dtype, t->ndim, t->shape, t->stream, 0);
@@ -124,19 +130,14 @@ static PyObject *device_copy(PyObject *imported) {
   return out;
 }
 
-/* A host Tensor of t's elements, read on t's stream (its reading stream); t is stolen. */
+/* A host Tensor of the import's elements; the import is stolen (VER-06's host copy). */
 static PyObject *host_copy_of(PyObject *imported) {
   RefCudaTensor *t = (RefCudaTensor *)imported;
   ref_buf *host = ref_buf_alloc((size_t)t->nbytes);
   PyObject *out = NULL;
   if (!host)
     PyErr_NoMemory();
-  else if (t->nbytes && (ref_cuda_check(ref_cuda.MemcpyAsync(host->mem, (void *)t->buf->lo,
-                                                             (size_t)t->nbytes, REF_CUDA_D2H,
-                                                             (void *)t->stream),
-                                        "cudaMemcpyAsync") < 0 ||
-                         ref_cuda_check(ref_cuda.StreamSynchronize((void *)t->stream),
-                                        "cudaStreamSynchronize") < 0))
+  else if (copy_elements(t, host->mem, REF_CUDA_D2H) < 0)
     ref_buf_decref(host);
   else
     out = (PyObject *)ref_tensor_over(host, t->nbytes ? host->mem : NULL, 0, t->dtype, t->ndim,
