@@ -176,3 +176,22 @@ def test_gpu_recipe_without_a_device_says_so_in_one_line_and_exits_2(tmp_path):
                                      "loaded (%s: cannot open shared object file: No such file or directory); "
                                      "nothing was run" % (tmp_path / "libcudart.so", tmp_path / "libcudart.so")]
     assert os.listdir(tmp_path / "out") == ["gpu.log"]
+
+
+def test_gpu_recipe_skips_what_its_budget_cannot_hold(tmp_path):
+    """.ci/gpu keeps within BUDGET (a lent GPU machine's command limit): a step with under 20 s
+    left is skipped, saying so, and the script still ends with its log (here on the simulated
+    runtime, with a budget too small for any step). A run that overruns its share is stopped
+    with SIGTERM and keeps its reports: by hand, a CPU run of ref, numpy and torch stopped at
+    13 s left a cpu.json of what finished (exit_status 130)."""
+    sim = os.path.join(ROOT, "build", "cuda", "sim", "libcudart.so")
+    if not os.path.exists(sim):
+        pytest.skip("no simulated CUDA runtime: run `make build` first")
+    env = dict(os.environ, DLCONFORM_CUDART=sim, PYTHON=sys.executable, BUDGET="19", CPU_TARGETS="ref")
+    p = subprocess.run(["sh", os.path.join(ROOT, ".ci", "gpu"), str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    log = (tmp_path / "out" / "gpu.log").read_text()
+    assert p.returncode == 1, log
+    for step in ("device", "cpu", "generic clean cai  test_cuda_stream.py"):
+        assert "gpu: %s: skipped, under 20 s of the 19 s budget left (BUDGET)" % step in log, log
+    assert "gpu: done (exit 1)" in log and "make conformance" not in log, log
