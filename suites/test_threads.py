@@ -8,6 +8,11 @@ same struct (a cache), releasing one leaves the other intact (poison check). OWN
 deleter runs once, from a C thread without the GIL, and the counts balance. XAPI-14: every
 managed_tensor_from_py_object_no_sync call gives an owning tensor. Caching itself is allowed:
 it is reported in the pass message.
+
+A device variant's tensors (torch@cuda, cupy@cuda, pyref@cuda: a device run) go through the same
+threads: their hand-outs' elements are read through the CUDA runtime (the `reader` of
+`_probe.stress`), once the made tensor is ready, so the lifetime of CUDA exports taken at once
+from many threads is judged as the host's.
 """
 
 from dlconform import _probe
@@ -26,6 +31,7 @@ def _run(target, with_table):
     threads take theirs."""
     dtype = dty.pick(target)[0]
     x = tns.make(target, dtype, (3, 5))[0]
+    reader = _device_reader(target)
     api, table = 0, None
     if with_table:
         x, table = xa.table(target, x)  # Unsupported without a usable table
@@ -42,9 +48,26 @@ def _run(target, with_table):
         del cap
     except Exception:  # noqa: BLE001 - an export that fails here fails in the threads too: "errors"
         pass
-    r = _probe.stress(x, target.expected(x), THREADS, ITERATIONS, api=api)
+    r = _probe.stress(x, target.expected(x), THREADS, ITERATIONS, api=api, reader=reader)
     r["layout"] = layout
     return r
+
+
+def _device_reader(target):
+    """For a device variant's tensors: the threads' reader of a hand-out's elements through the
+    CUDA runtime (a DLTensor's address in, its row-major element bytes out), after the device
+    finished making the tensor (the lifetime is judged here, not the streams:
+    test_cuda_stream.py); None for host tensors, which the threads read themselves."""
+    if tuple(getattr(target, "device", None) or (1, 0))[0] == 1:
+        return None
+    from dlconform.kit import abi, capsules, cuda
+
+    rt = cuda.runtime()
+    if rt is None:
+        raise kit.Unsupported("%s's tensors are on a device, and no CUDA runtime reads them: %s"
+                              % (target.name, cuda.why_not()))
+    rt.synchronize()
+    return lambda address: capsules.read_tensor(abi.DLTensor.from_address(address))
 
 
 def _judge(check, r):

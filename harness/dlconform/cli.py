@@ -33,11 +33,12 @@ DEVICE_FILES = {"cuda": ("test_cuda_stream.py", "test_cuda_exchange.py", "test_c
                          "test_cuda_refusals.py", "test_cuda_keywords.py", "test_cuda_interop.py")}
 #: the test files of a device run, by device (--device): the device checks, and the files whose
 #: producer checks judge a tensor the library makes (its fields, layout, dtype, elements, capsules,
-#: versions, flags, copies, errors, device and ownership), run on the device tensors of the
-#: targets that make them (target.device_tensors; pytest_plugin skips the rest there)
+#: versions, flags, copies, errors, device, ownership and exports from many threads), run on the
+#: device tensors of the targets that make them (target.device_tensors; pytest_plugin skips the
+#: rest there)
 DEVICE_TESTS = {"cuda": DEVICE_FILES["cuda"] + (
     "test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py", "test_versioning.py", "test_flags.py",
-    "test_copy.py", "test_errors.py", "test_device.py", "test_ownership.py")}
+    "test_copy.py", "test_errors.py", "test_device.py", "test_ownership.py", "test_threads.py")}
 
 
 class _Parser(argparse.ArgumentParser):

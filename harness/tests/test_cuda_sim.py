@@ -345,3 +345,28 @@ def test_storage_of_a_cuda_capsule_is_read_through_the_runtime(rt):
         with pytest.raises(ValueError, match="device type 2, which the host cannot read"):
             forge.expected_elements()
     rt.free(ptr)
+
+
+def test_the_thread_stress_reads_device_hand_outs_through_its_reader(rt):
+    """_probe.stress (test_threads.py) over CUDA memory: the C threads read each hand-out's
+    elements through the `reader` the check gives (the runtime), and a hand-out whose elements
+    differ from the tensor's is counted, as on the host; without a reader the threads cannot read
+    device memory, and say so."""
+    from dlconform import _probe, pyref
+    from dlconform.kit import abi, capsules
+
+    x = pyref.to_device(pyref.frombuffer(bytes(range(60)), "float32", (3, 5)))
+    rt.synchronize()
+
+    def reader(address):
+        return capsules.read_tensor(abi.DLTensor.from_address(address))
+
+    good = _probe.stress(x, bytes(range(60)), 4, 20, reader=reader)
+    assert good["bad_values"] == 0 and good["errors"] == 0, good
+    assert good["deleter_calls"] + good["null_deleters"] == good["handouts"] == 80
+    wrong = _probe.stress(x, bytes(60), 2, 5, reader=reader)
+    assert wrong["bad_values"] > 0 and wrong["first_bad"].startswith("at hand-out: read b'\\x00\\x01"), wrong
+    blind = _probe.stress(x, bytes(range(60)), 1, 1)
+    assert blind["bad_values"] > 0 and "expected" in blind["first_bad"], blind
+    with pytest.raises(TypeError, match="reader must be None or a callable"):
+        _probe.stress(x, bytes(60), 1, 1, reader=3)

@@ -55,7 +55,7 @@ static PyMethodDef probe_methods[] = {
      "(rc, exception or None) on failure."},
     {"xapi_alloc", probe_xapi_alloc, METH_VARARGS,
      "xapi_alloc(api, dtype, shape, device) -> (rc, Handle or None, [(kind, message)])."},
-    {"stress", (PyCFunction)(void (*)(void))probe_stress, METH_VARARGS | METH_KEYWORDS, "stress(obj, expected, threads=4, iterations=100, *, api=0) -> dict: see stress.c."},
+    {"stress", (PyCFunction)(void (*)(void))probe_stress, METH_VARARGS | METH_KEYWORDS, "stress(obj, expected, threads=4, iterations=100, *, api=0, reader=None) -> dict: see stress.c."},
     {"xapi_to_py", probe_xapi_to_py, METH_VARARGS,
      "xapi_to_py(api, handle) -> (rc, object) on success, (rc, exception or None) on "
      "failure; the tensor is stolen from the handle either way."},

@@ -92,6 +92,10 @@ PyObject *probe_extent_py(PyObject *self, PyObject *obj);
 
 /* ---- read.c ------------------------------------------------------------------------ */
 
+/* 1 for the device types whose memory the host can read (DEV-01 numbering: CPU, CUDAHost,
+ * ROCMHost, CUDAManaged). Anything else (CUDA, ROCm, ...) is a device address: dereferencing
+ * it on the host would crash. */
+int probe_host_readable(int32_t device_type);
 /* The logical row-major element bytes of t (itemsize bytes each, honouring byte_offset
  * and strides; NULL strides: row-major, LAY-07). ValueError when the extent is not OK,
  * data is NULL for a non-empty tensor, or the device is not host-readable. */

@@ -3,9 +3,7 @@
  * validated with check's overflow-safe extent arithmetic. */
 #include "probe.h"
 
-/* Device types whose memory the host can read (DEV-01 numbering). Anything else (CUDA,
- * ROCm, ...) is a device address: dereferencing it on the host would crash. */
-static int host_readable(int32_t device_type) {
+int probe_host_readable(int32_t device_type) {
   return device_type == kDLCPU || device_type == kDLCUDAHost || device_type == kDLROCMHost ||
          device_type == kDLCUDAManaged;
 }
@@ -72,7 +70,7 @@ PyObject *probe_read_tensor(const DLTensor *t) {
   /* LAY-04: a zero-size tensor has no element to read, whatever data is. */
   if (e.zero_size || e.numel == 0) return PyBytes_FromStringAndSize(NULL, 0);
   int32_t dev = (int32_t)t->device.device_type;
-  if (!host_readable(dev)) {
+  if (!probe_host_readable(dev)) {
     PyErr_Format(PyExc_ValueError, "cannot read elements on device type %d from the host",
                  (int)dev);
     return NULL;

@@ -1,5 +1,8 @@
-/* stress.c: `stress(obj, expected, threads, iterations, api=0)`: many C threads export one
- * shared tensor at once (issue 3 "Threads and caching"; OWN-04, OWN-05, XAPI-14).
+/* stress.c: `stress(obj, expected, threads, iterations, api=0, reader=None)`: many C threads
+ * export one shared tensor at once (issue 3 "Threads and caching"; OWN-04, OWN-05, XAPI-14).
+ * `reader(address)`, a callable, reads the elements of the DLTensor at `address` where the
+ * host cannot (device memory: through the CUDA runtime); it is called with the GIL held. Host
+ * memory, and device memory without a reader (ValueError: bad values), is read here.
  *
  * Each of `threads` pthreads runs `iterations` rounds. A round takes the GIL through
  * PyGILState_Ensure (the thread is not a Python thread), then:
@@ -33,7 +36,7 @@ typedef struct {
 } handout;
 
 typedef struct {
-  PyObject *obj, *expected;
+  PyObject *obj, *expected, *reader; /* reader: NULL, or a callable of a DLTensor's address */
   const DLPackExchangeAPI *api;
   long iterations;
   atomic_long handouts, xapi_handouts, dlpack_handouts, deleter_calls, null_deleters;
@@ -48,7 +51,10 @@ static const DLTensor *tensor_of(handout h) {
 
 /* GIL held. 1 when the hand-out's elements equal expected; records the first mismatch. */
 static int values_ok(stress_state *s, handout h, const char *when) {
-  PyObject *got = probe_read_tensor(tensor_of(h));
+  const DLTensor *t = tensor_of(h);
+  PyObject *got = s->reader && !probe_host_readable((int32_t)t->device.device_type)
+                      ? PyObject_CallFunction(s->reader, "K", (unsigned long long)(uintptr_t)t)
+                      : probe_read_tensor(t);
   int ok = got && PyObject_RichCompareBool(got, s->expected, Py_EQ) == 1;
   if (!ok) {
     atomic_fetch_add(&s->bad_values, 1);
@@ -210,13 +216,18 @@ static void *worker(void *arg) {
 
 PyObject *probe_stress(PyObject *self, PyObject *args, PyObject *kwargs) {
   (void)self;
-  static char *kwlist[] = {"obj", "expected", "threads", "iterations", "api", NULL};
-  PyObject *obj, *expected, *api_obj = NULL;
+  static char *kwlist[] = {"obj", "expected", "threads", "iterations", "api", "reader", NULL};
+  PyObject *obj, *expected, *api_obj = NULL, *reader = NULL;
   int threads = 4;
   long iterations = 100;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OS|il$O:stress", kwlist, &obj, &expected,
-                                   &threads, &iterations, &api_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OS|il$OO:stress", kwlist, &obj, &expected,
+                                   &threads, &iterations, &api_obj, &reader))
     return NULL;
+  if (reader == Py_None) reader = NULL;
+  if (reader && !PyCallable_Check(reader)) {
+    PyErr_SetString(PyExc_TypeError, "reader must be None or a callable of a DLTensor's address");
+    return NULL;
+  }
   if (threads < 1 || threads > 64 || iterations < 1) {
     PyErr_SetString(PyExc_ValueError, "threads must be 1..64 and iterations >= 1");
     return NULL;
@@ -225,6 +236,7 @@ PyObject *probe_stress(PyObject *self, PyObject *args, PyObject *kwargs) {
   memset(&s, 0, sizeof s);
   s.obj = obj;
   s.expected = expected;
+  s.reader = reader;
   s.iterations = iterations;
   void *p = api_obj && api_obj != Py_None ? PyLong_AsVoidPtr(api_obj) : NULL;
   if (PyErr_Occurred()) return NULL;
