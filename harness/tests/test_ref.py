@@ -972,9 +972,12 @@ print(_ref.cuda_from_dlpack(TableProducer(a)).stream == a.stream, _ref.cuda_from
       named == [side], end=" ")
 # device="cpu" with copy=False: refused (CPY-07), or a host copy under the fault
 try:
-    print(type(_ref.cuda_from_dlpack(_ref.CudaTensor("float32", (4,), bytes(16)), device="cpu", copy=False)).__name__)
+    print(type(_ref.cuda_from_dlpack(_ref.CudaTensor("float32", (4,), bytes(16)), device="cpu", copy=False)).__name__,
+          end=" ")
 except BufferError:
-    print("refused")
+    print("refused", end=" ")
+# the strides of a CudaTensor's export (elements; bytes under cuda_strides_in_bytes)
+print(kit.inspect(_ref.CudaTensor("float32", (2, 3), bytes(24)).__dlpack__(max_version=(1, 3)))["strides"])
 """
 
 
@@ -991,7 +994,7 @@ def _cuda_table():
 OBSERVE.update({name: _cuda_table for name in (
     "cuda_work_stream_ignores_context", "cuda_from_py_synchronizes", "cuda_dltensor_from_waits",
     "cuda_to_py_synchronizes", "cuda_consumer_ignores_work_stream", "cuda_consumer_ignores_context",
-    "cuda_consumer_host_copy_false")})
+    "cuda_consumer_host_copy_false", "cuda_strides_in_bytes")})
 
 
 def test_fault_table():
@@ -1062,5 +1065,6 @@ OBSERVE.update({
 def test_cuda_table_clean_line():
     """The line _CUDA_TABLE prints for clean ref: every call succeeds, the data stays pending,
     nothing blocked the host or went onto the current stream, which current_work_stream names;
-    the consumer refuses device="cpu" with copy=False (CPY-07)."""
-    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True refused")
+    the consumer refuses device="cpu" with copy=False (CPY-07); an export's strides are in
+    elements (LAY-05)."""
+    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True refused [3, 1]")

@@ -201,6 +201,11 @@ static PyObject *capsule_of(const RefCudaTensor *t, ref_buf *buf, DLDevice devic
                             uint64_t flags, int versioned) {
   DLTensor dl;
   ref_cuda_tensor_fill(t, &dl);
+  int64_t bytes[REF_MAX_NDIM]; /* the fault's strides, in bytes (LAY-05 says elements) */
+  if (ref_fault_is(FAULT_CUDA_STRIDES_IN_BYTES) && t->ndim) {
+    for (int32_t d = 0; d < t->ndim; d++) bytes[d] = t->strides[d] * (int64_t)t->itemsize;
+    dl.strides = bytes;
+  }
   dl.device = device;
   dl.data = t->nbytes ? (void *)buf->lo : NULL;
   void *managed = ref_make_managed(buf, &dl, flags, versioned);

@@ -156,6 +156,8 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CUDA_CONSUMER_HOST_COPY_FALSE] = {"cuda_consumer_host_copy_false", "CPY-07", C, 0,
         "cuda_from_dlpack(device='cpu', copy=False) asks the producer for a host copy anyway "
         "and imports it"},
+    [FAULT_CUDA_STRIDES_IN_BYTES] = {"cuda_strides_in_bytes", "LAY-05", P, 0,
+        "CudaTensor's exports give their strides in bytes, not elements"},
     [FAULT_VSTREAM_NO_WAIT] = {"vstream_no_wait", "STR-01", P, 0,
         "the virtual stream device never makes the consumer's stream wait"},
     [FAULT_VSTREAM_SYNC_ON_MINUS1] = {"vstream_sync_on_minus1", "STR-03", P, 0,

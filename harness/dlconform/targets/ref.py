@@ -1,13 +1,13 @@
 """The reference target: dlconform._ref, optionally with a built-in fault active.
 
-`ref@cuda` is the C reference on a CUDA device: its stream_device() makes _ref.CudaTensors
-(compact row-major tensors in CUDA memory, each produced on a stream of its own, exported with
-CUDA's stream semantics and offering an exchange table of the CUDA device) on the runtime
-kit.cuda finds, the simulated one when DLCONFORM_CUDART names build/cuda/sim/libcudart.so. Its
-make() stays the host Tensor's (`device_tensors` is False: pyref@cuda's device arrays are the
-reference the host files' checks judge on the device). As a consumer it imports CUDA producers
-with _ref.cuda_from_dlpack, which takes the array API's device= and copy=. Without a runtime it
-is unavailable, saying why.
+`ref@cuda` is the C reference on a CUDA device: its stream_device() and its make() make
+_ref.CudaTensors (compact row-major tensors of whole-byte types in CUDA memory, each produced on
+a stream of its own, exported with CUDA's stream semantics and offering an exchange table of the
+CUDA device) on the runtime kit.cuda finds, the simulated one when DLCONFORM_CUDART names
+build/cuda/sim/libcudart.so. The host files' producer checks judge them too (`device_tensors`),
+beside pyref@cuda's device arrays: the C export path and the C table over CUDA memory. As a
+consumer it imports CUDA producers with _ref.cuda_from_dlpack, which takes the array API's
+device= and copy=. Without a runtime it is unavailable, saying why.
 """
 import contextlib
 
@@ -15,7 +15,7 @@ from . import _views
 from ._util import claims_cuda
 from .base import ReferenceTarget, TargetError, spec_name
 from .pyref_target import CudaStreamDevice
-from .dtypes import DTYPES, EXTENDED_FLOATS, STANDARD_DTYPES, kind_of_code
+from .dtypes import DTYPES, EXTENDED_FLOATS, STANDARD_DTYPES, itemsize, kind_of_code, row_major_strides
 
 
 def ref_dtypes(_ref):
@@ -51,7 +51,7 @@ class RefTarget(ReferenceTarget):
         self._ref = _import_ref()
         self.cuda = device == "cuda"
         if self.cuda:
-            self.device = (2, 0)
+            self.device, self.device_tensors = (2, 0), True
             name = name or spec_name("ref@cuda", fault, role)
         super().__init__(self._ref, getattr(self._ref, "FAULTS", {}), name, fault, role)
         self._dtypes = self._bound = None
@@ -95,21 +95,44 @@ class RefTarget(ReferenceTarget):
 
     def dtypes(self):
         if self._dtypes is None:
-            self._dtypes = ref_dtypes(self._ref)
+            self._dtypes = [n for n in ref_dtypes(self._ref) if not self.cuda or self._on_device(n)]
         return list(self._dtypes)
 
     def discover_dtypes(self):
-        """Every dtype name of dlpack.h v1.3 that _ref.Tensor takes (int4 and uint4 too)."""
+        """Every dtype name of dlpack.h v1.3 that _ref.Tensor takes (int4 and uint4 too); on
+        ref@cuda, those CudaTensor holds (whole-byte types)."""
         found = {}
         for name in DTYPES:
             try:
-                found[name] = (name, self._ref.Tensor(name, (1,)).itemsize)
+                size = self._ref.Tensor(name, (1,)).itemsize
             except Exception:  # a name _ref does not have
                 continue
+            if not self.cuda or self._on_device(name):
+                found[name] = (name, size)
         return found
 
+    def _on_device(self, name):
+        """Whether CudaTensor holds this dtype (it refuses sub-byte ones)."""
+        try:
+            self.make(name, (1,), bytes(itemsize(name)))
+        except Exception:  # noqa: BLE001 - ValueError: a sub-byte type
+            return False
+        return True
+
+    def _is_cuda_tensor(self, x):
+        return self.cuda and isinstance(x, self._ref.CudaTensor)
+
     def make(self, dtype, shape, values):
+        if self.cuda:
+            self._runtime()
+            return self._ref.CudaTensor(dtype, tuple(shape), bytes(values))
         return self._ref.Tensor(dtype, tuple(shape), data=bytes(values))
+
+    def expected(self, x):
+        """A CudaTensor's bytes, read on the stream its data was produced on."""
+        if self._is_cuda_tensor(x):
+            return self._runtime().read_on(x.stream, x.ptr, x.nbytes) if x.nbytes else b""
+        return x.tobytes()
 
     def _view(self, x, how, *args):
         """The view of x that _views.`how` gives; None for a CudaTensor, which has no views."""
@@ -128,9 +151,14 @@ class RefTarget(ReferenceTarget):
         return self._view(x, "flip", dim)
 
     def readonly(self, x):
+        if self._is_cuda_tensor(x):
+            return None  # a CudaTensor is never read-only
         return self._ref.Tensor(x.dtype, tuple(x.shape), data=x.tobytes(), readonly=True)
 
     def describe(self, y):
+        if self._is_cuda_tensor(y):
+            return {"ptr": y.ptr, "shape": tuple(y.shape), "strides": row_major_strides(tuple(y.shape)),
+                    "itemsize": itemsize(tuple(y.dtype)), "readonly": False, "device": (2, 0)}
         return {
             "ptr": y.data_ptr + y.byte_offset,
             "shape": tuple(y.shape),
@@ -147,12 +175,16 @@ class RefTarget(ReferenceTarget):
         return None if rt is None else RefCudaStreamDevice(self._ref, rt)
 
     def native_layout(self, x):
+        if self._is_cuda_tensor(x):
+            return tuple(x.shape), row_major_strides(tuple(x.shape)), x.ptr
         return tuple(x.shape), tuple(x.strides), x.data_ptr + x.byte_offset
 
     def dtype_kind(self, y):
         return kind_of_code(y.dtype[0])
 
     def unexportable(self):
+        if self.cuda:
+            return None  # a CudaTensor always exports
         return "ref tensor with exportable=False", self._ref.Tensor("float32", (2, 3), exportable=False)
 
 
