@@ -321,3 +321,21 @@ def test_consumer_faults_are_caught_on_cuda_capsules(consumer_fault_runs, fault)
         assert "test_cuda_consumer_retries_without_new_keywords" in failed, records
         assert not [r for r in records if "test_cuda_keywords" in r["test"] and r["clause"] in ("VER-05", "VER-06")
                     and r["verdict"] != "pass"], records
+
+
+def test_host_files_beyond_the_device_run_do_not_judge_device_tensors(sim, tmp_path):
+    """A host file outside cli.DEVICE_TESTS (CPU stream rules, the keyword matrix, the exchange
+    table's forged host tensors) feeds host memory of its own beside the library's tensors: asked
+    for on a device variant (--tests, or the variant named without --device), its producer
+    checks skip, saying so, rather than judge the library by host inputs (ref@cuda's table of
+    CUDA tensors refusing test_exchange_api's host tensor failed XAPI-17)."""
+    files = ("test_stream.py", "test_keywords.py", "test_exchange_api.py")
+    p = _device_run(tmp_path / "out", sim, "-q", "--target", "pyref", "--target", "ref",
+                    *[a for f in files for a in ("--tests", f)])
+    assert p.returncode == 0, p.stderr
+    records = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
+    producer = [r for r in records if r["role"] == "producer"]
+    assert {r["target"] for r in producer} == {"pyref@cuda", "ref@cuda"}
+    assert {r["test"].split("::")[0] for r in producer} == set(files)
+    assert {r["verdict"] for r in producer} == {"skip"}, [(r["test"], r["verdict"]) for r in producer]
+    assert all("feed host memory of their own" in r["message"] for r in producer), producer[0]["message"]

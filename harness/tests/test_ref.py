@@ -1067,4 +1067,4 @@ def test_cuda_table_clean_line():
     nothing blocked the host or went onto the current stream, which current_work_stream names;
     the consumer refuses device="cpu" with copy=False (CPY-07); an export's strides are in
     elements (LAY-05)."""
-    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True refused [3, 1]")
+    assert _cuda_table() == (0, "0 0 0 True 0 True True True True True refused (3, 1)")
