@@ -42,7 +42,7 @@ RefCudaTensor *ref_cuda_tensor_over(ref_buf *buf, DLDataType dtype, int32_t ndim
   t->ndim = ndim;
   t->stream = stream;
   t->own_stream = own_stream;
-  memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim); /* a 0-d shape may be NULL */
   DLTensor dl = {NULL, {kDLCUDA, 0}, ndim, dtype, t->shape, t->strides, 0};
   dlc_extent e;
   if (dlc_row_major_strides(ndim, t->shape, t->strides) != 0 ||
