@@ -21,24 +21,12 @@ from . import repro as _repro
 from . import report as _report
 from .records import Record
 from .runner import Runner, SharedZygote, child_env, merge_lanes, safe_name
-from .targets.loader import BUILTIN, probe
+from .device_files import DEVICE_FILES, DEVICE_TESTS  # noqa: F401 - DEVICE_FILES: cli's name for the tests
 from .kit.check import FAILING, HARNESS_ERROR, VERDICTS
+from .targets.loader import BUILTIN, probe
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_OUT = os.path.join("reports", "out")
-#: the files of the device checks, by device: its streams observed, its exchange table, what its
-#: consumer makes of device capsules of every layout and dtype, of every reason to refuse one, of
-#: from_dlpack's keywords and READ_ONLY, and of every installed CUDA producer's tensors
-DEVICE_FILES = {"cuda": ("test_cuda_stream.py", "test_cuda_exchange.py", "test_cuda_layout.py",
-                         "test_cuda_refusals.py", "test_cuda_keywords.py", "test_cuda_interop.py")}
-#: the test files of a device run, by device (--device): the device checks, and the files whose
-#: producer checks judge a tensor the library makes (its fields, layout, dtype, elements, capsules,
-#: versions, flags, copies, errors, device, ownership and exports from many threads), run on the
-#: device tensors of the targets that make them (target.device_tensors; pytest_plugin skips the
-#: rest there)
-DEVICE_TESTS = {"cuda": DEVICE_FILES["cuda"] + (
-    "test_fields.py", "test_layout.py", "test_dtype.py", "test_capsule.py", "test_versioning.py", "test_flags.py",
-    "test_copy.py", "test_errors.py", "test_device.py", "test_ownership.py", "test_threads.py")}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -22,6 +22,7 @@ import pytest
 from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
 from . import repro as _repro
+from .device_files import DEVICE_TESTS
 from .kit.check import FAILING, FEEDS, HARNESS_ERROR, Check, Unsupported, Warn, breach, truncate, worst
 from .records import SESSION, Record
 
@@ -596,7 +597,7 @@ class _State:
     def _host_check_elsewhere(self, item, role):
         """Why a check of host tensors (no `device` marker) does not run on a device variant,
         or None where it runs: the producer checks of the device run's host files
-        (cli.DEVICE_TESTS) run on the variant's device tensors where its adapter makes them
+        (device_files.DEVICE_TESTS) run on the variant's device tensors where its adapter makes them
         (target.device_tensors); the consumer checks feed host capsules, and the producer checks
         of the other host files host memory of their own (the exchange table's forged tensors):
         the library's CPU run judges them."""
@@ -609,12 +610,11 @@ class _State:
         if not getattr(target, "device_tensors", False):
             return "%s: its adapter makes no device tensors for the host checks; its device checks judge it" \
                 % self.spec
-        from .cli import DEVICE_TESTS  # the host files whose producer checks are written for device tensors
-
         name = os.path.basename(str(item.fspath))
         if name not in DEVICE_TESTS.get({2: "cuda"}.get(self._variant_device(target)[0]), ()):
             return ("%s: %s's producer checks feed host memory of their own beside the library's tensors; the "
-                    "library's own CPU target judges them (a device run's files: cli.DEVICE_TESTS)" % (self.spec, name))
+                    "library's own CPU target judges them (a device run's files: device_files.DEVICE_TESTS)"
+                    % (self.spec, name))
         return None
 
     @pytest.hookimpl(hookwrapper=True)

@@ -129,14 +129,14 @@ class RefTarget(ReferenceTarget):
         return self._ref.Tensor(dtype, tuple(shape), data=bytes(values))
 
     def expected(self, x):
-        """A CudaTensor's bytes, read on the stream its data was produced on."""
+        """A CudaTensor's bytes, read on the stream its data was produced on (its device's)."""
         if self._is_cuda_tensor(x):
-            return self._runtime().read_on(x.stream, x.ptr, x.nbytes) if x.nbytes else b""
+            return self.stream_device().to_host(x)
         return x.tobytes()
 
     def _view(self, x, how, *args):
         """The view of x that _views.`how` gives; None for a CudaTensor, which has no views."""
-        if not hasattr(x, "strides"):
+        if self._is_cuda_tensor(x):
             return None
         shape, strides, offset = getattr(_views, how)(x.shape, x.strides, *args)
         return x.view(shape, strides, x.byte_offset + offset * x.itemsize)
@@ -261,7 +261,7 @@ class RefCudaStreamDevice(CudaStreamDevice):
         host import (device="cpu") is a _ref.Tensor, read as one."""
         if not isinstance(y, self._ref.CudaTensor):
             return y.tobytes()
-        return self.runtime.read_on(y.stream, y.ptr, y.nbytes)
+        return self.runtime.read_on(y.stream, y.ptr, y.nbytes) if y.nbytes else b""
 
     def import_dtype(self, y):
         return tuple(y.dtype)
