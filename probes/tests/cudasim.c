@@ -95,6 +95,15 @@ static void test_memory(void) {
   CHECK(p == first);
   cudaFree(p);
   cudaFree(q);
+  /* the device holds 1 GiB: what would pass it fails as on a full device, and fits again once
+   * memory is given back (blocks are zero-filled lazily: no host memory is touched here) */
+  void *big = NULL, *more = NULL;
+  CHECK_INT(cudaMalloc(&big, (size_t)1 << 30), cudaSuccess);
+  CHECK_INT(cudaMalloc(&more, 256), cudaErrorMemoryAllocation);
+  CHECK_INT(cudaGetLastError(), cudaErrorMemoryAllocation);
+  CHECK_INT(cudaFree(big), cudaSuccess);
+  CHECK_INT(cudaMalloc(&more, 256), cudaSuccess);
+  cudaFree(more);
   cudaGetLastError();
 }
 

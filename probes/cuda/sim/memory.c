@@ -7,7 +7,10 @@
  * - the bytes of an allocation live in host storage of its own, reached only through
  *   sim_mem_host, which checks that the whole range lies inside one live allocation;
  * - allocations are 256-byte aligned (cudaMalloc's guarantee), zero-filled, and placed first-fit
- *   in address order, so the same calls give the same layout. */
+ *   in address order, so the same calls give the same layout;
+ * - the device holds SIM_MEMORY bytes: an allocation that would take the live ones past it
+ *   fails with cudaErrorMemoryAllocation, as on a full device (a consumer that copies a
+ *   stride-0 giant meets that, not the host's out-of-memory killer). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,6 +20,8 @@
 #define SIM_ALIGN ((size_t)256)
 /* 64 GiB of address space, reserved, never backed */
 #define SIM_SPACE ((size_t)1 << 36)
+/* the device's memory: 1 GiB */
+#define SIM_MEMORY ((size_t)1 << 30)
 
 typedef struct {
   uintptr_t addr;
@@ -28,6 +33,7 @@ typedef struct {
 static uintptr_t g_base;
 static sim_block *g_blocks; /* sorted by addr */
 static size_t g_count, g_cap;
+static size_t g_used; /* bytes of the live allocations (sizes as asked) */
 
 static int reserve(void) {
   if (g_base) return 1;
@@ -40,7 +46,7 @@ static int reserve(void) {
 int sim_mem_is_device(uintptr_t addr) { return g_base && addr >= g_base && addr - g_base < SIM_SPACE; }
 
 cudaError_t sim_mem_alloc(size_t n, uintptr_t *out) {
-  if (n == 0 || n > SIM_SPACE || !reserve()) return cudaErrorMemoryAllocation;
+  if (n == 0 || n > SIM_MEMORY - g_used || !reserve()) return cudaErrorMemoryAllocation;
   size_t span = (n + SIM_ALIGN - 1) & ~(SIM_ALIGN - 1);
   if (g_count == g_cap) {
     size_t cap = g_cap ? 2 * g_cap : 64;
@@ -62,6 +68,7 @@ cudaError_t sim_mem_alloc(size_t n, uintptr_t *out) {
   memmove(&g_blocks[at + 1], &g_blocks[at], (g_count - at) * sizeof *g_blocks);
   g_blocks[at] = (sim_block){cursor, span, n, host};
   g_count++;
+  g_used += n;
   *out = cursor;
   return cudaSuccess;
 }
@@ -83,6 +90,7 @@ cudaError_t sim_mem_free(uintptr_t addr) {
   size_t i = find(addr);
   if (i == g_count || g_blocks[i].addr != addr) return cudaErrorInvalidValue;
   free(g_blocks[i].host);
+  g_used -= g_blocks[i].size;
   memmove(&g_blocks[i], &g_blocks[i + 1], (g_count - i - 1) * sizeof *g_blocks);
   g_count--;
   return cudaSuccess;
