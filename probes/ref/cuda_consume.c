@@ -13,12 +13,14 @@
  *    legacy default stream, unless cuda_set_stream set another), named explicitly, never None
  *    or 0 (STR-05, STR-07, STR-08, STR-14); the producer makes it safe there (STR-01); the
  *    capsule is renamed used_* once taken (CAP-03);
- *  - only (kDLCUDA, 0) producers: another device is BufferError before anything is asked;
  *  - the array API's keywords: device None, "cuda" or (kDLCUDA, 0) keeps the data on the GPU
- *    (API-05); "cpu" or (kDLCPU, 0) asks the producer for a host copy (dl_device=(kDLCPU, 0),
- *    stream None: STR-12) imported as host memory, never with copy=False (CPY-07); a producer
- *    older than those keywords (TypeError) is imported on the GPU and copied to the host by
- *    ref (VER-06); any other device is BufferError (CPY-08). copy=True is passed on, and an
+ *    (API-05), and only (kDLCUDA, 0) producers have it there: another device is BufferError
+ *    before anything is asked; "cpu" or (kDLCPU, 0) asks any producer for a host copy
+ *    (dl_device=(kDLCPU, 0), stream None: STR-12, DEV-06) imported as host memory, never with
+ *    copy=False (CPY-07); a producer older than those keywords (TypeError, VER-06) is asked
+ *    again without them: a (kDLCUDA, 0) export is copied to the host by ref, a host one
+ *    imported, another device's is BufferError;
+ *    any other device is BufferError (CPY-08). copy=True is passed on, and an
  *    export that is not IS_COPIED is copied by ref on the reading stream (CPY-06, FLG-05);
  *    copy=False is passed on and never copies (a layout ref would have to copy is refused). */
 #include "ref.h"
@@ -164,12 +166,16 @@ static int wants_host(PyObject *device) {
 }
 
 /* device="cpu": the producer's host copy (dl_device=(kDLCPU, 0), stream None: STR-12),
- * imported as host memory; copy=False cannot have one (CPY-07). A producer older than
- * dl_device (TypeError) is imported on the GPU and copied here (VER-06). */
-static PyObject *to_host(PyObject *x, PyObject *copy) {
-  if (copy == Py_False && ref_fault_is(FAULT_CUDA_CONSUMER_HOST_COPY_FALSE))
+ * imported as host memory; copy=False cannot have one unless the producer is on the host
+ * (CPY-07). A producer on (type, id)
+ * older than dl_device (TypeError, VER-06) gives its own device's export: a (kDLCUDA, 0) one
+ * is imported on the GPU and copied here, a (kDLCPU, 0) one imported as it is, and another
+ * device's is BufferError (no copy to the host can be had). */
+static PyObject *to_host(PyObject *x, PyObject *copy, int type, int id) {
+  int on_host = type == kDLCPU && id == 0; /* no copy needed: copy=False is passed on */
+  if (copy == Py_False && !on_host && ref_fault_is(FAULT_CUDA_CONSUMER_HOST_COPY_FALSE))
     copy = Py_None; /* the fault: the copy=False asked for is dropped, the copy made */
-  else if (copy == Py_False) {
+  else if (copy == Py_False && !on_host) {
     PyErr_SetString(PyExc_BufferError, "cuda_from_dlpack: copy=False, but data on the GPU needs "
                     "a copy to reach the CPU (CPY-07)");
     return NULL;
@@ -182,12 +188,21 @@ static PyObject *to_host(PyObject *x, PyObject *copy) {
   if (method && empty && kw) cap = PyObject_Call(method, empty, kw);
   Py_XDECREF(kw);
   Py_XDECREF(empty);
-  Py_XDECREF(method);
   if (!cap && method && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear();
-    int is_copy;
-    PyObject *on_gpu = through_dlpack(x, Py_None, &is_copy);
-    return on_gpu ? host_copy_of(on_gpu) : NULL;
+    Py_DECREF(method);
+    if (type == kDLCUDA && id == 0) {
+      int is_copy;
+      PyObject *on_gpu = through_dlpack(x, Py_None, &is_copy);
+      return on_gpu ? host_copy_of(on_gpu) : NULL;
+    }
+    if (!on_host)
+      return PyErr_Format(PyExc_BufferError, "cuda_from_dlpack: device='cpu', but the producer "
+                          "on (%d, %d) takes no dl_device (VER-06) and its memory is not the "
+                          "host's", type, id);
+    cap = PyObject_CallMethod(x, "__dlpack__", NULL); /* the old protocol: its host export */
+  } else {
+    Py_XDECREF(method);
   }
   if (!cap) return NULL;
   PyObject *res = PyCapsule_CheckExact(cap) ? ref_import_capsule(cap, copy == Py_True) : NULL;
@@ -219,10 +234,11 @@ PyObject *ref_cuda_from_dlpack(PyObject *module, PyObject *args, PyObject *kwarg
       PyErr_SetString(PyExc_TypeError, "__dlpack_device__ must return (device_type, device_id)");
     return NULL;
   }
+  /* DEV-06: a host copy may be asked of a producer on any device */
+  if (host) return to_host(x, copy, type, id);
   if (type != kDLCUDA || id != 0) /* DEV-07 */
     return PyErr_Format(PyExc_BufferError, "cuda_from_dlpack imports (kDLCUDA, 0) memory; the "
                         "producer is on (%d, %d)", type, id);
-  if (host) return to_host(x, copy);
   int used, is_copy = 0;
   PyObject *res = through_table(x, &used, &is_copy);
   if (!used) res = through_dlpack(x, copy, &is_copy);

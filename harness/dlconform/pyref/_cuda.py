@@ -34,6 +34,7 @@ _NO_DEVICE = 100
 
 
 CudaError = _declared.CudaError
+_OUT_OF_MEMORY = 2  # cudaErrorMemoryAllocation
 
 
 class _Runtime:
@@ -49,7 +50,10 @@ class _Runtime:
         if code:
             self.lib.cudaGetLastError()
             text = self.lib.cudaGetErrorString(code)
-            raise CudaError(name, code, text.decode(errors="replace") if text else "?")
+            text = text.decode(errors="replace") if text else "?"
+            if code == _OUT_OF_MEMORY:  # ERR-01: running out of memory is MemoryError
+                raise MemoryError("%s: %s (cudaError %d)" % (name, text, code))
+            raise CudaError(name, code, text)
 
     def stream(self):
         h = _vp()
@@ -99,6 +103,9 @@ def _need():
     return rt
 
 
+#: the CUDA array interface's type kinds by DLPack type code (int, uint, float, complex, bool)
+_CAI_KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
+
 #: the default of DeviceArray.__dlpack__'s stream: None, told apart from a None passed
 _OMITTED = type("_Omitted", (), {"__repr__": lambda self: "None"})()
 
@@ -129,10 +136,11 @@ class DeviceArray:
         return self
 
     @classmethod
-    def _over(cls, rt, owner, dtype, shape, ptr, stream):
+    def _over(cls, rt, owner, dtype, shape, ptr, stream, readonly=False):
         """An import (device_from_dlpack): the compact row-major memory at ptr, which `owner`
         (the imported managed tensor) keeps alive and gives back when this array dies; read on
-        `stream`, the stream the import named to its producer. Owns neither memory nor stream."""
+        `stream`, the stream the import named to its producer; `readonly` when the export said
+        READ_ONLY (FLG-03: pyref says so). Owns neither memory nor stream."""
         from ._array import numel, row_major_strides
 
         self = object.__new__(cls)
@@ -140,10 +148,10 @@ class DeviceArray:
         self._strides = row_major_strides(self._shape)
         self.nbytes = numel(self._shape) * dtype.itemsize
         self.ptr, self.stream, self._own_stream, self._staging = ptr, stream, False, None
-        self._owner = owner
+        self._owner, self._readonly = owner, bool(readonly)
         return self
 
-    _owner = None
+    _owner, _readonly = None, False
 
     def __del__(self):
         rt = getattr(self, "_rt", None)
@@ -167,12 +175,26 @@ class DeviceArray:
     ndim = property(lambda self: len(self._shape))
     size = property(lambda self: math.prod(self._shape))
     itemsize = property(lambda self: self._dtype.itemsize)
-    readonly = property(lambda self: False)
+    readonly = property(lambda self: self._readonly)
     device = property(lambda self: "cuda:0")
     address = property(lambda self: self.ptr)
     dl_data = property(lambda self: (self.ptr, 0))
 
     dl_device = property(lambda self: (DLDeviceType.kDLCUDA, 0))
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface (version 3): how CUDA libraries describe device memory to
+        each other, and how dlconform's fuzz oracles find where an import lies. A dtype it has no
+        type kind for (bfloat16, float8, vectors) is raw bytes ("V"), as NumPy's array interface
+        writes them."""
+        d, size = self._dtype, self._dtype.itemsize
+        kind = _CAI_KINDS.get(int(d.code)) if d.lanes == 1 and d.bits == 8 * size else None
+        if kind is None or (kind == "f" and d.bits < 16):
+            kind = "V"
+        order = "|" if size == 1 or kind == "V" else "<"
+        return {"shape": self._shape, "strides": None, "typestr": order + kind + str(size),
+                "data": (self.ptr, self._readonly), "version": 3, "stream": int(self.stream) or None}
 
     def __repr__(self):
         return "pyref.DeviceArray(dtype=%r, shape=%r, device='cuda:0')" % (self.dtype, self._shape)

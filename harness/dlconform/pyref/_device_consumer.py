@@ -72,8 +72,8 @@ def device_from_dlpack(x, *, device=None, copy=None):
     __dlpack_device__ on kDLCUDA), read on pyref's current stream, which it names to x.
 
     `device`: None, "cuda" or (kDLCUDA, 0) keep the data on the GPU (API-05); "cpu" or
-    (kDLCPU, 0) asks x for a copy in host memory and gives a pyref Array (DEV-06), which
-    copy=False cannot have (CPY-07); any other device is BufferError (CPY-08). `copy`: True
+    (kDLCPU, 0) asks x, on any device, for a copy in host memory and gives a pyref Array
+    (DEV-06), which copy=False cannot have (CPY-07); any other device is BufferError (CPY-08). `copy`: True
     always copies (an IS_COPIED export is a copy already, else pyref copies on its stream),
     False never does (a layout pyref holds only as a copy is then BufferError), None copies
     only such a layout (CPY-06). A producer's refusal reaches the caller as it is (ERR-02)."""
@@ -82,11 +82,13 @@ def device_from_dlpack(x, *, device=None, copy=None):
     rt = _cuda._need()
     to_host = _wants_host(device)
     device_type, device_id = _ask(x.__dlpack_device__)
+    if to_host:  # DEV-06: a host copy may be asked of a producer on any device
+        return _host_copy(x, copy, (device_type, device_id))
     if device_type != DLDeviceType.kDLCUDA:
         raise _refusal("pyref.device_from_dlpack: the data is on device %r, not CUDA (pyref.from_dlpack imports "
                        "CPU memory) (DEV-07)" % ((device_type, device_id),))
-    if to_host or (device is None and _faults.active("cuda_consumer_lands_on_host")):
-        return _host_copy(x, copy)
+    if device is None and _faults.active("cuda_consumer_lands_on_host"):
+        return _host_copy(x, copy, (device_type, device_id))
     reader = current_stream()
     kwargs = {"stream": _named_stream(), "max_version": list(MAX_VERSION) if _faults.active(
         "cuda_consumer_max_version_list") else MAX_VERSION}
@@ -134,7 +136,7 @@ def device_from_dlpack(x, *, device=None, copy=None):
         # CPY-06; an IS_COPIED export is already the consumer's alone (FLG-05)
         if not compact or (copy and not flags & FLAG_IS_COPIED and not ignore_copy):
             return _compact_copy(rt, owner, dtype, shape, strides, first, reader)
-        return _cuda.DeviceArray._over(rt, owner, dtype, shape, first, reader)
+        return _cuda.DeviceArray._over(rt, owner, dtype, shape, first, reader, flags & FLAG_READ_ONLY)
     except BaseException:
         owner.release()
         raise
@@ -169,25 +171,33 @@ def _refusal(message):
     return (ValueError if _faults.active("cuda_consumer_valueerror") else BufferError)(message)
 
 
-def _host_copy(x, copy):
-    """A pyref Array of x's elements in host memory: the copy the producer makes when asked with
-    dl_device=(kDLCPU, 0) (STR-12: it synchronises first), imported as from_dlpack imports host
-    memory; copy=False cannot have it (CPY-07). A producer older than that keyword (TypeError,
-    VER-06) gives its CUDA memory, which pyref imports and copies to the host itself."""
-    if copy is False and not _faults.active("cuda_consumer_host_copy_false"):
+def _host_copy(x, copy, where):
+    """A pyref Array of x's elements in host memory: the copy the producer on `where` makes when
+    asked with dl_device=(kDLCPU, 0) (STR-12: it synchronises first), imported as from_dlpack
+    imports host memory; copy=False cannot have it unless x is on the host (CPY-07). A producer
+    older than that keyword (TypeError, VER-06) gives its own device's export: pyref imports a
+    CUDA one and copies it to the host itself, imports a host one as it is, and refuses another
+    device's (BufferError)."""
+    on_host = tuple(where) == (DLDeviceType.kDLCPU, 0)
+    if copy is False and not on_host and not _faults.active("cuda_consumer_host_copy_false"):
         raise BufferError("pyref.device_from_dlpack: copy=False, but the data on the GPU needs a copy to reach the "
                           "CPU (CPY-07)")
     kwargs = {"stream": None, "max_version": MAX_VERSION, "dl_device": (DLDeviceType.kDLCPU, 0)}
-    if copy:
-        kwargs["copy"] = True
+    if copy is not None and (copy or on_host):
+        kwargs["copy"] = copy
     try:
         try:
             capsule = x.__dlpack__(**kwargs)
         except TypeError:
             if _faults.active("cuda_consumer_no_retry"):
                 raise
-            on_device = device_from_dlpack(x)
-            return frombuffer(on_device.tobytes(), on_device.dtype, on_device.shape)
+            if where[0] == DLDeviceType.kDLCUDA:
+                on_device = device_from_dlpack(x, device="cuda")  # on the GPU, whatever a fault says
+                return frombuffer(on_device.tobytes(), on_device.dtype, on_device.shape)
+            if not on_host:
+                raise BufferError("pyref.device_from_dlpack: device='cpu', but the producer on %r takes no "
+                                  "dl_device (VER-06) and its memory is not the host's" % (tuple(where),)) from None
+            capsule = x.__dlpack__()  # the old protocol: its host export
         if not _capi.is_capsule(capsule):
             raise TypeError("__dlpack__ returned %s, not a PyCapsule" % type(capsule).__name__)
         return import_capsule(capsule, copy)
@@ -217,11 +227,21 @@ def _row_major(shape, strides):
     return all(n <= 1 or s == r for n, s, r in zip(shape, strides, row_major_strides(shape)))
 
 
+#: the most runs _compact_copy copies, one call each
+MAX_RUNS = 1 << 16
+
+
 def _compact_copy(rt, owner, dtype, shape, strides, first, stream):
     """A new DeviceArray of the elements of the tensor at `first` (strides in elements), copied
     on `stream` a run at a time (a run: the whole tensor when it is compact row-major, else the
     whole last dimension when its stride is 1, else one element); `owner` is released once the
-    copy has run (LAY-11, CPY-06)."""
+    copy has run (LAY-11, CPY-06). A layout of more than MAX_RUNS runs is BufferError: one
+    copy call a run makes a stride-0 giant take minutes (LAY-11 lets a consumer refuse it)."""
+    if numel(shape) and not _row_major(shape, strides):
+        runs = numel(shape[:-1]) if strides[-1] == 1 else numel(shape)
+        if runs > MAX_RUNS:
+            raise BufferError("pyref.device_from_dlpack: this strided tensor would take %d copies of a run to "
+                              "compact; pyref makes at most %d (LAY-11)" % (runs, MAX_RUNS))
     out = _cuda.DeviceArray._new(rt, dtype, shape, stream=stream)
     item = dtype.itemsize
     if out.nbytes and _row_major(shape, strides):
