@@ -52,10 +52,13 @@ void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log,
     dlc_oracle_fail("CPY-07", "from_dlpack(device='cpu', copy=False) forwarded copy=%s to a "
                     "producer on device %d", log->copy_forwarded == DLC_FWD_NONE ? "None" : "True",
                     r->device_type);
+  else if (copy == DLC_COPY_FALSE && log->cpu_ask_unguarded)
+    dlc_oracle_fail("CPY-07", "from_dlpack(device='cpu', copy=False) asked a producer on device "
+                    "%d for dl_device=(1, 0) without copy=False", r->device_type);
 }
 
 void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_log *log,
-                             int other_reason) {
+                             int other_reason, int backed) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   if (type == NULL)
@@ -66,7 +69,7 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
   if (is_type_error) text = dlc_exception_text(&type, &value, &tb);
   const char *clause = NULL;
   /* host memory named as a device this machine has: a lie the consumer can act on (devices.h) */
-  int lie = dlc_device_present(r->device_type);
+  int lie = dlc_device_present(r->device_type) && !backed;
   if (r->device_type != kDLCPU && !other_reason && !lie && log->refused_kw == 0 &&
       !keyword_type_error(type, text) &&
       !PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&
@@ -98,23 +101,32 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
   Py_XDECREF(tb);
 }
 
-/* API-05: a result of a (1, 0) export, imported without device=, reports (1, 0). */
-static void check_device(const dlc_record *r, PyObject *result) {
-  if (r->device_type != kDLCPU || r->device_id != 0 || (r->kw & DLC_KW_DL_DEVICE)) return;
+int dlc_result_device(PyObject *result, long *type, long *id) {
+  *type = *id = -1;
   PyObject *dev = PyObject_CallMethodNoArgs(result, dlc_py.dlpack_device);
   if (dev == NULL) {
     PyErr_Clear();
-    return;
+    return 0;
   }
-  long t = -1, i = -1;
   if (PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
-    t = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
-    i = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
+    *type = PyLong_AsLong(PyTuple_GET_ITEM(dev, 0));
+    *id = PyLong_AsLong(PyTuple_GET_ITEM(dev, 1));
     PyErr_Clear();
   }
   Py_DECREF(dev);
-  if (t != kDLCPU || i != 0)
-    dlc_oracle_fail("API-05", "the result of a (1, 0) export reports device (%ld, %ld)", t, i);
+  return 1;
+}
+
+/* API-05: a result of a (1, 0) export, or of device memory (devmem.h), imported without
+ * device=, reports the export's device. */
+static void check_device(const dlc_record *r, PyObject *result, int backed) {
+  if ((r->device_type != kDLCPU && !backed) || r->device_id != 0 || (r->kw & DLC_KW_DL_DEVICE))
+    return;
+  long t, i;
+  if (!dlc_result_device(result, &t, &i)) return;
+  if (t != r->device_type || i != 0)
+    dlc_oracle_fail("API-05", "the result of a (%d, 0) export reports device (%ld, %ld)",
+                    (int)r->device_type, t, i);
 }
 
 /* FLG-03: a zero-copy result of a READ_ONLY export, whose type can say read-only, says so. */
@@ -175,16 +187,20 @@ static void check_strides(const dlc_record *r, const dlc_forged *f, PyObject *re
 }
 
 void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, PyObject *result,
-                            const Py_buffer *view, int aliases, const void *addr, int view_only) {
+                            const Py_buffer *view, int described, int aliases, const void *addr,
+                            int view_only) {
   const dlc_plan *p = &f->mem.plan;
-  check_device(r, result);
+  int backed = f->device != NULL;
+  check_device(r, result, backed);
   int copied_flag = (r->kind & DLC_REC_VERSIONED) && (r->flags & DLPACK_FLAG_BITMASK_IS_COPIED);
   if (copy == DLC_COPY_TRUE && aliases && !p->ext.zero_size && !copied_flag)
     dlc_oracle_fail("CPY-06", "from_dlpack(copy=True) returned a view of the producer's memory");
   if (copy != DLC_COPY_TRUE && addr != NULL && !aliases && p->mode == DLC_DATA_BUFFER &&
-      !p->ext.zero_size && r->device_type == kDLCPU && r->device_id == 0 && r->lanes == 1 &&
-      r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
-    dlc_oracle_fail("SEM-01", "the result copies a CPU export it could view (copy not requested)");
+      !p->ext.zero_size &&
+      ((r->device_type == kDLCPU && r->device_id == 0) || (backed && p->ext.row_major)) &&
+      r->lanes == 1 && r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
+    dlc_oracle_fail("SEM-01", "the result copies a %s export it could view (copy not requested)",
+                    backed ? "CUDA" : "CPU");
   if (aliases && p->readonly && !view_only) check_readonly(result, view);
-  if (aliases && view == NULL && !p->ext.zero_size) check_strides(r, f, result);
+  if (aliases && !described && !p->ext.zero_size) check_strides(r, f, result);
 }

@@ -1,6 +1,8 @@
 /* forge: capsules over materialised records, with counted deleters. See forge.h. */
 #include "forge.h"
 
+#include "devmem.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +14,10 @@ static const char *const kUsedVersionedName = "used_dltensor_versioned";
 /* The deleter frees the tensor memory once; later calls only count. */
 static void release(dlc_forged *f) {
   f->deleter_calls += 1;
-  if (f->deleter_calls == 1) dlc_tensor_mem_free(&f->mem);
+  if (f->deleter_calls == 1) {
+    dlc_tensor_mem_free(&f->mem);
+    dlc_devmem_free(f->device);
+  }
 }
 
 static void legacy_deleter(DLManagedTensor *self) {
@@ -68,6 +73,17 @@ dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan) {
     return NULL;
   }
   f->base = (uintptr_t)f->mem.buffer;
+  if (dlc_devmem_backs(r, plan)) {
+    /* the same bytes at the same pad, on the device (devmem.h) */
+    f->device = dlc_devmem_upload(f->mem.buffer, (size_t)f->mem.plan.size);
+    if (f->device == NULL) {
+      dlc_tensor_mem_free(&f->mem);
+      free(f);
+      return NULL;
+    }
+    f->mem.t.data = (uint8_t *)f->device + f->mem.plan.pad;
+    f->base = (uintptr_t)f->device;
+  }
   int null_deleter = (r->kind & DLC_REC_DELETER_NULL) != 0;
   f->versioned = (r->kind & DLC_REC_VERSIONED) != 0;
   f->used = (r->kind & DLC_REC_USED_NAME) != 0;
@@ -103,6 +119,9 @@ int dlc_forged_has_deleter(const dlc_forged *f) {
 
 void dlc_forged_free(dlc_forged *f) {
   if (f == NULL) return;
-  if (f->deleter_calls == 0) dlc_tensor_mem_free(&f->mem);
+  if (f->deleter_calls == 0) {
+    dlc_tensor_mem_free(&f->mem);
+    dlc_devmem_free(f->device);
+  }
   free(f);
 }

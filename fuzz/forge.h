@@ -29,11 +29,15 @@ typedef struct {
   int bad_self;                  /* deleter got a pointer other than the exported struct */
   int destructor_deleted;        /* the capsule died unconsumed and its destructor called
                                     the deleter (CAP-05): the consumer never renamed it */
-  uintptr_t base;                /* mem.buffer as materialised: aliasing is judged against it
-                                    even after an early deleter call freed the buffer */
+  uintptr_t base;                /* the buffer as materialised (the device block in the CUDA
+                                    mode): aliasing is judged against it even after an early
+                                    deleter call freed the buffer */
+  void *device;                  /* the device block holding the buffer (devmem.h), or NULL;
+                                    the deleter gives it back with the host buffer */
 } dlc_forged;
 
-/* Materialises r; NULL when memory ran out. */
+/* Materialises r, in device memory when the CUDA mode backs it (devmem.h); NULL when memory
+ * ran out. */
 dlc_forged *dlc_forged_new(const dlc_record *r);
 
 /* The same with the record's plan already made (dlc_rec_plan with DLC_REC_BUFFER_CAP). */

@@ -56,7 +56,7 @@ FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
 FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c \
-  fuzz/devices.c fuzz/xapi_offer.c fuzz/xapi_guard.c
+  fuzz/devices.c fuzz/devmem.c fuzz/xapi_offer.c fuzz/xapi_guard.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
 FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)
@@ -152,7 +152,7 @@ fuzz-seeds: $(FUZZ_DIR)/write_seeds
 	$(FUZZ_DIR)/write_seeds fuzz/corpus/seeds
 
 # validator -> validator.asan; producer-NAME -> producer.asan with producer NAME; any other
-# TARGET is a consumer name for consumer.asan.
+# TARGET is a consumer name for consumer.asan (NAME@cuda: in the CUDA mode, fuzz/devmem.h).
 fuzz_bin = $(FUZZ_DIR)/$(if $(filter validator,$(1)),validator,$(if $(filter producer-%,$(1)),producer,consumer)).asan
 fuzz_producer = $(if $(filter producer-%,$(1)),--producer $(patsubst producer-%,%,$(1)))
 
@@ -187,7 +187,8 @@ fuzz-replay:
 	$(FUZZ_SUBMAKE) $$b >/dev/null && \
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
 	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$$t DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
+	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$${t%%@*} DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
+	  DLCONFORM_FUZZ_DEVICE=$$(case "$$t" in *@*) echo "$${t#*@}" ;; esac) \
 	  DLCONFORM_FUZZ_PYTHON='$(PYTHON)' \
 	  $$b -artifact_prefix=$(FUZZ_DIR)/replay- $(FILE); rc=$$?; \
 	if [ "$$t" != validator ]; then echo "fuzz-replay: Python reproducer: PYTHONPATH=harness $(PYTHON) -m dlconform fuzz-repro --target $$t $(FILE)"; fi; exit $$rc

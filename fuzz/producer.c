@@ -72,7 +72,10 @@ static void log_call(Producer *self, PyObject *kwargs) {
                "consumer passed stream=%ld to a producer on device type %d%s", value,
                self->device_type, dl_device && dl_device != Py_None ? " with dl_device" : "");
   }
-  if (dl_device != NULL && is_cpu_device(dl_device)) log->cpu_dl_device = 1;
+  if (dl_device != NULL && is_cpu_device(dl_device)) {
+    log->cpu_dl_device = 1;
+    if (copy != Py_False) log->cpu_ask_unguarded = 1;
+  }
   if (copy != NULL && log->copy_forwarded == DLC_FWD_ABSENT)
     log->copy_forwarded = copy == Py_None    ? DLC_FWD_NONE
                           : copy == Py_False ? DLC_FWD_FALSE
@@ -211,6 +214,7 @@ PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_
   memset(&self->log, 0, sizeof self->log);
   self->log.max_major = -1;
   self->log.copy_forwarded = DLC_FWD_ABSENT;
+  self->log.cpu_ask_unguarded = 0;
   self->device_type = device_type;
   self->device = device_tuple(device_type, device_id);
   if (self->device == NULL) {

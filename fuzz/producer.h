@@ -30,6 +30,8 @@ typedef struct {
   char stream_msg[120];
   int cpu_dl_device;      /* some call passed dl_device=(1, 0) */
   int copy_forwarded;     /* DLC_FWD_*: copy= of the first call that passed it */
+  int cpu_ask_unguarded;  /* some call passed dl_device=(1, 0) without copy=False: the
+                             producer may copy (CPY-07 when the consumer was told copy=False) */
 } dlc_producer_log;
 
 /* Creates the type once (after Py_Initialize). Returns 0, or -1 with an exception set. */

@@ -11,7 +11,8 @@
  *   - the consumer named by DLCONFORM_FUZZ_CONSUMER (default numpy) is imported and its
  *     from_dlpack resolved: numpy -> numpy.from_dlpack, torch ->
  *     torch.utils.dlpack.from_dlpack, ref -> dlconform._ref.from_dlpack, any other name ->
- *     importlib.import_module(name).from_dlpack.
+ *     importlib.import_module(name).from_dlpack (the consumer target's CUDA mode then takes
+ *     the consumer's import of device memory instead: devmem.h).
  * A consumer that cannot be imported ends the process with exit status 2 and a message. */
 #ifndef DLCONFORM_FUZZ_PYHOST_H
 #define DLCONFORM_FUZZ_PYHOST_H

@@ -39,6 +39,7 @@
  * dlconform/fuzz/consumer_oracles.py is this file in Python, for reproducers
  * (fuzz/tests/test_oracle_agreement.py holds the two together). */
 #include "consumer_oracles.h"
+#include "devmem.h"
 #include "exchange.h"
 #include "forge.h"
 #include "oracle.h"
@@ -77,6 +78,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   dlc_pyhost_init();
+  PyObject *entry = dlc_devmem_init(dlc_py.consumer); /* the CUDA mode's import, or NULL */
+  if (entry != NULL) Py_SETREF(dlc_py.from_dlpack, entry);
   if (dlc_producer_type_init() != 0 || dlc_xapi_offer_init() != 0) {
     PyErr_Print();
     abort();
@@ -165,17 +168,20 @@ static int small_span(const dlc_record *r, const dlc_plan *p) {
 }
 
 /* The clause a consumer breaks by refusing this export, or NULL. Only plain exports count:
- * CPU (1, 0), an array-API dtype, a small valid extent of at most 8 dims with row-major or NULL
- * strides, no byte_offset, a shape, no keywords, an unconsumed capsule, version 1.0..1.3
- * with no flag but READ_ONLY/IS_COPIED, and versioned only when the consumer passed
- * max_version with major >= 1. Then refusing NULL strides in a legacy capsule
- * breaks LAY-07, and refusing NULL data for a zero-size tensor breaks LAY-04. */
+ * CPU (1, 0) (or CUDA (2, 0) in the CUDA mode), an array-API dtype, a small valid extent of
+ * at most 8 dims with row-major or NULL strides, no byte_offset, a shape, no keywords, an
+ * unconsumed capsule, version 1.0..1.3 with no flag but READ_ONLY/IS_COPIED, and versioned
+ * only when the consumer passed max_version with major >= 1. Then refusing NULL strides in a
+ * legacy capsule breaks LAY-07, and refusing NULL data for a zero-size tensor breaks LAY-04. */
 static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, long max_major) {
   int versioned = (r->kind & DLC_REC_VERSIONED) != 0;
   /* VER-02: a consumer that did not ask for max_version >= 1 may refuse a versioned capsule */
   if (versioned && max_major < 1) return NULL;
   if (!small_span(r, p)) return NULL;
-  if (r->device_type != kDLCPU || r->device_id != 0 || !array_api_dtype(r) ||
+  /* the plain device: the host's, or in the CUDA mode (2, 0) too (devmem.h) */
+  int plain_device = (r->device_type == kDLCPU || (dlc_devmem_active() && r->device_type == 2)) &&
+                     r->device_id == 0;
+  if (!plain_device || !array_api_dtype(r) ||
       (r->kw & (DLC_KW_PASSED | DLC_KW_OLD_PRODUCER)) != 0 ||
       p->ext.status != DLC_EXTENT_OK || r->ndim > 8 || !p->ext.row_major ||
       r->byte_offset != 0 || (r->kind & (DLC_REC_SHAPE_NULL | DLC_REC_USED_NAME)) ||
@@ -188,7 +194,61 @@ static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, lon
   return NULL;
 }
 
-/* Address of the result's first element, or NULL when the result exposes none. */
+/* Storage of the one CUDA array interface view alive at a time (check_result's). */
+static Py_ssize_t cai_shape[DLC_REC_MAX_NDIM], cai_strides[DLC_REC_MAX_NDIM];
+
+/* The result's __cuda_array_interface__ (the CUDA libraries' own description of device
+ * memory: data (address, readonly), shape, strides in bytes or None for row-major, typestr)
+ * as a view in *v, with buf, ndim, itemsize, shape and strides set and obj NULL: 1, or 0 when
+ * the result has none, a malformed one, or none with an address. Its readonly is not used:
+ * torch and cupy cannot express read-only memory and always say False (FLG-03 asks nothing of
+ * them). */
+static int cai_view(PyObject *result, Py_buffer *v) {
+  PyObject *cai = PyObject_GetAttrString(result, "__cuda_array_interface__");
+  int ok = 0;
+  if (cai == NULL || !PyDict_Check(cai)) goto done;
+  PyObject *data = PyDict_GetItemString(cai, "data"), *shape = PyDict_GetItemString(cai, "shape");
+  PyObject *strides = PyDict_GetItemString(cai, "strides");
+  PyObject *typestr = PyDict_GetItemString(cai, "typestr");
+  if (data == NULL || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1 || shape == NULL ||
+      !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > DLC_REC_MAX_NDIM || typestr == NULL ||
+      !PyUnicode_Check(typestr))
+    goto done;
+  const char *ts = PyUnicode_AsUTF8(typestr);
+  long itemsize = ts != NULL && strlen(ts) > 2 ? strtol(ts + 2, NULL, 10) : 0;
+  void *buf = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+  if (itemsize <= 0 || buf == NULL) goto done;
+  int ndim = (int)PyTuple_GET_SIZE(shape);
+  int has_strides = strides != NULL && strides != Py_None;
+  if (has_strides && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim)) goto done;
+  for (int i = 0; i < ndim; ++i) {
+    cai_shape[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+    if (has_strides) cai_strides[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, i));
+  }
+  if (PyErr_Occurred()) goto done;
+  if (!has_strides) /* row-major in bytes; a product past Py_ssize_t is no view */
+    for (int i = ndim - 1; i >= 0; --i) {
+      if (i == ndim - 1) cai_strides[i] = itemsize;
+      else if (__builtin_mul_overflow(cai_strides[i + 1], cai_shape[i + 1], &cai_strides[i]))
+        goto done;
+    }
+  memset(v, 0, sizeof *v);
+  v->buf = buf;
+  v->ndim = ndim;
+  v->itemsize = itemsize;
+  v->readonly = 0;
+  v->shape = cai_shape;
+  v->strides = cai_strides;
+  ok = 1;
+done:
+  Py_XDECREF(cai);
+  PyErr_Clear();
+  return ok;
+}
+
+/* Address of the result's first element, or NULL when the result exposes none. *have_view:
+ * 1 for a buffer-protocol view (released by the caller), 2 for a __cuda_array_interface__
+ * view (device results: nothing to release), else 0. */
 static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *have_view) {
   *have_view = 0;
   if (PyObject_CheckBuffer(result)) {
@@ -197,6 +257,10 @@ static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *hav
       return view->buf;
     }
     PyErr_Clear();
+  }
+  if (dlc_devmem_active() && cai_view(result, view)) {
+    *have_view = 2;
+    return view->buf;
   }
   /* data_ptr: a method (torch: first element) or an int attribute (ref: DLTensor.data, with
    * a byte_offset attribute next to it). */
@@ -216,7 +280,8 @@ static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *hav
   return (const uint8_t *)addr; /* integer arithmetic: data may be NULL */
 }
 
-/* LAY-03, LAY-05, SEM-01 on a buffer-protocol view that aliases the export. */
+/* LAY-03, LAY-05, SEM-01 on a view (buffer protocol, or a device result's CUDA array
+ * interface) that aliases the export. */
 static void check_view(const dlc_record *r, const dlc_forged *f, const Py_buffer *v) {
   DLTensor exported = dlc_forged_tensor(f, r);
   const DLTensor *t = &exported;
@@ -273,10 +338,16 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   const uint8_t *addr = result_address(result, &view, &have_view);
   uintptr_t a = (uintptr_t)addr, b = f->base;
   int aliases = p->mode == DLC_DATA_BUFFER && addr != NULL && a >= b && a - b <= p->size;
-  /* Without an address, assume zero-copy unless a copy was asked for (SEM-01). */
+  /* Without an address, assume zero-copy unless a copy was asked for (SEM-01), or the result
+   * of device memory says it lies elsewhere (device='cpu', or a host copy: no host result
+   * views device memory). */
   int copy = copy_passed(r, p);
   int copy_asked = copy == DLC_COPY_TRUE;
   int zero_copy = aliases || (addr == NULL && !copy_asked && !p->ext.zero_size);
+  if (zero_copy && !aliases && f->device != NULL) {
+    long t, i;
+    zero_copy = dlc_result_device(result, &t, &i) && t == r->device_type && i == r->device_id;
+  }
   /* XAPI-15: a view is valid only until control returns; keeping it is the consumer's
    * breach, whose trace is the unconsumed capsule's destructor running the deleter */
   if (zero_copy && dlc_forged_has_deleter(f) && f->deleter_calls > 0) {
@@ -299,8 +370,9 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
                       (unsigned long long)f->mem.t.byte_offset);
     if (have_view) check_view(r, f, &view);
   }
-  dlc_check_result_extra(r, copy, f, result, have_view ? &view : NULL, aliases, addr, view_only);
-  if (have_view) PyBuffer_Release(&view);
+  dlc_check_result_extra(r, copy, f, result, have_view == 1 ? &view : NULL, have_view != 0,
+                         aliases, addr, view_only);
+  if (have_view == 1) PyBuffer_Release(&view);
 }
 
 /* OWN-03 after everything is dropped: the deleter ran exactly once. */
@@ -382,10 +454,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   if (triage) {
-    const char *why = breach ? breach : r.device_type != kDLCPU ? "DEV-07" : "LAY-11";
+    /* device memory of the CUDA mode (devmem.h) is a legal export, not another device */
+    int other = r.device_type != kDLCPU && !dlc_devmem_backs(&r, &plan);
+    const char *why = breach ? breach : other ? "DEV-07" : "LAY-11";
     fprintf(stderr, "dlconform-input: %s: %s\n", why,
-            breach ? msg : r.device_type != kDLCPU ? "another device: refuse with BufferError"
-                                                    : "a legal export: import, copy or raise");
+            breach ? msg : other ? "another device: refuse with BufferError"
+                                 : "a legal export: import, copy or raise");
   }
   dlc_forged *f = dlc_forged_new_plan(&r, &plan);
   if (f == NULL) return 0;
@@ -425,7 +499,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        f->mem.plan.mode != DLC_DATA_BUFFER ||
                        !small_span(&r, &f->mem.plan) ||
                        ((r.kind & DLC_REC_VERSIONED) && max_major < 1);
-    dlc_check_refusal_class(&r, copy, &log, other_reason);
+    dlc_check_refusal_class(&r, copy, &log, other_reason, f->device != NULL);
   } else {
     ++n_accepted;
     const dlc_xapi_log *x = dlc_xapi_log_now();

@@ -166,6 +166,31 @@ def test_refusal_class_of_a_device_this_machine_has_is_not_judged():
     assert V.pair("host_asker", rec, DLCONFORM_REAL_DEVICES="10") == ("CPY-08", "CPY-08")
 
 
+def test_cuda_mode_exports_are_device_memory():
+    """In the CUDA mode (NAME@cuda, fuzz/devmem.h; here on the simulated runtime) an export on
+    (2, 0) is device memory: a consumer that reads it from the host (host_reader) dies, in the
+    target and in its reproducer, where host memory named CUDA reads fine."""
+    rec = _seed("legacy-cuda-device")
+    assert V.pair("host_reader", rec) == (V.NO_FINDING, V.NO_FINDING)
+    c, py = V.pair("host_reader@cuda", rec)
+    assert c.startswith(V.PLAIN_CRASH) and py == V.PLAIN_CRASH, (c, py)
+
+
+def test_cuda_mode_without_a_runtime_is_one_line():
+    """The CUDA mode without a CUDA runtime does not start: one line, exit status 2, from the
+    target and from fuzz-ci; a device with no mode is refused before anything runs."""
+    seed = os.path.join(V.ROOT, "fuzz", "corpus", "seeds", "legacy-cuda-device")
+    e = V.env("ref@cuda", DLCONFORM_CUDART="/nonexistent/libcudart.so", ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([V.binary("ref"), "-runs=1", seed], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    lines = [line for line in p.stderr.splitlines() if line.startswith("dlconform-fuzz:")]
+    assert p.returncode == 2 and len(lines) == 1 and "needs a CUDA runtime" in lines[0], p.stderr[-2000:]
+    p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "ref@rocm", "--seconds", "1"],
+                       env=V.env("ref"), cwd=V.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 2 and p.stdout.strip().splitlines() == [
+        "fuzz-ci: ref@rocm: the consumer target's device modes are cuda (NAME@cuda)"], p.stdout
+
+
 def test_dev06_is_a_refusal_without_asking_for_the_host():
     """from_dlpack(device='cpu') refused without asking the producer for dl_device=(1, 0)
     breaks DEV-06 (tuple_device_asserter refuses a CUDA producer at once); asking first

@@ -31,18 +31,25 @@ XAPI11 = "in flight: dltensor_from_py_object_no_sync is NULL"
 UNSEEN = re.compile(r"heap-use-after-free|heap-buffer-overflow .* is located \d+ bytes to the left")
 
 
+SIM = os.path.join(ROOT, "build", "cuda", "sim", "libcudart.so")
+
+
 def env(target, fault=None, **extra):
-    """The environment of a run against TARGET (a consumer module, or producer-NAME), with
-    ref's built-in fault set or none, and the test consumers of fuzz/tests importable."""
+    """The environment of a run against TARGET (a consumer module, NAME@cuda: that consumer in
+    the CUDA mode on the simulated runtime, or producer-NAME), with the built-in fault of ref
+    (of pyref for dlconform.pyref) set or none, and the test consumers of fuzz/tests importable."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("DLCONFORM_", "ASAN_", "UBSAN_"))}
     e["PYTHONPATH"] = os.pathsep.join((os.path.join(ROOT, "harness"), TESTS))
     e["DLCONFORM_REAL_DEVICES"] = ""  # judged as on a machine without devices, GPU or not (devices.h)
+    consumer, _, device = target.partition("@")
     if target.startswith("producer-"):
         e["DLCONFORM_FUZZ_PRODUCER"] = target[len("producer-"):]
     else:
-        e["DLCONFORM_FUZZ_CONSUMER"] = target
+        e["DLCONFORM_FUZZ_CONSUMER"] = consumer
+    if device:
+        e.update(DLCONFORM_FUZZ_DEVICE=device, DLCONFORM_CUDART=SIM)
     if fault:
-        e["DLCONFORM_REF_FAULT"] = fault
+        e["DLCONFORM_PYREF_FAULT" if consumer == "dlconform.pyref" else "DLCONFORM_REF_FAULT"] = fault
     e.update(extra)
     return e
 

@@ -107,6 +107,21 @@ int main(int argc, char **argv) {
   r.kw = DLC_KW_DL_DEVICE | DLC_KW_STRICT_PRODUCER, r.kw_dev_type = 1;
   emit("legacy-cuda-strict-to-cpu", &r);
 
+  /* device memory in the CUDA mode (fuzz/devmem.h); host memory named CUDA elsewhere */
+  base(&r, 1, s4, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.flags = 0;
+  r.version_major = 1, r.version_minor = 3;
+  r.kw = DLC_KW_DL_DEVICE | DLC_KW_COPY, r.kw_dev_type = 1, r.kw_copy = DLC_COPY_FALSE;
+  emit("versioned-cuda-to-cpu-copy-false", &r); /* CPY-07 */
+  base(&r, 2, s23, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.strides[0] = 1, r.strides[1] = 2; /* transposed (LAY-11) */
+  emit("versioned-cuda-transposed", &r);
+  base(&r, 2, s23, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.kw = DLC_KW_COPY, r.kw_copy = DLC_COPY_TRUE; /* a copy of device memory (CPY-06) */
+  emit("versioned-cuda-2x3-copy", &r);
+
   base(&r, 1, s4, 2, 32);
   r.kw = DLC_KW_OLD_PRODUCER; /* an old producer: __dlpack__(stream) only (VER-06) */
   emit("legacy-old-producer", &r);

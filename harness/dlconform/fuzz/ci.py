@@ -34,6 +34,7 @@ from ..records import Record
 from ..runner import kill_group
 from ..kit.check import breach
 from .triage import triage_log
+from . import devmem
 
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
 
@@ -100,8 +101,13 @@ class Fuzz:
 
     def env(self, ignore_file=None, triage=False):
         e = dict(os.environ)
+        consumer, device = devmem.split_target(self.a.consumer or self.a.target)
         e.update(ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:handle_abort=1",
-                 UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=self.a.consumer or self.a.target)
+                 UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=consumer)
+        if device:  # NAME@cuda: the consumer target's CUDA mode (fuzz/devmem.h)
+            e[devmem.ENV] = device
+            # the CUDA driver maps memory where ASan's shadow gap would be protected
+            e["ASAN_OPTIONS"] += ":protect_shadow_gap=0"
         if self.a.producer:
             e["DLCONFORM_FUZZ_PRODUCER"] = self.a.producer
         if sys.prefix != sys.base_prefix:  # a virtualenv: the target embeds its python3 (fuzz/pyhost.h)
@@ -384,8 +390,8 @@ def merge_results(out, target, records):
 
 def parse(argv):
     ap = argparse.ArgumentParser(prog="dlconform fuzz-ci", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", required=True, help="validator, numpy, torch, ref or a module (consumer target), "
-                    "or producer-NAME")
+    ap.add_argument("--target", required=True, help="validator, numpy, torch, ref or a module (consumer target; "
+                    "NAME@cuda: fed CUDA memory), or producer-NAME")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--bin", default=None, help="fuzz binary (default build/fuzz/{validator,consumer}.asan)")
     ap.add_argument("--consumer", default=None, help="DLCONFORM_FUZZ_CONSUMER (default: the target)")
@@ -401,6 +407,11 @@ def parse(argv):
     ap.add_argument("--max-rounds", type=int, default=16)
     ap.add_argument("--no-merge", action="store_true", help="do not touch results.json")
     a = ap.parse_args(argv)
+    if not a.producer and a.target != "validator":
+        try:
+            devmem.split_target(a.consumer or a.target)
+        except devmem.Unavailable as e:
+            ap.exit(2, "fuzz-ci: %s\n" % e)
     if a.bin is None:
         kind = "validator" if a.target == "validator" else "producer" if a.producer else "consumer"
         a.bin = os.path.join("build", "fuzz", kind + ".asan")

@@ -17,6 +17,7 @@ import gc
 import operator
 
 from . import devices
+from . import devmem
 from . import exchange as X
 from . import record as R
 from .breaches import Breaches, allowed_exceptions, conclude, say
@@ -73,7 +74,9 @@ def acceptance_clause(rec, p, max_major):
         return None
     if not small_span(rec, p):
         return None
-    if (rec["device"] != (R.CPU, 0) or not array_api_dtype(rec) or rec["kw"] & (R.KW_PASSED | R.KW["old_producer"])
+    # the plain device: the host's, or in the CUDA mode (2, 0) too (fuzz/devmem.h)
+    plain_device = rec["device"] == (R.CPU, 0) or (devmem.mode() == "cuda" and rec["device"] == (R.CUDA, 0))
+    if (not plain_device or not array_api_dtype(rec) or rec["kw"] & (R.KW_PASSED | R.KW["old_producer"])
             or ext["status"] != "ok" or rec["ndim"] > 8 or not ext["row_major"] or rec["byte_offset"] != 0
             or rec["kind"] & (R.KIND["shape_null"] | R.KIND["used"])
             or (versioned and (rec["version"][0] != 1 or rec["version"][1] > 3 or rec["flags"] & ~3))):
@@ -99,6 +102,8 @@ def control_accepts(rec, from_dlpack):
     del result
     if export.has_deleter and export.deleter_calls == 0:
         gc.collect()
+    if not (export.has_deleter and export.deleter_calls == 0 and not export.used):
+        export.close()  # else the consumer kept it: leak rather than free memory it may use
     return ok
 
 
@@ -143,14 +148,19 @@ def check_calls(b, rec, copy, log, error, refused, must_refuse):
     if copy == R.COPY_FALSE and log.copy_forwarded in (X.FWD_NONE, X.FWD_TRUE):
         b.fail("CPY-07", "from_dlpack(device='cpu', copy=False) forwarded copy=%s to a producer on device %d" % (
             "None" if log.copy_forwarded == X.FWD_NONE else "True", rec["device"][0]))
+    elif copy == R.COPY_FALSE and log.cpu_ask_unguarded:
+        b.fail("CPY-07", "from_dlpack(device='cpu', copy=False) asked a producer on device %d for dl_device=(1, 0) "
+                         "without copy=False" % rec["device"][0])
 
 
-def check_refusal_class(b, rec, copy, log, error, other_reason):
-    """dlc_check_refusal_class; error is None for NULL without an exception."""
+def check_refusal_class(b, rec, copy, log, error, other_reason, backed=False):
+    """dlc_check_refusal_class; error is None for NULL without an exception. backed: the
+    export is device memory (the CUDA mode), no lie."""
     if error is None:
         return b.fail("EXC", "from_dlpack returned NULL without setting an exception")
     clause = None
-    lie = devices.present(rec["device"][0])  # host memory named as a device this machine has
+    # host memory named as a device this machine has
+    lie = devices.present(rec["device"][0]) and not backed
     if (rec["device"][0] != R.CPU and not other_reason and not lie and log.refused_kw == 0
             and not _keyword_type_error(error)
             and not isinstance(error, (BufferError, MemoryError))):
@@ -199,14 +209,54 @@ class View:
         _py.PyBuffer_Release(C.byref(self.raw))
 
 
+class CudaView:
+    """target_consumer.c's cai_view: the result's __cuda_array_interface__ as a view (buf,
+    ndim, itemsize, shape, strides in bytes); nothing to release. Its readonly is not used."""
+
+    readonly = 0
+
+    def __init__(self, cai):
+        data, shape, strides, typestr = cai["data"], cai["shape"], cai.get("strides"), cai["typestr"]
+        if not (isinstance(data, tuple) and data and isinstance(shape, tuple) and isinstance(typestr, str)):
+            raise ValueError("malformed")
+        if len(shape) > R.MAX_NDIM:
+            raise ValueError("too many dims")
+        self.itemsize = int(typestr[2:]) if len(typestr) > 2 else 0
+        self.buf = operator.index(data[0])
+        if self.itemsize <= 0 or not self.buf:
+            raise ValueError("no address")
+        self.ndim, self.shape = len(shape), [operator.index(n) for n in shape]
+        if strides is not None:
+            if not isinstance(strides, tuple) or len(strides) != self.ndim:
+                raise ValueError("malformed")
+            self.strides = [operator.index(n) for n in strides]
+        else:
+            self.strides = [0] * self.ndim
+            for i in reversed(range(self.ndim)):
+                self.strides[i] = self.itemsize if i == self.ndim - 1 else self.strides[i + 1] * self.shape[i + 1]
+                if not -(1 << 63) <= self.strides[i] < 1 << 63:  # past Py_ssize_t: no view
+                    raise ValueError("overflow")
+
+    def release(self):
+        pass
+
+
 def result_address(result):
-    """(address of the result's first element or None, its View or None)."""
+    """(address of the result's first element or None, its View (or CudaView) or None)."""
     if _py.PyObject_CheckBuffer(result):
         try:
             view = View(result)
             return view.buf or None, view
         except Exception:
             pass
+    if devmem.mode() == "cuda":
+        try:
+            cai = result.__cuda_array_interface__
+            view = CudaView(cai) if isinstance(cai, dict) else None
+        except Exception:
+            view = None
+        if view is not None:
+            return view.buf, view
     try:
         ptr = result.data_ptr
         ptr = ptr() if callable(ptr) else ptr
@@ -265,19 +315,29 @@ def check_view(b, export, v):
             low, high + v.itemsize, lo, hi))
 
 
-def check_device(b, rec, result):
-    """API-05: a result of a (1, 0) export, imported without device=, reports (1, 0)."""
-    if rec["device"] != (R.CPU, 0) or rec["kw"] & R.KW["dl_device"]:
-        return
+def result_device(result):
+    """dlc_result_device: the (type, id) the result's __dlpack_device__ reports (-1 for what is
+    not an int pair), or None when it has none or raised."""
     try:
         dev = result.__dlpack_device__()
     except Exception:
-        return
-    t = i = -1
+        return None
     if isinstance(dev, tuple) and len(dev) == 2:
-        t, i = X._as_long(dev[0]), X._as_long(dev[1])
-    if t != R.CPU or i != 0:
-        b.fail("API-05", "the result of a (1, 0) export reports device (%d, %d)" % (t, i))
+        return X._as_long(dev[0]), X._as_long(dev[1])
+    return -1, -1
+
+
+def check_device(b, rec, result, backed=False):
+    """API-05: a result of a (1, 0) export, or of device memory (the CUDA mode), imported
+    without device=, reports the export's device."""
+    if (rec["device"][0] != R.CPU and not backed) or rec["device"][1] != 0 or rec["kw"] & R.KW["dl_device"]:
+        return
+    dev = result_device(result)
+    if dev is None:
+        return
+    t, i = dev
+    if t != rec["device"][0] or i != 0:
+        b.fail("API-05", "the result of a (%d, 0) export reports device (%d, %d)" % (rec["device"][0], t, i))
 
 
 def check_readonly(b, result, view):
@@ -326,19 +386,22 @@ def check_strides(b, export, result):
 
 
 def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only):
-    """dlc_check_result_extra."""
+    """dlc_check_result_extra; view: a View, a CudaView or None."""
     p = export.plan
     zero_size = p["ext"]["zero_size"]
-    check_device(b, rec, result)
+    backed = export.device is not None
+    check_device(b, rec, result, backed)
     copied_flag = R.versioned(rec) and rec["flags"] & R.IS_COPIED
     if copy == R.COPY_TRUE and aliases and not zero_size and not copied_flag:
         b.fail("CPY-06", "from_dlpack(copy=True) returned a view of the producer's memory")
     _code, bits, lanes = rec["dtype"]
     if (copy != R.COPY_TRUE and addr is not None and not aliases and p["mode"] == "buffer" and not zero_size
-            and rec["device"] == (R.CPU, 0) and lanes == 1 and bits % 8 == 0 and not rec["kw"] & R.KW["dl_device"]):
-        b.fail("SEM-01", "the result copies a CPU export it could view (copy not requested)")
+            and (rec["device"] == (R.CPU, 0) or (backed and p["ext"]["row_major"])) and lanes == 1 and bits % 8 == 0
+            and not rec["kw"] & R.KW["dl_device"]):
+        b.fail("SEM-01", "the result copies a %s export it could view (copy not requested)" % (
+            "CUDA" if backed else "CPU"))
     if aliases and p["readonly"] and not view_only:
-        check_readonly(b, result, view)
+        check_readonly(b, result, view if isinstance(view, View) else None)
     if aliases and view is None and not zero_size:
         check_strides(b, export, result)
 
@@ -353,6 +416,8 @@ def check_result(b, rec, copy, export, result, view_only):
     addr, view = result_address(result)
     aliases = p["mode"] == "buffer" and addr is not None and 0 <= addr - export.base <= p["size"]
     zero_copy = aliases or (addr is None and copy != R.COPY_TRUE and not p["ext"]["zero_size"])
+    if zero_copy and not aliases and export.device is not None:  # no host result views device memory
+        zero_copy = result_device(result) == rec["device"]
     if zero_copy and export.has_deleter and export.deleter_calls > 0:
         clause, why = "OWN-03", ""
         if export.destructor_deleted and view_only:
@@ -393,7 +458,7 @@ def triage_line(rec, p):
     breach = refusal_clause(rec, p)
     if breach:
         return "%s: %s" % breach
-    if rec["device"][0] != R.CPU:
+    if rec["device"][0] != R.CPU and not devmem.backs(rec, p):  # device memory is a legal export
         return "DEV-07: another device: refuse with BufferError"
     return "LAY-11: a legal export: import, copy or raise"
 
@@ -429,7 +494,7 @@ def judge(data, from_dlpack, say=None):
         other_reason = (breach is not None or not array_api_dtype(rec) or rec["ndim"] > 32 or rec["byte_offset"] != 0
                         or ext["status"] != "ok" or not ext["row_major"] or p["mode"] != "buffer"
                         or not small_span(rec, p) or (R.versioned(rec) and log.max_major < 1))
-        check_refusal_class(b, rec, copy, log, error, other_reason)
+        check_refusal_class(b, rec, copy, log, error, other_reason, export.device is not None)
         del error
     else:
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
@@ -438,6 +503,7 @@ def judge(data, from_dlpack, say=None):
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()
     check_released(b, export)
+    export.close()
     return b
 
 

@@ -15,12 +15,15 @@ Where the twin differs from the C target:
   (Outcome.silent_failures). A consumer that passes that failure on raises SystemError here
   where it raises the C function's BufferError in the target: consumer_oracles judges it so.
 - managed_tensor_allocator and managed_tensor_to_py_object_no_sync fail (-1) here.
-- The deleter leaves the memory mapped, so a read after it goes unseen (ASan sees it).
+- The deleter leaves the memory mapped, so a read after it goes unseen (ASan sees it). In the
+  CUDA mode (fuzz/devmem.h) the device copy is given back after the last oracle, where the
+  C deleter gives it back at once.
 - A deleter called with a foreign pointer is not detected.
 """
 import ctypes as C
 import mmap
 
+from . import devmem
 from . import record as R
 
 _py = C.PyDLL(None)  # CPython's C API, own prototypes (pythonapi's are shared)
@@ -90,10 +93,13 @@ class Export:
 
         k = rec["kind"]
         self.rec, self.plan = rec, p
-        self.memory, self.base = None, 0
+        self.memory, self.base, self.device = None, 0, None
         if p["mode"] == "buffer":
             self.memory = Memory(p["size"], rec["seed"], p["readonly"])
             self.base = self.memory.address
+            if devmem.backs(rec, p):  # the same bytes on the device (fuzz/devmem.h)
+                self.device = devmem.DeviceMemory(fill_pattern(p["size"], rec["seed"]))
+                self.base = self.device.address
             data = self.base + p["pad"]
         else:
             data = DANGLING if p["mode"] == "dangling" else "null"
@@ -110,6 +116,12 @@ class Export:
             args["capsule_name"] = "used_dltensor_versioned" if self.versioned else "used_dltensor"
         self.forge = _ref.Forge(**args)
         self.destructor_deleted = False
+
+    def close(self):
+        """Gives the device copy back (forge.c's dlc_forged_free; its deleter gives it back at
+        the first call already)."""
+        if self.device is not None:
+            self.device.free()
 
     @property
     def deleter_calls(self):
@@ -149,6 +161,7 @@ class Log:
         self.stream_clause, self.stream_msg = None, ""  # the first stream breach
         self.cpu_dl_device = False  # some call passed dl_device=(1, 0)
         self.copy_forwarded = FWD_ABSENT  # copy= of the first call that passed it
+        self.cpu_ask_unguarded = False  # some call passed dl_device=(1, 0) without copy=False
         self.kwargs = []  # every call's keywords, for the reproducer's output
 
     def copy(self):
@@ -233,6 +246,7 @@ class Producer:
                 what, self._device[0], " with dl_device" if kw.get("dl_device") is not None else "")
         if _is_cpu_device(kw.get("dl_device")):
             log.cpu_dl_device = True
+            log.cpu_ask_unguarded |= kw.get("copy", None) is not False
         if "copy" in kw and log.copy_forwarded == FWD_ABSENT:
             c = kw["copy"]
             log.copy_forwarded = FWD_NONE if c is None else FWD_FALSE if c is False else FWD_TRUE

@@ -8,6 +8,7 @@ import struct
 
 HEADER = 68
 CAP = 1 << 20  # DLC_REC_BUFFER_CAP
+MAX_NDIM = 127  # DLC_REC_MAX_NDIM: ndim is an int8
 HEAD = struct.Struct("<BBbBBBHiiIIQQiiiiqBBBB")
 KIND = {"versioned": 0x01, "strides_null": 0x02, "shape_null": 0x04, "deleter_null": 0x08,
         "data_null": 0x10, "dangling": 0x20, "used": 0x40}

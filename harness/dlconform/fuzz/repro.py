@@ -20,11 +20,26 @@ CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
              "ref": ("from dlconform import _ref as ref_consumer", "ref_consumer.from_dlpack")}
 
 
+DEVICE_LINES = """\
+import os
+os.environ[{env!r}] = {device!r}  # the CUDA mode (fuzz/devmem.h): a CUDA runtime and device, or DLCONFORM_CUDART
+from dlconform.fuzz import devmem"""
+
+
 def consumer_lines(target):
-    """(import line, from_dlpack expression) of a consumer, as fuzz/pyhost.c resolves it."""
-    if target in CONSUMERS:
-        return CONSUMERS[target]
-    return ("import importlib\nconsumer = importlib.import_module(%r)" % target, "consumer.from_dlpack")
+    """(import lines, from_dlpack expression) of a consumer, as fuzz/pyhost.c resolves it. A
+    NAME@cuda target sets the CUDA mode first and takes NAME's device import (devmem.py)."""
+    from . import devmem
+
+    consumer, device = devmem.split_target(target)
+    if consumer in CONSUMERS:
+        imp, call = CONSUMERS[consumer]
+    else:
+        imp, call = "import importlib\nconsumer = importlib.import_module(%r)" % consumer, "consumer.from_dlpack"
+    if device:
+        imp = DEVICE_LINES.format(env=devmem.ENV, device=device) + "\n" + imp
+        call = "(devmem.consumer_entry(%r) or %s)" % (consumer, call)
+    return imp, call
 
 
 def describe(rec, p):

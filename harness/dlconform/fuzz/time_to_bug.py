@@ -11,7 +11,8 @@ stop at the first crash or after LIMIT seconds. A run counts as finding the faul
 its first oracle line names the fault's clause, or, for a fault that crashes by design
 (FAULTS[name][1] mentions "crash"), when it ends in a sanitizer report or deadly signal. The
 time is the wall time from start to exit, start-up included. Prints one line per fault
-(median, range, misses); exit 1 when a median exceeds LIMIT. A run that misses counts as
+(median, range, misses); exit 1 when a median exceeds LIMIT. A cuda_* fault runs in the CUDA
+mode (ref@cuda), on the simulated runtime where no other is at hand. A run that misses counts as
 infinitely long, so a fault missed in most runs fails the bound. The fuzz smoke of .ci/run
 (fuzz/ci/smoke.sh) is this script with --runs 1 --limit 20: one rule for "found".
 """
@@ -52,10 +53,24 @@ def consumer_faults(only):
     return out
 
 
+def device_env(fault):
+    """The environment a fault needs: a cuda_* fault acts in ref's import of CUDA memory
+    (faults.h), so it runs in the consumer target's CUDA mode (ref@cuda, fuzz/devmem.h), on
+    DLCONFORM_CUDART's runtime, else the system's, else the simulated one of make build."""
+    if not fault.startswith("cuda_"):
+        return {}
+    from ..kit import cuda
+
+    env = {"DLCONFORM_FUZZ_DEVICE": "cuda"}
+    if not os.environ.get(cuda.ENV) and cuda.runtime() is None:
+        env[cuda.ENV] = os.path.join(REPO_DIR, "build", "cuda", "sim", "libcudart.so")
+    return env
+
+
 def one_run(binary, fault, clause, crashes, seed, limit, log=None):
     work = tempfile.mkdtemp(prefix="ttb-")
     env = dict(os.environ, DLCONFORM_FUZZ_CONSUMER="ref", DLCONFORM_REF_FAULT=fault,
-               ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1")
+               ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1", **device_env(fault))
     cmd = [binary, "-rss_limit_mb=2048", "-max_len=2200", "-timeout=20",
            "-dict=" + os.path.join("fuzz", "dlpack.dict"), "-seed=%d" % seed,
            "-max_total_time=%d" % limit, "-artifact_prefix=" + work + "/",

@@ -1,0 +1,46 @@
+/* devmem: device memory of the consumer target's CUDA mode (issue 21; fuzz/README.md, "On a
+ * GPU").
+ *
+ * DLCONFORM_FUZZ_DEVICE=cuda: an export a record places on (kDLCUDA, 0) over a real buffer
+ * lives in CUDA device memory. The buffer is planned, laid out and filled on the host as
+ * layout.h says, then copied into a cudaMalloc'd block of the same size; the capsule's data
+ * points into the block at the same pad. So a CUDA consumer gets a truthful device export
+ * and is judged on importing it, not only on refusing host memory named CUDA.
+ * Invariants:
+ *   - the runtime is the one dlconform.kit.cuda loads (dlconform.fuzz.devmem.setup), shared
+ *     with the consumer and its library: one runtime, one device address space;
+ *   - a block holds the host buffer's bytes, so the export's elements lie inside it
+ *     (layout.h's extent invariant, moved to the device), and one byte more, so that no
+ *     other allocation (a consumer's copy) starts where the buffer ends;
+ *   - the mode changes nothing for records on other devices, ids or data modes;
+ *   - without a runtime and a device the target does not start (one line, exit status 2).
+ * The Python twin is dlconform.fuzz.devmem. */
+#ifndef DLCONFORM_FUZZ_DEVMEM_H
+#define DLCONFORM_FUZZ_DEVMEM_H
+
+#include <stddef.h>
+
+#include "layout.h"
+#include "record.h"
+
+/* Once, after the consumer is resolved (pyhost.h), from the consumer target's initialisation:
+ * with DLCONFORM_FUZZ_DEVICE unset, nothing.
+ * Else binds the runtime's functions and returns the consumer's device entry (a new reference:
+ * ref's cuda_from_dlpack) or NULL for its own from_dlpack. Exits 2 with one line when the mode
+ * cannot run. */
+PyObject *dlc_devmem_init(const char *consumer);
+
+/* 1 when the CUDA mode is on. */
+int dlc_devmem_active(void);
+
+/* 1 when the mode puts r's buffer (planned p) in device memory: (kDLCUDA, 0), mode BUFFER. */
+int dlc_devmem_backs(const dlc_record *r, const dlc_plan *p);
+
+/* A device block holding the n bytes at host (n > 0), or NULL when the runtime failed (its
+ * error is cleared: it is the harness's, never the consumer's). */
+void *dlc_devmem_upload(const void *host, size_t n);
+
+/* Gives a block back; NULL is a no-op. */
+void dlc_devmem_free(void *block);
+
+#endif /* DLCONFORM_FUZZ_DEVMEM_H */
