@@ -18,7 +18,8 @@
 #                consumer target; producer-numpy and the like: the producer target), each for
 #                $FUZZ_SECONDS, with the library's known fuzz file $FUZZ_KNOWN/T.txt (the
 #                layout of dlconform's fuzz/known/); findings, minimised inputs and
-#                reproducers in $REPORTS/fuzz, crash records merged into $REPORTS/results.json
+#                reproducers in $REPORTS/fuzz, crash records merged into $REPORTS/results.json;
+#                DEVICE=cuda adds $LIB@cuda: the consumer target fed CUDA device memory
 # Each step exits as its command does: conformance and fuzz exit non-zero for a finding that
 # is not known (and for a run that could not start).
 set -eu
@@ -30,7 +31,8 @@ LIB_APT=${LIB_APT:-}
 DLCONFORM_DIR=${DLCONFORM_DIR:-dlconform}
 KNOWN=${KNOWN:-.dlconform/known.txt}
 FUZZ_KNOWN=${FUZZ_KNOWN:-.dlconform/fuzz-known}
-FUZZ_TARGETS=${FUZZ_TARGETS:-$LIB}
+# DEVICE=cuda adds the consumer fed CUDA memory, $LIB@cuda (fuzz/README.md, the CUDA mode)
+FUZZ_TARGETS=${FUZZ_TARGETS:-$LIB${DEVICE:+ $LIB@$DEVICE}}
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
 WS=$(pwd)
 VENV=${VENV:-$WS/.dlpack-venv}

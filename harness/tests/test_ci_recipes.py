@@ -88,6 +88,26 @@ def test_steps_sh_conformance_passes_the_device_and_the_depth(tmp_path, extra, e
     assert args[:3] == ["run", "--target", "mylib"] and args[7:] == expected, args
 
 
+@pytest.mark.parametrize("extra,expected", [({}, ["mylib"]), ({"DEVICE": "cuda"}, ["mylib", "mylib@cuda"])])
+def test_steps_sh_fuzz_feeds_device_memory_on_a_gpu_runner(tmp_path, extra, expected):
+    """A GPU runner's fuzz step (DEVICE=cuda) also fuzzes LIB@cuda, the consumer fed CUDA device
+    memory, with its own known file; each target's fuzz-ci goes through dlconform's make."""
+    fake = tmp_path / "dlconform"
+    fake.mkdir()
+    (fake / "Makefile").write_text("fuzz-ci:\n\t@echo \"fuzz-ci:$(TARGET):$(FUZZ_KNOWN)\"; mkdir -p $(OUT)/fuzz; "
+                                   "echo 0 > $(OUT)/fuzz/$(TARGET).exit-status\n")
+    known = tmp_path / "lib" / ".dlconform" / "fuzz-known" / "mylib@cuda.txt"
+    known.parent.mkdir(parents=True)
+    known.write_text("LAY-03: result starts at data+N, export at data+N\n")
+    env = dict({k: v for k, v in os.environ.items() if k not in ("DEVICE", "FUZZ_TARGETS")}, LIB="mylib",
+               VENV=_fake_venv(str(tmp_path)), REPORTS=str(tmp_path / "reports"), DLCONFORM_DIR=str(fake), **extra)
+    p = subprocess.run(["sh", STEPS, "fuzz"], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    runs = [line.split(":", 2)[1:] for line in p.stdout.splitlines() if line.startswith("fuzz-ci:")]
+    assert p.returncode == 0 and [t for t, _ in runs] == expected, p.stdout
+    assert dict(runs).get("mylib@cuda", str(known)) == str(known), runs
+
+
 @pytest.mark.parametrize("absolute", [False, True])
 def test_steps_sh_finds_the_known_file_in_the_checkout(tmp_path, absolute):
     """The library's known file is found in its checkout, LIB_DIR relative to the workspace
