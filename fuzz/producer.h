@@ -5,8 +5,9 @@
  * The log feeds the consumer-side keyword oracles (consumer_oracles.h):
  *   - the first stream breach, judged against the producer's device and the call's
  *     dl_device: STR-10 (CPU: only None), STR-12 (dl_device=(1, 0): only None), STR-08
- *     (CUDA: never 0), STR-09 (ROCm: never 1 or 2), STR-14 (CUDA: stream=None passed
- *     explicitly, SHOULD);
+ *     (CUDA: never 0), STR-09 (ROCm: never 1 or 2), STR-14 (CUDA: stream=None, or no stream,
+ *     whose default is None: SHOULD be explicit);
+ *   - whether some call asked for dl_device=(kDLCPU, 0) without copy=False (CPY-07);
  *   - whether any call asked for dl_device=(kDLCPU, 0) (DEV-06);
  *   - the copy value forwarded by the first call that carried one (CPY-06, CPY-07);
  *   - max_version[0] of the last call (VER-02);

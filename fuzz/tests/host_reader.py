@@ -13,7 +13,7 @@ DATA_AT = {b"dltensor": 0, b"dltensor_versioned": 32}
 
 
 def from_dlpack(x, *, device=None, copy=None):
-    capsule = x.__dlpack__()
+    capsule = x.__dlpack__(stream=1 if x.__dlpack_device__()[0] == 2 else None)  # explicit (STR-14)
     name = _name(capsule)
     if name not in DATA_AT:
         raise BufferError("a capsule named %r" % name)

@@ -11,6 +11,7 @@ import gc
 
 from dlconform import kit
 from dlconform.fuzz import devices
+from dlconform.fuzz.exchange import _as_long
 from dlconform.kit.capsules import HOST_READABLE
 
 from .attempts import drop_capsules, result_device
@@ -157,6 +158,16 @@ def calls_rules(facts, calls):
             out.append(("STR-12", "fail", "dl_device=(1, 0) with stream=%r" % (stream,)))
         elif device == (1, 0):
             out.append(("STR-10", "fail", "the consumer passed stream=%r to a CPU producer" % (stream,)))
+    # CPY-07: device='cpu', copy=False of memory elsewhere: a copy is unavoidable, so the
+    # consumer refuses; passing copy=None or True on, or asking for the host without copy=False,
+    # lets the producer copy
+    kwargs = facts["kwargs"]
+    if device[0] != 1 and not facts["reasons"] and kwargs.get("device") == "cpu" and kwargs.get("copy") is False:
+        passed = [c["copy"] for c in calls if "copy" in c]
+        host = [c for c in calls if c.get("dl_device") is not None and tuple(c["dl_device"]) == (1, 0)]
+        if (passed and passed[0] is not False) or any(c.get("copy") is not False for c in host):
+            out.append(("CPY-07", "fail", "from_dlpack(device='cpu', copy=False) let the producer on device %r "
+                        "copy (its calls: %r)" % (device, calls)))
     return out
 
 
@@ -176,7 +187,12 @@ def refusal_rules(facts, exc, calls, target):
     # host memory named as a device this machine has is a lie the consumer can act on (a CUDA
     # error from a copy of "device" memory): the class of its refusal says nothing there
     lie = devices.present(device[0])
-    if facts["clause"] == "DEV-07" and not isinstance(exc, BufferError) and not lacks and not lie:
+    # the class says something about the device only when nothing else is unusual (the fuzz
+    # oracles' rule): a plain layout, and a versioned capsule only for a consumer that asked
+    asked = calls[-1].get("max_version") if calls else None
+    unasked = facts["versioned"] and not (isinstance(asked, tuple) and asked and _as_long(asked[0]) >= 1)
+    if (facts["clause"] == "DEV-07" and facts["device_alone"] and not unasked and not isinstance(exc, BufferError)
+            and not lacks and not lie):
         clause = "CPY-08" if kwargs.get("device") is not None else "DEV-07"
         return [(clause, "fail" if clause == "CPY-08" else "warn", "memory on device %r refused with %s; %s names "
                  "BufferError" % (device, kit.describe(exc), clause))]

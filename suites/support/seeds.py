@@ -15,6 +15,7 @@ forge those tables themselves: `judge` leaves them out (`offers_table_checks`).
 import os
 
 from dlconform import REPO_DIR, _probe
+from dlconform.fuzz import consumer_oracles as CO
 from dlconform.fuzz import record as R
 from dlconform.fuzz.exchange import DANGLING
 
@@ -79,6 +80,14 @@ class Input:
             return self.reasons[0][0]
         return "DEV-07" if tuple(self.rec["device"]) != (1, 0) else "LAY-11"
 
+    def device_alone(self):
+        """Nothing but the device is unusual (the fuzz target's test before it judges a
+        refusal's class, DEV-07 and CPY-08): no reason to refuse, an array-API dtype, at most 32
+        dims, no byte_offset, a valid row-major extent over a buffer within the cap."""
+        rec, p, ext = self.rec, self.plan, self.plan["ext"]
+        return (not self.reasons and CO.array_api_dtype(rec) and rec["ndim"] <= 32 and rec["byte_offset"] == 0
+                and ext["status"] == "ok" and ext["row_major"] and p["mode"] == "buffer" and CO.small_span(rec, p))
+
     def forge_kwargs(self):
         """The keywords of the export's forge, but its data (seedrules.build puts it)."""
         rec, k = self.rec, self.rec["kind"]
@@ -121,6 +130,7 @@ class Input:
                 "clause": self.clause(), "old_producer": bool(rec["kw"] & R.KW["old_producer"]),
                 "used": bool(rec["kind"] & R.KIND["used"]), "has_deleter": not rec["kind"] & R.KIND["deleter_null"],
                 "offer_minor": (99 if offer == 7 else 3) if offer else None, "control": self.control(),
+                "versioned": R.versioned(rec), "device_alone": self.device_alone(),
                 "plain_view": _plain_view(self), "copy_breach": tuple(copy_breach(target)) if graded else None,
                 "has_readonly": _has_readonly(target) if read_only else None}
 

@@ -215,9 +215,7 @@ class Producer:
         dev_type, log = self._device[0], self.log
         dl_device = kw.get("dl_device")
         cpu_request = dl_device is not None and _is_cpu_device(dl_device)
-        if "stream" not in kw:
-            return None, 0
-        stream = kw["stream"]
+        stream = kw.get("stream")  # none passed is the default, None: not explicit either (STR-14)
         if stream is None:
             if dev_type == R.CUDA and dl_device is None and log.refused_kw == 0:
                 return "STR-14", 0
@@ -239,8 +237,9 @@ class Producer:
         log = self.log
         clause, value = self._stream_breach(kw)
         if clause is not None and log.stream_clause is None:
-            stream = kw["stream"]
-            what = "None" if stream is None else str(value) if isinstance(stream, int) else "a non-int"
+            stream = kw.get("stream")
+            what = ("None (by passing none)" if "stream" not in kw else "None" if stream is None
+                    else str(value) if isinstance(stream, int) else "a non-int")
             log.stream_clause = clause
             log.stream_msg = "consumer passed stream=%s to a producer on device type %d%s" % (
                 what, self._device[0], " with dl_device" if kw.get("dl_device") is not None else "")
