@@ -572,7 +572,7 @@ def test_seed_refusal_class_is_not_judged_for_a_device_this_machine_has(monkeypa
     from support import seedrules
 
     facts = {"kwargs": {"device": "cpu"}, "device": (2, 0), "clause": "DEV-07", "old_producer": False,
-             "control": None, "reasons": []}
+             "versioned": False, "device_alone": True, "control": None, "reasons": []}
     calls = [{"stream": None, "dl_device": (1, 0)}]
     exc = RuntimeError("CUDA error: invalid argument")
     monkeypatch.setattr(devices, "_found", {})
