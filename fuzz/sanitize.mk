@@ -9,9 +9,10 @@
 #   - the suites against ref (must be clean: exit 0, no fail/crash/timeout),
 #   - the device run (--device cuda) against ref@cuda and pyref@cuda on the simulated CUDA
 #     runtime (the same: the C CUDA tensor, its table and cuda_from_dlpack under the sanitizers),
-#   - each fuzz target (its own ASan+UBSan build) for SAN_FUZZ_SECONDS against ref (must
-#     find nothing; they import the regular _ref: an extension built for the preloaded
-#     shared runtime cannot load into an executable with the static one).
+#   - each fuzz target (its own ASan+UBSan build) for SAN_FUZZ_SECONDS against ref, the
+#     consumer target also in its CUDA mode (ref@cuda, the simulated runtime) (must find
+#     nothing; they import the regular _ref: an extension built for the preloaded shared
+#     runtime cannot load into an executable with the static one).
 # The sanitized extensions are built with clang (the runtime preloaded into python is
 # clang's); UBSan is part of that runtime, and -fno-sanitize-recover makes a report fatal.
 # quarantine_size_mb=1: with ASan's default 256 MB quarantine, freed memory is held back, so
@@ -61,7 +62,7 @@ sanitize: fuzz-tools sanitize-build $(SIM_LIB)
 	grep -h "AddressSanitizer\|runtime error" $(SAN_OUT)/device/logs/*.err 2>/dev/null | head -5; \
 	if grep -qs "AddressSanitizer\|runtime error" $(SAN_OUT)/device/logs/*.err; then rc=1; fi; \
 	if [ $$rc -ne 0 ]; then echo "sanitize: the device run is not clean (exit $$rc; $(SAN_OUT)/device)"; exit 1; fi
-	@for t in validator ref producer-ref; do \
-	  $(MAKE) --no-print-directory fuzz-ci TARGET=$$t FUZZ_SECONDS=$(SAN_FUZZ_SECONDS) \
+	@for t in validator ref producer-ref ref@cuda; do \
+	  DLCONFORM_CUDART=$(CURDIR)/$(SIM_LIB) $(MAKE) --no-print-directory fuzz-ci TARGET=$$t FUZZ_SECONDS=$(SAN_FUZZ_SECONDS) \
 	    OUT=$(SAN_OUT) FUZZ_CI_ARGS=--no-merge || exit 1; done
 	@echo "sanitize: clean"
