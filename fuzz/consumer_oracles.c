@@ -6,6 +6,7 @@
 #include "devices.h"
 #include "exchange.h"
 #include "oracle.h"
+#include "plain_import.h"
 #include "pyhost.h"
 #include "py_refcount_calls.h" /* last: it redefines the refcount macros */
 
@@ -199,8 +200,12 @@ void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, 
       !p->ext.zero_size &&
       ((r->device_type == kDLCPU && r->device_id == 0) || (backed && p->ext.row_major)) &&
       r->lanes == 1 && r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
-    dlc_oracle_fail("SEM-01", "the result copies a %s export it could view (copy not requested)",
-                    backed ? "CUDA" : "CPU");
+    dlc_oracle_fail("SEM-01", "the result copies a %s export it could view (copy not requested)%s",
+                    backed ? "CUDA" : "CPU",
+                    dlc_plain_import_copies(backed)
+                        ? " " DLC_AMBIGUOUS "this consumer copies even a plain contiguous export: read as a "
+                          "library whose arrays own their memory)"
+                        : "");
   if (aliases && p->readonly && !view_only) check_readonly(result, view);
   if (aliases && !described && !p->ext.zero_size) check_strides(r, f, result);
 }

@@ -22,7 +22,8 @@
  *     imported without device=, reports another device;
  *   - SEM-01: a result that does not alias a CPU export, or a row-major device export, it
  *     could view (byte-sized scalar dtype, copy not requested): a CUDA library may hold only
- *     compact arrays, and then copies a strided export (SEM-01's "otherwise copy");
+ *     compact arrays, and then copies a strided export (SEM-01's "otherwise copy"); ambiguous
+ *     (a warn) when the consumer copies even a plain export (plain_import.h);
  *   - CPY-06: copy=True returned a view of memory the producer did not flag IS_COPIED;
  *   - FLG-03: a zero-copy result of a READ_ONLY export is writable, though its type can
  *     say read-only;

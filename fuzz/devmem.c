@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1 };
+enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2 };
 
 /* the runtime's functions, all set (the mode is on) or all NULL */
 static struct {
@@ -16,6 +16,7 @@ static struct {
   int (*Free)(void *);
   int (*Memcpy)(void *, const void *, size_t, int);
   int (*GetLastError)(void);
+  int (*StreamSynchronize)(void *);
 } rt;
 
 static void fail(const char *why) {
@@ -56,6 +57,7 @@ PyObject *dlc_devmem_init(const char *consumer) {
   *(void **)&rt.Free = address(table, "cudaFree");
   *(void **)&rt.Memcpy = address(table, "cudaMemcpy");
   *(void **)&rt.GetLastError = address(table, "cudaGetLastError");
+  *(void **)&rt.StreamSynchronize = address(table, "cudaStreamSynchronize");
   PyObject *entry = PyTuple_GET_ITEM(got, 0);
   entry = entry == Py_None ? NULL : Py_NewRef(entry);
   Py_DECREF(got);
@@ -87,4 +89,14 @@ void *dlc_devmem_upload(const void *host, size_t n) {
 
 void dlc_devmem_free(void *block) {
   if (block != NULL && rt.Free != NULL) rt.Free(block);
+}
+
+int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream) {
+  if (rt.Malloc == NULL) return -1;
+  if ((stream != 0 && rt.StreamSynchronize((void *)stream) != 0) ||
+      rt.Memcpy(dst, src, n, DEVICE_TO_HOST) != 0) {
+    rt.GetLastError();
+    return -1;
+  }
+  return 0;
 }

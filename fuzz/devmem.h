@@ -19,6 +19,7 @@
 #define DLCONFORM_FUZZ_DEVMEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "layout.h"
 #include "record.h"
@@ -42,5 +43,10 @@ void *dlc_devmem_upload(const void *host, size_t n);
 
 /* Gives a block back; NULL is a no-op. */
 void dlc_devmem_free(void *block);
+
+/* The n bytes at device address src into host memory dst, after the stream `stream` (a
+ * cudaStream_t, or 1 / 2 for the legacy and per-thread default streams; 0: none) has run what
+ * it holds: 0, or -1 when the runtime failed (its error cleared) or the mode is off. */
+int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream);
 
 #endif /* DLCONFORM_FUZZ_DEVMEM_H */

@@ -56,7 +56,8 @@ FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
 FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c \
-  fuzz/devices.c fuzz/devmem.c fuzz/xapi_offer.c fuzz/xapi_guard.c
+  fuzz/devices.c fuzz/devmem.c fuzz/copy_values.c fuzz/result_view.c fuzz/plain_import.c \
+  fuzz/xapi_offer.c fuzz/xapi_guard.c
 
 FUZZ_HAVE_AFL = $(shell command -v $(FUZZ_AFL_CC) 2>/dev/null)
 FUZZ_LF_BINS := $(foreach t,validator consumer producer pyempty pybase,$(FUZZ_DIR)/$(t).asan $(FUZZ_DIR)/$(t).fast)

@@ -15,9 +15,11 @@
  *   - LAY-09 / LAY-10 / VER-09 / VER-08 / LAY-01: the consumer accepted what it must refuse:
  *     an invalid extent, an overflowing one, a dtype or device type unknown to DLPack 1.3, a
  *     major version other than 1, NULL data for a non-empty tensor.
- *   - LAY-03 / LAY-05 / SEM-01: a zero-copy result (buffer protocol, or data_ptr()) starts
- *     elsewhere than data + byte_offset, has byte strides other than strides * itemsize, a
- *     different shape, or an element outside the exported buffer.
+ *   - LAY-03 / LAY-05 / SEM-01: a zero-copy result (buffer protocol, a device result's CUDA
+ *     array interface, or data_ptr(): result_view.h) starts elsewhere than data + byte_offset,
+ *     has byte strides other than strides * itemsize, a different shape, or an element outside
+ *     the exported buffer.
+ *   - LAY-11: a copy holds other elements than the export's (copy_values.h).
  *   - STR-10: the consumer passed a stream other than None for a CPU export.
  *   - keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
  *     CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h. Kind bit 4
@@ -39,6 +41,8 @@
  * dlconform/fuzz/consumer_oracles.py is this file in Python, for reproducers
  * (fuzz/tests/test_oracle_agreement.py holds the two together). */
 #include "consumer_oracles.h"
+#include "copy_values.h"
+#include "result_view.h"
 #include "devmem.h"
 #include "exchange.h"
 #include "forge.h"
@@ -194,92 +198,6 @@ static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, lon
   return NULL;
 }
 
-/* Storage of the one CUDA array interface view alive at a time (check_result's). */
-static Py_ssize_t cai_shape[DLC_REC_MAX_NDIM], cai_strides[DLC_REC_MAX_NDIM];
-
-/* The result's __cuda_array_interface__ (the CUDA libraries' own description of device
- * memory: data (address, readonly), shape, strides in bytes or None for row-major, typestr)
- * as a view in *v, with buf, ndim, itemsize, shape and strides set and obj NULL: 1, or 0 when
- * the result has none, a malformed one, or none with an address. Its readonly is not used:
- * torch and cupy cannot express read-only memory and always say False (FLG-03 asks nothing of
- * them). */
-static int cai_view(PyObject *result, Py_buffer *v) {
-  PyObject *cai = PyObject_GetAttrString(result, "__cuda_array_interface__");
-  int ok = 0;
-  if (cai == NULL || !PyDict_Check(cai)) goto done;
-  PyObject *data = PyDict_GetItemString(cai, "data"), *shape = PyDict_GetItemString(cai, "shape");
-  PyObject *strides = PyDict_GetItemString(cai, "strides");
-  PyObject *typestr = PyDict_GetItemString(cai, "typestr");
-  if (data == NULL || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1 || shape == NULL ||
-      !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > DLC_REC_MAX_NDIM || typestr == NULL ||
-      !PyUnicode_Check(typestr))
-    goto done;
-  const char *ts = PyUnicode_AsUTF8(typestr);
-  long itemsize = ts != NULL && strlen(ts) > 2 ? strtol(ts + 2, NULL, 10) : 0;
-  void *buf = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
-  if (itemsize <= 0 || buf == NULL) goto done;
-  int ndim = (int)PyTuple_GET_SIZE(shape);
-  int has_strides = strides != NULL && strides != Py_None;
-  if (has_strides && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim)) goto done;
-  for (int i = 0; i < ndim; ++i) {
-    cai_shape[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-    if (has_strides) cai_strides[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, i));
-  }
-  if (PyErr_Occurred()) goto done;
-  if (!has_strides) /* row-major in bytes; a product past Py_ssize_t is no view */
-    for (int i = ndim - 1; i >= 0; --i) {
-      if (i == ndim - 1) cai_strides[i] = itemsize;
-      else if (__builtin_mul_overflow(cai_strides[i + 1], cai_shape[i + 1], &cai_strides[i]))
-        goto done;
-    }
-  memset(v, 0, sizeof *v);
-  v->buf = buf;
-  v->ndim = ndim;
-  v->itemsize = itemsize;
-  v->readonly = 0;
-  v->shape = cai_shape;
-  v->strides = cai_strides;
-  ok = 1;
-done:
-  Py_XDECREF(cai);
-  PyErr_Clear();
-  return ok;
-}
-
-/* Address of the result's first element, or NULL when the result exposes none. *have_view:
- * 1 for a buffer-protocol view (released by the caller), 2 for a __cuda_array_interface__
- * view (device results: nothing to release), else 0. */
-static const uint8_t *result_address(PyObject *result, Py_buffer *view, int *have_view) {
-  *have_view = 0;
-  if (PyObject_CheckBuffer(result)) {
-    if (PyObject_GetBuffer(result, view, PyBUF_RECORDS_RO) == 0) {
-      *have_view = 1;
-      return view->buf;
-    }
-    PyErr_Clear();
-  }
-  if (dlc_devmem_active() && cai_view(result, view)) {
-    *have_view = 2;
-    return view->buf;
-  }
-  /* data_ptr: a method (torch: first element) or an int attribute (ref: DLTensor.data, with
-   * a byte_offset attribute next to it). */
-  PyObject *ptr = PyObject_GetAttrString(result, "data_ptr");
-  if (ptr != NULL && PyCallable_Check(ptr)) Py_SETREF(ptr, PyObject_CallNoArgs(ptr));
-  if (ptr == NULL || !PyLong_Check(ptr)) {
-    Py_XDECREF(ptr);
-    PyErr_Clear();
-    return NULL;
-  }
-  uintptr_t addr = (uintptr_t)PyLong_AsVoidPtr(ptr);
-  Py_DECREF(ptr);
-  PyObject *off = PyObject_GetAttrString(result, "byte_offset");
-  if (off != NULL && PyLong_Check(off)) addr += (uintptr_t)PyLong_AsSsize_t(off);
-  Py_XDECREF(off);
-  PyErr_Clear();
-  return (const uint8_t *)addr; /* integer arithmetic: data may be NULL */
-}
-
 /* LAY-03, LAY-05, SEM-01 on a view (buffer protocol, or a device result's CUDA array
  * interface) that aliases the export. */
 static void check_view(const dlc_record *r, const dlc_forged *f, const Py_buffer *v) {
@@ -335,7 +253,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   const dlc_plan *p = &f->mem.plan;
   Py_buffer view;
   int have_view;
-  const uint8_t *addr = result_address(result, &view, &have_view);
+  const uint8_t *addr = dlc_result_address(result, &view, &have_view);
   uintptr_t a = (uintptr_t)addr, b = f->base;
   int aliases = p->mode == DLC_DATA_BUFFER && addr != NULL && a >= b && a - b <= p->size;
   /* Without an address, assume zero-copy unless a copy was asked for (SEM-01), or the result
@@ -370,6 +288,8 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
                       (unsigned long long)f->mem.t.byte_offset);
     if (have_view) check_view(r, f, &view);
   }
+  if (!aliases && have_view && addr != NULL) /* a copy: it holds the export's elements */
+    dlc_check_copy_values(r, p, &view, have_view == 2, have_view == 2 ? dlc_cai_stream : 0);
   dlc_check_result_extra(r, copy, f, result, have_view == 1 ? &view : NULL, have_view != 0,
                          aliases, addr, view_only);
   if (have_view == 1) PyBuffer_Release(&view);

@@ -94,7 +94,9 @@ $PY fuzz/oss-fuzz/bundle.py "$OUT" "$OUT/harness" $mods
 PYT="-DDLC_HARNESS_DIR=\"/nonexistent\" $PYINC"
 # shellcheck disable=SC2086
 compile consumer "$PYT" fuzz/target_consumer.c fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c \
-  fuzz/consumer_oracles.c fuzz/devices.c fuzz/devmem.c fuzz/xapi_offer.c fuzz/xapi_guard.c $CORE $MUT
+  fuzz/consumer_oracles.c fuzz/devices.c fuzz/devmem.c fuzz/copy_values.c fuzz/result_view.c fuzz/xapi_offer.c \
+  fuzz/plain_import.c fuzz/xapi_guard.c \
+  $CORE $MUT
 # shellcheck disable=SC2086
 compile producer "$PYT" fuzz/target_producer.c fuzz/pyhost.c $CORE $MUT
 # One executable per (kind, library): the services pass no environment of ours, so the name

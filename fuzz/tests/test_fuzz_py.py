@@ -176,6 +176,18 @@ def test_cuda_mode_exports_are_device_memory():
     assert c.startswith(V.PLAIN_CRASH) and py == V.PLAIN_CRASH, (c, py)
 
 
+def test_a_copy_holds_the_exports_elements():
+    """A copy of a transposed export (copy_values.h) read through its strides holds its elements
+    (gather_copier: its only finding is the copy itself, SEM-01, ambiguous since it copies even
+    a plain export); one that ignores them (flat_copier) holds others: LAY-11 first, in the
+    target and in its reproducer."""
+    rec = R.decode(_seed("legacy-float32-2x3"))
+    rec.update(dtype=(1, 8, 1), strides=(1, 2))
+    data = R.encode(rec)
+    assert V.pair("gather_copier", data) == ("SEM-01", "SEM-01")
+    assert V.pair("flat_copier", data) == ("LAY-11", "LAY-11")
+
+
 def test_cuda_mode_without_a_runtime_is_one_line():
     """The CUDA mode without a CUDA runtime does not start: one line, exit status 2, from the
     target and from fuzz-ci; a device with no mode is refused before anything runs."""

@@ -217,6 +217,8 @@ class CudaView:
 
     def __init__(self, cai):
         data, shape, strides, typestr = cai["data"], cai["shape"], cai.get("strides"), cai["typestr"]
+        stream = cai.get("stream")
+        self.stream = stream % (1 << 64) if isinstance(stream, int) else 0  # v3: read after it
         if not (isinstance(data, tuple) and data and isinstance(shape, tuple) and isinstance(typestr, str)):
             raise ValueError("malformed")
         if len(shape) > R.MAX_NDIM:
@@ -327,6 +329,56 @@ def result_device(result):
     return -1, -1
 
 
+COPY_CHECK_MAX = 4096  # DLC_COPY_CHECK_MAX
+
+
+def check_copy_values(b, rec, p, view):
+    """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
+    size, of an integer dtype and at most COPY_CHECK_MAX elements, holds the export's elements
+    (LAY-11); the export's bytes follow from the fill pattern."""
+    ext, (code, bits, lanes) = p["ext"], rec["dtype"]
+    if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
+            or lanes != 1 or code not in (0, 1) or bits == 0 or bits % 8 or bits > 64
+            or rec["kind"] & R.KIND["shape_null"] or not view.buf):
+        return
+    n, item = max(rec["ndim"], 0), bits // 8
+    if view.ndim != n or view.itemsize != item:
+        return
+    want = item
+    for i in reversed(range(n)):
+        if view.shape[i] != rec["shape"][i] or (view.shape[i] > 1 and view.strides[i] != want):
+            return
+        want *= view.shape[i]
+    size = ext["numel"] * item
+    if isinstance(view, CudaView):
+        try:
+            rt = devmem.runtime()
+            if view.stream:
+                rt.synchronize(view.stream)
+            got = rt.copy_to_host(view.buf, size)
+        except Exception:  # the harness cannot read it: no verdict
+            return
+    else:
+        got = C.string_at(view.buf, size)
+    strides = R.row_major_strides(rec["ndim"], rec["shape"]) if rec["kind"] & R.KIND["strides_null"] \
+        else rec["strides"]
+    if strides is None:
+        return
+    idx = [0] * n
+    for k in range(ext["numel"]):
+        off = p["pad"] + rec["byte_offset"] + sum(i * s for i, s in zip(idx, strides)) * item
+        for j in range(item):
+            expect, have = ((off + j) * 131 + rec["seed"]) & 0xFF, got[k * item + j]
+            if have != expect:
+                return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
+                              "%d)" % (k, have, j, expect, off + j))
+        for i in reversed(range(n)):
+            idx[i] += 1
+            if idx[i] < rec["shape"][i]:
+                break
+            idx[i] = 0
+
+
 def check_device(b, rec, result, backed=False):
     """API-05: a result of a (1, 0) export, or of device memory (the CUDA mode), imported
     without device=, reports the export's device."""
@@ -385,7 +437,43 @@ def check_strides(b, export, result):
             break
 
 
-def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only):
+_plain_copies = {}  # plain_import.c's memo: (from_dlpack, backed) -> copies
+
+
+def plain_import_copies(from_dlpack, backed):
+    """fuzz/plain_import.c: whether the consumer copies even a plain export (uint8[16],
+    row-major, legacy, no keyword; on the CPU, or backed: on (2, 0) in device memory). Once per
+    consumer and kind."""
+    key = (from_dlpack, bool(backed))
+    if key not in _plain_copies:
+        rec = R.decode(b"")
+        rec.update(format=2, ndim=1, shape=(16,), strides=(1,), dtype=(1, 8, 1), seed=1,
+                   device=(R.CUDA if backed else R.CPU, 0))
+        export = X.Export(rec, R.plan(rec))
+        producer = X.Producer(export.capsule(), rec["device"])
+        try:
+            result = from_dlpack(producer)
+        except BaseException as e:
+            X._forget_frames(e)
+            result = None
+        del producer
+        copies = False
+        if result is not None:
+            addr, view = result_address(result)
+            copies = addr is not None and not 0 <= addr - export.base < export.plan["size"]
+            if view is not None:
+                view.release()
+            del view
+        del result
+        if export.deleter_calls == 0:
+            gc.collect()
+        if export.deleter_calls > 0:
+            export.close()  # else the consumer kept it: leak rather than free
+        _plain_copies[key] = copies
+    return _plain_copies[key]
+
+
+def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack=None):
     """dlc_check_result_extra; view: a View, a CudaView or None."""
     p = export.plan
     zero_size = p["ext"]["zero_size"]
@@ -398,15 +486,17 @@ def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_o
     if (copy != R.COPY_TRUE and addr is not None and not aliases and p["mode"] == "buffer" and not zero_size
             and (rec["device"] == (R.CPU, 0) or (backed and p["ext"]["row_major"])) and lanes == 1 and bits % 8 == 0
             and not rec["kw"] & R.KW["dl_device"]):
-        b.fail("SEM-01", "the result copies a %s export it could view (copy not requested)" % (
-            "CUDA" if backed else "CPU"))
+        ambiguous = from_dlpack is not None and plain_import_copies(from_dlpack, backed)
+        b.fail("SEM-01", "the result copies a %s export it could view (copy not requested)%s" % (
+            "CUDA" if backed else "CPU", " (ambiguous: this consumer copies even a plain contiguous export: read as "
+            "a library whose arrays own their memory)" if ambiguous else ""))
     if aliases and p["readonly"] and not view_only:
         check_readonly(b, result, view if isinstance(view, View) else None)
     if aliases and view is None and not zero_size:
         check_strides(b, export, result)
 
 
-def check_result(b, rec, copy, export, result, view_only):
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None):
     """check_result: the oracles on an accepted result, while it lives."""
     p = export.plan
     breach = refusal_clause(rec, p)
@@ -431,7 +521,9 @@ def check_result(b, rec, copy, export, result, view_only):
             b.fail("LAY-03", "result starts at data%+d, export at data+%d" % (addr - export.data, rec["byte_offset"]))
         if view is not None:
             check_view(b, export, view)
-    check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only)
+    if not aliases and view is not None and addr is not None:  # a copy: it holds the export's elements
+        check_copy_values(b, rec, p, view)
+    check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack)
     if view is not None:
         view.release()
 
@@ -498,7 +590,7 @@ def judge(data, from_dlpack, say=None):
         del error
     else:
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
-        check_result(b, rec, copy, export, result, view_only)
+        check_result(b, rec, copy, export, result, view_only, from_dlpack)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()

@@ -1,0 +1,47 @@
+/* plain_import: see plain_import.h. */
+#include "plain_import.h"
+
+#include "forge.h"
+#include "producer.h"
+#include "pyhost.h"
+#include "result_view.h"
+
+static int memo[2] = {-1, -1};
+
+static int plain_copies(int backed) {
+  dlc_record r;
+  dlc_rec_init(&r);
+  r.ndim = 1;
+  r.shape[0] = 16;
+  (void)dlc_rec_row_major(&r);
+  r.code = kDLUInt;
+  r.bits = 8;
+  r.fill_seed = 1;
+  r.device_type = backed ? kDLCUDA : kDLCPU;
+  dlc_forged *f = dlc_forged_new(&r);
+  if (f == NULL) return 0;
+  PyObject *capsule = dlc_forged_capsule(f);
+  PyObject *producer = capsule ? dlc_producer_new(capsule, r.device_type, 0) : NULL;
+  Py_XDECREF(capsule);
+  PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
+  Py_XDECREF(producer);
+  int copies = 0;
+  if (result != NULL) {
+    Py_buffer view;
+    int have_view;
+    uintptr_t a = (uintptr_t)dlc_result_address(result, &view, &have_view);
+    copies = a != 0 && !(a >= f->base && a - f->base < f->mem.plan.size);
+    if (have_view == 1) PyBuffer_Release(&view);
+    Py_DECREF(result);
+  }
+  PyErr_Clear();
+  if (f->deleter_calls == 0) PyGC_Collect();
+  if (f->deleter_calls > 0) dlc_forged_free(f); /* else the consumer kept it: leak, not free */
+  return copies;
+}
+
+int dlc_plain_import_copies(int backed) {
+  backed = backed != 0;
+  if (memo[backed] < 0) memo[backed] = plain_copies(backed);
+  return memo[backed];
+}
