@@ -6,8 +6,10 @@
  * export's bytes are known without reading it: byte i of the buffer holds
  * (uint8_t)(i * 131 + fill seed) (layout.h), so the oracle holds even after the deleter ran.
  * Judged only where the answer is exact and cheap:
- *   - integer dtypes (int, uint) of whole bytes, lanes 1: a float copy may quiet a signalling
- *     NaN of the fill pattern, a bool copy may normalise its bytes;
+ *   - integers of 8 to 64 bits, and IEEE floats (float16/32/64, bfloat16, complex64/128),
+ *     lanes 1; a part of a float that is a NaN may come back as any NaN (a copy may quiet a
+ *     signalling NaN of the fill pattern); bools are left out (a copy may normalise them), and
+ *     so are float8, fp6 and fp4, whose NaN encodings differ;
  *   - a valid, non-empty extent over a real buffer, at most DLC_COPY_CHECK_MAX elements;
  *   - a result view (buffer protocol, or a device result's CUDA array interface) of the
  *     export's shape and item size that is compact row-major, so that its bytes are its

@@ -68,6 +68,16 @@ const uint8_t *dlc_result_address(PyObject *result, Py_buffer *view, int *have_v
   if (PyObject_CheckBuffer(result)) {
     if (PyObject_GetBuffer(result, view, PyBUF_RECORDS_RO) == 0) {
       *have_view = 1;
+      /* NULL strides mean C-contiguous (the buffer protocol): spelled out for the oracles */
+      static Py_ssize_t contiguous[DLC_REC_MAX_NDIM];
+      if (view->strides == NULL && view->shape != NULL && view->ndim <= DLC_REC_MAX_NDIM) {
+        Py_ssize_t s = view->itemsize;
+        for (int i = view->ndim - 1; i >= 0; --i) {
+          contiguous[i] = s;
+          s *= view->shape[i];
+        }
+        view->strides = contiguous;
+      }
       return view->buf;
     }
     PyErr_Clear();

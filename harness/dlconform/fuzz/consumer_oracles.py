@@ -204,6 +204,10 @@ class View:
         self.buf, self.itemsize, self.ndim, self.readonly = v.buf or 0, v.itemsize, v.ndim, v.readonly
         self.shape = [v.shape[i] for i in range(v.ndim)] if v.shape else []
         self.strides = [v.strides[i] for i in range(v.ndim)] if v.strides else []
+        if not v.strides and v.shape:  # NULL strides mean C-contiguous (result_view.c)
+            self.strides, s = [0] * v.ndim, v.itemsize
+            for i in reversed(range(v.ndim)):
+                self.strides[i], s = s, s * self.shape[i]
 
     def release(self):
         _py.PyBuffer_Release(C.byref(self.raw))
@@ -332,14 +336,49 @@ def result_device(result):
 COPY_CHECK_MAX = 4096  # DLC_COPY_CHECK_MAX
 
 
+def _float_part(code, bits):
+    """copy_values.c's float_part: the width of the IEEE parts compared one by one, 0 for an
+    integer, -1 for a dtype not judged."""
+    if code in (0, 1):
+        return 0 if bits in (8, 16, 32, 64) else -1
+    if code == 2:
+        return bits if bits in (16, 32, 64) else -1
+    if code == 4:
+        return 16 if bits == 16 else -1
+    if code == 5:
+        return bits // 2 if bits in (64, 128) else -1
+    return -1
+
+
+def _is_nan(v, width, bfloat):
+    exp_bits = (8 if bfloat else 5) if width == 16 else 8 if width == 32 else 11
+    frac_bits = width - 1 - exp_bits
+    return (v >> frac_bits) & ((1 << exp_bits) - 1) == (1 << exp_bits) - 1 and v & ((1 << frac_bits) - 1) != 0
+
+
+def _same_element(have, expect, part, bfloat):
+    """copy_values.c's same_element: the same bytes, or a NaN for a NaN part by part."""
+    if have == expect:
+        return True
+    if part <= 0:
+        return False
+    step = part // 8
+    for at in range(0, len(have), step):
+        h, e = int.from_bytes(have[at:at + step], "little"), int.from_bytes(expect[at:at + step], "little")
+        if h != e and not (_is_nan(h, part, bfloat) and _is_nan(e, part, bfloat)):
+            return False
+    return True
+
+
 def check_copy_values(b, rec, p, view):
     """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
-    size, of an integer dtype and at most COPY_CHECK_MAX elements, holds the export's elements
-    (LAY-11); the export's bytes follow from the fill pattern."""
+    size, of an integer or IEEE float dtype and at most COPY_CHECK_MAX elements, holds the
+    export's elements, a NaN part for a NaN part (LAY-11); the export's bytes follow from the
+    fill pattern."""
     ext, (code, bits, lanes) = p["ext"], rec["dtype"]
+    part = _float_part(code, bits)
     if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
-            or lanes != 1 or code not in (0, 1) or bits == 0 or bits % 8 or bits > 64
-            or rec["kind"] & R.KIND["shape_null"] or not view.buf):
+            or lanes != 1 or part < 0 or rec["kind"] & R.KIND["shape_null"] or not view.buf):
         return
     n, item = max(rec["ndim"], 0), bits // 8
     if view.ndim != n or view.itemsize != item:
@@ -367,11 +406,12 @@ def check_copy_values(b, rec, p, view):
     idx = [0] * n
     for k in range(ext["numel"]):
         off = p["pad"] + rec["byte_offset"] + sum(i * s for i, s in zip(idx, strides)) * item
-        for j in range(item):
-            expect, have = ((off + j) * 131 + rec["seed"]) & 0xFF, got[k * item + j]
-            if have != expect:
-                return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
-                              "%d)" % (k, have, j, expect, off + j))
+        expect = bytes(((off + j) * 131 + rec["seed"]) & 0xFF for j in range(item))
+        have = bytes(got[k * item:(k + 1) * item])
+        if not _same_element(have, expect, part, code == 4):
+            j = next(j for j in range(item) if have[j] != expect[j])
+            return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
+                          "%d)" % (k, have[j], j, expect[j], off + j))
         for i in reversed(range(n)):
             idx[i] += 1
             if idx[i] < rec["shape"][i]:
