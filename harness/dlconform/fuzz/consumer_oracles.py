@@ -88,16 +88,21 @@ def acceptance_clause(rec, p, max_major):
     return None
 
 
-def control_accepts(rec, from_dlpack):
-    """A plain producer of the record's export, no keywords: does the consumer accept it?"""
+def _plain_call(rec, from_dlpack):
+    """(export, result or None): the record's export from a plain producer, imported with no
+    keyword; a refusal is None, its frames forgotten (they would keep the capsule alive)."""
     export = X.Export(rec, R.plan(rec))
     producer = X.Producer(export.capsule(), rec["device"])
     try:
-        result = from_dlpack(producer)
+        return export, from_dlpack(producer)
     except BaseException as e:
         X._forget_frames(e)
-        result = None
-    del producer
+        return export, None
+
+
+def control_accepts(rec, from_dlpack):
+    """A plain producer of the record's export, no keywords: does the consumer accept it?"""
+    export, result = _plain_call(rec, from_dlpack)
     ok = result is not None
     del result
     if export.has_deleter and export.deleter_calls == 0:
@@ -489,14 +494,7 @@ def plain_import_copies(from_dlpack, backed):
         rec = R.decode(b"")
         rec.update(format=2, ndim=1, shape=(16,), strides=(1,), dtype=(1, 8, 1), seed=1,
                    device=(R.CUDA if backed else R.CPU, 0))
-        export = X.Export(rec, R.plan(rec))
-        producer = X.Producer(export.capsule(), rec["device"])
-        try:
-            result = from_dlpack(producer)
-        except BaseException as e:
-            X._forget_frames(e)
-            result = None
-        del producer
+        export, result = _plain_call(rec, from_dlpack)
         copies = False
         if result is not None:
             addr, view = result_address(result)
