@@ -11,9 +11,6 @@ enum { KDL_CUDA = 2, KDL_ROCM = 10 };
 static int known = 0, cuda = 0, rocm = 0;
 
 static void detect(void) {
-  /* the CUDA mode (devmem.h) runs on a device: the real one, or the simulated runtime's */
-  const char *mode = getenv("DLCONFORM_FUZZ_DEVICE");
-  if (mode != NULL && strcmp(mode, "cuda") == 0) cuda = 1;
   const char *forced = getenv("DLCONFORM_REAL_DEVICES");
   if (forced != NULL) {
     /* a comma list of device types */
@@ -29,7 +26,7 @@ static void detect(void) {
   }
   glob_t g;
   if (glob("/dev/nvidia[0-9]*", 0, NULL, &g) == 0) {
-    cuda |= g.gl_pathc > 0;
+    cuda = g.gl_pathc > 0;
     globfree(&g);
   }
   rocm = access("/dev/kfd", F_OK) == 0;

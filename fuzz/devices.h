@@ -4,9 +4,7 @@
  * that device exists: it copies from "device" memory and the runtime fails (torch: a CUDA
  * error for device='cpu'). There the class of the consumer's refusal says nothing about the
  * consumer, so the refusal-class oracles (DEV-07, CPY-08) leave it alone; without the device
- * the same seed is judged as before. In the CUDA mode an export on (kDLCUDA, 0) over a real
- * buffer is device memory (devmem.h), no lie, and judged. The Python twin is
- * dlconform.fuzz.devices. */
+ * the same seed is judged as before. The Python twin is dlconform.fuzz.devices. */
 #ifndef DLC_FUZZ_DEVICES_H
 #define DLC_FUZZ_DEVICES_H
 
@@ -14,8 +12,7 @@
 
 /* 1 when a device of DLDeviceType `device_type` is present: CUDA (2) when an NVIDIA device
  * node /dev/nvidia<N> exists, ROCm (10) when /dev/kfd does. DLCONFORM_REAL_DEVICES (a comma
- * list of device types, possibly empty) overrides the detection; the consumer target's CUDA
- * mode (DLCONFORM_FUZZ_DEVICE=cuda, devmem.h) has CUDA whatever it says. Read once. */
+ * list of device types, possibly empty) overrides the detection. Read once. */
 int dlc_device_present(int32_t device_type);
 
 #endif

@@ -204,6 +204,33 @@ def _f16_signalling_nan(b):
     return v & 0x7C00 == 0x7C00 and v & 0x3FF != 0 and not v & 0x200
 
 
+def _c_oracle_line(target, data):
+    """The C target's first oracle line for one input."""
+    with tempfile.TemporaryDirectory(prefix="line-") as tmp:
+        path = os.path.join(tmp, "input")
+        with open(path, "wb") as f:
+            f.write(bytes(data))
+        p = subprocess.run([V.binary(target), "-runs=1", path], env=V.env(target, ASAN_OPTIONS="detect_leaks=0"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
+    return next((line for line in p.stderr.splitlines() if line.startswith("dlconform-oracle:")), None)
+
+
+def test_a_needless_copy_is_plain_or_ambiguous_by_the_plain_import():
+    """SEM-01 (plain_import.h): a consumer that views a plain export but copies a strided one it
+    could view (strided_copier) breaks it plainly; one that copies even a plain export
+    (gather_copier: its arrays own their memory) is ambiguous, a warn, as the suite grades it."""
+    rec = R.decode(_seed("legacy-float32-2x3"))
+    rec.update(dtype=(1, 8, 1), strides=(1, 2))
+    data = R.encode(rec)
+    for consumer, ambiguous in (("strided_copier", False), ("gather_copier", True)):
+        assert V.pair(consumer, data) == ("SEM-01", "SEM-01"), consumer
+        line = _c_oracle_line(consumer, data)
+        assert line.startswith("dlconform-oracle: SEM-01:") and ("(ambiguous:" in line) == ambiguous, line
+        out = subprocess.run([sys.executable, "-c", repro.script(data, consumer)], env=V.env(consumer),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+        assert "AssertionError: SEM-01:" in out and ("(ambiguous:" in out.splitlines()[-1]) == ambiguous, out[-600:]
+
+
 def test_cuda_mode_without_a_runtime_is_one_line():
     """The CUDA mode without a CUDA runtime does not start: one line, exit status 2, from the
     target and from fuzz-ci; a device with no mode is refused before anything runs."""

@@ -7,20 +7,20 @@ import os
 
 CUDA, ROCM = 2, 10
 ENV = "DLCONFORM_REAL_DEVICES"
-_found = {}
+_found = None
 
 
 def _detect():
-    # the consumer target's CUDA mode (fuzz/devmem.h) runs on a device, real or simulated
-    found = {CUDA} if os.environ.get("DLCONFORM_FUZZ_DEVICE") == "cuda" else set()
     forced = os.environ.get(ENV)
     if forced is not None:
+        found = set()
         for part in forced.split(","):
             try:
                 found.add(int(part))
             except ValueError:
                 break
         return frozenset(found & {CUDA, ROCM})
+    found = set()
     if glob.glob("/dev/nvidia[0-9]*"):
         found.add(CUDA)
     if os.path.exists("/dev/kfd"):
@@ -29,9 +29,8 @@ def _detect():
 
 
 def present(device_type):
-    """dlc_device_present: whether a device of this DLDeviceType is here (read once per value of
-    the two variables, which a reproducer's process may set between judgements)."""
-    key = (os.environ.get("DLCONFORM_FUZZ_DEVICE"), os.environ.get(ENV))
-    if key not in _found:
-        _found[key] = _detect()
-    return device_type in _found[key]
+    """dlc_device_present: whether a device of this DLDeviceType is here (read once)."""
+    global _found
+    if _found is None:
+        _found = _detect()
+    return device_type in _found
