@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "devices.h"
+#include "devmem.h"
 #include "exchange.h"
 #include "oracle.h"
 #include "plain_import.h"
@@ -69,8 +70,11 @@ void dlc_check_refusal_class(const dlc_record *r, int copy, const dlc_producer_l
   int is_type_error = PyErr_GivenExceptionMatches(type, PyExc_TypeError);
   if (is_type_error) text = dlc_exception_text(&type, &value, &tb);
   const char *clause = NULL;
-  /* host memory named as a device this machine has: a lie the consumer can act on (devices.h) */
-  int lie = dlc_device_present(r->device_type) && !backed;
+  /* host memory named as a device this machine has (or the CUDA mode's device, devmem.h): a
+   * lie the consumer can act on (devices.h); device memory of the CUDA mode is none */
+  int lie = (dlc_device_present(r->device_type) ||
+             (dlc_devmem_active() && r->device_type == kDLCUDA)) &&
+            !backed;
   if (r->device_type != kDLCPU && !other_reason && !lie && log->refused_kw == 0 &&
       !keyword_type_error(type, text) &&
       !PyErr_GivenExceptionMatches(type, PyExc_BufferError) &&

@@ -12,7 +12,8 @@
  *   - a block holds the host buffer's bytes, so the export's elements lie inside it
  *     (layout.h's extent invariant, moved to the device), and one byte more, so that no
  *     other allocation (a consumer's copy) starts where the buffer ends;
- *   - the mode changes nothing for records on other devices, ids or data modes;
+ *   - the mode changes nothing for records on other devices, ids or data modes, but that host
+ *     memory named CUDA is a lie there, as on a machine with the device (devices.h);
  *   - without a runtime and a device the target does not start (one line, exit status 2).
  * The Python twin is dlconform.fuzz.devmem. */
 #ifndef DLCONFORM_FUZZ_DEVMEM_H

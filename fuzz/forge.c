@@ -11,13 +11,16 @@ static const char *const kVersionedName = "dltensor_versioned";
 static const char *const kUsedLegacyName = "used_dltensor";
 static const char *const kUsedVersionedName = "used_dltensor_versioned";
 
+/* The export's memory: the host buffer, shape and strides, and the device block. */
+static void free_memory(dlc_forged *f) {
+  dlc_tensor_mem_free(&f->mem);
+  dlc_devmem_free(f->device);
+}
+
 /* The deleter frees the tensor memory once; later calls only count. */
 static void release(dlc_forged *f) {
   f->deleter_calls += 1;
-  if (f->deleter_calls == 1) {
-    dlc_tensor_mem_free(&f->mem);
-    dlc_devmem_free(f->device);
-  }
+  if (f->deleter_calls == 1) free_memory(f);
 }
 
 static void legacy_deleter(DLManagedTensor *self) {
@@ -119,9 +122,6 @@ int dlc_forged_has_deleter(const dlc_forged *f) {
 
 void dlc_forged_free(dlc_forged *f) {
   if (f == NULL) return;
-  if (f->deleter_calls == 0) {
-    dlc_tensor_mem_free(&f->mem);
-    dlc_devmem_free(f->device);
-  }
+  if (f->deleter_calls == 0) free_memory(f);
   free(f);
 }

@@ -1,10 +1,28 @@
 /* plain_import: see plain_import.h. */
 #include "plain_import.h"
 
-#include "forge.h"
 #include "producer.h"
 #include "pyhost.h"
 #include "result_view.h"
+
+PyObject *dlc_plain_call(const dlc_record *r, dlc_forged **f) {
+  *f = dlc_forged_new(r);
+  if (*f == NULL) return NULL;
+  PyObject *capsule = dlc_forged_capsule(*f);
+  PyObject *producer = capsule ? dlc_producer_new(capsule, r->device_type, r->device_id) : NULL;
+  Py_XDECREF(capsule);
+  PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
+  Py_XDECREF(producer);
+  PyErr_Clear();
+  return result;
+}
+
+void dlc_plain_end(dlc_forged *f) {
+  if (f == NULL) return;
+  if (dlc_forged_has_deleter(f) && f->deleter_calls == 0) PyGC_Collect();
+  if (f->deleter_calls == 0 && !f->used && dlc_forged_has_deleter(f)) return; /* kept: leak */
+  dlc_forged_free(f);
+}
 
 static int memo[2] = {-1, -1};
 
@@ -18,13 +36,8 @@ static int plain_copies(int backed) {
   r.bits = 8;
   r.fill_seed = 1;
   r.device_type = backed ? kDLCUDA : kDLCPU;
-  dlc_forged *f = dlc_forged_new(&r);
-  if (f == NULL) return 0;
-  PyObject *capsule = dlc_forged_capsule(f);
-  PyObject *producer = capsule ? dlc_producer_new(capsule, r.device_type, 0) : NULL;
-  Py_XDECREF(capsule);
-  PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
-  Py_XDECREF(producer);
+  dlc_forged *f;
+  PyObject *result = dlc_plain_call(&r, &f);
   int copies = 0;
   if (result != NULL) {
     Py_buffer view;
@@ -34,9 +47,7 @@ static int plain_copies(int backed) {
     if (have_view == 1) PyBuffer_Release(&view);
     Py_DECREF(result);
   }
-  PyErr_Clear();
-  if (f->deleter_calls == 0) PyGC_Collect();
-  if (f->deleter_calls > 0) dlc_forged_free(f); /* else the consumer kept it: leak, not free */
+  dlc_plain_end(f);
   return copies;
 }
 

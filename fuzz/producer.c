@@ -218,7 +218,6 @@ PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_
   memset(&self->log, 0, sizeof self->log);
   self->log.max_major = -1;
   self->log.copy_forwarded = DLC_FWD_ABSENT;
-  self->log.cpu_ask_unguarded = 0;
   self->device_type = device_type;
   self->device = device_tuple(device_type, device_id);
   if (self->device == NULL) {

@@ -47,6 +47,7 @@
 #include "exchange.h"
 #include "forge.h"
 #include "oracle.h"
+#include "plain_import.h"
 #include "producer.h"
 #include "pyhost.h"
 #include "xapi_guard.h"
@@ -183,8 +184,9 @@ static const char *acceptance_clause(const dlc_record *r, const dlc_plan *p, lon
   if (versioned && max_major < 1) return NULL;
   if (!small_span(r, p)) return NULL;
   /* the plain device: the host's, or in the CUDA mode (2, 0) too (devmem.h) */
-  int plain_device = (r->device_type == kDLCPU || (dlc_devmem_active() && r->device_type == 2)) &&
-                     r->device_id == 0;
+  int plain_device =
+      (r->device_type == kDLCPU || (dlc_devmem_active() && r->device_type == kDLCUDA)) &&
+      r->device_id == 0;
   if (!plain_device || !array_api_dtype(r) ||
       (r->kw & (DLC_KW_PASSED | DLC_KW_OLD_PRODUCER)) != 0 ||
       p->ext.status != DLC_EXTENT_OK || r->ndim > 8 || !p->ext.row_major ||
@@ -316,22 +318,11 @@ static void check_released(const dlc_forged *f) {
 /* Control import for the must-accept oracles: 1 when the consumer accepts r. Ownership is
  * not checked here; the forged memory is freed once the result is dropped. */
 static int control_accepts(const dlc_record *r) {
-  dlc_forged *f = dlc_forged_new(r);
-  if (f == NULL) return 0;
-  PyObject *capsule = dlc_forged_capsule(f);
-  PyObject *producer = capsule ? dlc_producer_new(capsule, r->device_type, r->device_id) : NULL;
-  Py_XDECREF(capsule);
-  PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
-  Py_XDECREF(producer);
+  dlc_forged *f;
+  PyObject *result = dlc_plain_call(r, &f);
   int ok = result != NULL;
   Py_XDECREF(result);
-  PyErr_Clear();
-  if (dlc_forged_has_deleter(f) && f->deleter_calls == 0) PyGC_Collect();
-  if (f->deleter_calls == 0 && !f->used && dlc_forged_has_deleter(f)) {
-    /* the consumer kept it: leak rather than free memory it may still use */
-    return ok;
-  }
-  dlc_forged_free(f);
+  dlc_plain_end(f);
   return ok;
 }
 

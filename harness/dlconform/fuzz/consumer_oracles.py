@@ -100,15 +100,21 @@ def _plain_call(rec, from_dlpack):
         return export, None
 
 
+def _plain_end(export):
+    """dlc_plain_end: collect, then give the export's device copy back, unless the consumer kept
+    the export (its deleter not run yet): leaked then rather than freed under it."""
+    if export.has_deleter and export.deleter_calls == 0:
+        gc.collect()
+    if not (export.has_deleter and export.deleter_calls == 0 and not export.used):
+        export.close()
+
+
 def control_accepts(rec, from_dlpack):
     """A plain producer of the record's export, no keywords: does the consumer accept it?"""
     export, result = _plain_call(rec, from_dlpack)
     ok = result is not None
     del result
-    if export.has_deleter and export.deleter_calls == 0:
-        gc.collect()
-    if not (export.has_deleter and export.deleter_calls == 0 and not export.used):
-        export.close()  # else the consumer kept it: leak rather than free memory it may use
+    _plain_end(export)
     return ok
 
 
@@ -164,8 +170,10 @@ def check_refusal_class(b, rec, copy, log, error, other_reason, backed=False):
     if error is None:
         return b.fail("EXC", "from_dlpack returned NULL without setting an exception")
     clause = None
-    # host memory named as a device this machine has
-    lie = devices.present(rec["device"][0]) and not backed
+    # host memory named as a device this machine has (or the CUDA mode's device): a lie; device
+    # memory of the CUDA mode is none
+    lie = (devices.present(rec["device"][0]) or (devmem.mode() == "cuda" and rec["device"][0] == R.CUDA)) \
+        and not backed
     if (rec["device"][0] != R.CPU and not other_reason and not lie and log.refused_kw == 0
             and not _keyword_type_error(error)
             and not isinstance(error, (BufferError, MemoryError))):
@@ -503,10 +511,7 @@ def plain_import_copies(from_dlpack, backed):
                 view.release()
             del view
         del result
-        if export.deleter_calls == 0:
-            gc.collect()
-        if export.deleter_calls > 0:
-            export.close()  # else the consumer kept it: leak rather than free
+        _plain_end(export)
         _plain_copies[key] = copies
     return _plain_copies[key]
 

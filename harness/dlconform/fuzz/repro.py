@@ -13,6 +13,7 @@ else the first breach. It ends with "done" when nothing shows.
 """
 import os
 
+from . import devmem
 from . import record as R
 
 CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
@@ -29,8 +30,6 @@ from dlconform.fuzz import devmem"""
 def consumer_lines(target):
     """(import lines, from_dlpack expression) of a consumer, as fuzz/pyhost.c resolves it. A
     NAME@cuda target sets the CUDA mode first and takes NAME's device import (devmem.py)."""
-    from . import devmem
-
     consumer, device = devmem.split_target(target)
     if consumer in CONSUMERS:
         imp, call = CONSUMERS[consumer]

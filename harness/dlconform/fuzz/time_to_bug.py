@@ -60,8 +60,9 @@ def device_env(fault):
     if not fault.startswith("cuda_"):
         return {}
     from ..kit import cuda
+    from .devmem import ENV
 
-    env = {"DLCONFORM_FUZZ_DEVICE": "cuda"}
+    env = {ENV: "cuda"}
     if not os.environ.get(cuda.ENV) and cuda.runtime() is None:
         env[cuda.ENV] = os.path.join(REPO_DIR, "build", "cuda", "sim", "libcudart.so")
     return env
