@@ -203,7 +203,8 @@ void dlc_check_result_extra(const dlc_record *r, int copy, const dlc_forged *f, 
   if (copy != DLC_COPY_TRUE && addr != NULL && !aliases && p->mode == DLC_DATA_BUFFER &&
       !p->ext.zero_size &&
       ((r->device_type == kDLCPU && r->device_id == 0) || (backed && p->ext.row_major)) &&
-      r->lanes == 1 && r->bits % 8 == 0 && !(r->kw & DLC_KW_DL_DEVICE))
+      r->lanes == 1 && r->bits % 8 == 0 &&
+      (!(r->kw & DLC_KW_DL_DEVICE) || (r->kw_dev_type == r->device_type && r->kw_dev_id == r->device_id)))
     dlc_oracle_fail("SEM-01", "the result copies a %s export it could view (copy not requested)%s",
                     backed ? "CUDA" : "CPU",
                     dlc_plain_import_copies(backed)

@@ -21,9 +21,10 @@
  *   - API-05: a result of a (1, 0) export, or of a device export (the CUDA mode, devmem.h),
  *     imported without device=, reports another device;
  *   - SEM-01: a result that does not alias a CPU export, or a row-major device export, it
- *     could view (byte-sized scalar dtype, copy not requested): a CUDA library may hold only
- *     compact arrays, and then copies a strided export (SEM-01's "otherwise copy"); ambiguous
- *     (a warn) when the consumer copies even a plain export (plain_import.h);
+ *     could view (byte-sized scalar dtype, copy not requested, no device= or the export's
+ *     own): a CUDA library may hold only compact arrays, and then copies a strided export
+ *     (SEM-01's "otherwise copy"); ambiguous (a warn) when the consumer copies even a plain
+ *     export (plain_import.h);
  *   - CPY-06: copy=True returned a view of memory the producer did not flag IS_COPIED;
  *   - FLG-03: a zero-copy result of a READ_ONLY export is writable, though its type can
  *     say read-only;

@@ -528,7 +528,7 @@ def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_o
     _code, bits, lanes = rec["dtype"]
     if (copy != R.COPY_TRUE and addr is not None and not aliases and p["mode"] == "buffer" and not zero_size
             and (rec["device"] == (R.CPU, 0) or (backed and p["ext"]["row_major"])) and lanes == 1 and bits % 8 == 0
-            and not rec["kw"] & R.KW["dl_device"]):
+            and (not rec["kw"] & R.KW["dl_device"] or tuple(rec["kw_device"]) == tuple(rec["device"]))):
         ambiguous = from_dlpack is not None and plain_import_copies(from_dlpack, backed)
         b.fail("SEM-01", "the result copies a %s export it could view (copy not requested)%s" % (
             "CUDA" if backed else "CPU", " (ambiguous: this consumer copies even a plain contiguous export: read as "
