@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2 };
+enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2, CUDA_NOT_READY = 600 };
 
 /* the runtime's functions, all set (the mode is on) or all NULL */
 static struct {
@@ -17,6 +17,9 @@ static struct {
   int (*Memcpy)(void *, const void *, size_t, int);
   int (*GetLastError)(void);
   int (*StreamSynchronize)(void *);
+  int (*StreamCreateWithFlags)(void **, unsigned);
+  int (*StreamQuery)(void *);
+  int (*DeviceSynchronize)(void);
 } rt;
 
 static void fail(const char *why) {
@@ -58,6 +61,9 @@ PyObject *dlc_devmem_init(const char *consumer) {
   *(void **)&rt.Memcpy = address(table, "cudaMemcpy");
   *(void **)&rt.GetLastError = address(table, "cudaGetLastError");
   *(void **)&rt.StreamSynchronize = address(table, "cudaStreamSynchronize");
+  *(void **)&rt.StreamCreateWithFlags = address(table, "cudaStreamCreateWithFlags");
+  *(void **)&rt.StreamQuery = address(table, "cudaStreamQuery");
+  *(void **)&rt.DeviceSynchronize = address(table, "cudaDeviceSynchronize");
   PyObject *entry = PyTuple_GET_ITEM(got, 0);
   entry = entry == Py_None ? NULL : Py_NewRef(entry);
   Py_DECREF(got);
@@ -99,4 +105,28 @@ int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream) 
     return -1;
   }
   return 0;
+}
+
+int dlc_devmem_read_settled(void *dst, const void *src, size_t n) {
+  if (rt.Malloc == NULL) return -1;
+  if (rt.DeviceSynchronize() != 0 || rt.Memcpy(dst, src, n, DEVICE_TO_HOST) != 0) {
+    rt.GetLastError();
+    return -1;
+  }
+  return 0;
+}
+
+uintptr_t dlc_devmem_stream_new(void) {
+  void *s = NULL;
+  if (rt.StreamCreateWithFlags == NULL || rt.StreamCreateWithFlags(&s, 0x01 /* NonBlocking */) != 0) {
+    if (rt.GetLastError) rt.GetLastError();
+    return 0;
+  }
+  return (uintptr_t)s;
+}
+
+int dlc_devmem_stream_alive(uintptr_t stream) {
+  int rc = rt.StreamQuery((void *)stream);
+  if (rc != 0) rt.GetLastError();
+  return rc == 0 || rc == CUDA_NOT_READY;
 }

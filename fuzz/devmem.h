@@ -50,4 +50,17 @@ void dlc_devmem_free(void *block);
  * it holds: 0, or -1 when the runtime failed (its error cleared) or the mode is off. */
 int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream);
 
+/* The n bytes at device address src into host memory dst, after the whole device ran what it
+ * holds (cudaDeviceSynchronize: an export's data may be pending on any stream, even one the
+ * producer made no other stream wait on): 0, or -1 as dlc_devmem_download. */
+int dlc_devmem_read_settled(void *dst, const void *src, size_t n);
+
+/* A new non-blocking stream (a consumer's own, for the producer target's CUDA mode), or 0
+ * when the runtime failed. */
+uintptr_t dlc_devmem_stream_new(void);
+
+/* 1 when the runtime still knows `stream` (cudaStreamQuery: done or busy), 0 when it was
+ * destroyed (STR-11). */
+int dlc_devmem_stream_alive(uintptr_t stream);
+
 #endif /* DLCONFORM_FUZZ_DEVMEM_H */

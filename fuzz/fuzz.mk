@@ -55,6 +55,8 @@ FUZZ_PY_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; v = s.get_config_var
 FUZZ_HDR := $(wildcard fuzz/*.h probes/*.h) $(INC)/dlpack/dlpack.h fuzz/coverage.ignore
 FUZZ_CORE := fuzz/record.c fuzz/layout.c fuzz/oracle.c
 FUZZ_MUT := fuzz/mutate.c fuzz/mutator.c
+# the producer target: its CUDA mode (producer-NAME@cuda) and the device memory it reads
+FUZZ_PROD := fuzz/target_producer.c fuzz/pyhost.c fuzz/producer_cuda.c fuzz/devmem.c
 FUZZ_PY := fuzz/pyhost.c fuzz/producer.c fuzz/forge.c fuzz/exchange.c fuzz/consumer_oracles.c \
   fuzz/devices.c fuzz/devmem.c fuzz/copy_values.c fuzz/result_view.c fuzz/plain_import.c \
   fuzz/xapi_offer.c fuzz/xapi_guard.c
@@ -99,9 +101,9 @@ $(FUZZ_DIR)/consumer.%: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MU
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
 	  -DDLC_ENGINE_LIBFUZZER -o $@ fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(FUZZ_MUT) \
 	  $(CHECK_SRC) $(FUZZ_PY_LIBS)
-$(FUZZ_DIR)/producer.%: fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+$(FUZZ_DIR)/producer.%: $(FUZZ_PROD) $(FUZZ_CORE) $(FUZZ_MUT) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
-	  -DDLC_ENGINE_LIBFUZZER -o $@ fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(FUZZ_MUT) \
+	  -DDLC_ENGINE_LIBFUZZER -o $@ $(FUZZ_PROD) $(FUZZ_CORE) $(FUZZ_MUT) \
 	  $(CHECK_SRC) $(FUZZ_PY_LIBS)
 $(FUZZ_DIR)/pybase.%: fuzz/target_pybase.c fuzz/pyhost.c fuzz/producer.c $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) $(if $(filter asan,$*),$(FUZZ_SAN),$(FUZZ_FAST)) \
@@ -117,9 +119,9 @@ $(FUZZ_DIR)/validator.afl: fuzz/target_validator.c $(FUZZ_CORE) $(CHECK_SRC) $(F
 $(FUZZ_DIR)/consumer.afl: fuzz/target_consumer.c $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_consumer.c \
 	  $(FUZZ_PY) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
-$(FUZZ_DIR)/producer.afl: fuzz/target_producer.c fuzz/pyhost.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
-	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_producer.c \
-	  fuzz/pyhost.c $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
+$(FUZZ_DIR)/producer.afl: $(FUZZ_PROD) $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_HDR) | $(FUZZ_DIR)
+	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ $(FUZZ_PROD) \
+	  $(FUZZ_CORE) $(CHECK_SRC) $(FUZZ_PY_LIBS)
 $(FUZZ_DIR)/pybase.afl: fuzz/target_pybase.c fuzz/pyhost.c fuzz/producer.c $(FUZZ_HDR) | $(FUZZ_DIR)
 	$(FUZZ_AFL_ENV) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) $(FUZZ_PY_CFLAGS) -fsanitize=fuzzer -o $@ fuzz/target_pybase.c \
 	  fuzz/pyhost.c fuzz/producer.c $(FUZZ_PY_LIBS)
@@ -183,12 +185,15 @@ endif
 fuzz-replay:
 	@test -n "$(FILE)" || { echo "usage: make fuzz-replay FILE=path [TARGET=name]"; exit 2; }
 	@t="$(if $(filter command line,$(origin TARGET)),$(TARGET),$(firstword $(subst -, ,$(notdir $(FILE)))))"; \
-	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; producer) b=$(FUZZ_DIR)/producer.asan ;; \
+	[ "$$t" = producer ] && t=$$(basename "$(FILE)" | cut -d- -f1-2); \
+	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; producer-*) b=$(FUZZ_DIR)/producer.asan ;; \
 	  *) b=$(FUZZ_DIR)/consumer.asan ;; esac; \
+	p=$${t#producer-}; p=$${p%%@*}; [ -n "$(PRODUCER)" ] && p=$(PRODUCER); \
 	$(FUZZ_SUBMAKE) $$b >/dev/null && \
 	echo "fuzz-replay: $$t: $$b $(FILE)" && \
-	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$${t%%@*} DLCONFORM_FUZZ_PRODUCER=$(or $(PRODUCER),numpy) \
+	ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_abort=1:protect_shadow_gap=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1 \
+	  DLCONFORM_FUZZ_TRIAGE=1 DLCONFORM_FUZZ_CONSUMER=$${t%%@*} DLCONFORM_FUZZ_PRODUCER=$$p \
 	  DLCONFORM_FUZZ_DEVICE=$$(case "$$t" in *@*) echo "$${t#*@}" ;; esac) \
 	  DLCONFORM_FUZZ_PYTHON='$(PYTHON)' \
 	  $$b -artifact_prefix=$(FUZZ_DIR)/replay- $(FILE); rc=$$?; \

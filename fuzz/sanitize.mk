@@ -62,7 +62,7 @@ sanitize: fuzz-tools sanitize-build $(SIM_LIB)
 	grep -h "AddressSanitizer\|runtime error" $(SAN_OUT)/device/logs/*.err 2>/dev/null | head -5; \
 	if grep -qs "AddressSanitizer\|runtime error" $(SAN_OUT)/device/logs/*.err; then rc=1; fi; \
 	if [ $$rc -ne 0 ]; then echo "sanitize: the device run is not clean (exit $$rc; $(SAN_OUT)/device)"; exit 1; fi
-	@for t in validator ref producer-ref ref@cuda; do \
+	@for t in validator ref producer-ref ref@cuda producer-ref@cuda; do \
 	  DLCONFORM_CUDART=$(CURDIR)/$(SIM_LIB) $(MAKE) --no-print-directory fuzz-ci TARGET=$$t FUZZ_SECONDS=$(SAN_FUZZ_SECONDS) \
 	    OUT=$(SAN_OUT) FUZZ_CI_ARGS=--no-merge || exit 1; done
 	@echo "sanitize: clean"

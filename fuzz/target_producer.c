@@ -1,13 +1,16 @@
 /* target_producer: fuzzed view parameters build a native tensor in a producer. It is then
  * exported through __dlpack__ and, when its type offers one, the C exchange API.
  *
- * DLCONFORM_FUZZ_PRODUCER picks the producer: numpy (default), torch or ref. The record's
+ * DLCONFORM_FUZZ_PRODUCER picks the producer: numpy (default), torch or ref; NAME@cuda (or
+ * DLCONFORM_FUZZ_DEVICE=cuda) is its CUDA mode, a view in CUDA memory judged with the CUDA
+ * meanings of the keywords (producer_cuda.h; torch, cupy, ref, dlconform.pyref). The record's
  * fields become view parameters (dlconform.fuzz.producer_views.build is the Python side):
  *   - ndim 0..4 ((uint8)ndim % 5), shape[i] = shape % 5, element strides[i] = strides % 9
  *     (negative and zero included);
  *   - element offset = byte_offset % 64 into a 64-element base;
  *   - dtype: one of the 13 array-API dtypes (DT-12), chosen from (code, bits);
- *   - read-only from flags bit 0, buffer bytes from fill_seed;
+ *   - read-only from flags bit 0 (never in the CUDA mode: torch and cupy cannot say it),
+ *     buffer bytes from fill_seed;
  *   - keywords from kw: max_version, copy, dl_device, stream (None, the int, or a str).
  * A view the library cannot express is skipped (build returns None).
  *
@@ -28,19 +31,24 @@
  *     without IS_COPIED.
  *   - SEM-01: the values read through the export differ from the view's, or the export
  *     copies though copy was not True. The expected bytes come from the view parameters,
- *     not from the library. CPY-06: copy=True exported the view's own memory.
+ *     not from the library. CPY-01: copy=True exported the view's own memory.
  *   - OWN-03 (ASan): the deleter faults or double-frees; it is called once, as a consumer
  *     would.
  * Exchange API: managed_tensor_from_py_object_no_sync(view) gets the same metadata, value and
  * flag oracles (XAPI-14 when it fails without an exception).
  * dlconform/fuzz/producer_oracles.py is this file in Python, for reproducers
  * (fuzz/tests/test_oracle_agreement.py holds the two together). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "devmem.h"
 #include "oracle.h"
+#include "producer_cuda.h"
 #include "pyhost.h"
 #include "record.h"
 
@@ -59,6 +67,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argv;
   producer = getenv("DLCONFORM_FUZZ_PRODUCER");
   if (producer == NULL || *producer == '\0') producer = "numpy";
+  /* NAME@DEVICE: NAME in that device mode (DLCONFORM_FUZZ_DEVICE, checked by dlc_pcuda_init) */
+  static char name[256];
+  const char *at = strchr(producer, '@');
+  if (at != NULL && (size_t)(at - producer) < sizeof name) {
+    memcpy(name, producer, (size_t)(at - producer));
+    name[at - producer] = '\0';
+    setenv("DLCONFORM_FUZZ_DEVICE", at + 1, 1);
+    producer = name;
+  }
   setenv("DLCONFORM_FUZZ_CONSUMER", producer, 1); /* pyhost imports the library */
   dlc_pyhost_init();
   PyObject *mod = PyImport_ImportModule("dlconform.fuzz.producer_views");
@@ -68,6 +85,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     PyErr_Print();
     exit(2);
   }
+  dlc_pcuda_init(producer); /* producer-NAME@cuda: DLCONFORM_FUZZ_DEVICE=cuda */
   return 0;
 }
 
@@ -86,9 +104,10 @@ static PyObject *build_view(const dlc_record *r) {
     PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong((long long)(r->strides[i] % 9)));
   }
   PyObject *res = shape && strides
-                      ? PyObject_CallFunction(build_fn, "siOOiii", producer, dtype_index(r), shape,
+                      ? PyObject_CallFunction(build_fn, "siOOiiiz", producer, dtype_index(r), shape,
                                               strides, (int)(r->byte_offset % BASE_ELEMENTS),
-                                              (int)(r->flags & 1), (int)r->fill_seed)
+                                              (int)(r->flags & 1), (int)r->fill_seed,
+                                              dlc_pcuda_active() ? "cuda" : NULL)
                       : NULL;
   Py_XDECREF(shape);
   Py_XDECREF(strides);
@@ -115,7 +134,9 @@ static PyObject *build_kwargs(const dlc_record *r) {
   if (r->kw & DLC_KW_STREAM) {
     int k = r->kw_stream_kind % 3;
     put_new(kw, "stream", k == DLC_STREAM_NONE ? (Py_INCREF(Py_None), Py_None)
-                          : k == DLC_STREAM_INT ? PyLong_FromLongLong(r->kw_stream)
+                          : k == DLC_STREAM_INT ? PyLong_FromLongLong(dlc_pcuda_active()
+                                                                          ? dlc_pcuda_stream(r->kw_stream)
+                                                                          : r->kw_stream)
                                                 : PyUnicode_FromString("stream"));
   }
   return kw;
@@ -165,9 +186,10 @@ static int foreign_device(const dlc_record *r) {
          dlc_is_known_device(r->kw_dev_type, 1, 3);
 }
 
-/* DEV-05: a producer that cannot handle the requested dl_device must raise BufferError.
- * TypeError is left alone: an old producer rejects the unknown keyword (VER-06). */
-static void check_device_refusal(const dlc_record *r) {
+/* DEV-05: a producer that cannot handle the requested dl_device must raise BufferError
+ * (CPY-05: also when copy=False forbids the copy it needs; clause says which). TypeError is
+ * left alone: an old producer rejects the unknown keyword (VER-06). */
+static void check_device_refusal(const dlc_record *r, const char *clause) {
   PyObject *type = PyErr_Occurred();
   if (type == NULL || PyErr_GivenExceptionMatches(type, PyExc_SystemError)) {
     check_exception("__dlpack__", 0);
@@ -181,10 +203,24 @@ static void check_device_refusal(const dlc_record *r) {
   char lead[96];
   snprintf(lead, sizeof lead, "__dlpack__ refused dl_device=(%d, %d) with", r->kw_dev_type,
            r->kw_dev_id);
-  fail_with_pending("DEV-05", lead, ", not BufferError");
+  fail_with_pending(clause, lead, ", not BufferError");
 }
 
-/* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. */
+/* The elements of t (extent e, first element at `first`) into host memory, when `where` says
+ * they lie on the device: the n = hi - lo bytes from first + lo, read after the device ran
+ * what it holds (devmem.h). Returns the host copy (free it) or NULL when the runtime failed. */
+static uint8_t *settled_copy(const uint8_t *first, const dlc_extent *e) {
+  size_t n = (size_t)(e->hi - e->lo);
+  uint8_t *buf = malloc(n ? n : 1);
+  if (buf && dlc_devmem_read_settled(buf, first + e->lo, n) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. In the CUDA
+ * mode the export's device comes first (producer_cuda.h): it says where the elements are. */
 static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int versioned,
                          const dlc_record *r, PyObject *expected, uintptr_t base, long nbytes) {
   dlc_report rep;
@@ -193,26 +229,34 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
   for (int i = 0; i < rep.count; ++i)
     if (strcmp(rep.items[i].clause, "LAY-04") && strcmp(rep.items[i].clause, "LAY-01"))
       return dlc_oracle_fail(rep.items[i].clause, "%s: %s", via, rep.items[i].message);
+  int where = dlc_pcuda_active()
+                  ? dlc_pcuda_placed(r, t, versioned, flags, strcmp(via, "__dlpack__") ? "XAPI-14" : "DEV-03")
+                  : DLC_PCUDA_READ_HOST;
   int copy = (r->kw & DLC_KW_COPY) ? r->kw_copy % 3 : -1;
   /* a copy (IS_COPIED) belongs to the consumer and may drop READ_ONLY (FLG-05) */
   if (versioned && (r->flags & 1) && !(flags & DLPACK_FLAG_BITMASK_READ_ONLY) &&
       !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
     dlc_oracle_fail("FLG-02", "%s: a read-only view exported without READ_ONLY", via);
-  if (versioned && copy == DLC_COPY_TRUE && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+  /* (a host copy of a CUDA view was judged on IS_COPIED by dlc_pcuda_placed) */
+  if (versioned && copy == DLC_COPY_TRUE && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) &&
+      !(dlc_pcuda_active() && where == DLC_PCUDA_READ_HOST))
     dlc_oracle_fail("FLG-04", "%s: copy=True exported without IS_COPIED", via);
   dlc_extent e = dlc_extent_of(t);
-  if (e.status != DLC_EXTENT_OK || e.zero_size) return;
+  if (where == DLC_PCUDA_READ_NONE || e.status != DLC_EXTENT_OK || e.zero_size) return;
   int64_t rm[8];
   const int64_t *st = t->strides;
   if (st == NULL && (t->ndim > 8 || dlc_row_major_strides(t->ndim, t->shape, rm) != 0)) return;
   if (st == NULL) st = rm;
   const uint8_t *first = (const uint8_t *)t->data + t->byte_offset;
-  uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
-  int inside = lo >= base && hi <= base + (uintptr_t)nbytes;
-  if (copy == DLC_COPY_TRUE && inside)
-    dlc_oracle_fail("CPY-06", "%s: copy=True exported the view's own memory", via);
-  if (copy != DLC_COPY_TRUE && !inside && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
-    dlc_oracle_fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)", via);
+  /* the view's memory: a host copy of a CUDA view (dl_device=(1, 0)) is a copy by definition */
+  if (!dlc_pcuda_active() || where == DLC_PCUDA_READ_DEVICE) {
+    uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
+    int inside = lo >= base && hi <= base + (uintptr_t)nbytes;
+    if (copy == DLC_COPY_TRUE && inside)
+      dlc_oracle_fail("CPY-01", "%s: copy=True exported the view's own memory", via);
+    if (copy != DLC_COPY_TRUE && !inside && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+      dlc_oracle_fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)", via);
+  }
   const char *want = PyBytes_AsString(expected);
   Py_ssize_t want_n = PyBytes_Size(expected);
   if (want == NULL || (uint64_t)want_n != e.numel * e.itemsize) {
@@ -220,17 +264,24 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
     return dlc_oracle_fail("SEM-01", "%s: %llu elements of %llu bytes exported, the view has %zd bytes",
                            via, (unsigned long long)e.numel, (unsigned long long)e.itemsize, want_n);
   }
+  /* bytes[k] is the byte at first + lo + k: the host export itself, or a settled device copy */
+  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? settled_copy(first, &e) : NULL;
+  if (where == DLC_PCUDA_READ_DEVICE && copy_of == NULL) return; /* the runtime's failure, not the producer's */
+  const uint8_t *bytes = copy_of ? copy_of : first + e.lo;
   uint64_t idx[8] = {0};
   for (uint64_t flat = 0; flat < e.numel; ++flat) {
-    const uint8_t *p = first;
-    for (int d = 0; d < t->ndim; ++d) p += (int64_t)idx[d] * st[d] * (int64_t)e.itemsize;
-    if (memcmp(p, want + flat * e.itemsize, e.itemsize) != 0)
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; ++d) off += (int64_t)idx[d] * st[d] * (int64_t)e.itemsize;
+    if (memcmp(bytes + (off - e.lo), want + flat * e.itemsize, e.itemsize) != 0) {
+      free(copy_of);
       return dlc_oracle_fail("SEM-01", "%s: element %llu differs from the tensor's value", via,
                              (unsigned long long)flat);
+    }
     for (int d = t->ndim - 1; d >= 0; --d)
       if (++idx[d] < (uint64_t)t->shape[d]) break;
       else idx[d] = 0;
   }
+  free(copy_of);
 }
 
 /* The capsule's name against the max_version asked (VER-02, VER-03, VER-04; CAP-01/02). */
@@ -255,8 +306,18 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
   Py_XDECREF(empty);
   Py_XDECREF(meth);
   int odd_stream = (r->kw & DLC_KW_STREAM) && r->kw_stream_kind % 3 != DLC_STREAM_NONE;
-  if (cap == NULL && !odd_stream && foreign_device(r)) return check_device_refusal(r);
+  if (cap == NULL && dlc_pcuda_active()) {
+    int rule = dlc_pcuda_refusal_rule(r);
+    if (rule == DLC_PCUDA_REFUSE_DEVICE || rule == DLC_PCUDA_REFUSE_COPY)
+      return check_device_refusal(r, rule == DLC_PCUDA_REFUSE_COPY ? "CPY-05" : "DEV-05");
+    return check_exception("__dlpack__", rule == DLC_PCUDA_REFUSE_ANY);
+  }
+  if (cap == NULL && !odd_stream && foreign_device(r)) return check_device_refusal(r, "DEV-05");
   if (cap == NULL) return check_exception("__dlpack__", odd_stream);
+  if (dlc_pcuda_active()) {
+    dlc_pcuda_arguments(r);
+    odd_stream = 0; /* the CUDA meanings replace the CPU tensor's rules below */
+  }
   /* Messages with DLC_AMBIGUOUS or DLC_INVALID_ARGUMENT are reported at SHOULD (a warn), as
    * the suites grade them:
    *   - a stream other than None for a CPU tensor is an invalid argument (STR-10, STR-02):
@@ -271,7 +332,7 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
                     r->kw_stream_kind % 3 == DLC_STREAM_INT && r->kw_stream == -1
                         ? " " DLC_AMBIGUOUS "it asks for no synchronisation)"
                         : " " DLC_INVALID_ARGUMENT "the behaviour is unspecified)");
-  if (r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
+  if (!dlc_pcuda_active() && r->kw & DLC_KW_DL_DEVICE && !(r->kw_dev_type == kDLCPU && r->kw_dev_id == 0))
     dlc_oracle_fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s",
                     r->kw_dev_type, r->kw_dev_id,
                     r->kw_dev_type == kDLCPU ? " " DLC_AMBIGUOUS "a CPU device id that is not zero)" : "");
@@ -299,6 +360,7 @@ static void export_dunder(const dlc_record *r, PyObject *view, PyObject *expecte
   }
   PyErr_Clear();
   Py_DECREF(cap);
+  if (dlc_pcuda_active()) dlc_pcuda_after(r);
 }
 
 /* The C exchange API of the view's type, when offered (XAPI-14). */
@@ -329,6 +391,7 @@ static void export_xapi(const dlc_record *r, PyObject *view, PyObject *expected,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   dlc_record r;
   dlc_rec_decode(data, size, &r);
+  if (dlc_pcuda_active()) r.flags &= ~1u; /* a device view is never read-only */
   PyObject *res = build_view(&r);
   if (res == NULL || res == Py_None) {
     if (res == NULL) check_exception("building the view", 0);

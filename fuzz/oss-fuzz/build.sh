@@ -98,7 +98,7 @@ compile consumer "$PYT" fuzz/target_consumer.c fuzz/pyhost.c fuzz/producer.c fuz
   fuzz/plain_import.c fuzz/xapi_guard.c \
   $CORE $MUT
 # shellcheck disable=SC2086
-compile producer "$PYT" fuzz/target_producer.c fuzz/pyhost.c $CORE $MUT
+compile producer "$PYT" fuzz/target_producer.c fuzz/pyhost.c fuzz/producer_cuda.c fuzz/devmem.c $CORE $MUT
 # One executable per (kind, library): the services pass no environment of ours, so the name
 # is baked in (fixed_env.c).
 targets=""

@@ -233,7 +233,8 @@ def test_a_needless_copy_is_plain_or_ambiguous_by_the_plain_import():
 
 def test_cuda_mode_without_a_runtime_is_one_line():
     """The CUDA mode without a CUDA runtime does not start: one line, exit status 2, from the
-    target and from fuzz-ci; a device with no mode is refused before anything runs."""
+    consumer and the producer target and from fuzz-ci; a device with no mode is refused before
+    anything runs."""
     seed = os.path.join(V.ROOT, "fuzz", "corpus", "seeds", "legacy-cuda-device")
     e = V.env("ref@cuda", DLCONFORM_CUDART="/nonexistent/libcudart.so", ASAN_OPTIONS="detect_leaks=0")
     p = subprocess.run([V.binary("ref"), "-runs=1", seed], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -243,7 +244,13 @@ def test_cuda_mode_without_a_runtime_is_one_line():
     p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "ref@rocm", "--seconds", "1"],
                        env=V.env("ref"), cwd=V.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert p.returncode == 2 and p.stdout.strip().splitlines() == [
-        "fuzz-ci: ref@rocm: the consumer target's device modes are cuda (NAME@cuda)"], p.stdout
+        "fuzz-ci: ref@rocm: the fuzz targets' device modes are cuda (NAME@cuda)"], p.stdout
+    # the producer target's CUDA mode (producer_cuda.h) alike
+    e = V.env("producer-ref@cuda", DLCONFORM_CUDART="/nonexistent/libcudart.so", ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([V.binary("producer-ref"), "-runs=1", seed], env=e, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    lines = [line for line in p.stderr.splitlines() if line.startswith("dlconform-fuzz:")]
+    assert p.returncode == 2 and len(lines) == 1 and "needs a CUDA runtime" in lines[0], p.stderr[-2000:]
 
 
 def test_dev06_is_a_refusal_without_asking_for_the_host():

@@ -6,7 +6,8 @@ finding, the same clause, or both a plain crash.
 - Consumer: against ref clean and against each consumer-side fault of ref that the
   consumer target can reach (fuzz/ci/unfuzzable.txt lists the others); in the CUDA mode
   (ref@cuda, dlconform.pyref@cuda) against the faults of their imports of CUDA memory.
-- Producer: against ref clean and against each producer-side fault of ref.
+- Producer: against ref clean and against each producer-side fault of ref; in the CUDA mode
+  (producer-ref@cuda, producer-dlconform.pyref@cuda) against ref's and pyref's device faults.
 Each consumer fault must be found on some input, so that every config tests an oracle
 that fires.
 The one exception is the reproducer's blind spot (verdicts.UNSEEN, exchange.py): such a
@@ -179,6 +180,25 @@ def test_producer_reproducers_agree_with_the_producer_target():
     """Many producer faults of ref lie outside what the producer target exercises (streams,
     most of the exchange API): those configs must agree on no finding."""
     _assert_agree("producer-ref", [None] + faults("producer"), every_fault_found=False)
+
+
+#: pyref's device-array producer faults the producer target's CUDA mode shows (producer_cuda.h),
+#: each on its own clause; the others break stream order (a wait, a host block), which needs
+#: pending work on the producer's stream: the suites' test_cuda_stream.py judges them
+PYREF_CUDA_PRODUCER_FAULTS = ("cuda_stream_zero_accepted", "cuda_stream_type_unchecked", "cuda_host_copy_unflagged",
+                              "cuda_host_copy_despite_false", "cuda_copy_shares_memory", "cuda_copy_unflagged",
+                              "cuda_destroys_stream")
+
+
+def test_producer_cuda_mode_reproducers_agree_with_the_producer_target():
+    """The producer target's CUDA mode on the simulated runtime: ref's CudaTensor clean, with its
+    cuda_* producer faults (strides in bytes is found, as SEM-01; the rest act on the exchange
+    table's streams: they must agree on no finding) and with version_wrong (its capsules are
+    ref's); pyref's DeviceArray clean and with PYREF_CUDA_PRODUCER_FAULTS, each found."""
+    _assert_agree("producer-ref@cuda", [None] + [f for f in faults("producer") if f.startswith("cuda_")] +
+                  ["version_wrong"], every_fault_found=False)
+    _assert_agree("producer-dlconform.pyref@cuda", [None] + list(PYREF_CUDA_PRODUCER_FAULTS),
+                  every_fault_found=True)
 
 
 if __name__ == "__main__":

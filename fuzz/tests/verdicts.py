@@ -36,7 +36,7 @@ SIM = os.path.join(ROOT, "build", "cuda", "sim", "libcudart.so")
 
 def env(target, fault=None, **extra):
     """The environment of a run against TARGET (a consumer module, NAME@cuda: that consumer in
-    the CUDA mode on the simulated runtime, or producer-NAME), with the built-in fault of ref
+    the CUDA mode on the simulated runtime, or producer-NAME, producer-NAME@cuda), with the built-in fault of ref
     (of pyref for dlconform.pyref) set or none, and the test consumers of fuzz/tests importable."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("DLCONFORM_", "ASAN_", "UBSAN_"))}
     e["PYTHONPATH"] = os.pathsep.join((os.path.join(ROOT, "harness"), TESTS))
@@ -49,7 +49,8 @@ def env(target, fault=None, **extra):
     if device:
         e.update(DLCONFORM_FUZZ_DEVICE=device, DLCONFORM_CUDART=SIM)
     if fault:
-        e["DLCONFORM_PYREF_FAULT" if consumer == "dlconform.pyref" else "DLCONFORM_REF_FAULT"] = fault
+        library = consumer[len("producer-"):] if target.startswith("producer-") else consumer
+        e["DLCONFORM_PYREF_FAULT" if library == "dlconform.pyref" else "DLCONFORM_REF_FAULT"] = fault
     e.update(extra)
     return e
 

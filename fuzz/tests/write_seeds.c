@@ -122,6 +122,18 @@ int main(int argc, char **argv) {
   r.kw = DLC_KW_COPY, r.kw_copy = DLC_COPY_TRUE; /* a copy of device memory (CPY-06) */
   emit("versioned-cuda-2x3-copy", &r);
 
+  /* for the producer target's CUDA mode (fuzz/producer_cuda.h): the host copy of a CUDA tensor,
+   * versioned (STR-12, FLG-04), and a consumer's own stream (an int above 2: STR-07, STR-11) */
+  base(&r, 2, s23, 2, 32);
+  r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.kw = DLC_KW_MAX_VERSION | DLC_KW_DL_DEVICE, r.kw_max_major = 1, r.kw_max_minor = 3, r.kw_dev_type = 1;
+  emit("versioned-max-version-host-copy", &r);
+  base(&r, 2, s23, 2, 32);
+  r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.kw = DLC_KW_MAX_VERSION | DLC_KW_STREAM, r.kw_max_major = 1, r.kw_max_minor = 3;
+  r.kw_stream_kind = DLC_STREAM_INT, r.kw_stream = 7;
+  emit("versioned-max-version-stream-handle", &r);
+
   base(&r, 1, s4, 2, 32);
   r.kw = DLC_KW_OLD_PRODUCER; /* an old producer: __dlpack__(stream) only (VER-06) */
   emit("legacy-old-producer", &r);

@@ -391,7 +391,7 @@ def merge_results(out, target, records):
 def parse(argv):
     ap = argparse.ArgumentParser(prog="dlconform fuzz-ci", description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", required=True, help="validator, numpy, torch, ref or a module (consumer target; "
-                    "NAME@cuda: fed CUDA memory), or producer-NAME")
+                    "NAME@cuda: fed CUDA memory), or producer-NAME (producer-NAME@cuda: its CUDA tensors)")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--bin", default=None, help="fuzz binary (default build/fuzz/{validator,consumer}.asan)")
     ap.add_argument("--consumer", default=None, help="DLCONFORM_FUZZ_CONSUMER (default: the target)")
@@ -407,9 +407,9 @@ def parse(argv):
     ap.add_argument("--max-rounds", type=int, default=16)
     ap.add_argument("--no-merge", action="store_true", help="do not touch results.json")
     a = ap.parse_args(argv)
-    if not a.producer and a.target != "validator":
+    if a.target != "validator":
         try:
-            devmem.split_target(a.consumer or a.target)
+            devmem.split_target(a.producer or a.consumer or a.target)
         except devmem.Unavailable as e:
             ap.exit(2, "fuzz-ci: %s\n" % e)
     if a.bin is None:

@@ -17,7 +17,8 @@ from . import record as R
 ENV = "DLCONFORM_FUZZ_DEVICE"
 MODES = ("cuda",)
 #: the runtime functions devmem.c calls
-FUNCTIONS = ("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaGetLastError", "cudaStreamSynchronize")
+FUNCTIONS = ("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaGetLastError", "cudaStreamSynchronize",
+             "cudaStreamCreateWithFlags", "cudaStreamQuery", "cudaDeviceSynchronize")
 #: consumers whose import of device memory is not their from_dlpack: (module, function, whether
 #: the runtime must be bound into the module first: ref's C code calls it through addresses)
 DEVICE_ENTRY = {"ref": ("dlconform._ref", "cuda_from_dlpack", True),
@@ -31,7 +32,7 @@ def split_target(target):
     if not at:
         return target, None
     if device not in MODES:
-        raise Unavailable("%s: the consumer target's device modes are %s (NAME@%s)" % (
+        raise Unavailable("%s: the fuzz targets' device modes are %s (NAME@%s)" % (
             target, ", ".join(MODES), "|".join(MODES)))
     return consumer, device
 
@@ -44,7 +45,7 @@ def mode():
     """"cuda" when DLCONFORM_FUZZ_DEVICE asks for the CUDA mode, None when unset or empty."""
     value = os.environ.get(ENV) or None
     if value is not None and value not in MODES:
-        raise Unavailable("%s=%s: the consumer target's device modes are %s" % (ENV, value, ", ".join(MODES)))
+        raise Unavailable("%s=%s: the fuzz targets' device modes are %s" % (ENV, value, ", ".join(MODES)))
     return value
 
 

@@ -11,6 +11,8 @@ dlconform._probe (check, extent, read_elements), the same C the target links.
 """
 import ctypes as C
 
+from . import devmem
+from . import producer_cuda as PC
 from . import record as R
 from .breaches import Breaches, allowed_exceptions, conclude, say
 
@@ -46,8 +48,9 @@ def view_parameters(rec):
     return idx, shape, strides, rec["byte_offset"] % BASE_ELEMENTS, rec["flags"] & 1, rec["seed"]
 
 
-def dlpack_kwargs(rec):
-    """build_kwargs: the keywords of __dlpack__, from the record's kw bits."""
+def dlpack_kwargs(rec, mode=None):
+    """build_kwargs: the keywords of __dlpack__, from the record's kw bits (mode: the CUDA
+    mode's, whose stream ints above 2 are its own stream)."""
     kw = {}
     if rec["kw"] & R.KW["max_version"]:
         kw["max_version"] = rec["max_version"]
@@ -56,7 +59,8 @@ def dlpack_kwargs(rec):
     if rec["kw"] & R.KW["dl_device"]:
         kw["dl_device"] = rec["kw_device"]
     if rec["kw"] & R.KW["stream"]:
-        kw["stream"] = (None, rec["stream"], "stream")[rec["stream_kind"] % 3]
+        v = mode.stream_value(rec["stream"]) if mode else rec["stream"]
+        kw["stream"] = (None, v, "stream")[rec["stream_kind"] % 3]
     return kw
 
 
@@ -81,13 +85,13 @@ def check_exception(b, what, error, any_class):
         b.fail("EXC", "%s raised %s: %s" % (what, type(error).__name__, error))
 
 
-def check_device_refusal(b, rec, error):
-    """DEV-05: BufferError for a dl_device the producer cannot export to (TypeError passes:
-    an old producer, VER-06)."""
+def check_device_refusal(b, rec, error, clause="DEV-05"):
+    """DEV-05: BufferError for a dl_device the producer cannot export to (CPY-05: also when
+    copy=False forbids the copy it needs; TypeError passes: an old producer, VER-06)."""
     if error is None or isinstance(error, SystemError):
         return check_exception(b, "__dlpack__", error, False)
     if not isinstance(error, (BufferError, TypeError)):
-        b.fail("DEV-05", "__dlpack__ refused dl_device=(%d, %d) with %s, not BufferError: %s" % (
+        b.fail(clause, "__dlpack__ refused dl_device=(%d, %d) with %s, not BufferError: %s" % (
             rec["kw_device"] + (type(error).__name__, error)))
 
 
@@ -109,38 +113,67 @@ class Tensor:
             self.flags = 0
 
 
-def check_tensor(b, via, t, rec, expected, base, nbytes):
-    """check_tensor: check's report, the flag oracles, then zero-copy and values."""
+def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
+    """check_tensor: check's report, the CUDA mode's device oracles, the flag oracles, then
+    zero-copy and values."""
     from .. import _probe
 
     for clause, msg in _probe.check(t.capsule, spec=(1, 3)):
         if clause not in ("LAY-04", "LAY-01"):
             return b.fail(clause, "%s: %s" % (via, msg))
+    where = PC.READ_HOST
+    if mode:
+        device = _probe.inspect(t.capsule)["device"]
+        where = mode.placed(b, rec, device, t.versioned, t.flags, "DEV-03" if via == "__dlpack__" else "XAPI-14")
     copy = rec["copy"] % 3 if rec["kw"] & R.KW["copy"] else R.COPY_ABSENT
     if t.versioned and rec["flags"] & 1 and not t.flags & (R.READ_ONLY | R.IS_COPIED):
         b.fail("FLG-02", "%s: a read-only view exported without READ_ONLY" % via)
-    if t.versioned and copy == R.COPY_TRUE and not t.flags & R.IS_COPIED:
+    if t.versioned and copy == R.COPY_TRUE and not t.flags & R.IS_COPIED and not (mode and where == PC.READ_HOST):
         b.fail("FLG-04", "%s: copy=True exported without IS_COPIED" % via)
     e = _probe.extent(t.capsule)
-    if e["status"] != "ok" or e["zero_size"]:
+    if where == PC.READ_NONE or e["status"] != "ok" or e["zero_size"]:
         return
     info = _probe.inspect(t.capsule)
-    if info["strides"] is None and (info["ndim"] > 8 or R.row_major_strides(info["ndim"], info["shape"]) is None):
-        return
+    strides = info["strides"]
+    if strides is None:
+        strides = R.row_major_strides(info["ndim"], info["shape"]) if info["ndim"] <= 8 else None
+        if strides is None:
+            return
     first = info["data"] + info["byte_offset"]
-    inside = first + e["lo"] >= base and first + e["hi"] <= base + nbytes
-    if copy == R.COPY_TRUE and inside:
-        b.fail("CPY-06", "%s: copy=True exported the view's own memory" % via)
-    if copy != R.COPY_TRUE and not inside and not t.flags & R.IS_COPIED:
-        b.fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)" % via)
+    if not mode or where == PC.READ_DEVICE:  # a host copy of a CUDA view is a copy by definition
+        inside = first + e["lo"] >= base and first + e["hi"] <= base + nbytes
+        if copy == R.COPY_TRUE and inside:
+            b.fail("CPY-01", "%s: copy=True exported the view's own memory" % via)
+        if copy != R.COPY_TRUE and not inside and not t.flags & R.IS_COPIED:
+            b.fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)" % via)
     size = e["itemsize"]
     if len(expected) != e["numel"] * size:
         return b.fail("SEM-01", "%s: %d elements of %d bytes exported, the view has %d bytes" % (
             via, e["numel"], size, len(expected)))
-    got = _probe.read_elements(t.capsule)
+    if where == PC.READ_DEVICE:
+        got = _device_elements(mode, first, e, info["shape"], strides)
+        if got is None:  # the runtime's failure, not the producer's
+            return
+    else:
+        got = _probe.read_elements(t.capsule)
     for i in range(e["numel"]):
         if got[i * size:(i + 1) * size] != expected[i * size:(i + 1) * size]:
             return b.fail("SEM-01", "%s: element %d differs from the tensor's value" % (via, i))
+
+
+def _device_elements(mode, first, e, shape, strides):
+    """The elements of a device export in row-major order, read through its strides from a
+    settled copy of its extent (check_tensor's settled_copy); None when the runtime failed."""
+    import itertools
+
+    raw = mode.settled(first + e["lo"], e["hi"] - e["lo"])
+    if raw is None:
+        return None
+    size, out = e["itemsize"], bytearray()
+    for idx in itertools.product(*(range(n) for n in shape or ())):
+        off = sum(i * st for i, st in zip(idx, strides)) * size - e["lo"]
+        out += raw[off:off + size]
+    return bytes(out)
 
 
 def check_name(b, rec, cap):
@@ -156,17 +189,26 @@ def check_name(b, rec, cap):
     return name, versioned
 
 
-def export_dunder(b, rec, view, expected, base, nbytes, say):
+def export_dunder(b, rec, view, expected, base, nbytes, say, mode=None):
     """__dlpack__(**keywords) and the oracles on what it gave."""
     from .. import _probe
 
-    kw = dlpack_kwargs(rec)
+    kw = dlpack_kwargs(rec, mode)
     say("call: __dlpack__(%s)" % ", ".join("%s=%r" % kv for kv in kw.items()))
     try:
         cap, error = view.__dlpack__(**kw), None
     except BaseException as e:
         cap, error = None, e
     odd = _odd_stream(rec)
+    if error is not None and mode:
+        say("refused: %s: %s" % (type(error).__name__, error))
+        rule = mode.refusal_rule(rec)
+        if rule in (PC.REFUSE_DEVICE, PC.REFUSE_COPY):
+            return check_device_refusal(b, rec, error, "CPY-05" if rule == PC.REFUSE_COPY else "DEV-05")
+        return check_exception(b, "__dlpack__", error, rule == PC.REFUSE_ANY)
+    if mode:
+        mode.arguments(b, rec)
+        odd = False  # the CUDA meanings replace the CPU tensor's rules below
     if error is not None:
         say("refused: %s: %s" % (type(error).__name__, error))
         if not odd and foreign_device(rec):
@@ -178,7 +220,7 @@ def export_dunder(b, rec, view, expected, base, nbytes, say):
             "'stream'" if not int_stream else "-1" if rec["stream"] == -1 else "<int>",
             " (ambiguous: it asks for no synchronisation)" if int_stream and rec["stream"] == -1
             else " (invalid argument: the behaviour is unspecified)"))
-    if rec["kw"] & R.KW["dl_device"] and rec["kw_device"] != (R.CPU, 0):
+    if not mode and rec["kw"] & R.KW["dl_device"] and rec["kw_device"] != (R.CPU, 0):
         b.fail("DEV-05", "__dlpack__ accepted dl_device=(%d, %d) for a CPU tensor%s" % (
             rec["kw_device"] + (" (ambiguous: a CPU device id that is not zero)" if rec["kw_device"][0] == R.CPU
                                 else "",)))
@@ -191,11 +233,13 @@ def export_dunder(b, rec, view, expected, base, nbytes, say):
         for clause, msg in _probe.check(cap, spec=(1, 3)):
             if not clause.startswith(("LAY-0", "DT-")):
                 b.fail(clause, "__dlpack__: %s" % msg)
-    check_tensor(b, "__dlpack__", t, rec, expected, base, nbytes)
+    check_tensor(b, "__dlpack__", t, rec, expected, base, nbytes, mode)
     _probe.consume(cap).release()  # as a consumer would: rename, then the deleter once
+    if mode:
+        mode.after(b, rec)
 
 
-def export_xapi(b, rec, view, expected, base, nbytes, say):
+def export_xapi(b, rec, view, expected, base, nbytes, say, mode=None):
     """The exchange API of the view's type, when it offers a usable one (XAPI-14)."""
     from .. import _probe
 
@@ -211,7 +255,7 @@ def export_xapi(b, rec, view, expected, base, nbytes, say):
         if error is None:
             b.fail("XAPI-14", "managed_tensor_from_py_object_no_sync failed without a Python exception")
         return check_exception(b, "managed_tensor_from_py_object_no_sync", error, False)
-    check_tensor(b, "exchange API", Tensor(handle.pointer, True), dict(rec, kw=0), expected, base, nbytes)
+    check_tensor(b, "exchange API", Tensor(handle.pointer, True), dict(rec, kw=0), expected, base, nbytes, mode)
     handle.release()
 
 
@@ -219,11 +263,15 @@ def judge(data, producer, say=lambda line: None):
     """Every breach of one input, in the C target's order. say: prints the steps."""
     from .producer_views import build
 
+    name, device = devmem.split_target(producer)  # NAME@cuda: the CUDA mode (producer_cuda.h)
+    mode = PC.Mode() if device else None  # devmem.Unavailable without a runtime
     rec = R.decode(data)
+    if mode:
+        rec["flags"] &= ~1  # a device view is never read-only
     b = Breaches()
     params = view_parameters(rec)
     try:
-        made = build(producer, *params)
+        made = build(name, *params, device=device)
     except BaseException as e:
         check_exception(b, "building the view", e, False)
         return b
@@ -233,8 +281,8 @@ def judge(data, producer, say=lambda line: None):
     view, expected, _itemsize, base, nbytes = made
     say("view: %s %r of dtype index %d, strides %r, offset %d, read-only %d" % (
         type(view).__name__, params[1], params[0], params[2], params[3], params[4]))
-    export_dunder(b, rec, view, expected, base, nbytes, say)
-    export_xapi(b, rec, view, expected, base, nbytes, say)
+    export_dunder(b, rec, view, expected, base, nbytes, say, mode)
+    export_xapi(b, rec, view, expected, base, nbytes, say, mode)
     return b
 
 

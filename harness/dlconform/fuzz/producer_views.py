@@ -8,6 +8,12 @@ element `offset` into the base; read-only when asked and the library can say so.
 that view (negative strides in torch, read-only in torch, a dtype it lacks, a view leaving the
 base). `expected` is the view's logical row-major element bytes, computed here from the base
 bytes and the view parameters alone: what any export of the view must show (the value oracle).
+
+device="cuda" (the target's CUDA mode, producer-NAME@cuda): the tensor lies in CUDA memory on
+dlconform.kit.cuda's runtime (fuzz/producer_cuda.h). torch and cupy view a base copied to
+cuda:0 (torch: no negative strides); ref (CudaTensor) and dlconform.pyref (DeviceArray) hold
+compact arrays only, so theirs is a compact array of the view's shape holding its values.
+base_address is then a device address; read-only is not asked (the C target clears it).
 """
 BASE_ELEMENTS = 64
 # (name, itemsize): the array-API dtypes (DT-12), names as in numpy / torch / _ref
@@ -48,13 +54,15 @@ def _inside(shape, strides, offset):
     return lo >= 0 and hi < BASE_ELEMENTS
 
 
-def build(name, dtype_index, shape, strides, offset, readonly, seed):
+def build(name, dtype_index, shape, strides, offset, readonly, seed, device=None):
     dname, itemsize = DTYPES[dtype_index % len(DTYPES)]
     shape, strides = tuple(shape), tuple(strides)
     if not _inside(shape, strides, offset):
         return None
     base = _base_bytes(itemsize, seed, dname == "bool")
     expected = _expected(base, itemsize, shape, strides, offset)
+    if device == "cuda":
+        return _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected)
     if name == "numpy":
         import numpy as np
         from numpy.lib.stride_tricks import as_strided
@@ -82,3 +90,40 @@ def build(name, dtype_index, shape, strides, offset, readonly, seed):
             return None
         return v, expected, itemsize, b.data_ptr, len(base)
     raise ValueError("unknown producer %r (numpy, torch, ref)" % name)
+
+
+_bound = []
+
+
+def _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected):
+    """build() in the CUDA mode: (view, expected, itemsize, device address, nbytes) or None."""
+    if name == "torch":
+        import torch
+
+        if any(s < 0 for s in strides) or not hasattr(torch, dname):
+            return None
+        b = torch.frombuffer(bytearray(base), dtype=torch.uint8 if dname == "bool" else getattr(torch, dname))
+        b = (b.to(torch.bool) if dname == "bool" else b).to("cuda:0")
+        return torch.as_strided(b, shape, strides, offset), expected, itemsize, b.data_ptr(), len(base)
+    if name == "cupy":
+        import cupy
+        import numpy as np
+
+        b = cupy.asarray(np.frombuffer(bytearray(base), dtype=dname))
+        v = cupy.lib.stride_tricks.as_strided(b[offset:], shape=shape, strides=tuple(s * itemsize for s in strides))
+        return v, expected, itemsize, b.data.ptr, len(base)
+    if name == "ref":
+        from .. import _ref
+        from . import devmem
+
+        if not _bound:
+            devmem.consumer_entry("ref")  # binds the runtime into _ref, once
+            _bound.append("ref")
+        t = _ref.CudaTensor(dname, shape, expected)
+        return t, expected, itemsize, t.ptr, len(expected)
+    if name == "dlconform.pyref":
+        from .. import pyref
+
+        d = pyref.to_device(pyref.frombuffer(expected, dname, shape))
+        return d, expected, itemsize, d.ptr, d.nbytes
+    raise ValueError("unknown producer %r in the CUDA mode (torch, cupy, ref, dlconform.pyref)" % name)

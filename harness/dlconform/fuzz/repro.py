@@ -123,7 +123,7 @@ PRODUCER_TEMPLATE = '''\
 #
 # view     {producer} tensor of dtype {dtype}, shape {shape!r}, element strides {strides!r}, element offset
 #          {offset} into a {base}-element base{readonly}, byte i of the base (i * 131 + {seed}) & 0xff
-# call     __dlpack__({kwargs}), then the type's exchange API when it offers one
+# call     __dlpack__({kwargs}), then the type's exchange API when it offers one{device}
 from dlconform.fuzz import producer_oracles
 
 RECORD = bytes.fromhex(
@@ -144,7 +144,14 @@ def producer_reproducer(data, producer="numpy", finding="", name="input"):
 
     rec = R.decode(data)
     idx, shape, strides, offset, readonly, seed = view_parameters(rec)
+    device = ""
+    if producer.partition("@")[2]:  # the CUDA mode (fuzz/producer_cuda.h)
+        readonly = 0
+        device = ("\n# device   the view lies in CUDA memory on (2, 0) of the runtime dlconform.kit.cuda finds "
+                  "(DLCONFORM_CUDART=build/cuda/sim/libcudart.so:\n#          the simulated one); a stream above 2 "
+                  "is the reproducer's own non-blocking stream")
     return PRODUCER_TEMPLATE.format(
+        device=device,
         name=name, finding=finding or "(none recorded)", producer=producer, dtype=DTYPES[idx][0], shape=shape,
         strides=strides, offset=offset, base=BASE_ELEMENTS, readonly=", read-only" if readonly else "", seed=seed,
         kwargs=", ".join("%s=%r" % kv for kv in dlpack_kwargs(rec).items()), record=_hex_lines(data),
