@@ -23,9 +23,11 @@ dlc_pyhost dlc_py;
 static PyObject *allowed[MAX_ALLOWED]; /* owned exception types */
 static int n_allowed;
 
+const char *dlc_pyhost_role = "consumer";
+
 static void die(const char *what) {
   if (PyErr_Occurred()) PyErr_Print();
-  fprintf(stderr, "dlconform-fuzz: %s (consumer '%s')\n", what, dlc_py.consumer);
+  fprintf(stderr, "dlconform-fuzz: %s (%s '%s')\n", what, dlc_pyhost_role, dlc_py.consumer);
   exit(2);
 }
 
@@ -79,7 +81,7 @@ static PyObject *resolve(const char *name) {
   if (mod == NULL) {
     if (strcmp(name, "ref") == 0)
       die("cannot import dlconform._ref: build harness/dlconform/_ref*.so first (make build)");
-    die("cannot import the consumer module");
+    die(strcmp(dlc_pyhost_role, "consumer") ? "cannot import the producer module" : "cannot import the consumer module");
   }
   PyObject *fn = PyObject_GetAttrString(mod, attr);
   Py_DECREF(mod);

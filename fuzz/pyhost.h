@@ -32,6 +32,10 @@ extern dlc_pyhost dlc_py;
 
 void dlc_pyhost_init(void);
 
+/* The role the library plays, for dlc_pyhost_init's one-line failures: "consumer" (default),
+ * or "producer" (target_producer.c sets it first). */
+extern const char *dlc_pyhost_role;
+
 /* 1 when exc (a type) is one the spec names for a refusal (BufferError, TypeError,
  * ValueError; MemoryError, ERR-01) or one listed in DLCONFORM_FUZZ_ALLOW_EXC (comma-separated builtin names). */
 int dlc_pyhost_exception_allowed(PyObject *exc_type);

@@ -1,7 +1,8 @@
 /* target_producer: fuzzed view parameters build a native tensor in a producer. It is then
  * exported through __dlpack__ and, when its type offers one, the C exchange API.
  *
- * DLCONFORM_FUZZ_PRODUCER picks the producer: numpy (default), torch or ref; NAME@cuda (or
+ * DLCONFORM_FUZZ_PRODUCER picks the producer: numpy (default), torch, ref, or any module with
+ * from_dlpack, whose arrays are its imports of compact exports (producer_views); NAME@cuda (or
  * DLCONFORM_FUZZ_DEVICE=cuda) is its CUDA mode, a view in CUDA memory judged with the CUDA
  * meanings of the keywords (producer_cuda.h; torch, cupy, ref, dlconform.pyref). The record's
  * fields become view parameters (dlconform.fuzz.producer_views.build is the Python side):
@@ -77,15 +78,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     producer = name;
   }
   setenv("DLCONFORM_FUZZ_CONSUMER", producer, 1); /* pyhost imports the library */
+  dlc_pyhost_role = "producer";
   dlc_pyhost_init();
   PyObject *mod = PyImport_ImportModule("dlconform.fuzz.producer_views");
   build_fn = mod ? PyObject_GetAttrString(mod, "build") : NULL;
-  Py_XDECREF(mod);
   if (build_fn == NULL) {
     PyErr_Print();
     exit(2);
   }
   dlc_pcuda_init(producer); /* producer-NAME@cuda: DLCONFORM_FUZZ_DEVICE=cuda */
+  /* a library that is no producer, or whose import of a plain array fails, cannot be fuzzed */
+  PyObject *why = PyObject_CallMethod(mod, "unusable", "sz", producer, dlc_pcuda_active() ? "cuda" : NULL);
+  Py_DECREF(mod);
+  if (why == NULL) PyErr_Print();
+  if (why == NULL || why != Py_None) {
+    fprintf(stderr, "dlconform-fuzz: %s\n", why && PyUnicode_Check(why) ? PyUnicode_AsUTF8(why) : "the producer "
+            "target cannot start");
+    exit(2);
+  }
+  Py_DECREF(why);
   return 0;
 }
 
@@ -208,15 +219,32 @@ static void check_device_refusal(const dlc_record *r, const char *clause) {
 
 /* The elements of t (extent e, first element at `first`) into host memory, when `where` says
  * they lie on the device: the n = hi - lo bytes from first + lo, read after the device ran
- * what it holds (devmem.h). Returns the host copy (free it) or NULL when the runtime failed. */
-static uint8_t *settled_copy(const uint8_t *first, const dlc_extent *e) {
+ * what it holds (devmem.h). Returns the host copy (free it), or NULL: *unreadable is then 1
+ * when the runtime refused the read (the export names memory it cannot read), 0 when the
+ * host had no memory for the copy. */
+static uint8_t *settled_copy(const uint8_t *first, const dlc_extent *e, int *unreadable) {
   size_t n = (size_t)(e->hi - e->lo);
   uint8_t *buf = malloc(n ? n : 1);
+  *unreadable = 0;
   if (buf && dlc_devmem_read_settled(buf, first + e->lo, n) != 0) {
     free(buf);
+    *unreadable = 1;
     return NULL;
   }
   return buf;
+}
+
+/* The read-only memory of this input's view (producer_views: a library's import of our
+ * read-only export is read-only where it views that export); ro_nbytes 0: the whole view. */
+static uintptr_t ro_base;
+static uint64_t ro_nbytes;
+
+/* 1 when FLG-02 binds t: its view is read-only as a whole, or t's elements lie in ro memory. */
+static int in_read_only_memory(const DLTensor *t, const dlc_extent *e) {
+  if (ro_nbytes == 0) return 1;
+  if (e->status != DLC_EXTENT_OK || e->zero_size) return 0;
+  uintptr_t first = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+  return first + (uintptr_t)e->lo >= ro_base && first + (uintptr_t)e->hi <= ro_base + ro_nbytes;
 }
 
 /* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. In the CUDA
@@ -233,23 +261,24 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
                   ? dlc_pcuda_placed(r, t, versioned, flags, strcmp(via, "__dlpack__") ? "XAPI-14" : "DEV-03")
                   : DLC_PCUDA_READ_HOST;
   int copy = (r->kw & DLC_KW_COPY) ? r->kw_copy % 3 : -1;
+  dlc_extent e = dlc_extent_of(t);
   /* a copy (IS_COPIED) belongs to the consumer and may drop READ_ONLY (FLG-05) */
   if (versioned && (r->flags & 1) && !(flags & DLPACK_FLAG_BITMASK_READ_ONLY) &&
-      !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+      !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) && in_read_only_memory(t, &e))
     dlc_oracle_fail("FLG-02", "%s: a read-only view exported without READ_ONLY", via);
   /* (a host copy of a CUDA view was judged on IS_COPIED by dlc_pcuda_placed) */
   if (versioned && copy == DLC_COPY_TRUE && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) &&
       !(dlc_pcuda_active() && where == DLC_PCUDA_READ_HOST))
     dlc_oracle_fail("FLG-04", "%s: copy=True exported without IS_COPIED", via);
-  dlc_extent e = dlc_extent_of(t);
   if (where == DLC_PCUDA_READ_NONE || e.status != DLC_EXTENT_OK || e.zero_size) return;
   int64_t rm[8];
   const int64_t *st = t->strides;
   if (st == NULL && (t->ndim > 8 || dlc_row_major_strides(t->ndim, t->shape, rm) != 0)) return;
   if (st == NULL) st = rm;
   const uint8_t *first = (const uint8_t *)t->data + t->byte_offset;
-  /* the view's memory: a host copy of a CUDA view (dl_device=(1, 0)) is a copy by definition */
-  if (!dlc_pcuda_active() || where == DLC_PCUDA_READ_DEVICE) {
+  /* the view's memory (base 0: unknown, a library that does not say where its array lies); a
+   * host copy of a CUDA view (dl_device=(1, 0)) is a copy by definition */
+  if (base != 0 && (!dlc_pcuda_active() || where == DLC_PCUDA_READ_DEVICE)) {
     uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
     int inside = lo >= base && hi <= base + (uintptr_t)nbytes;
     if (copy == DLC_COPY_TRUE && inside)
@@ -265,8 +294,12 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
                            via, (unsigned long long)e.numel, (unsigned long long)e.itemsize, want_n);
   }
   /* bytes[k] is the byte at first + lo + k: the host export itself, or a settled device copy */
-  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? settled_copy(first, &e) : NULL;
-  if (where == DLC_PCUDA_READ_DEVICE && copy_of == NULL) return; /* the runtime's failure, not the producer's */
+  int unreadable = 0;
+  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? settled_copy(first, &e, &unreadable) : NULL;
+  if (unreadable) /* the runtime reads any live device memory: the export names none */
+    return dlc_oracle_fail("SEM-01", "%s: the export's elements (%lld bytes from data + byte_offset %+lld) are "
+                           "no device memory the runtime can read", via, (long long)(e.hi - e.lo), (long long)e.lo);
+  if (where == DLC_PCUDA_READ_DEVICE && copy_of == NULL) return; /* no host memory: not the producer's */
   const uint8_t *bytes = copy_of ? copy_of : first + e.lo;
   uint64_t idx[8] = {0};
   for (uint64_t flat = 0; flat < e.numel; ++flat) {
@@ -397,6 +430,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (res == NULL) check_exception("building the view", 0);
     Py_XDECREF(res);
     return 0;
+  }
+  /* a library's own array (producer_views: its from_dlpack of our export) is read-only where it
+   * views the read-only export: item 5 is that export's (address, bytes), or None */
+  ro_base = 0, ro_nbytes = 0;
+  if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) > 5) {
+    PyObject *ro = PyTuple_GET_ITEM(res, 5);
+    unsigned long long addr = 0, n = 0;
+    if (ro == Py_None || !PyArg_ParseTuple(ro, "KK", &addr, &n) || n == 0)
+      r.flags &= ~1u;
+    else
+      ro_base = (uintptr_t)addr, ro_nbytes = n;
+    PyErr_Clear();
   }
   PyObject *view = PyTuple_GetItem(res, 0), *expected = PyTuple_GetItem(res, 1);
   uintptr_t base = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GetItem(res, 3));

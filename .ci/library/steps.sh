@@ -15,7 +15,8 @@
 #                the device checks (its findings listed under $LIB@cuda in the same known
 #                file); EXAMPLES=N, SEED=S: a deeper search (dlconform run --examples, --seed)
 #   fuzz         `make fuzz-ci TARGET=T` for each T of $FUZZ_TARGETS (default $LIB: the
-#                consumer target; producer-numpy and the like: the producer target), each for
+#                consumer target; producer-$LIB: the library's own arrays as a producer, for a
+#                library whose arrays have __dlpack__; producer-numpy and the like), each for
 #                $FUZZ_SECONDS, with the library's known fuzz file $FUZZ_KNOWN/T.txt (the
 #                layout of dlconform's fuzz/known/); findings, minimised inputs and
 #                reproducers in $REPORTS/fuzz, crash records merged into $REPORTS/results.json;

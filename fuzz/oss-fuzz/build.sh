@@ -12,7 +12,8 @@
 #                          test installed (default python3; it needs a shared libpython)
 #   DLCONFORM_CONSUMERS    modules whose from_dlpack the consumer target fuzzes (default: ref,
 #                          and numpy when it imports)
-#   DLCONFORM_PRODUCERS    libraries the producer target fuzzes: numpy, torch, ref (default ref)
+#   DLCONFORM_PRODUCERS    libraries the producer target fuzzes: numpy, torch, ref, or any module
+#                          whose from_dlpack gives arrays with __dlpack__ (default ref)
 #   DLCONFORM_VALIDATOR    0: no validator target (it fuzzes dlconform's own C; default 1)
 #   DLCONFORM_KNOWN_DIR    known findings, TARGET.txt as in fuzz/known/ (NAME.txt for a
 #                          consumer, producer-NAME.txt for a producer; default fuzz/known):

@@ -231,6 +231,27 @@ def test_a_needless_copy_is_plain_or_ambiguous_by_the_plain_import():
         assert "AssertionError: SEM-01:" in out and ("(ambiguous:" in out.splitlines()[-1]) == ambiguous, out[-600:]
 
 
+def test_a_library_of_its_own_is_a_producer_target():
+    """producer-MODULE for a library with no view maker of dlconform's (producer_views: its
+    from_dlpack of a compact export makes the array it exports): viewlib (harness/tests/libs)
+    views its imports and re-exports a read-only one with READ_ONLY; with its drop_readonly bug
+    it does not (FLG-02), in the target and the reproducer alike. A library whose arrays have no
+    __dlpack__ does not start: one line, exit status 2."""
+    libs = os.path.join(V.ROOT, "harness", "tests", "libs")
+    path = os.pathsep.join((os.path.join(V.ROOT, "harness"), V.TESTS, libs))
+    rec = R.decode(_seed("versioned-max-version-host-copy"))
+    rec.update(flags=1, kw=R.KW["max_version"])  # a read-only view, exported versioned
+    data = R.encode(rec)
+    assert V.pair("producer-viewlib", data, PYTHONPATH=path) == (V.NO_FINDING, V.NO_FINDING)
+    assert V.pair("producer-viewlib", data, PYTHONPATH=path, VIEWLIB_BUG="drop_readonly") == ("FLG-02", "FLG-02")
+    e = V.env("producer-bytecopy", PYTHONPATH=path, ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([V.binary("producer-bytecopy"), "-runs=1", os.path.join(SEEDS, "legacy-float32-2x3")], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [line for line in p.stderr.splitlines() if line.startswith("dlconform-fuzz:")]
+    assert p.returncode == 2 and lines == ["dlconform-fuzz: producer bytecopy: what its from_dlpack gives (Copy) has "
+                                           "no __dlpack__: it is no producer"], p.stderr[-2000:]
+
+
 def test_cuda_mode_without_a_runtime_is_one_line():
     """The CUDA mode without a CUDA runtime does not start: one line, exit status 2, from the
     consumer and the producer target and from fuzz-ci; a device with no mode is refused before

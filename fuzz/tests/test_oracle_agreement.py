@@ -7,7 +7,8 @@ finding, the same clause, or both a plain crash.
   consumer target can reach (fuzz/ci/unfuzzable.txt lists the others); in the CUDA mode
   (ref@cuda, dlconform.pyref@cuda) against the faults of their imports of CUDA memory.
 - Producer: against ref clean and against each producer-side fault of ref; in the CUDA mode
-  (producer-ref@cuda, producer-dlconform.pyref@cuda) against ref's and pyref's device faults.
+  (producer-ref@cuda, producer-dlconform.pyref@cuda) against ref's and pyref's device faults;
+  a library's own arrays (producer-dlconform.pyref) against pyref's host producer faults.
 Each consumer fault must be found on some input, so that every config tests an oracle
 that fires.
 The one exception is the reproducer's blind spot (verdicts.UNSEEN, exchange.py): such a
@@ -199,6 +200,25 @@ def test_producer_cuda_mode_reproducers_agree_with_the_producer_target():
                   ["version_wrong"], every_fault_found=False)
     _assert_agree("producer-dlconform.pyref@cuda", [None] + list(PYREF_CUDA_PRODUCER_FAULTS),
                   every_fault_found=True)
+
+
+#: pyref's host producer faults the producer target shows through a library's own arrays
+#: (producer_views: pyref.from_dlpack of a compact export, then its __dlpack__); the others act
+#: where a compact import does not reach (strides, byte_offset, dtypes outside the array API's,
+#: the deleter, __dlpack_device__). versioned_flags_before_deleter is found too (FLG-01), but its
+#: deleter slot holds the flags, which the reproducer's consumption then calls: a crash after the
+#: breach, which the C target reports first
+PYREF_GENERIC_PRODUCER_FAULTS = ("byte_strides", "byteswap_in_place", "complex_part_bits", "copy_none_copies",
+                                 "dl_device_unchecked_on_copy", "ignore_max_version", "legacy_capsule_name",
+                                 "readonly_unflagged", "reexport_drops_readonly", "stream_accepted",
+                                 "stream_type_unchecked")
+
+
+def test_generic_producer_reproducers_agree_with_the_producer_target():
+    """A library with no view maker of its own (producer-MODULE: its from_dlpack of a compact
+    export makes the array it exports), here pyref on the host: clean and with each of
+    PYREF_GENERIC_PRODUCER_FAULTS, each found."""
+    _assert_agree("producer-dlconform.pyref", [None] + list(PYREF_GENERIC_PRODUCER_FAULTS), every_fault_found=True)
 
 
 if __name__ == "__main__":

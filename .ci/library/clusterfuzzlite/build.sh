@@ -1,7 +1,8 @@
 #!/bin/bash -eu
 # ClusterFuzzLite build (.clusterfuzzlite/build.sh): the pull request's library into the
 # Python the targets embed, then dlconform's targets for it. DLCONFORM_CONSUMERS names the
-# modules whose from_dlpack is fuzzed; DLCONFORM_PRODUCERS the producers (numpy, torch, ref);
+# modules whose from_dlpack is fuzzed; DLCONFORM_PRODUCERS the producers (numpy, torch, ref, or
+# "mylib" itself when its arrays have __dlpack__: fuzz/README.md, "A library's own producer");
 # DLCONFORM_VALIDATOR=0 leaves out the target of dlconform's own validators;
 # DLCONFORM_KNOWN_DIR holds the known findings (mylib.txt), as for .ci/library/dlpack.yml.
 # $CFLAGS stay set: a C extension of the library is built with the sanitizers' flags.

@@ -113,6 +113,21 @@ class Tensor:
             self.flags = 0
 
 
+def _in_read_only_memory(rec, t, e):
+    """in_read_only_memory: whether FLG-02 binds the export (the whole view is read-only, or
+    its elements lie in the read-only memory rec["_read_only"])."""
+    ro = rec.get("_read_only")
+    if ro is None:
+        return True
+    if e["status"] != "ok" or e["zero_size"]:
+        return False
+    from .. import _probe
+
+    info = _probe.inspect(t.capsule)
+    first = (info["data"] + info["byte_offset"]) % (1 << 64)
+    return first + e["lo"] >= ro[0] and first + e["hi"] <= ro[0] + ro[1]
+
+
 def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
     """check_tensor: check's report, the CUDA mode's device oracles, the flag oracles, then
     zero-copy and values."""
@@ -126,11 +141,12 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
         device = _probe.inspect(t.capsule)["device"]
         where = mode.placed(b, rec, device, t.versioned, t.flags, "DEV-03" if via == "__dlpack__" else "XAPI-14")
     copy = rec["copy"] % 3 if rec["kw"] & R.KW["copy"] else R.COPY_ABSENT
-    if t.versioned and rec["flags"] & 1 and not t.flags & (R.READ_ONLY | R.IS_COPIED):
+    e = _probe.extent(t.capsule)
+    if (t.versioned and rec["flags"] & 1 and not t.flags & (R.READ_ONLY | R.IS_COPIED)
+            and _in_read_only_memory(rec, t, e)):
         b.fail("FLG-02", "%s: a read-only view exported without READ_ONLY" % via)
     if t.versioned and copy == R.COPY_TRUE and not t.flags & R.IS_COPIED and not (mode and where == PC.READ_HOST):
         b.fail("FLG-04", "%s: copy=True exported without IS_COPIED" % via)
-    e = _probe.extent(t.capsule)
     if where == PC.READ_NONE or e["status"] != "ok" or e["zero_size"]:
         return
     info = _probe.inspect(t.capsule)
@@ -140,7 +156,9 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
         if strides is None:
             return
     first = info["data"] + info["byte_offset"]
-    if not mode or where == PC.READ_DEVICE:  # a host copy of a CUDA view is a copy by definition
+    # base 0: a library that does not say where its array lies; a host copy of a CUDA view is
+    # a copy by definition
+    if base and (not mode or where == PC.READ_DEVICE):
         inside = first + e["lo"] >= base and first + e["hi"] <= base + nbytes
         if copy == R.COPY_TRUE and inside:
             b.fail("CPY-01", "%s: copy=True exported the view's own memory" % via)
@@ -152,8 +170,9 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
             via, e["numel"], size, len(expected)))
     if where == PC.READ_DEVICE:
         got = _device_elements(mode, first, e, info["shape"], strides)
-        if got is None:  # the runtime's failure, not the producer's
-            return
+        if got is None:  # the runtime reads any live device memory: the export names none
+            return b.fail("SEM-01", "%s: the export's elements (%d bytes from data + byte_offset %+d) are no device "
+                          "memory the runtime can read" % (via, e["hi"] - e["lo"], e["lo"]))
     else:
         got = _probe.read_elements(t.capsule)
     for i in range(e["numel"]):
@@ -163,7 +182,8 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
 
 def _device_elements(mode, first, e, shape, strides):
     """The elements of a device export in row-major order, read through its strides from a
-    settled copy of its extent (check_tensor's settled_copy); None when the runtime failed."""
+    settled copy of its extent (check_tensor's settled_copy); None when the runtime refused the
+    read."""
     import itertools
 
     raw = mode.settled(first + e["lo"], e["hi"] - e["lo"])
@@ -278,7 +298,14 @@ def judge(data, producer, say=lambda line: None):
     if made is None:
         say("skipped: %s cannot express this view" % producer)
         return b
-    view, expected, _itemsize, base, nbytes = made
+    view, expected, _itemsize, base, nbytes = made[:5]
+    read_only = None  # None: the view as a whole, when the record asks for read-only
+    if len(made) > 5:  # a library's import: read-only where it views our read-only export
+        read_only = made[5]
+        if not read_only or not read_only[1]:
+            rec["flags"] &= ~1
+            read_only = None
+    rec["_read_only"] = read_only
     say("view: %s %r of dtype index %d, strides %r, offset %d, read-only %d" % (
         type(view).__name__, params[1], params[0], params[2], params[3], params[4]))
     export_dunder(b, rec, view, expected, base, nbytes, say, mode)

@@ -9,6 +9,16 @@ that view (negative strides in torch, read-only in torch, a dtype it lacks, a vi
 base). `expected` is the view's logical row-major element bytes, computed here from the base
 bytes and the view parameters alone: what any export of the view must show (the value oracle).
 
+Any other module NAME (a library under test: producer-NAME) makes its array with its own
+from_dlpack of a compact export of the view's values: ref's Tensor (or CudaTensor in the CUDA
+mode), read-only when asked. So only the shape, dtype and keywords vary, not the strides, and a
+bug of the library's import can hardly pass for one of its export: the consumer target judges
+imports. A sixth item then gives the read-only memory, (address, bytes) of the read-only
+export, or None: an export of the array that lies in it must say READ_ONLY (a seventh item
+keeps that export alive). base_address is the array's memory, where its array or CUDA array
+interface, buffer, data_ptr or int `address` says where it lies, else 0 (unknown: the
+zero-copy oracles are not judged). A refused import is None (the library cannot hold it).
+
 device="cuda" (the target's CUDA mode, producer-NAME@cuda): the tensor lies in CUDA memory on
 dlconform.kit.cuda's runtime (fuzz/producer_cuda.h). torch and cupy view a base copied to
 cuda:0 (torch: no negative strides); ref (CudaTensor) and dlconform.pyref (DeviceArray) hold
@@ -89,7 +99,7 @@ def build(name, dtype_index, shape, strides, offset, readonly, seed, device=None
         except ValueError:
             return None
         return v, expected, itemsize, b.data_ptr, len(base)
-    raise ValueError("unknown producer %r (numpy, torch, ref)" % name)
+    return _build_generic(name, dname, itemsize, shape, expected, readonly, None)
 
 
 _bound = []
@@ -126,4 +136,83 @@ def _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected):
 
         d = pyref.to_device(pyref.frombuffer(expected, dname, shape))
         return d, expected, itemsize, d.ptr, d.nbytes
-    raise ValueError("unknown producer %r in the CUDA mode (torch, cupy, ref, dlconform.pyref)" % name)
+    return _build_generic(name, dname, itemsize, shape, expected, False, "cuda")
+
+
+BUILT_IN = ("numpy", "torch", "ref")
+BUILT_IN_CUDA = ("torch", "cupy", "ref", "dlconform.pyref")
+
+
+def unusable(name, device=None):
+    """Why the producer target cannot fuzz `name` (one line), or None: a library without its own
+    view maker must import a plain float32 array with from_dlpack, and what it gives must have
+    __dlpack__ (the target's start-up asks; it exits 2 with the reason)."""
+    if name in (BUILT_IN_CUDA if device == "cuda" else BUILT_IN):
+        return None
+    try:
+        made = _build_generic(name, "float32", 4, (2,), bytes(8), False, device)
+    except Exception as e:
+        return "producer %s: %s: %s" % (name, type(e).__name__, e)
+    if made is None:
+        return "producer %s: its from_dlpack refuses a plain float32 array of (2,)" % name
+    if not callable(getattr(made[0], "__dlpack__", None)):
+        return "producer %s: what its from_dlpack gives (%s) has no __dlpack__: it is no producer" % (
+            name, type(made[0]).__name__)
+    return None
+
+
+def _memory_of(x, device):
+    """The address of the first element of a library's array, where it says it: its CUDA (or
+    host) array interface, the buffer protocol, data_ptr, an int `address`; None otherwise."""
+    try:
+        iface = x.__cuda_array_interface__ if device == "cuda" else x.__array_interface__
+        return int(iface["data"][0])
+    except Exception:
+        pass
+    if device != "cuda":
+        try:
+            from .consumer_oracles import View
+
+            v = View(x)
+            addr = v.buf
+            v.release()
+            return addr
+        except Exception:
+            pass
+    for attr in ("data_ptr", "address"):
+        try:
+            v = getattr(x, attr)
+            v = v() if callable(v) else v
+        except Exception:
+            continue
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def _build_generic(name, dname, itemsize, shape, expected, readonly, device):
+    """build() for a library with from_dlpack: its import of a compact export of the view's
+    values (module docstring). Returns the tuple of seven or None."""
+    import importlib
+
+    from .. import _ref
+    from . import devmem
+
+    if device == "cuda":
+        if not _bound:
+            devmem.consumer_entry("ref")  # binds the runtime into _ref, once
+            _bound.append("ref")
+        src = _ref.CudaTensor(dname, shape, expected)
+        src_addr = src.ptr
+        importer = devmem.consumer_entry(name) or importlib.import_module(name).from_dlpack
+    else:
+        src = _ref.Tensor(dname, shape, data=expected, readonly=bool(readonly))
+        src_addr = src.data_ptr + src.byte_offset
+        importer = importlib.import_module(name).from_dlpack
+    try:
+        x = importer(src)
+    except Exception:
+        return None  # the library cannot hold it: its import is the consumer target's to judge
+    addr = _memory_of(x, device)
+    read_only = (src_addr, len(expected)) if readonly and expected else None
+    return x, expected, itemsize, addr or 0, len(expected), read_only, src
