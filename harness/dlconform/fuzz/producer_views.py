@@ -139,25 +139,21 @@ def _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected):
     return _build_generic(name, dname, itemsize, shape, expected, False, "cuda")
 
 
-BUILT_IN = ("numpy", "torch", "ref")
-BUILT_IN_CUDA = ("torch", "cupy", "ref", "dlconform.pyref")
-
-
 def unusable(name, device=None):
-    """Why the producer target cannot fuzz `name` (one line), or None: a library without its own
-    view maker must import a plain float32 array with from_dlpack, and what it gives must have
-    __dlpack__ (the target's start-up asks; it exits 2 with the reason)."""
-    if name in (BUILT_IN_CUDA if device == "cuda" else BUILT_IN):
-        return None
+    """Why the producer target cannot fuzz `name` (one line), or None. It must make a plain
+    float32 array of (2,) (a library without a view maker here: import it with from_dlpack), and
+    what it makes must have __dlpack__ (the target's start-up asks; it exits 2 with the reason).
+    So a library that cannot reach the device (torch without a GPU) is no finding per input."""
+    where = "%s@%s" % (name, device) if device else name
     try:
-        made = _build_generic(name, "float32", 4, (2,), bytes(8), False, device)
+        made = build(name, DTYPES.index(("float32", 4)), (2,), (1,), 0, 0, 1, device)
     except Exception as e:
-        return "producer %s: %s: %s" % (name, type(e).__name__, e)
+        return "producer %s: making a plain float32 array of (2,) raised %s: %s" % (where, type(e).__name__, e)
     if made is None:
-        return "producer %s: its from_dlpack refuses a plain float32 array of (2,)" % name
+        return "producer %s: its from_dlpack refuses a plain float32 array of (2,)" % where
     if not callable(getattr(made[0], "__dlpack__", None)):
         return "producer %s: what its from_dlpack gives (%s) has no __dlpack__: it is no producer" % (
-            name, type(made[0]).__name__)
+            where, type(made[0]).__name__)
     return None
 
 
