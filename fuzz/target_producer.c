@@ -234,17 +234,17 @@ static uint8_t *settled_copy(const uint8_t *first, const dlc_extent *e, int *unr
   return buf;
 }
 
-/* The read-only memory of this input's view (producer_views: a library's import of our
- * read-only export is read-only where it views that export); ro_nbytes 0: the whole view. */
-static uintptr_t ro_base;
-static uint64_t ro_nbytes;
+/* The export a library's array was imported from (producer_views: a library with no view maker
+ * here): its memory [src_base, src_base + src_nbytes) and whether it was read-only; src_nbytes
+ * 0 for a view made here, whose read-only flag is the record's. */
+static uintptr_t src_base;
+static uint64_t src_nbytes;
 
-/* 1 when FLG-02 binds t: its view is read-only as a whole, or t's elements lie in ro memory. */
-static int in_read_only_memory(const DLTensor *t, const dlc_extent *e) {
-  if (ro_nbytes == 0) return 1;
-  if (e->status != DLC_EXTENT_OK || e->zero_size) return 0;
+/* 1 when t's elements lie in the imported export's memory. */
+static int in_source(const DLTensor *t, const dlc_extent *e) {
+  if (src_nbytes == 0 || e->status != DLC_EXTENT_OK || e->zero_size) return 0;
   uintptr_t first = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
-  return first + (uintptr_t)e->lo >= ro_base && first + (uintptr_t)e->hi <= ro_base + ro_nbytes;
+  return first + (uintptr_t)e->lo >= src_base && first + (uintptr_t)e->hi <= src_base + src_nbytes;
 }
 
 /* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. In the CUDA
@@ -264,12 +264,15 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
   dlc_extent e = dlc_extent_of(t);
   /* a copy (IS_COPIED) belongs to the consumer and may drop READ_ONLY (FLG-05) */
   if (versioned && (r->flags & 1) && !(flags & DLPACK_FLAG_BITMASK_READ_ONLY) &&
-      !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) && in_read_only_memory(t, &e))
+      !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) && (src_nbytes == 0 || in_source(t, &e)))
     dlc_oracle_fail("FLG-02", "%s: a read-only view exported without READ_ONLY", via);
   /* (a host copy of a CUDA view was judged on IS_COPIED by dlc_pcuda_placed) */
   if (versioned && copy == DLC_COPY_TRUE && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED) &&
       !(dlc_pcuda_active() && where == DLC_PCUDA_READ_HOST))
     dlc_oracle_fail("FLG-04", "%s: copy=True exported without IS_COPIED", via);
+  /* an export that lies in the export the array was imported from copied nothing (CPY-01) */
+  if (copy == DLC_COPY_TRUE && base == 0 && in_source(t, &e))
+    dlc_oracle_fail("CPY-01", "%s: copy=True exported the memory the array was imported from", via);
   if (where == DLC_PCUDA_READ_NONE || e.status != DLC_EXTENT_OK || e.zero_size) return;
   int64_t rm[8];
   const int64_t *st = t->strides;
@@ -431,16 +434,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Py_XDECREF(res);
     return 0;
   }
-  /* a library's own array (producer_views: its from_dlpack of our export) is read-only where it
-   * views the read-only export: item 5 is that export's (address, bytes), or None */
-  ro_base = 0, ro_nbytes = 0;
+  /* a library's own array (producer_views: its from_dlpack of our export): item 5 is that
+   * export's (address, bytes, read-only); the array is read-only where it views it */
+  src_base = 0, src_nbytes = 0;
   if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) > 5) {
-    PyObject *ro = PyTuple_GET_ITEM(res, 5);
     unsigned long long addr = 0, n = 0;
-    if (ro == Py_None || !PyArg_ParseTuple(ro, "KK", &addr, &n) || n == 0)
-      r.flags &= ~1u;
-    else
-      ro_base = (uintptr_t)addr, ro_nbytes = n;
+    int read_only = 0;
+    if (PyArg_ParseTuple(PyTuple_GET_ITEM(res, 5), "KKp", &addr, &n, &read_only))
+      src_base = (uintptr_t)addr, src_nbytes = n;
+    if (!read_only || src_nbytes == 0) r.flags &= ~1u;
     PyErr_Clear();
   }
   PyObject *view = PyTuple_GetItem(res, 0), *expected = PyTuple_GetItem(res, 1);

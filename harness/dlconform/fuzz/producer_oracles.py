@@ -113,19 +113,17 @@ class Tensor:
             self.flags = 0
 
 
-def _in_read_only_memory(rec, t, e):
-    """in_read_only_memory: whether FLG-02 binds the export (the whole view is read-only, or
-    its elements lie in the read-only memory rec["_read_only"])."""
-    ro = rec.get("_read_only")
-    if ro is None:
-        return True
-    if e["status"] != "ok" or e["zero_size"]:
+def _in_source(rec, t, e):
+    """in_source: whether the export's elements lie in the export a library's array was
+    imported from (rec["_source"], (address, bytes, read-only), or None)."""
+    src = rec.get("_source")
+    if not src or not src[1] or e["status"] != "ok" or e["zero_size"]:
         return False
     from .. import _probe
 
     info = _probe.inspect(t.capsule)
     first = (info["data"] + info["byte_offset"]) % (1 << 64)
-    return first + e["lo"] >= ro[0] and first + e["hi"] <= ro[0] + ro[1]
+    return first + e["lo"] >= src[0] and first + e["hi"] <= src[0] + src[1]
 
 
 def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
@@ -143,10 +141,12 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
     copy = rec["copy"] % 3 if rec["kw"] & R.KW["copy"] else R.COPY_ABSENT
     e = _probe.extent(t.capsule)
     if (t.versioned and rec["flags"] & 1 and not t.flags & (R.READ_ONLY | R.IS_COPIED)
-            and _in_read_only_memory(rec, t, e)):
+            and (not rec.get("_source") or _in_source(rec, t, e))):
         b.fail("FLG-02", "%s: a read-only view exported without READ_ONLY" % via)
     if t.versioned and copy == R.COPY_TRUE and not t.flags & R.IS_COPIED and not (mode and where == PC.READ_HOST):
         b.fail("FLG-04", "%s: copy=True exported without IS_COPIED" % via)
+    if copy == R.COPY_TRUE and not base and _in_source(rec, t, e):  # it copied nothing
+        b.fail("CPY-01", "%s: copy=True exported the memory the array was imported from" % via)
     if where == PC.READ_NONE or e["status"] != "ok" or e["zero_size"]:
         return
     info = _probe.inspect(t.capsule)
@@ -299,13 +299,12 @@ def judge(data, producer, say=lambda line: None):
         say("skipped: %s cannot express this view" % producer)
         return b
     view, expected, _itemsize, base, nbytes = made[:5]
-    read_only = None  # None: the view as a whole, when the record asks for read-only
-    if len(made) > 5:  # a library's import: read-only where it views our read-only export
-        read_only = made[5]
-        if not read_only or not read_only[1]:
+    source = None  # a view made here: read-only as the record asks
+    if len(made) > 5:  # a library's import of our export: read-only where it views it
+        source = made[5] if made[5] and made[5][1] else None
+        if not source or not source[2]:
             rec["flags"] &= ~1
-            read_only = None
-    rec["_read_only"] = read_only
+    rec["_source"] = source
     say("view: %s %r of dtype index %d, strides %r, offset %d, read-only %d" % (
         type(view).__name__, params[1], params[0], params[2], params[3], params[4]))
     export_dunder(b, rec, view, expected, base, nbytes, say, mode)

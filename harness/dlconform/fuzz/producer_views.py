@@ -13,11 +13,12 @@ Any other module NAME (a library under test: producer-NAME) makes its array with
 from_dlpack of a compact export of the view's values: ref's Tensor (or CudaTensor in the CUDA
 mode), read-only when asked. So only the shape, dtype and keywords vary, not the strides, and a
 bug of the library's import can hardly pass for one of its export: the consumer target judges
-imports. A sixth item then gives the read-only memory, (address, bytes) of the read-only
-export, or None: an export of the array that lies in it must say READ_ONLY (a seventh item
-keeps that export alive). base_address is the array's memory, where its array or CUDA array
-interface, buffer, data_ptr or int `address` says where it lies, else 0 (unknown: the
-zero-copy oracles are not judged). A refused import is None (the library cannot hold it).
+imports. A sixth item then gives that export: (address, bytes, read-only). An export of the
+array that lies in it views it: it must say READ_ONLY when that is read-only (FLG-02), and with
+copy=True it copied nothing (CPY-01). A seventh item keeps it alive. base_address is the
+array's memory, where its array or CUDA array interface, buffer, data_ptr or int `address`
+says where it lies, else 0 (unknown: the zero-copy oracles on it are not judged). A refused
+import is None (the library cannot hold it).
 
 device="cuda" (the target's CUDA mode, producer-NAME@cuda): the tensor lies in CUDA memory on
 dlconform.kit.cuda's runtime (fuzz/producer_cuda.h). torch and cupy view a base copied to
@@ -210,5 +211,4 @@ def _build_generic(name, dname, itemsize, shape, expected, readonly, device):
     except Exception:
         return None  # the library cannot hold it: its import is the consumer target's to judge
     addr = _memory_of(x, device)
-    read_only = (src_addr, len(expected)) if readonly and expected else None
-    return x, expected, itemsize, addr or 0, len(expected), read_only, src
+    return x, expected, itemsize, addr or 0, len(expected), (src_addr, len(expected), bool(readonly)), src
