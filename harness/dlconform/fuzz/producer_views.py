@@ -106,6 +106,17 @@ def build(name, dtype_index, shape, strides, offset, readonly, seed, device=None
 _bound = []
 
 
+def _cuda_tensor(dname, shape, data):
+    """ref's CudaTensor of the bytes `data`, on kit.cuda's runtime (bound into _ref once)."""
+    from .. import _ref
+    from . import devmem
+
+    if not _bound:
+        devmem.consumer_entry("ref")  # binds the runtime into _ref
+        _bound.append("ref")
+    return _ref.CudaTensor(dname, shape, data)
+
+
 def _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected):
     """build() in the CUDA mode: (view, expected, itemsize, device address, nbytes) or None."""
     if name == "torch":
@@ -124,13 +135,7 @@ def _build_cuda(name, dname, itemsize, shape, strides, offset, base, expected):
         v = cupy.lib.stride_tricks.as_strided(b[offset:], shape=shape, strides=tuple(s * itemsize for s in strides))
         return v, expected, itemsize, b.data.ptr, len(base)
     if name == "ref":
-        from .. import _ref
-        from . import devmem
-
-        if not _bound:
-            devmem.consumer_entry("ref")  # binds the runtime into _ref, once
-            _bound.append("ref")
-        t = _ref.CudaTensor(dname, shape, expected)
+        t = _cuda_tensor(dname, shape, expected)
         return t, expected, itemsize, t.ptr, len(expected)
     if name == "dlconform.pyref":
         from .. import pyref
@@ -193,21 +198,15 @@ def _build_generic(name, dname, itemsize, shape, expected, readonly, device):
     import importlib
 
     from .. import _ref
-    from . import devmem
 
     if device == "cuda":
-        if not _bound:
-            devmem.consumer_entry("ref")  # binds the runtime into _ref, once
-            _bound.append("ref")
-        src = _ref.CudaTensor(dname, shape, expected)
+        src = _cuda_tensor(dname, shape, expected)
         src_addr = src.ptr
-        importer = devmem.consumer_entry(name) or importlib.import_module(name).from_dlpack
     else:
         src = _ref.Tensor(dname, shape, data=expected, readonly=bool(readonly))
         src_addr = src.data_ptr + src.byte_offset
-        importer = importlib.import_module(name).from_dlpack
     try:
-        x = importer(src)
+        x = importlib.import_module(name).from_dlpack(src)
     except Exception:
         return None  # the library cannot hold it: its import is the consumer target's to judge
     addr = _memory_of(x, device)
