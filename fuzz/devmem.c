@@ -20,6 +20,7 @@ static struct {
   int (*StreamCreateWithFlags)(void **, unsigned);
   int (*StreamQuery)(void *);
   int (*DeviceSynchronize)(void);
+  int (*MemcpyAsync)(void *, const void *, size_t, int, void *);
 } rt;
 
 static void fail(const char *why) {
@@ -64,6 +65,7 @@ PyObject *dlc_devmem_init(const char *consumer) {
   *(void **)&rt.StreamCreateWithFlags = address(table, "cudaStreamCreateWithFlags");
   *(void **)&rt.StreamQuery = address(table, "cudaStreamQuery");
   *(void **)&rt.DeviceSynchronize = address(table, "cudaDeviceSynchronize");
+  *(void **)&rt.MemcpyAsync = address(table, "cudaMemcpyAsync");
   PyObject *entry = PyTuple_GET_ITEM(got, 0);
   entry = entry == Py_None ? NULL : Py_NewRef(entry);
   Py_DECREF(got);
@@ -110,6 +112,16 @@ int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream) 
 int dlc_devmem_read_settled(void *dst, const void *src, size_t n) {
   if (rt.Malloc == NULL) return -1;
   if (rt.DeviceSynchronize() != 0 || rt.Memcpy(dst, src, n, DEVICE_TO_HOST) != 0) {
+    rt.GetLastError();
+    return -1;
+  }
+  return 0;
+}
+
+int dlc_devmem_read_on(void *dst, const void *src, size_t n, uintptr_t stream) {
+  if (rt.Malloc == NULL) return -1;
+  if (rt.MemcpyAsync(dst, src, n, DEVICE_TO_HOST, (void *)stream) != 0 ||
+      rt.StreamSynchronize((void *)stream) != 0) {
     rt.GetLastError();
     return -1;
   }

@@ -55,6 +55,11 @@ int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream);
  * producer made no other stream wait on): 0, or -1 as dlc_devmem_download. */
 int dlc_devmem_read_settled(void *dst, const void *src, size_t n);
 
+/* The n bytes at device address src into host memory dst as a consumer reading on `stream`
+ * sees them: a copy enqueued on that stream (1 and 2 the legacy and per-thread default
+ * streams), then that stream synchronised. 0, or -1 as dlc_devmem_download. */
+int dlc_devmem_read_on(void *dst, const void *src, size_t n, uintptr_t stream);
+
 /* A new non-blocking stream (a consumer's own, for the producer target's CUDA mode), or 0
  * when the runtime failed. */
 uintptr_t dlc_devmem_stream_new(void);

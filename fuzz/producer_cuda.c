@@ -107,6 +107,18 @@ int dlc_pcuda_placed(const dlc_record *r, const DLTensor *t, int versioned, uint
   return d == D_SAME ? DLC_PCUDA_READ_DEVICE : d == D_HOST ? DLC_PCUDA_READ_HOST : DLC_PCUDA_READ_NONE;
 }
 
+uintptr_t dlc_pcuda_read_stream(const dlc_record *r) {
+  int s = stream_case(r);
+  if (s == S_NONE) return 1;
+  if (s != S_VALID || r->kw_stream == -1) return 0;
+  return r->kw_stream > 2 ? own_stream : (uintptr_t)r->kw_stream;
+}
+
+const char *dlc_pcuda_stream_clause(const dlc_record *r) {
+  if (stream_case(r) == S_NONE) return "STR-04";
+  return r->kw_stream == 1 ? "STR-05" : r->kw_stream == 2 ? "STR-06" : "STR-07";
+}
+
 void dlc_pcuda_after(const dlc_record *r) {
   if (stream_case(r) != S_VALID || r->kw_stream <= 2) return;
   if (dlc_devmem_stream_alive(own_stream)) return;

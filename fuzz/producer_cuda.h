@@ -25,9 +25,13 @@
  *     (2, 0) (DEV-05), (1, 0) for the host copy (STR-12), the asked one otherwise (DEV-05);
  *     a versioned host copy carries IS_COPIED (FLG-04);
  *   - the target's stream is alive after the export and its deleter (STR-11);
- *   - the values of a device export are read after the whole device ran what it holds
- *     (devmem.h), so stream order is not judged here: the fuzz tensor has no pending work (the
- *     suites' test_cuda_stream.py judges it).
+ *   - the values of a device export are read as a consumer on the stream it named reads them
+ *     (a copy enqueued on it, then it synchronised); for -1 and the streams the spec rules out, after
+ *     the whole device ran what it holds (devmem.h). A difference on the named stream that the
+ *     read after the whole device does not show is that stream's clause (STR-04..07): the
+ *     producer did not make it wait (STR-01). It shows where the tensor's data is still pending
+ *     on its own stream: pyref's and ref's device arrays, and on the simulated runtime, which
+ *     runs a stream's work only when something waits for it.
  * The Python twin is dlconform.fuzz.producer_cuda. */
 #ifndef DLCONFORM_FUZZ_PRODUCER_CUDA_H
 #define DLCONFORM_FUZZ_PRODUCER_CUDA_H
@@ -69,6 +73,16 @@ void dlc_pcuda_arguments(const dlc_record *r);
  * or STR-12 when one was; IS_COPIED on a host copy (FLG-04). Returns where its elements are to
  * be read (DLC_PCUDA_READ_*). */
 int dlc_pcuda_placed(const dlc_record *r, const DLTensor *t, int versioned, uint64_t flags, const char *clause);
+
+/* The stream a consumer that passed the record's stream reads an export on (the handle the
+ * runtime takes: 1 the legacy default stream for None, absent or 1, 2 the per-thread one, the
+ * target's stream for an int above 2), or 0 when it named none to read on (-1, and the values
+ * the spec rules out). */
+uintptr_t dlc_pcuda_read_stream(const dlc_record *r);
+
+/* The clause of that stream's meaning (STR-04 None or absent, STR-05 1, STR-06 2, STR-07 a
+ * handle): a read there that misses the tensor's data breaks it, and STR-01. */
+const char *dlc_pcuda_stream_clause(const dlc_record *r);
 
 /* After the export was consumed: STR-11 when the record passed the target's stream (a new
  * one is made when it died). */

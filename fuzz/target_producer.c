@@ -218,20 +218,38 @@ static void check_device_refusal(const dlc_record *r, const char *clause) {
 }
 
 /* The elements of t (extent e, first element at `first`) into host memory, when `where` says
- * they lie on the device: the n = hi - lo bytes from first + lo, read after the device ran
- * what it holds (devmem.h). Returns the host copy (free it), or NULL: *unreadable is then 1
- * when the runtime refused the read (the export names memory it cannot read), 0 when the
- * host had no memory for the copy. */
-static uint8_t *settled_copy(const uint8_t *first, const dlc_extent *e, int *unreadable) {
+ * they lie on the device: the n = hi - lo bytes from first + lo, read as a consumer on `stream`
+ * reads them (devmem.h's read_on: a copy enqueued there, then that stream synchronised), or, for 0,
+ * after the device ran what it holds. Returns the host copy (free it), or NULL: *unreadable is
+ * then 1 when the runtime refused the read (the export names memory it cannot read), 0 when
+ * the host had no memory for the copy. */
+static uint8_t *device_copy(const uint8_t *first, const dlc_extent *e, uintptr_t stream, int *unreadable) {
   size_t n = (size_t)(e->hi - e->lo);
   uint8_t *buf = malloc(n ? n : 1);
   *unreadable = 0;
-  if (buf && dlc_devmem_read_settled(buf, first + e->lo, n) != 0) {
+  if (buf && (stream ? dlc_devmem_read_on(buf, first + e->lo, n, stream)
+                     : dlc_devmem_read_settled(buf, first + e->lo, n)) != 0) {
     free(buf);
     *unreadable = 1;
     return NULL;
   }
   return buf;
+}
+
+/* The first element (row-major) whose bytes at `bytes` (the byte at first + lo + k is
+ * bytes[k]) differ from want's, or -1. */
+static long long first_difference(const DLTensor *t, const int64_t *st, const dlc_extent *e,
+                                  const uint8_t *bytes, const char *want) {
+  uint64_t idx[8] = {0};
+  for (uint64_t flat = 0; flat < e->numel; ++flat) {
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; ++d) off += (int64_t)idx[d] * st[d] * (int64_t)e->itemsize;
+    if (memcmp(bytes + (off - e->lo), want + flat * e->itemsize, e->itemsize) != 0) return (long long)flat;
+    for (int d = t->ndim - 1; d >= 0; --d)
+      if (++idx[d] < (uint64_t)t->shape[d]) break;
+      else idx[d] = 0;
+  }
+  return -1;
 }
 
 /* The export a library's array was imported from (producer_views: a library with no view maker
@@ -296,28 +314,32 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
     return dlc_oracle_fail("SEM-01", "%s: %llu elements of %llu bytes exported, the view has %zd bytes",
                            via, (unsigned long long)e.numel, (unsigned long long)e.itemsize, want_n);
   }
-  /* bytes[k] is the byte at first + lo + k: the host export itself, or a settled device copy */
+  /* a device export is read first as the consumer reads it, on the stream it named (STR-01): a
+   * difference there that a read after the whole device is gone is the stream order's */
+  uintptr_t on = where == DLC_PCUDA_READ_DEVICE && !strcmp(via, "__dlpack__") ? dlc_pcuda_read_stream(r) : 0;
   int unreadable = 0;
-  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? settled_copy(first, &e, &unreadable) : NULL;
+  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? device_copy(first, &e, on, &unreadable) : NULL;
+  if (unreadable && on) { /* the stream is gone (dlc_pcuda_after's STR-11): read without it */
+    on = 0;
+    copy_of = device_copy(first, &e, 0, &unreadable);
+  }
   if (unreadable) /* the runtime reads any live device memory: the export names none */
     return dlc_oracle_fail("SEM-01", "%s: the export's elements (%lld bytes from data + byte_offset %+lld) are "
                            "no device memory the runtime can read", via, (long long)(e.hi - e.lo), (long long)e.lo);
   if (where == DLC_PCUDA_READ_DEVICE && copy_of == NULL) return; /* no host memory: not the producer's */
-  const uint8_t *bytes = copy_of ? copy_of : first + e.lo;
-  uint64_t idx[8] = {0};
-  for (uint64_t flat = 0; flat < e.numel; ++flat) {
-    int64_t off = 0;
-    for (int d = 0; d < t->ndim; ++d) off += (int64_t)idx[d] * st[d] * (int64_t)e.itemsize;
-    if (memcmp(bytes + (off - e.lo), want + flat * e.itemsize, e.itemsize) != 0) {
-      free(copy_of);
-      return dlc_oracle_fail("SEM-01", "%s: element %llu differs from the tensor's value", via,
-                             (unsigned long long)flat);
-    }
-    for (int d = t->ndim - 1; d >= 0; --d)
-      if (++idx[d] < (uint64_t)t->shape[d]) break;
-      else idx[d] = 0;
-  }
+  long long bad = first_difference(t, st, &e, copy_of ? copy_of : first + e.lo, want);
   free(copy_of);
+  if (bad >= 0 && on) {
+    copy_of = device_copy(first, &e, 0, &unreadable);
+    long long settled = copy_of ? first_difference(t, st, &e, copy_of, want) : bad;
+    free(copy_of);
+    if (settled < 0)
+      return dlc_oracle_fail(dlc_pcuda_stream_clause(r), "%s: what the consumer's stream reads right after it "
+                             "returned differs at element %lld from what the tensor holds once its stream ran: it "
+                             "did not make that stream wait (STR-01)", via, bad);
+  }
+  if (bad >= 0)
+    dlc_oracle_fail("SEM-01", "%s: element %lld differs from the tensor's value", via, bad);
 }
 
 /* The capsule's name against the max_version asked (VER-02, VER-03, VER-04; CAP-01/02). */

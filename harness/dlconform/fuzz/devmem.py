@@ -18,7 +18,7 @@ ENV = "DLCONFORM_FUZZ_DEVICE"
 MODES = ("cuda",)
 #: the runtime functions devmem.c calls
 FUNCTIONS = ("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaGetLastError", "cudaStreamSynchronize",
-             "cudaStreamCreateWithFlags", "cudaStreamQuery", "cudaDeviceSynchronize")
+             "cudaStreamCreateWithFlags", "cudaStreamQuery", "cudaDeviceSynchronize", "cudaMemcpyAsync")
 #: consumers whose import of device memory is not their from_dlpack: (module, function, whether
 #: the runtime must be bound into the module first: ref's C code calls it through addresses)
 DEVICE_ENTRY = {"ref": ("dlconform._ref", "cuda_from_dlpack", True),

@@ -102,6 +102,32 @@ class Mode:
             b.fail("FLG-04", "the host copy of dl_device=(1, 0) lacks IS_COPIED")
         return READ_DEVICE if d == D_SAME else READ_HOST if d == D_HOST else READ_NONE
 
+    def read_stream(self, rec):
+        """dlc_pcuda_read_stream: the stream a consumer that passed the record's stream reads on,
+        or 0 (none: a read after the whole device)."""
+        s = self.stream_case(rec)
+        if s == S_NONE:
+            return 1
+        if s != S_VALID or rec["stream"] == -1:
+            return 0
+        return self.stream if rec["stream"] > 2 else rec["stream"]
+
+    def stream_clause(self, rec):
+        """dlc_pcuda_stream_clause."""
+        if self.stream_case(rec) == S_NONE:
+            return "STR-04"
+        return {1: "STR-05", 2: "STR-06"}.get(rec["stream"], "STR-07")
+
+    def read_on(self, stream, address, nbytes):
+        """dlc_devmem_read_on: nbytes at a device address as a consumer on `stream` reads them (a
+        copy enqueued there, then that stream synchronised); None when the runtime refused."""
+        from ..kit.cuda import CudaError
+
+        try:
+            return self.rt.read_on(stream, address, nbytes)
+        except CudaError:
+            return None
+
     def settled(self, address, nbytes):
         """dlc_devmem_read_settled: nbytes at a device address, after the whole device ran what it
         holds; None when the runtime failed (not the producer's failure)."""

@@ -168,25 +168,44 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
     if len(expected) != e["numel"] * size:
         return b.fail("SEM-01", "%s: %d elements of %d bytes exported, the view has %d bytes" % (
             via, e["numel"], size, len(expected)))
+    # a device export is read first as the consumer reads it, on the stream it named (STR-01)
+    on = mode.read_stream(rec) if where == PC.READ_DEVICE and via == "__dlpack__" else 0
     if where == PC.READ_DEVICE:
-        got = _device_elements(mode, first, e, info["shape"], strides)
+        got = _device_elements(mode, first, e, info["shape"], strides, on)
+        if got is None and on:  # the stream is gone (mode.after's STR-11): read without it
+            on = 0
+            got = _device_elements(mode, first, e, info["shape"], strides, 0)
         if got is None:  # the runtime reads any live device memory: the export names none
             return b.fail("SEM-01", "%s: the export's elements (%d bytes from data + byte_offset %+d) are no device "
                           "memory the runtime can read" % (via, e["hi"] - e["lo"], e["lo"]))
     else:
         got = _probe.read_elements(t.capsule)
-    for i in range(e["numel"]):
+    bad = _first_difference(got, expected, size, e["numel"])
+    if bad is not None and on:
+        settled = _device_elements(mode, first, e, info["shape"], strides, 0)
+        if settled is not None and _first_difference(settled, expected, size, e["numel"]) is None:
+            return b.fail(mode.stream_clause(rec), "%s: what the consumer's stream reads right after it returned "
+                          "differs at element %d from what the tensor holds once its stream ran: it did not make "
+                          "that stream wait (STR-01)" % (via, bad))
+    if bad is not None:
+        b.fail("SEM-01", "%s: element %d differs from the tensor's value" % (via, bad))
+
+
+def _first_difference(got, expected, size, numel):
+    for i in range(numel):
         if got[i * size:(i + 1) * size] != expected[i * size:(i + 1) * size]:
-            return b.fail("SEM-01", "%s: element %d differs from the tensor's value" % (via, i))
+            return i
+    return None
 
 
-def _device_elements(mode, first, e, shape, strides):
-    """The elements of a device export in row-major order, read through its strides from a
-    settled copy of its extent (check_tensor's settled_copy); None when the runtime refused the
-    read."""
+def _device_elements(mode, first, e, shape, strides, stream):
+    """The elements of a device export in row-major order, read through its strides from a copy
+    of its extent (check_tensor's device_copy): on `stream`, or settled for 0; None when the
+    runtime refused the read."""
     import itertools
 
-    raw = mode.settled(first + e["lo"], e["hi"] - e["lo"])
+    n = e["hi"] - e["lo"]
+    raw = mode.read_on(stream, first + e["lo"], n) if stream else mode.settled(first + e["lo"], n)
     if raw is None:
         return None
     size, out = e["itemsize"], bytearray()
