@@ -260,15 +260,16 @@ class CudaView:
         pass
 
 
-def result_address(result):
-    """(address of the result's first element or None, its View (or CudaView) or None)."""
+def result_address(result, cuda=None):
+    """(address of the result's first element or None, its View (or CudaView) or None). cuda:
+    whether to read a CUDA array interface (None: in the CUDA mode, devmem.mode())."""
     if _py.PyObject_CheckBuffer(result):
         try:
             view = View(result)
             return view.buf or None, view
         except Exception:
             pass
-    if devmem.mode() == "cuda":
+    if cuda or (cuda is None and devmem.mode() == "cuda"):
         try:
             cai = result.__cuda_array_interface__
             view = CudaView(cai) if isinstance(cai, dict) else None

@@ -9,9 +9,6 @@ S_NONE, S_VALID, S_ZERO, S_BELOW, S_STR = range(5)
 D_SAME, D_HOST, D_FOREIGN, D_CPU_ID, D_NONE_NAMED = range(5)
 REFUSE_ALLOWED, REFUSE_ANY, REFUSE_DEVICE, REFUSE_COPY = range(4)
 READ_NONE, READ_HOST, READ_DEVICE = range(3)
-#: dlc_is_known_device(type, 1, 3): the DLDeviceType values of DLPack 1.3
-KNOWN_DEVICES = {1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
-CUDA_NOT_READY = 600
 
 
 class Mode:
@@ -41,7 +38,7 @@ class Mode:
         if not rec["kw"] & R.KW["dl_device"]:
             return D_SAME
         dev_type, dev_id = rec["kw_device"]
-        if dev_id < 0 or dev_type not in KNOWN_DEVICES:
+        if dev_id < 0 or dev_type not in R.KNOWN_DEVICES:
             return D_NONE_NAMED
         if (dev_type, dev_id) == (R.CUDA, 0):
             return D_SAME

@@ -18,7 +18,7 @@ from .breaches import Breaches, allowed_exceptions, conclude, say
 
 BASE_ELEMENTS = 64
 # DLDeviceType values of DLPack 1.3 other than kDLCPU (dlc_is_known_device)
-NON_CPU_DEVICES = {2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+NON_CPU_DEVICES = R.KNOWN_DEVICES - {R.CPU}
 
 _py = C.PyDLL(None)
 _py.PyCapsule_New.restype = C.py_object

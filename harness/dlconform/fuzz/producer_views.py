@@ -164,32 +164,25 @@ def unusable(name, device=None):
 
 
 def _memory_of(x, device):
-    """The address of the first element of a library's array, where it says it: its CUDA (or
-    host) array interface, the buffer protocol, data_ptr, an int `address`; None otherwise."""
+    """The address of the first element of a library's array, where it says it: the consumer
+    oracles' result_address (buffer protocol, CUDA array interface, data_ptr), else its array
+    interface or an int `address`; None otherwise."""
+    from .consumer_oracles import result_address
+
+    addr, view = result_address(x, cuda=device == "cuda")
+    if hasattr(view, "release"):
+        view.release()
+    if addr is not None:
+        return addr
     try:
-        iface = x.__cuda_array_interface__ if device == "cuda" else x.__array_interface__
-        return int(iface["data"][0])
+        return int(x.__array_interface__["data"][0])
     except Exception:
         pass
-    if device != "cuda":
-        try:
-            from .consumer_oracles import View
-
-            v = View(x)
-            addr = v.buf
-            v.release()
-            return addr
-        except Exception:
-            pass
-    for attr in ("data_ptr", "address"):
-        try:
-            v = getattr(x, attr)
-            v = v() if callable(v) else v
-        except Exception:
-            continue
-        if isinstance(v, int) and not isinstance(v, bool):
-            return v
-    return None
+    try:
+        v = x.address
+    except Exception:
+        return None
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _build_generic(name, dname, itemsize, shape, expected, readonly, device):

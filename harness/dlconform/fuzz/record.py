@@ -27,6 +27,8 @@ READ_ONLY, IS_COPIED = 1, 2  # DLPACK_FLAG_BITMASK_*
 ARRAY_API_DTYPES = ((6, 8), (0, 8), (0, 16), (0, 32), (0, 64), (1, 8), (1, 16), (1, 32), (1, 64), (2, 32),
                     (2, 64), (5, 64), (5, 128))
 CPU, CUDA, ROCM = 1, 2, 10  # kDLCPU, kDLCUDA, kDLROCM
+#: the DLDeviceType values of DLPack 1.3 (check's dlc_is_known_device(type, 1, 3))
+KNOWN_DEVICES = frozenset((1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18))
 
 
 def decode(data):
