@@ -114,9 +114,12 @@ const dialogState = (page) => page.evaluate(() => {
     const ib = await page.$("#interop-body button.c:not(.v-pass)");
     if (ib) { await ib.click(); w.interop_drill = await dialogState(page); await shot(page, "matrix-1280-interop-drilldown.png", false); await page.keyboard.press("Escape"); }
 
-    // keyboard only: Tab from the top reaches the filters and then a cell; arrows move; Enter and Space open
-    await page.reload({ waitUntil: "load" });
+    // keyboard only: Tab from the top reaches the filters and then a cell; arrows move; Enter and Space open.
+    // A fresh load of the bare URL, not a reload: the dialog's close event (which clears "open=" from the
+    // hash) is queued as a task, so a reload right after Escape can race it and reopen the dialog.
+    await page.goto(url, { waitUntil: "load" });
     await page.waitForSelector("body[data-ready='1']");
+    w.tab_start = await dialogState(page);
     const tabs = [];
     for (let i = 0; i < 120; i++) {
       await page.keyboard.press("Tab");

@@ -123,6 +123,7 @@ def test_drill_down(observed):
 
 def test_keyboard(observed):
     w = observed["wide"]
+    assert not w["tab_start"]["open"], "the page opened with its dialog open: %r" % w["tab_start"]
     assert "f-lib" in w["tab_order"] and "f-fail" in w["tab_order"]
     assert w["tab_order"][-1].startswith("BUTTON.c")
     k0, k1, k2 = w["arrows"]
