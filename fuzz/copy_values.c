@@ -48,8 +48,15 @@ static int same_element(const uint8_t *have, const uint8_t *expect, int item, in
   return 1;
 }
 
+/* 1 when the n bytes at have are all DLC_DEVMEM_POISON. */
+static int poisoned(const uint8_t *have, Py_ssize_t n) {
+  for (Py_ssize_t j = 0; j < n; ++j)
+    if (have[j] != DLC_DEVMEM_POISON) return 0;
+  return 1;
+}
+
 void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream) {
+                           uintptr_t stream, int pending) {
   const dlc_extent *e = &p->ext;
   if (p->mode != DLC_DATA_BUFFER || e->status != DLC_EXTENT_OK || e->zero_size ||
       e->numel > DLC_COPY_CHECK_MAX || r->lanes != 1 || (r->kind & DLC_REC_SHAPE_NULL) ||
@@ -89,6 +96,11 @@ void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buff
     for (Py_ssize_t j = 0; j < item; ++j) expect[j] = (uint8_t)((uint64_t)(off + j) * 131u + r->fill_seed);
     const uint8_t *have = got + k * (uint64_t)item;
     if (!same_element(have, expect, (int)item, part, bfloat)) {
+      if (pending && poisoned(have, item))
+        return dlc_oracle_fail("STR-01", "the copy's element %llu holds the export's bytes from "
+                               "before the producer's stream wrote them (0x%02x): the consumer "
+                               "copied on a stream it did not name, or passed stream=-1 and did "
+                               "not synchronise", (unsigned long long)k, DLC_DEVMEM_POISON);
       Py_ssize_t j = 0;
       while (have[j] == expect[j]) ++j;
       return dlc_oracle_fail("LAY-11", "the copy's element %llu holds byte %u at %lld, the export's "

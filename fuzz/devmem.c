@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2, CUDA_NOT_READY = 600 };
 
@@ -21,7 +22,22 @@ static struct {
   int (*StreamQuery)(void *);
   int (*DeviceSynchronize)(void);
   int (*MemcpyAsync)(void *, const void *, size_t, int, void *);
+  int (*StreamWaitEvent)(void *, void *, unsigned);
+  int (*EventCreateWithFlags)(void **, unsigned);
+  int (*EventRecord)(void *, void *);
+  int (*SlowFill)(void *, void *, size_t, int, long long); /* optional: dlc_slow_fill */
 } rt;
+
+/* The producer's side of pending uploads (devmem.h), made at the first one: its non-blocking
+ * stream, the event recorded after the latest upload, a device byte the spin writes, and host
+ * poison to fill blocks with. */
+static struct {
+  void *stream, *event, *spin_byte;
+  long long cycles;
+  uint8_t *poison;
+  size_t poison_n;
+  int ready; /* 1: made; -1: the runtime failed to make them (no pending uploads) */
+} pend;
 
 static void fail(const char *why) {
   if (PyErr_Occurred()) {
@@ -66,6 +82,12 @@ PyObject *dlc_devmem_init(const char *consumer) {
   *(void **)&rt.StreamQuery = address(table, "cudaStreamQuery");
   *(void **)&rt.DeviceSynchronize = address(table, "cudaDeviceSynchronize");
   *(void **)&rt.MemcpyAsync = address(table, "cudaMemcpyAsync");
+  *(void **)&rt.StreamWaitEvent = address(table, "cudaStreamWaitEvent");
+  *(void **)&rt.EventCreateWithFlags = address(table, "cudaEventCreateWithFlags");
+  *(void **)&rt.EventRecord = address(table, "cudaEventRecord");
+  PyObject *fill = PyDict_GetItemString(table, "dlc_slow_fill"); /* borrowed; absent: no spin */
+  *(void **)&rt.SlowFill = fill ? PyLong_AsVoidPtr(fill) : NULL;
+  PyErr_Clear();
   PyObject *entry = PyTuple_GET_ITEM(got, 0);
   entry = entry == Py_None ? NULL : Py_NewRef(entry);
   Py_DECREF(got);
@@ -79,7 +101,34 @@ int dlc_devmem_backs(const dlc_record *r, const dlc_plan *p) {
          p->mode == DLC_DATA_BUFFER;
 }
 
-void *dlc_devmem_upload(const void *host, size_t n) {
+/* Makes pend's stream, event and spin byte once: 0, or -1 when the runtime cannot. */
+static int pend_ready(void) {
+  if (pend.ready == 0) {
+    const char *c = getenv("DLCONFORM_FUZZ_PENDING_CYCLES");
+    pend.cycles = c && *c ? strtoll(c, NULL, 10) : 200000;
+    pend.ready = rt.StreamCreateWithFlags(&pend.stream, 0x01 /* NonBlocking */) == 0 &&
+                         rt.EventCreateWithFlags(&pend.event, 0x02 /* DisableTiming */) == 0 &&
+                         rt.Malloc(&pend.spin_byte, 1) == 0
+                     ? 1
+                     : -1;
+    if (pend.ready < 0) rt.GetLastError();
+  }
+  return pend.ready > 0 ? 0 : -1;
+}
+
+/* n bytes of poison on the host (grown as needed), or NULL. */
+static const uint8_t *poison(size_t n) {
+  if (n > pend.poison_n) {
+    uint8_t *p = realloc(pend.poison, n);
+    if (p == NULL) return NULL;
+    memset(p, DLC_DEVMEM_POISON, n);
+    pend.poison = p;
+    pend.poison_n = n;
+  }
+  return pend.poison;
+}
+
+void *dlc_devmem_upload(const void *host, size_t n, int pending) {
   void *block = NULL;
   /* one byte more than the buffer: no other block can start at its end, where check_result
    * would take it for a view of the export (its aliasing range is inclusive) */
@@ -87,7 +136,21 @@ void *dlc_devmem_upload(const void *host, size_t n) {
     rt.GetLastError();
     return NULL;
   }
-  if (rt.Memcpy(block, host, n, HOST_TO_DEVICE) != 0) {
+  int rc;
+  if (!pending || pend_ready() != 0) {
+    rc = rt.Memcpy(block, host, n, HOST_TO_DEVICE);
+  } else {
+    const uint8_t *bad = poison(n + 1);
+    /* poison first, synchronously: a read on any stream before the copy below sees it */
+    rc = bad == NULL ? -1 : rt.Memcpy(block, bad, n + 1, HOST_TO_DEVICE);
+    if (rc == 0 && rt.SlowFill != NULL && pend.cycles > 0)
+      rc = rt.SlowFill(pend.stream, pend.spin_byte, 1, 0, pend.cycles);
+    if (rc == 0) rc = rt.MemcpyAsync(block, host, n, HOST_TO_DEVICE, pend.stream);
+    if (rc == 0) rc = rt.EventRecord(pend.event, pend.stream);
+  }
+  if (rc != 0) {
+    rt.GetLastError();
+    if (pend.stream) rt.StreamSynchronize(pend.stream); /* nothing left to read host */
     rt.GetLastError();
     rt.Free(block);
     return NULL;
@@ -95,8 +158,37 @@ void *dlc_devmem_upload(const void *host, size_t n) {
   return block;
 }
 
+void dlc_devmem_order(PyObject *stream, int host_copy) {
+  if (pend.ready <= 0) return;
+  if (host_copy) {
+    if (rt.StreamSynchronize(pend.stream) != 0) rt.GetLastError();
+    return;
+  }
+  long long v = 1; /* None or no stream: the legacy default stream (STR-04) */
+  if (stream != NULL && stream != Py_None) {
+    if (!PyLong_Check(stream)) return;
+    int overflow = 0;
+    v = PyLong_AsLongLongAndOverflow(stream, &overflow);
+    if (overflow > 0) v = 3; /* a handle past LLONG_MAX: passed on as it is */
+    if (PyErr_Occurred() || overflow < 0) {
+      PyErr_Clear();
+      return;
+    }
+    if (v == 0) v = 1;
+    if (v < 0) return; /* -1 (STR-03) and the values below it */
+  }
+  void *handle = v <= 2 ? (void *)(uintptr_t)v : PyLong_AsVoidPtr(stream);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return;
+  }
+  if (rt.StreamWaitEvent(handle, pend.event, 0) != 0) rt.GetLastError();
+}
+
 void dlc_devmem_free(void *block) {
-  if (block != NULL && rt.Free != NULL) rt.Free(block);
+  if (block == NULL || rt.Free == NULL) return;
+  if (pend.ready > 0 && rt.StreamSynchronize(pend.stream) != 0) rt.GetLastError();
+  rt.Free(block);
 }
 
 int dlc_devmem_download(void *dst, const void *src, size_t n, uintptr_t stream) {

@@ -19,6 +19,8 @@
 #ifndef DLCONFORM_FUZZ_DEVMEM_H
 #define DLCONFORM_FUZZ_DEVMEM_H
 
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,11 +40,33 @@ int dlc_devmem_active(void);
 /* 1 when the mode puts r's buffer (planned p) in device memory: (kDLCUDA, 0), mode BUFFER. */
 int dlc_devmem_backs(const dlc_record *r, const dlc_plan *p);
 
-/* A device block holding the n bytes at host (n > 0), or NULL when the runtime failed (its
- * error is cleared: it is the harness's, never the consumer's). */
-void *dlc_devmem_upload(const void *host, size_t n);
+/* The byte a pending block holds until the producer's stream wrote it (dlc_devmem_upload). */
+#define DLC_DEVMEM_POISON 0xA5
 
-/* Gives a block back; NULL is a no-op. */
+/* A device block holding the n bytes at host (n > 0), or NULL when the runtime failed (its
+ * error is cleared: it is the harness's, never the consumer's).
+ * pending 0: the bytes are there when it returns.
+ * pending 1 (STR-01): as a producer's data still being written on the producer's stream. The
+ * block is DLC_DEVMEM_POISON throughout when it returns (written synchronously); the n bytes
+ * are then copied in on the producer's own non-blocking stream, behind a spin of
+ * DLCONFORM_FUZZ_PENDING_CYCLES clock cycles (200000 by default) where the runtime or the
+ * helper library has dlc_slow_fill, and the producer's event is recorded after them. Until
+ * something orders a read after that event, a read sees poison: the simulated runtime runs a
+ * stream's work only when something waits for it, a GPU runs the spin first. host must stay
+ * valid until the block is freed (the copy reads it when it runs). */
+void *dlc_devmem_upload(const void *host, size_t n, int pending);
+
+/* What the producer does for a __dlpack__ call over a pending block (STR-01): the stream the
+ * consumer named waits for the producer's event (None or 1: the legacy default stream, STR-04
+ * and STR-05; 2: the per-thread default stream, STR-06; above 2: that handle, STR-07; 0, which
+ * a consumer must not pass (STR-08): the legacy stream, as a lenient producer reads it); -1, a
+ * value below it or a non-int: nothing (STR-03). host_copy (dl_device=(kDLCPU, 0)): the
+ * producer's stream is synchronised instead (STR-12). A runtime error is cleared: a stream
+ * handle the runtime does not know is the consumer's to answer for, not a verdict here. */
+void dlc_devmem_order(PyObject *stream, int host_copy);
+
+/* Gives a block back, after the producer's stream ran what it holds (a pending copy reads the
+ * host buffer and writes the block); NULL is a no-op. */
 void dlc_devmem_free(void *block);
 
 /* The n bytes at device address src into host memory dst, after the stream `stream` (a

@@ -2,6 +2,7 @@
  * coverage instrumentation (coverage.ignore): its branches are bookkeeping. */
 #include "exchange.h"
 
+#include "devmem.h"
 #include "oracle.h"
 #include "pyhost.h"
 #include "xapi_offer.h"
@@ -146,6 +147,7 @@ int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result
   }
   if (r->kw & DLC_KW_OLD_PRODUCER) dlc_producer_set_old(producer);
   if (r->kw & DLC_KW_STRICT_PRODUCER) dlc_producer_set_strict(producer);
+  if (f->device != NULL && f->pending) dlc_producer_set_order(producer, dlc_devmem_order);
   dlc_xapi_begin(r); /* the offer's tables judge and count calls from here (xapi_offer.h) */
   *result = dlc_call_consumer(producer, copy, (r->kw & DLC_KW_DL_DEVICE) != 0,
                               r->kw_dev_type, r->kw_dev_id);

@@ -34,6 +34,8 @@ typedef struct {
                                     deleter call freed the buffer */
   void *device;                  /* the device block holding the buffer (devmem.h), or NULL;
                                     the deleter gives it back with the host buffer */
+  int pending;                   /* the block's bytes were left pending on the producer's
+                                    stream (dlc_devmem_upload): its __dlpack__ orders them */
 } dlc_forged;
 
 /* Materialises r, in device memory when the CUDA mode backs it (devmem.h); NULL when memory

@@ -1,6 +1,7 @@
 /* plain_import: see plain_import.h. */
 #include "plain_import.h"
 
+#include "devmem.h"
 #include "producer.h"
 #include "pyhost.h"
 #include "result_view.h"
@@ -11,6 +12,8 @@ PyObject *dlc_plain_call(const dlc_record *r, dlc_forged **f) {
   PyObject *capsule = dlc_forged_capsule(*f);
   PyObject *producer = capsule ? dlc_producer_new(capsule, r->device_type, r->device_id) : NULL;
   Py_XDECREF(capsule);
+  if (producer != NULL && (*f)->device != NULL && (*f)->pending)
+    dlc_producer_set_order(producer, dlc_devmem_order);
   PyObject *result = producer ? PyObject_CallOneArg(dlc_py.from_dlpack, producer) : NULL;
   Py_XDECREF(producer);
   PyErr_Clear();

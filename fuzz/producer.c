@@ -11,6 +11,7 @@ typedef struct {
   int device_type;
   int old;           /* an old producer: __dlpack__ takes only stream (VER-06) */
   int strict;        /* BufferError for a dl_device other than its own (DEV-05) */
+  dlc_producer_order order; /* its data is pending on a stream (producer.h), or NULL */
   dlc_producer_log log;
 } Producer;
 
@@ -84,6 +85,8 @@ static void log_call(Producer *self, PyObject *kwargs) {
     log->copy_forwarded = copy == Py_None    ? DLC_FWD_NONE
                           : copy == Py_False ? DLC_FWD_FALSE
                                              : DLC_FWD_TRUE;
+  log->minus_one = stream != NULL && PyLong_Check(stream) && PyLong_AsLong(stream) == -1;
+  if (PyErr_Occurred()) PyErr_Clear();
   log->max_major = -1;
   if (mv != NULL && PyTuple_Check(mv) && PyTuple_GET_SIZE(mv) >= 1) {
     log->max_major = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0));
@@ -113,7 +116,7 @@ static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwar
     }
   }
   if (kwargs != NULL) log_call(self, kwargs);
-  else self->log.max_major = -1;
+  else self->log.max_major = -1, self->log.minus_one = 0;
   if (self->strict && kwargs != NULL) {
     /* DEV-05: a producer that cannot export to the requested device raises BufferError */
     PyObject *dl_device = PyDict_GetItem(kwargs, k_dl_device); /* borrowed */
@@ -123,6 +126,11 @@ static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwar
       PyErr_SetString(PyExc_BufferError, "cannot export to the requested dl_device");
       return NULL;
     }
+  }
+  if (self->order != NULL) {
+    PyObject *stream = kwargs ? PyDict_GetItem(kwargs, k_stream) : NULL;       /* borrowed */
+    PyObject *dl_device = kwargs ? PyDict_GetItem(kwargs, k_dl_device) : NULL; /* borrowed */
+    self->order(stream, dl_device != NULL && is_cpu_device(dl_device));
   }
   Py_INCREF(self->capsule);
   return self->capsule;
@@ -215,6 +223,7 @@ PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_
   self->capsule = NULL;
   self->old = 0;
   self->strict = 0;
+  self->order = NULL;
   memset(&self->log, 0, sizeof self->log);
   self->log.max_major = -1;
   self->log.copy_forwarded = DLC_FWD_ABSENT;
@@ -231,6 +240,9 @@ PyObject *dlc_producer_new_of(PyTypeObject *type, PyObject *capsule, int device_
 
 void dlc_producer_set_old(PyObject *producer) { ((Producer *)producer)->old = 1; }
 void dlc_producer_set_strict(PyObject *producer) { ((Producer *)producer)->strict = 1; }
+void dlc_producer_set_order(PyObject *producer, dlc_producer_order order) {
+  ((Producer *)producer)->order = order;
+}
 
 /* Every producer type shares producer_dealloc: that identifies its instances. */
 PyObject *dlc_producer_capsule(PyObject *obj) {

@@ -11,6 +11,7 @@
  *   - whether any call asked for dl_device=(kDLCPU, 0) (DEV-06);
  *   - the copy value forwarded by the first call that carried one (CPY-06, CPY-07);
  *   - max_version[0] of the last call (VER-02);
+ *   - whether the last call passed stream=-1 (STR-01: the consumer then orders its reads);
  *   - for an old producer (VER-06), the calls refused with TypeError for new keywords.
  * Besides the plain type, xapi_offer.c makes one type per exchange-API offer with
  * dlc_producer_type_new (the attribute __dlpack_c_exchange_api__ is per type, XAPI-01);
@@ -33,7 +34,12 @@ typedef struct {
   int copy_forwarded;     /* DLC_FWD_*: copy= of the first call that passed it */
   int cpu_ask_unguarded;  /* some call passed dl_device=(1, 0) without copy=False: the
                              producer may copy (CPY-07 when the consumer was told copy=False) */
+  int minus_one;          /* the last call passed stream=-1: no synchronisation (STR-03) */
 } dlc_producer_log;
+
+/* What a producer over pending device memory does per __dlpack__ call (devmem.h's
+ * dlc_devmem_order): order the named stream after its data, or synchronise for a host copy. */
+typedef void (*dlc_producer_order)(PyObject *stream, int host_copy);
 
 /* Creates the type once (after Py_Initialize). Returns 0, or -1 with an exception set. */
 int dlc_producer_type_init(void);
@@ -60,6 +66,11 @@ void dlc_producer_set_old(PyObject *producer);
 
 /* The producer's call log (valid while the producer lives). */
 const dlc_producer_log *dlc_producer_log_of(PyObject *producer);
+
+/* Gives the producer data pending on its stream: each __dlpack__ call that hands out the
+ * capsule first calls order with the call's stream (NULL when none was passed) and whether it
+ * asked dl_device=(kDLCPU, 0). */
+void dlc_producer_set_order(PyObject *producer, dlc_producer_order order);
 
 /* Makes __dlpack__ raise BufferError for a dl_device other than its own device (DEV-05),
  * instead of handing out the capsule anyway. */

@@ -160,12 +160,13 @@ def test_consumer_reproducers_agree_with_the_consumer_target():
 
 #: pyref's faults of its import of CUDA memory (device_from_dlpack) that the seeds and their
 #: mutants show in the CUDA mode. Fuzzing finds two more within 15 s: rejects_null_data (as
-#: LAY-04) and lands_on_host (as API-05, through an old producer); the rest break what no fuzz
+#: LAY-04) and lands_on_host (as API-05, through an old producer); no_sync is STR-01 (the export's
+#: bytes pending on the producer's stream, devmem.h); the rest break what no fuzz
 #: oracle judges (which stream it names, a 0-d or dtype refusal, the max_version's type).
 PYREF_CUDA_FAULTS = ("cuda_consumer_passes_zero", "cuda_consumer_ignores_offset", "cuda_consumer_ignores_strides",
                      "cuda_consumer_unchecked", "cuda_consumer_copy_ignored", "cuda_consumer_host_copy_false",
                      "cuda_consumer_device_ignored", "cuda_consumer_valueerror", "cuda_consumer_no_retry",
-                     "cuda_consumer_column_major")
+                     "cuda_consumer_column_major", "cuda_consumer_no_sync")
 
 
 def test_cuda_mode_reproducers_agree_with_the_consumer_target():

@@ -92,7 +92,7 @@ def _plain_call(rec, from_dlpack):
     """(export, result or None): the record's export from a plain producer, imported with no
     keyword; a refusal is None, its frames forgotten (they would keep the capsule alive)."""
     export = X.Export(rec, R.plan(rec))
-    producer = X.Producer(export.capsule(), rec["device"])
+    producer = X.Producer(export.capsule(), rec["device"], order=X.pending_order(export))
     try:
         return export, from_dlpack(producer)
     except BaseException as e:
@@ -384,11 +384,12 @@ def _same_element(have, expect, part, bfloat):
     return True
 
 
-def check_copy_values(b, rec, p, view):
+def check_copy_values(b, rec, p, view, pending=False):
     """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
     size, of an integer or IEEE float dtype and at most COPY_CHECK_MAX elements, holds the
     export's elements, a NaN part for a NaN part (LAY-11); the export's bytes follow from the
-    fill pattern."""
+    fill pattern. pending: the export's device bytes were pending, and a first wrong element
+    of poison is STR-01's (copied before the producer's stream wrote it)."""
     ext, (code, bits, lanes) = p["ext"], rec["dtype"]
     part = _float_part(code, bits)
     if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
@@ -423,6 +424,10 @@ def check_copy_values(b, rec, p, view):
         expect = bytes(((off + j) * 131 + rec["seed"]) & 0xFF for j in range(item))
         have = bytes(got[k * item:(k + 1) * item])
         if not _same_element(have, expect, part, code == 4):
+            if pending and have == bytes([devmem.POISON]) * item:
+                return b.fail("STR-01", "the copy's element %d holds the export's bytes from before the producer's "
+                              "stream wrote them (0x%02x): the consumer copied on a stream it did not name, or "
+                              "passed stream=-1 and did not synchronise" % (k, devmem.POISON))
             j = next(j for j in range(item) if have[j] != expect[j])
             return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
                           "%d)" % (k, have[j], j, expect[j], off + j))
@@ -540,8 +545,32 @@ def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_o
         check_strides(b, export, result)
 
 
-def check_result(b, rec, copy, export, result, view_only, from_dlpack=None):
-    """check_result: the oracles on an accepted result, while it lives."""
+def check_pending_view(b, export, stream):
+    """target_consumer.c's check_pending_view: after stream=-1, a device view of pending bytes
+    read on its own stream (`stream`, 0: the legacy default stream) holds what the device holds
+    once idle (STR-01)."""
+    ext = export.plan["ext"]
+    if ext["status"] != "ok" or ext["zero_size"] or export.deleter_calls > 0:
+        return
+    first = export.data + export.rec["byte_offset"]
+    n, stream = ext["hi"] - ext["lo"], stream or 1
+    rt = devmem.runtime()
+    try:
+        on = rt.read_on(stream, first + ext["lo"], n)
+        rt.synchronize()
+        idle = rt.copy_to_host(first + ext["lo"], n)
+    except Exception:  # a read the runtime refuses is the harness's: no verdict
+        return
+    if on != idle:
+        k = next(k for k in range(n) if on[k] != idle[k])
+        b.fail("STR-01", "the import passed stream=-1 (no synchronisation) and its view, read on its stream %d, "
+               "holds byte 0x%02x at +%d where the producer's data, once the device is idle, holds 0x%02x"
+               % (stream, on[k], ext["lo"] + k, idle[k]))
+
+
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, minus_one=False):
+    """check_result: the oracles on an accepted result, while it lives. minus_one: the last
+    __dlpack__ call passed stream=-1."""
     p = export.plan
     breach = refusal_clause(rec, p)
     # a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version
@@ -549,6 +578,8 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None):
         b.fail(*breach)
     addr, view = result_address(result)
     aliases = p["mode"] == "buffer" and addr is not None and 0 <= addr - export.base <= p["size"]
+    if aliases and isinstance(view, CudaView) and export.device is not None and export.device.pending and minus_one:
+        check_pending_view(b, export, view.stream)
     zero_copy = aliases or (addr is None and copy != R.COPY_TRUE and not p["ext"]["zero_size"])
     if zero_copy and not aliases and export.device is not None:  # no host result views device memory
         zero_copy = result_device(result) == rec["device"]
@@ -566,7 +597,7 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None):
         if view is not None:
             check_view(b, export, view)
     if not aliases and view is not None and addr is not None:  # a copy: it holds the export's elements
-        check_copy_values(b, rec, p, view)
+        check_copy_values(b, rec, p, view, export.device is not None and export.device.pending)
     check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack)
     if view is not None:
         view.release()
@@ -634,7 +665,7 @@ def judge(data, from_dlpack, say=None):
         del error
     else:
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
-        check_result(b, rec, copy, export, result, view_only, from_dlpack)
+        check_result(b, rec, copy, export, result, view_only, from_dlpack, log.calls > 0 and log.minus_one)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()

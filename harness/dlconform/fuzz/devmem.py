@@ -18,7 +18,8 @@ ENV = "DLCONFORM_FUZZ_DEVICE"
 MODES = ("cuda",)
 #: the runtime functions devmem.c calls
 FUNCTIONS = ("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaGetLastError", "cudaStreamSynchronize",
-             "cudaStreamCreateWithFlags", "cudaStreamQuery", "cudaDeviceSynchronize", "cudaMemcpyAsync")
+             "cudaStreamCreateWithFlags", "cudaStreamQuery", "cudaDeviceSynchronize", "cudaMemcpyAsync",
+             "cudaStreamWaitEvent", "cudaEventCreateWithFlags", "cudaEventRecord")
 #: consumers whose import of device memory is not their from_dlpack: (module, function, whether
 #: the runtime must be bound into the module first: ref's C code calls it through addresses)
 DEVICE_ENTRY = {"ref": ("dlconform._ref", "cuda_from_dlpack", True),
@@ -82,7 +83,26 @@ def setup(consumer):
     from ..kit import cuda
 
     rt = runtime()
-    return consumer_entry(consumer), cuda.addresses(rt, FUNCTIONS)
+    table = cuda.addresses(rt, FUNCTIONS)
+    fill = slow_fill_address(rt)
+    if fill:
+        table["dlc_slow_fill"] = fill
+    return consumer_entry(consumer), table
+
+
+def slow_fill_address(rt):
+    """The address of dlc_slow_fill where it is a C function (the simulated runtime's, or the
+    helper library `make cuda` builds), else 0: a pending upload then has no spin before it (the
+    PTX launcher is Python, too slow per input)."""
+    import ctypes
+
+    from ..kit import cuda
+
+    try:
+        fn = rt._slow_fill()
+    except cuda.CudaError:
+        return 0
+    return ctypes.cast(fn, ctypes.c_void_p).value if isinstance(fn, ctypes._CFuncPtr) else 0
 
 
 def backs(rec, p):
@@ -90,16 +110,93 @@ def backs(rec, p):
     return mode() == "cuda" and rec["device"] == (R.CUDA, 0) and p["mode"] == "buffer"
 
 
-class DeviceMemory:
-    """The device copy of a record's host buffer (devmem.c's upload): address is the block's
-    first byte, freed by free() (the export's end)."""
+#: devmem.h's DLC_DEVMEM_POISON: what a pending block holds until the producer's stream wrote it
+POISON = 0xA5
+#: devmem.c's spin before a pending copy, in clock cycles (DLCONFORM_FUZZ_PENDING_CYCLES)
+PENDING_CYCLES_ENV = "DLCONFORM_FUZZ_PENDING_CYCLES"
 
-    def __init__(self, host_bytes):
-        self.rt = runtime()
-        self.address = self.rt.malloc(len(host_bytes) + 1)  # no other block starts at its end
-        self.rt.copy_to_device(self.address, host_bytes)
+
+class _Pending:
+    """devmem.c's pend: the producer's non-blocking stream, the event recorded after the latest
+    pending upload, the byte the spin writes, and the spin (dlc_slow_fill where it is C)."""
+
+    def __init__(self, rt):
+        from ..kit import cuda
+
+        self.stream = rt.stream(non_blocking=True).handle
+        self.event = rt.event().handle
+        self.spin_byte = rt.malloc(1)
+        self.cycles = int(os.environ.get(PENDING_CYCLES_ENV) or 200000)
+        self.fill = rt.slow_fill if slow_fill_address(rt) and self.cycles > 0 else None
+        self.cuda = cuda
+
+
+_pending = {}  # per runtime: its _Pending, or None when the runtime could not make one
+
+
+def _pend(rt):
+    if id(rt) not in _pending:
+        try:
+            _pending[id(rt)] = _Pending(rt)
+        except Exception:  # dlc_devmem_upload then copies synchronously
+            _pending[id(rt)] = None
+    return _pending[id(rt)]
+
+
+class DeviceMemory:
+    """The device copy of a record's host buffer (devmem.c's dlc_devmem_upload): address is the
+    block's first byte, freed by free() (the export's end). pending: the bytes are left pending
+    on the producer's stream behind poison, as devmem.h says; `pending` is then True."""
+
+    def __init__(self, host_bytes, pending=False):
+        import ctypes
+
+        from ..kit import cuda
+
+        self.rt = rt = runtime()
+        n = len(host_bytes)
+        self.address = rt.malloc(n + 1)  # no other block starts at its end
+        pend = _pend(rt) if pending else None
+        self.pending = pend is not None
+        if not self.pending:
+            rt.copy_to_device(self.address, host_bytes)
+            return
+        self._host = ctypes.create_string_buffer(bytes(host_bytes), n)  # the pending copy reads it
+        rt.copy_to_device(self.address, bytes([POISON]) * (n + 1))
+        if pend.fill is not None:
+            pend.fill(pend.stream, pend.spin_byte, 1, 0, pend.cycles)
+        rt._call("cudaMemcpyAsync", self.address, self._host, n, cuda.HOST_TO_DEVICE, pend.stream)
+        rt.record(pend.event, pend.stream)
 
     def free(self):
         if self.address:
+            if self.pending:  # the pending copy runs before its block and source go
+                self.rt.synchronize(_pend(self.rt).stream)
             self.rt.free(self.address)
             self.address = 0
+
+
+def order(stream, host_copy):
+    """dlc_devmem_order: the producer's answer to a __dlpack__ call over pending bytes."""
+    rt = runtime()
+    pend = _pend(rt)
+    if pend is None:
+        return
+    try:
+        if host_copy:
+            rt.synchronize(pend.stream)  # STR-12
+            return
+        if stream is None:
+            v = 1  # STR-04: the legacy default stream
+        elif not isinstance(stream, int):
+            return
+        else:
+            v = int(stream)
+            if v < 0:  # -1 (STR-03) and below
+                return
+            v = 1 if v == 0 else v  # 0 (STR-08) as a lenient producer reads it
+            if v >= 1 << 64:
+                return  # PyLong_AsVoidPtr overflows: nothing waited for
+        rt.wait(v, pend.event)
+    except pend.cuda.CudaError:  # a handle the runtime does not know: no verdict here
+        return

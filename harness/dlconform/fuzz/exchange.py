@@ -97,8 +97,9 @@ class Export:
         if p["mode"] == "buffer":
             self.memory = Memory(p["size"], rec["seed"], p["readonly"])
             self.base = self.memory.address
-            if devmem.backs(rec, p):  # the same bytes on the device (fuzz/devmem.h)
-                self.device = devmem.DeviceMemory(fill_pattern(p["size"], rec["seed"]))
+            if devmem.backs(rec, p):  # the same bytes on the device (fuzz/devmem.h), pending unless offered
+                self.device = devmem.DeviceMemory(fill_pattern(p["size"], rec["seed"]),
+                                                  pending=R.offer_kind(rec) == 0)
                 self.base = self.device.address
             data = self.base + p["pad"]
         else:
@@ -162,6 +163,7 @@ class Log:
         self.cpu_dl_device = False  # some call passed dl_device=(1, 0)
         self.copy_forwarded = FWD_ABSENT  # copy= of the first call that passed it
         self.cpu_ask_unguarded = False  # some call passed dl_device=(1, 0) without copy=False
+        self.minus_one = False  # the last call passed stream=-1 (STR-03)
         self.kwargs = []  # every call's keywords, for the reproducer's output
 
     def copy(self):
@@ -186,8 +188,9 @@ class Producer:
     """producer.c's Producer: __dlpack__ hands out the one capsule it holds, whatever the
     keywords (or refuses: an old producer, VER-06; a strict one, DEV-05)."""
 
-    def __init__(self, capsule, device, old=False, strict=False):
+    def __init__(self, capsule, device, old=False, strict=False, order=None):
         self._capsule, self._device, self._old, self._strict = capsule, device, old, strict
+        self._order = order  # data pending on a stream: devmem.order (dlc_producer_set_order)
         self.log = Log()
 
     def __dlpack_device__(self):
@@ -208,6 +211,8 @@ class Producer:
         dl_device = kw.get("dl_device")
         if self._strict and dl_device is not None and dl_device != self._device:
             raise BufferError("cannot export to the requested dl_device")
+        if self._order is not None:
+            self._order(kw.get("stream"), _is_cpu_device(dl_device))
         return self._capsule
 
     def _stream_breach(self, kw):
@@ -249,6 +254,8 @@ class Producer:
         if "copy" in kw and log.copy_forwarded == FWD_ABSENT:
             c = kw["copy"]
             log.copy_forwarded = FWD_NONE if c is None else FWD_FALSE if c is False else FWD_TRUE
+        stream = kw.get("stream")
+        log.minus_one = isinstance(stream, int) and stream == -1
         log.max_major = -1
         mv = kw.get("max_version")
         if isinstance(mv, tuple) and len(mv) >= 1:
@@ -415,18 +422,23 @@ class Tables:
 _tables = None
 
 
-def producer_for(rec, capsule):
+def producer_for(rec, capsule, export=None):
     """The producer of an exchange (dlc_exchange): of the record's offer class, old or
-    strict as its kw bits say."""
+    strict as its kw bits say, ordering its export's pending device bytes (devmem.order)."""
     global _tables
     if _tables is None:
         _tables = Tables()
     cls, instance_capsule = _tables.producer_class(rec["offer"])
     p = cls(capsule, rec["device"], old=bool(rec["kw"] & R.KW["old_producer"]),
-            strict=bool(rec["kw"] & R.KW["strict_producer"]))
+            strict=bool(rec["kw"] & R.KW["strict_producer"]), order=pending_order(export))
     if instance_capsule is not None:  # instances answer with another table (XAPI-04)
         p.__dlpack_c_exchange_api__ = instance_capsule
     return p
+
+
+def pending_order(export):
+    """devmem.order for a producer of export when its device bytes are pending, else None."""
+    return devmem.order if export is not None and export.device is not None and export.device.pending else None
 
 
 def _forget_frames(e):
@@ -449,7 +461,7 @@ def exchange(export, rec, copy, from_dlpack, breaches, say=None):
     """dlc_exchange: from_dlpack(producer[, copy=][, device=]) on a new producer of a new
     capsule of export; the producer is gone on return (unless the consumer keeps it). The
     table oracles append to breaches while the call is in flight."""
-    producer = producer_for(rec, export.capsule())
+    producer = producer_for(rec, export.capsule(), export)
     kwargs = R.from_dlpack_kwargs(rec, copy)
     if say is not None:
         say("call: from_dlpack(producer%s)" % "".join(", %s=%r" % kv for kv in kwargs.items()))
