@@ -300,7 +300,41 @@ static PyObject *get_dtype(RefCudaTensor *t, void *c) {
   return Py_BuildValue("(iii)", t->dtype.code, t->dtype.bits, t->dtype.lanes);
 }
 
+/* __cuda_array_interface__ (version 3): how CUDA libraries describe device memory, and how
+ * dlconform's fuzz oracles read an import (fuzz/result_view.h). data is (ptr, False): the
+ * tensor is compact row-major (strides None); typestr the dtype's array-interface kind where
+ * one exists (int i, uint u, float f, complex c, bool b), else raw bytes (V) of the item's
+ * size; stream the one its data was produced on, where a reader orders after it (None for 0,
+ * which version 3 rules out). */
+static PyObject *get_cai(RefCudaTensor *t, void *c) {
+  (void)c;
+  char kind = 'V';
+  if (t->dtype.lanes == 1) {
+    switch (t->dtype.code) {
+      case kDLInt: kind = 'i'; break;
+      case kDLUInt: kind = 'u'; break;
+      case kDLFloat: kind = 'f'; break;
+      case kDLComplex: kind = 'c'; break;
+      case kDLBool: kind = 'b'; break;
+      default: break;
+    }
+  }
+  char typestr[32];
+  snprintf(typestr, sizeof typestr, "%c%c%zu", t->itemsize == 1 ? '|' : '<', kind, t->itemsize);
+  PyObject *shape = ref_dims_tuple(t->ndim, t->shape);
+  if (!shape) return NULL;
+  PyObject *stream = t->stream ? PyLong_FromUnsignedLongLong(t->stream) : Py_NewRef(Py_None);
+  PyObject *d = stream ? Py_BuildValue("{s:N,s:s,s:(KO),s:i,s:O,s:N}", "shape", shape, "typestr",
+                                       typestr, "data",
+                                       (unsigned long long)(t->nbytes ? t->buf->lo : 0), Py_False,
+                                       "version", 3, "strides", Py_None, "stream", stream)
+                       : NULL;
+  if (!stream) Py_DECREF(shape);
+  return d;
+}
+
 static PyGetSetDef CudaTensor_getset[] = {
+    {"__cuda_array_interface__", (getter)get_cai, NULL, "CUDA array interface, version 3", NULL},
     {"ptr", (getter)get_ptr, NULL, "device address of the first element (0 when empty)", NULL},
     {"nbytes", (getter)get_nbytes, NULL, "bytes of the elements", NULL},
     {"stream", (getter)get_stream, NULL, "the stream its data was produced on", NULL},
