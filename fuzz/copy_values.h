@@ -18,7 +18,8 @@
  * A copy of an export whose bytes were pending on the producer's stream (devmem.h) whose first
  * wrong element is all DLC_DEVMEM_POISON copied the block before the producer's stream wrote
  * it: the consumer did not read on the stream it named, or named -1 and did not synchronise
- * itself (STR-01), rather than a copy of the wrong elements (once written, no byte of the
+ * itself (STR-01), or imported through an exchange table's *_no_sync functions and did not read
+ * on its current_work_stream (XAPI-19), rather than a copy of the wrong elements (once written, no byte of the
  * block is poison: the pending copy writes all of it).
  * The Python twin is dlconform.fuzz.consumer_oracles.check_copy_values. */
 #ifndef DLCONFORM_FUZZ_COPY_VALUES_H
@@ -34,9 +35,10 @@
 #define DLC_COPY_CHECK_MAX 4096
 
 /* LAY-11 through dlc_oracle_fail when the copy viewed by v holds other elements than the export
- * of r (planned p); STR-01 for poison when pending (the export's bytes were pending). on_device:
- * v's buf is a device address, read after `stream` (0: none). */
+ * of r (planned p); stale_clause for poison when the export's bytes were pending (STR-01, or
+ * XAPI-19 for an import through an exchange table), NULL when they were not. on_device: v's
+ * buf is a device address, read after `stream` (0: none). */
 void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream, int pending);
+                           uintptr_t stream, const char *stale_clause);
 
 #endif /* DLCONFORM_FUZZ_COPY_VALUES_H */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2, CUDA_NOT_READY = 600 };
+enum { KDL_CUDA = 2, HOST_TO_DEVICE = 1, DEVICE_TO_HOST = 2, DEVICE_TO_DEVICE = 3, CUDA_NOT_READY = 600 };
 
 /* the runtime's functions, all set (the mode is on) or all NULL */
 static struct {
@@ -29,13 +29,15 @@ static struct {
 } rt;
 
 /* The producer's side of pending uploads (devmem.h), made at the first one: its non-blocking
- * stream, the event recorded after the latest upload, a device byte the spin writes, and host
- * poison to fill blocks with. */
+ * stream, the event recorded after the latest upload, a device byte the spin writes, host
+ * poison to fill blocks with, and the device staging block the pending copy reads (a
+ * device-to-device copy is asynchronous on every runtime; one from pageable host memory may
+ * return only once it ran, which would wait for the spin and leave nothing pending). */
 static struct {
-  void *stream, *event, *spin_byte;
+  void *stream, *event, *spin_byte, *staging;
   long long cycles;
   uint8_t *poison;
-  size_t poison_n;
+  size_t poison_n, staging_n;
   int ready; /* 1: made; -1: the runtime failed to make them (no pending uploads) */
 } pend;
 
@@ -116,6 +118,20 @@ static int pend_ready(void) {
   return pend.ready > 0 ? 0 : -1;
 }
 
+/* A staging block of at least n bytes, or NULL. The producer's stream is idle on return: the
+ * pending copy of an earlier upload has read the staging block before it is reused. */
+static void *staging(size_t n) {
+  if (rt.StreamSynchronize(pend.stream) != 0) return NULL;
+  if (n > pend.staging_n) {
+    if (pend.staging != NULL) rt.Free(pend.staging);
+    pend.staging = NULL;
+    pend.staging_n = 0;
+    if (rt.Malloc(&pend.staging, n) != 0) return NULL;
+    pend.staging_n = n;
+  }
+  return pend.staging;
+}
+
 /* n bytes of poison on the host (grown as needed), or NULL. */
 static const uint8_t *poison(size_t n) {
   if (n > pend.poison_n) {
@@ -141,16 +157,19 @@ void *dlc_devmem_upload(const void *host, size_t n, int pending) {
     rc = rt.Memcpy(block, host, n, HOST_TO_DEVICE);
   } else {
     const uint8_t *bad = poison(n + 1);
-    /* poison first, synchronously: a read on any stream before the copy below sees it */
-    rc = bad == NULL ? -1 : rt.Memcpy(block, bad, n + 1, HOST_TO_DEVICE);
+    void *stage = staging(n);
+    /* the bytes to the staging block and poison to the block, synchronously: a read on any
+     * stream before the copy below sees poison */
+    rc = bad == NULL || stage == NULL ? -1 : rt.Memcpy(stage, host, n, HOST_TO_DEVICE);
+    if (rc == 0) rc = rt.Memcpy(block, bad, n + 1, HOST_TO_DEVICE);
     if (rc == 0 && rt.SlowFill != NULL && pend.cycles > 0)
       rc = rt.SlowFill(pend.stream, pend.spin_byte, 1, 0, pend.cycles);
-    if (rc == 0) rc = rt.MemcpyAsync(block, host, n, HOST_TO_DEVICE, pend.stream);
+    if (rc == 0) rc = rt.MemcpyAsync(block, stage, n, DEVICE_TO_DEVICE, pend.stream);
     if (rc == 0) rc = rt.EventRecord(pend.event, pend.stream);
   }
   if (rc != 0) {
     rt.GetLastError();
-    if (pend.stream) rt.StreamSynchronize(pend.stream); /* nothing left to read host */
+    if (pend.stream) rt.StreamSynchronize(pend.stream); /* nothing left to write the block */
     rt.GetLastError();
     rt.Free(block);
     return NULL;
@@ -184,6 +203,8 @@ void dlc_devmem_order(PyObject *stream, int host_copy) {
   }
   if (rt.StreamWaitEvent(handle, pend.event, 0) != 0) rt.GetLastError();
 }
+
+void *dlc_devmem_work_stream(void) { return pend.ready > 0 ? pend.stream : NULL; }
 
 void dlc_devmem_free(void *block) {
   if (block == NULL || rt.Free == NULL) return;

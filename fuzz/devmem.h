@@ -47,13 +47,13 @@ int dlc_devmem_backs(const dlc_record *r, const dlc_plan *p);
  * error is cleared: it is the harness's, never the consumer's).
  * pending 0: the bytes are there when it returns.
  * pending 1 (STR-01): as a producer's data still being written on the producer's stream. The
- * block is DLC_DEVMEM_POISON throughout when it returns (written synchronously); the n bytes
- * are then copied in on the producer's own non-blocking stream, behind a spin of
- * DLCONFORM_FUZZ_PENDING_CYCLES clock cycles (200000 by default) where the runtime or the
- * helper library has dlc_slow_fill, and the producer's event is recorded after them. Until
- * something orders a read after that event, a read sees poison: the simulated runtime runs a
- * stream's work only when something waits for it, a GPU runs the spin first. host must stay
- * valid until the block is freed (the copy reads it when it runs). */
+ * block is DLC_DEVMEM_POISON throughout when it returns (written synchronously); the n bytes,
+ * staged in device memory of the producer's, are then copied in on the producer's own
+ * non-blocking stream, behind a spin of DLCONFORM_FUZZ_PENDING_CYCLES clock cycles (200000 by
+ * default) where the runtime or the helper library has dlc_slow_fill, and the producer's event
+ * is recorded after them. Until something orders a read after that event, a read sees poison:
+ * the simulated runtime runs a stream's work only when something waits for it, a GPU runs the
+ * spin first. */
 void *dlc_devmem_upload(const void *host, size_t n, int pending);
 
 /* What the producer does for a __dlpack__ call over a pending block (STR-01): the stream the
@@ -65,8 +65,13 @@ void *dlc_devmem_upload(const void *host, size_t n, int pending);
  * handle the runtime does not know is the consumer's to answer for, not a verdict here. */
 void dlc_devmem_order(PyObject *stream, int host_copy);
 
-/* Gives a block back, after the producer's stream ran what it holds (a pending copy reads the
- * host buffer and writes the block); NULL is a no-op. */
+/* The producer's own stream, where its pending bytes are written (devmem.h), or NULL before
+ * the first pending upload: what its exchange table's current_work_stream names for CUDA, the
+ * stream a consumer importing through the table must read on (XAPI-19). */
+void *dlc_devmem_work_stream(void);
+
+/* Gives a block back, after the producer's stream ran what it holds (a pending copy writes
+ * the block); NULL is a no-op. */
 void dlc_devmem_free(void *block);
 
 /* The n bytes at device address src into host memory dst, after the stream `stream` (a

@@ -13,7 +13,7 @@ static const char *const kUsedVersionedName = "used_dltensor_versioned";
 
 /* The export's memory: the host buffer, shape and strides, and the device block. */
 static void free_memory(dlc_forged *f) {
-  dlc_devmem_free(f->device); /* first: a pending copy still reads the host buffer */
+  dlc_devmem_free(f->device);
   dlc_tensor_mem_free(&f->mem);
 }
 
@@ -78,10 +78,9 @@ dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan) {
   f->base = (uintptr_t)f->mem.buffer;
   if (dlc_devmem_backs(r, plan)) {
     /* the same bytes at the same pad, on the device (devmem.h), still pending on the
-     * producer's stream (STR-01) unless the record offers an exchange table: its consumer
-     * orders its reads through current_work_stream (XAPI-19), which the offer does not
-     * model, so its bytes are there before the exchange */
-    f->pending = dlc_rec_offer(r) == DLC_OFFER_NONE;
+     * producer's stream: __dlpack__ orders them (STR-01), and the offered tables'
+     * current_work_stream names that stream (XAPI-19) */
+    f->pending = 1;
     f->device = dlc_devmem_upload(f->mem.buffer, (size_t)f->mem.plan.size, f->pending);
     if (f->device == NULL) {
       dlc_tensor_mem_free(&f->mem);

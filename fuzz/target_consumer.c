@@ -23,6 +23,7 @@
  *   - STR-01 (CUDA mode): a device export's bytes are still pending on the producer's stream
  *     (devmem.h); its __dlpack__ orders the stream named after them. A copy holding the bytes
  *     from before (copy_values.h), or a view read stale on its own stream after stream=-1.
+ *     XAPI-19 for the same through an exchange table (current_work_stream names that stream).
  *   - STR-10: the consumer passed a stream other than None for a CPU export.
  *   - keyword, stream, refusal-class and result oracles (STR-*, VER-06, DEV-06/07,
  *     CPY-06/07/08, API-05, SEM-01 copies, FLG-03, LAY-11): consumer_oracles.h. Kind bit 4
@@ -245,14 +246,24 @@ static void check_view(const dlc_record *r, const dlc_forged *f, const Py_buffer
                     (const void *)hi);
 }
 
-/* STR-01 on a device view of pending data (devmem.h) imported with stream=-1: the consumer
- * asked the producer for no synchronisation, so ordering its reads is its own to do. What it
- * reads on the stream its view names (CUDA array interface v3; none: the legacy default
- * stream) must then be the producer's data, as the device holds it once idle. Called before
- * anything waits for the producer's stream. Only -1 is judged: after a stream it named, a stale
- * read is either from_dlpack's or the view's interface naming the wrong stream, which the
- * suites leave open too (test_cuda_stream.py). */
-static void check_pending_view(const dlc_forged *f) {
+/* How a consumer's import of pending device bytes (devmem.h) was ordered: by the stream it
+ * named to __dlpack__ (which the producer made wait), by none (stream=-1: STR-01 leaves
+ * ordering to it), or through an exchange table's *_no_sync functions, whose consumer reads on
+ * current_work_stream (XAPI-19). */
+enum { ORDER_NAMED, ORDER_MINUS_ONE, ORDER_TABLE };
+
+/* The clause a stale read of an import ordered `how` breaks: STR-01, or XAPI-19 through a
+ * table. */
+static const char *stale_clause(int how) { return how == ORDER_TABLE ? "XAPI-19" : "STR-01"; }
+
+/* STR-01 / XAPI-19 on a device view of pending data imported with stream=-1 or through an
+ * exchange table: ordering its reads was the consumer's own to do. What it reads on the stream
+ * its view names (CUDA array interface v3; none: the legacy default stream) must then be the
+ * producer's data, as the device holds it once idle. Called before anything waits for the
+ * producer's stream. After a stream it named, a stale read is either from_dlpack's or the
+ * view's interface naming the wrong stream, which the suites leave open too
+ * (test_cuda_stream.py): not judged. */
+static void check_pending_view(const dlc_forged *f, int how) {
   const dlc_extent *e = &f->mem.plan.ext;
   /* a deleter that already ran gave the block back: OWN-03's to judge, below */
   if (e->status != DLC_EXTENT_OK || e->zero_size || f->deleter_calls > 0) return;
@@ -268,9 +279,13 @@ static void check_pending_view(const dlc_forged *f) {
     unsigned seen = on[k], final = idle[k];
     free(on);
     free(idle);
-    return dlc_oracle_fail("STR-01", "the import passed stream=-1 (no synchronisation) and its "
-                           "view, read on its stream %llu, holds byte 0x%02x at +%lld where "
-                           "the producer's data, once the device is idle, holds 0x%02x",
+    return dlc_oracle_fail(stale_clause(how), "the import %s and its view, read on its stream "
+                           "%llu, holds byte 0x%02x at +%lld where the producer's data, once "
+                           "the device is idle, holds 0x%02x",
+                           how == ORDER_TABLE ? "came through the exchange table's *_no_sync "
+                                                "functions (current_work_stream names the "
+                                                "producer's stream)"
+                                              : "passed stream=-1 (no synchronisation)",
                            (unsigned long long)stream, seen, (long long)e->lo + (long long)k,
                            final);
   }
@@ -280,9 +295,9 @@ static void check_pending_view(const dlc_forged *f) {
 
 /* Oracles on an accepted result, while it is alive. view_only: the consumer got the tensor
  * only as a dltensor_from_py_object_no_sync view (no __dlpack__ call, no owning hand-out).
- * minus_one: its last __dlpack__ call passed stream=-1. */
+ * how: ORDER_*, how the import was ordered after pending device bytes. */
 static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result,
-                         int view_only, int minus_one) {
+                         int view_only, int how) {
   char msg[160];
   const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
   /* a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version, so
@@ -295,7 +310,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   const uint8_t *addr = dlc_result_address(result, &view, &have_view);
   uintptr_t a = (uintptr_t)addr, b = f->base;
   int aliases = p->mode == DLC_DATA_BUFFER && addr != NULL && a >= b && a - b <= p->size;
-  if (aliases && have_view == 2 && f->pending && minus_one) check_pending_view(f);
+  if (aliases && have_view == 2 && f->pending && how != ORDER_NAMED) check_pending_view(f, how);
   /* Without an address, assume zero-copy unless a copy was asked for (SEM-01), or the result
    * of device memory says it lies elsewhere (device='cpu', or a host copy: no host result
    * views device memory). */
@@ -330,7 +345,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   }
   if (!aliases && have_view && addr != NULL) /* a copy: it holds the export's elements */
     dlc_check_copy_values(r, p, &view, have_view == 2, have_view == 2 ? dlc_cai_stream : 0,
-                          f->device != NULL && f->pending);
+                          f->device != NULL && f->pending ? stale_clause(how) : NULL);
   dlc_check_result_extra(r, copy, f, result, have_view == 1 ? &view : NULL, have_view != 0,
                          aliases, addr, view_only);
   if (have_view == 1) PyBuffer_Release(&view);
@@ -453,8 +468,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     ++n_accepted;
     const dlc_xapi_log *x = dlc_xapi_log_now();
-    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0,
-                 log.calls > 0 && log.minus_one);
+    int how = log.calls > 0 ? (log.minus_one ? ORDER_MINUS_ONE : ORDER_NAMED)
+              : x->views > 0 || x->handouts > 0 ? ORDER_TABLE
+                                                : ORDER_NAMED;
+    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how);
     Py_DECREF(result);
   }
   if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();

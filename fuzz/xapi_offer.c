@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "oracle.h"
+#include "devmem.h"
 #include "producer.h"
 
 static dlc_xapi_log xlog = {-1, 0, 0, 0};
@@ -165,13 +166,14 @@ static int alloc_impl(DLTensor *proto, DLManagedTensorVersioned **out, void *err
 }
 
 static int stream_impl(DLDeviceType device_type, int32_t device_id, void **out) {
-  (void)device_type;
-  (void)device_id;
   if (out == NULL) {
     PyErr_SetString(PyExc_ValueError, "current_work_stream: out is NULL");
     return -1;
   }
-  *out = NULL; /* CPU: NULL (XAPI-16); other devices: the default stream */
+  /* CPU: NULL (XAPI-16). CUDA device 0 in the CUDA mode: the producer's own stream, where its
+   * exports' bytes are pending (devmem.h; NULL, the legacy default stream, before any);
+   * other devices: the default stream */
+  *out = device_type == kDLCUDA && device_id == 0 ? dlc_devmem_work_stream() : NULL;
   return 0;
 }
 

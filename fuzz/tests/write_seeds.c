@@ -161,5 +161,10 @@ int main(int argc, char **argv) {
     if (offers[i].copy) r.kw = DLC_KW_COPY, r.kw_copy = DLC_COPY_TRUE;
     emit(offers[i].name, &r);
   }
+  /* the consumer target's CUDA mode: a table offered over device bytes still pending on the
+   * producer's stream, which its current_work_stream names (XAPI-19, fuzz/devmem.h) */
+  base(&r, 2, s23, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.offer = DLC_OFFER_TYPE;
+  emit("versioned-cuda-offer-type", &r);
   return 0;
 }

@@ -384,12 +384,12 @@ def _same_element(have, expect, part, bfloat):
     return True
 
 
-def check_copy_values(b, rec, p, view, pending=False):
+def check_copy_values(b, rec, p, view, stale_clause=None):
     """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
     size, of an integer or IEEE float dtype and at most COPY_CHECK_MAX elements, holds the
     export's elements, a NaN part for a NaN part (LAY-11); the export's bytes follow from the
-    fill pattern. pending: the export's device bytes were pending, and a first wrong element
-    of poison is STR-01's (copied before the producer's stream wrote it)."""
+    fill pattern. stale_clause: the export's device bytes were pending, and a first wrong
+    element of poison is that clause's (copied before the producer's stream wrote it)."""
     ext, (code, bits, lanes) = p["ext"], rec["dtype"]
     part = _float_part(code, bits)
     if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
@@ -424,10 +424,13 @@ def check_copy_values(b, rec, p, view, pending=False):
         expect = bytes(((off + j) * 131 + rec["seed"]) & 0xFF for j in range(item))
         have = bytes(got[k * item:(k + 1) * item])
         if not _same_element(have, expect, part, code == 4):
-            if pending and have == bytes([devmem.POISON]) * item:
-                return b.fail("STR-01", "the copy's element %d holds the export's bytes from before the producer's "
-                              "stream wrote them (0x%02x): the consumer copied on a stream it did not name, or "
-                              "passed stream=-1 and did not synchronise" % (k, devmem.POISON))
+            if stale_clause and have == bytes([devmem.POISON]) * item:
+                return b.fail(stale_clause, "the copy's element %d holds the export's bytes from before the producer's "
+                              "stream wrote them (0x%02x): %s" % (k, devmem.POISON, (
+                                  "imported through the exchange table's *_no_sync functions, it did not copy on "
+                                  "current_work_stream's stream" if stale_clause == "XAPI-19" else
+                                  "the consumer copied on a stream it did not name, or passed stream=-1 and did not "
+                                  "synchronise")))
             j = next(j for j in range(item) if have[j] != expect[j])
             return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
                           "%d)" % (k, have[j], j, expect[j], off + j))
@@ -545,10 +548,18 @@ def check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_o
         check_strides(b, export, result)
 
 
-def check_pending_view(b, export, stream):
-    """target_consumer.c's check_pending_view: after stream=-1, a device view of pending bytes
-    read on its own stream (`stream`, 0: the legacy default stream) holds what the device holds
-    once idle (STR-01)."""
+#: target_consumer.c's ORDER_*: how an import of pending device bytes was ordered
+ORDER_NAMED, ORDER_MINUS_ONE, ORDER_TABLE = range(3)
+
+
+def stale_clause(how):
+    return "XAPI-19" if how == ORDER_TABLE else "STR-01"
+
+
+def check_pending_view(b, export, stream, how):
+    """target_consumer.c's check_pending_view: after stream=-1 or through a table, a device view
+    of pending bytes read on its own stream (`stream`, 0: the legacy default stream) holds what
+    the device holds once idle (STR-01, XAPI-19)."""
     ext = export.plan["ext"]
     if ext["status"] != "ok" or ext["zero_size"] or export.deleter_calls > 0:
         return
@@ -563,14 +574,15 @@ def check_pending_view(b, export, stream):
         return
     if on != idle:
         k = next(k for k in range(n) if on[k] != idle[k])
-        b.fail("STR-01", "the import passed stream=-1 (no synchronisation) and its view, read on its stream %d, "
-               "holds byte 0x%02x at +%d where the producer's data, once the device is idle, holds 0x%02x"
-               % (stream, on[k], ext["lo"] + k, idle[k]))
+        b.fail(stale_clause(how), "the import %s and its view, read on its stream %d, holds byte 0x%02x at +%d "
+               "where the producer's data, once the device is idle, holds 0x%02x" % (
+                   "came through the exchange table's *_no_sync functions (current_work_stream names the "
+                   "producer's stream)" if how == ORDER_TABLE else "passed stream=-1 (no synchronisation)",
+                   stream, on[k], ext["lo"] + k, idle[k]))
 
 
-def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, minus_one=False):
-    """check_result: the oracles on an accepted result, while it lives. minus_one: the last
-    __dlpack__ call passed stream=-1."""
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED):
+    """check_result: the oracles on an accepted result, while it lives. how: ORDER_*."""
     p = export.plan
     breach = refusal_clause(rec, p)
     # a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version
@@ -578,8 +590,9 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, minu
         b.fail(*breach)
     addr, view = result_address(result)
     aliases = p["mode"] == "buffer" and addr is not None and 0 <= addr - export.base <= p["size"]
-    if aliases and isinstance(view, CudaView) and export.device is not None and export.device.pending and minus_one:
-        check_pending_view(b, export, view.stream)
+    if aliases and isinstance(view, CudaView) and export.device is not None and export.device.pending \
+            and how != ORDER_NAMED:
+        check_pending_view(b, export, view.stream, how)
     zero_copy = aliases or (addr is None and copy != R.COPY_TRUE and not p["ext"]["zero_size"])
     if zero_copy and not aliases and export.device is not None:  # no host result views device memory
         zero_copy = result_device(result) == rec["device"]
@@ -597,7 +610,8 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, minu
         if view is not None:
             check_view(b, export, view)
     if not aliases and view is not None and addr is not None:  # a copy: it holds the export's elements
-        check_copy_values(b, rec, p, view, export.device is not None and export.device.pending)
+        check_copy_values(b, rec, p, view,
+                          stale_clause(how) if export.device is not None and export.device.pending else None)
     check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack)
     if view is not None:
         view.release()
@@ -665,7 +679,9 @@ def judge(data, from_dlpack, say=None):
         del error
     else:
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
-        check_result(b, rec, copy, export, result, view_only, from_dlpack, log.calls > 0 and log.minus_one)
+        how = (ORDER_MINUS_ONE if log.minus_one else ORDER_NAMED) if log.calls > 0 else \
+            ORDER_TABLE if out.views > 0 or out.handouts > 0 else ORDER_NAMED
+        check_result(b, rec, copy, export, result, view_only, from_dlpack, how)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()

@@ -118,7 +118,8 @@ PENDING_CYCLES_ENV = "DLCONFORM_FUZZ_PENDING_CYCLES"
 
 class _Pending:
     """devmem.c's pend: the producer's non-blocking stream, the event recorded after the latest
-    pending upload, the byte the spin writes, and the spin (dlc_slow_fill where it is C)."""
+    pending upload, the byte the spin writes, the spin (dlc_slow_fill where it is C), and the
+    device staging block the pending copy reads."""
 
     def __init__(self, rt):
         from ..kit import cuda
@@ -129,6 +130,20 @@ class _Pending:
         self.cycles = int(os.environ.get(PENDING_CYCLES_ENV) or 200000)
         self.fill = rt.slow_fill if slow_fill_address(rt) and self.cycles > 0 else None
         self.cuda = cuda
+        self.rt, self.staging, self.staging_n = rt, 0, 0
+
+    def stage(self, data):
+        """devmem.c's staging: data in the staging block (grown as needed), once the stream is
+        idle (an earlier pending copy has read it)."""
+        self.rt.synchronize(self.stream)
+        if len(data) > self.staging_n:
+            if self.staging:
+                self.rt.free(self.staging)
+            self.staging, self.staging_n = 0, 0
+            self.staging = self.rt.malloc(len(data))
+            self.staging_n = len(data)
+        self.rt.copy_to_device(self.staging, data)
+        return self.staging
 
 
 _pending = {}  # per runtime: its _Pending, or None when the runtime could not make one
@@ -149,8 +164,6 @@ class DeviceMemory:
     on the producer's stream behind poison, as devmem.h says; `pending` is then True."""
 
     def __init__(self, host_bytes, pending=False):
-        import ctypes
-
         from ..kit import cuda
 
         self.rt = rt = runtime()
@@ -161,19 +174,28 @@ class DeviceMemory:
         if not self.pending:
             rt.copy_to_device(self.address, host_bytes)
             return
-        self._host = ctypes.create_string_buffer(bytes(host_bytes), n)  # the pending copy reads it
+        stage = pend.stage(bytes(host_bytes))
         rt.copy_to_device(self.address, bytes([POISON]) * (n + 1))
         if pend.fill is not None:
             pend.fill(pend.stream, pend.spin_byte, 1, 0, pend.cycles)
-        rt._call("cudaMemcpyAsync", self.address, self._host, n, cuda.HOST_TO_DEVICE, pend.stream)
+        rt._call("cudaMemcpyAsync", self.address, stage, n, cuda.DEVICE_TO_DEVICE, pend.stream)
         rt.record(pend.event, pend.stream)
 
     def free(self):
         if self.address:
-            if self.pending:  # the pending copy runs before its block and source go
+            if self.pending:  # the pending copy runs before its block goes
                 self.rt.synchronize(_pend(self.rt).stream)
             self.rt.free(self.address)
             self.address = 0
+
+
+def work_stream():
+    """dlc_devmem_work_stream: the producer's own stream once a pending upload made it, else
+    None (what the offered tables' current_work_stream names for CUDA device 0)."""
+    if mode() != "cuda":
+        return None
+    pend = _pending.get(id(runtime()))
+    return pend.stream if pend is not None else None
 
 
 def order(stream, host_copy):

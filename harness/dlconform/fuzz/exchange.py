@@ -97,9 +97,8 @@ class Export:
         if p["mode"] == "buffer":
             self.memory = Memory(p["size"], rec["seed"], p["readonly"])
             self.base = self.memory.address
-            if devmem.backs(rec, p):  # the same bytes on the device (fuzz/devmem.h), pending unless offered
-                self.device = devmem.DeviceMemory(fill_pattern(p["size"], rec["seed"]),
-                                                  pending=R.offer_kind(rec) == 0)
+            if devmem.backs(rec, p):  # the same bytes on the device (fuzz/devmem.h), pending
+                self.device = devmem.DeviceMemory(fill_pattern(p["size"], rec["seed"]), pending=True)
                 self.base = self.device.address
             data = self.base + p["pad"]
         else:
@@ -363,7 +362,9 @@ def _functions(role, null_dltensor=False):
         XAPI.judge(role, "current_work_stream")
         if not out:
             return -1
-        out[0] = None
+        # xapi_offer.c's stream_impl: CUDA device 0 in the CUDA mode names the producer's own
+        # stream, where its exports' bytes are pending (devmem.h); else NULL
+        out[0] = devmem.work_stream() if device_type == R.CUDA and device_id == 0 else None
         return 0
 
     def unsupported(name):
