@@ -96,6 +96,7 @@ class Fuzz:
         self.set_aside = list(self.known)
         self.findings = {}  # key -> finding dict
         self.execs = 0
+        self.round_start = 0  # where the last round's part of the log begins
         self.written = []  # artifacts the last round wrote (its "Test unit written to" lines)
         self.fuzz_seconds = 0.0
 
@@ -153,6 +154,7 @@ class Fuzz:
         if self.a.dict and os.path.exists(self.a.dict):
             cmd.insert(1, "-dict=" + self.a.dict)
         t0 = time.time()
+        self.round_start = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         with open(self.log, "a", encoding="utf-8") as logf:
             logf.write("\n### round: %s\n" % " ".join(cmd))
             logf.flush()
@@ -169,10 +171,11 @@ class Fuzz:
         return rc
 
     def round_log(self):
-        """The log of the last round (its end, when long)."""
-        with open(self.log, encoding="utf-8", errors="replace") as f:
-            tail = f.read()[-200000:]
-        return tail[tail.rfind("### round:"):]
+        """The log of the last round, whole: a library that prints much (a warning per input)
+        can push the round's start, and libFuzzer's final stats, far from the end."""
+        with open(self.log, "rb") as f:
+            f.seek(self.round_start)
+            return f.read().decode("utf-8", errors="replace")
 
     @staticmethod
     def must_refuse(context):
