@@ -231,6 +231,20 @@ def test_a_needless_copy_is_plain_or_ambiguous_by_the_plain_import():
         assert "AssertionError: SEM-01:" in out and ("(ambiguous:" in out.splitlines()[-1]) == ambiguous, out[-600:]
 
 
+def test_a_cuda_library_of_its_own_is_judged_on_stream_order():
+    """The consumer target's CUDA mode leaves each device export's bytes pending on the fuzz
+    producer's stream (fuzz/devmem.h): cudalib (harness/tests/libs, a ctypes CUDA library that
+    copies on a work stream of its own) passes clean; when its work stream does not wait for the
+    stream it named (no_wait), or when it names -1 (minus_one), its copy holds the bytes from
+    before the producer's stream wrote them: STR-01, in the target and the reproducer alike."""
+    libs = os.path.join(V.ROOT, "harness", "tests", "libs")
+    path = os.pathsep.join((os.path.join(V.ROOT, "harness"), V.TESTS, libs))
+    data = _seed("versioned-cuda-2x3-copy")
+    for bug, want in (("", V.NO_FINDING), ("no_wait", "STR-01"), ("minus_one", "STR-01")):
+        got = V.pair("cudalib@cuda", data, PYTHONPATH=path, CUDALIB_CUDART=V.SIM, CUDALIB_BUG=bug)
+        assert got == (want, want), (bug, got)
+
+
 def test_a_library_of_its_own_is_a_producer_target():
     """producer-MODULE for a library with no view maker of dlconform's (producer_views: its
     from_dlpack of a compact export makes the array it exports): viewlib (harness/tests/libs)
