@@ -11,10 +11,13 @@
  *    call (a consumer bug) is counted rather than a use-after-free while the state lives;
  *  - the deleter records the thread, PyGILState_Check() (only when Py_IsInitialized()) and
  *    Py_IsInitialized(); it takes no lock but the state's mutex and runs on any thread;
- *  - capsules use the standard destructor without producer faults (CAP-05..08). */
+ *  - capsules use the standard destructor without producer faults (CAP-05..08);
+ *  - revoke=(address, length): the first deleter call makes those pages of the caller's
+ *    PROT_NONE, so a consumer reading after it faults (a twin of a producer that unmaps). */
 #include "ref.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +50,8 @@ typedef struct forge_state {
   size_t log_len, log_cap;
   forge_rec *recs;
   char *buffer;         /* owned, REF_ALIGN-aligned, or NULL */
+  uintptr_t revoke_at;  /* pages the first deleter call makes inaccessible (revoke=), or 0 */
+  size_t revoke_len;
 } forge_state;
 
 static void state_decref(forge_state *st) {
@@ -80,7 +85,10 @@ static void forge_count(forge_rec *r) {
   }
   if (st->log_len < st->log_cap) st->log[st->log_len++] = e;
   pthread_mutex_unlock(&st->lock);
-  atomic_fetch_add(&st->deleter_calls, 1);
+  /* revoke=: the first call takes the pages away, as a producer that unmaps its memory in
+   * its deleter does (the fuzz consumer target's read-only buffers, fuzz/layout.c) */
+  if (atomic_fetch_add(&st->deleter_calls, 1) == 0 && st->revoke_len)
+    mprotect((void *)st->revoke_at, st->revoke_len, PROT_NONE);
   if (atomic_exchange(&r->deleted, 1) == 0 && r->holds_ref) state_decref(st);
 }
 
@@ -152,17 +160,17 @@ static int parse_pair(PyObject *o, const char *what, long long *a, long long *b)
 static PyObject *Forge_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   static char *kwlist[] = {"dtype", "shape", "strides", "byte_offset", "data", "fill",
                            "buffer_size", "versioned", "version", "flags", "device",
-                           "null_deleter", "ndim", "shape_null", "capsule_name", NULL};
+                           "null_deleter", "ndim", "shape_null", "capsule_name", "revoke", NULL};
   PyObject *dtype_obj = NULL, *shape_obj = NULL, *strides_obj = Py_None, *data_obj = NULL,
            *fill_obj = Py_None, *bsize_obj = Py_None, *version_obj = NULL, *device_obj = NULL,
-           *ndim_obj = Py_None, *name_obj = Py_None;
+           *ndim_obj = Py_None, *name_obj = Py_None, *revoke_obj = Py_None;
   unsigned long long byte_offset = 0, flags = 0;
   int versioned = 1, null_deleter = 0, shape_null = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOKOOOpOKOpOpO:Forge", kwlist,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOKOOOpOKOpOpOO:Forge", kwlist,
                                    &dtype_obj, &shape_obj, &strides_obj, &byte_offset,
                                    &data_obj, &fill_obj, &bsize_obj, &versioned, &version_obj,
                                    &flags, &device_obj, &null_deleter, &ndim_obj, &shape_null,
-                                   &name_obj))
+                                   &name_obj, &revoke_obj))
     return NULL;
   Forge *f = (Forge *)type->tp_alloc(type, 0);
   if (!f) return NULL;
@@ -175,6 +183,14 @@ static PyObject *Forge_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
   atomic_init(&f->st->refs, 1);
   atomic_init(&f->st->deleter_calls, 0);
   pthread_mutex_init(&f->st->lock, NULL);
+  /* revoke: (address, length) of whole pages of the caller's, made PROT_NONE at the first
+   * deleter call; the caller keeps the mapping alive and unmaps it */
+  if (revoke_obj != Py_None) {
+    unsigned long long at = 0, len = 0;
+    if (!PyArg_ParseTuple(revoke_obj, "KK;revoke must be (address, length)", &at, &len)) goto fail;
+    f->st->revoke_at = (uintptr_t)at;
+    f->st->revoke_len = (size_t)len;
+  }
 
   /* dtype: raw (code, bits, lanes), any values, or a name */
   f->dtype = (DLDataType){kDLFloat, 32, 1};

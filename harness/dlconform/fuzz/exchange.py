@@ -73,6 +73,9 @@ class Memory:
         base = C.addressof(self._anchor)
         self.address = base + start
         _protect(base + rounded, page, PROT_NONE)
+        # layout.c unmaps a read-only buffer at the first deleter call (a plain one goes back to
+        # the heap, where only ASan sees a late read): the export's Forge revokes these pages then
+        self.revoke = (base, rounded) if readonly else None
         if readonly:
             _protect(base, rounded, mmap.PROT_READ)
 
@@ -114,6 +117,8 @@ class Export:
                     shape_null=bool(k & R.KIND["shape_null"]), null_deleter=not self.has_deleter)
         if self.used:
             args["capsule_name"] = "used_dltensor_versioned" if self.versioned else "used_dltensor"
+        if self.memory is not None and self.memory.revoke is not None and self.device is None:
+            args["revoke"] = self.memory.revoke
         self.forge = _ref.Forge(**args)
         self.destructor_deleted = False
 
