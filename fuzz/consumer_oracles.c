@@ -39,6 +39,16 @@ static int keyword_error_pending(void) {
 void dlc_check_calls(const dlc_record *r, int copy, const dlc_producer_log *log, int refused,
                      int must_refuse) {
   if (log->stream_clause != NULL) dlc_oracle_fail(log->stream_clause, "%s", log->stream_msg);
+  /* STR-07 (STR-01: the consumer passes the stream it will use): inside a side-stream context
+   * of its library a consumer's current stream is that stream, and an int it names for a CUDA
+   * export must be its handle. -1 (no synchronisation) and a host copy (None, STR-12) are other
+   * rules'; None and 0 were judged above (STR-14, STR-08) */
+  if (log->side != 0 && r->device_type == kDLCUDA && log->calls > 0 && log->named_int &&
+      !log->named_host && log->named != -1 && log->named != 0 &&
+      (uintptr_t)log->named != log->side)
+    dlc_oracle_fail("STR-07", "inside a side-stream context of its library (stream %llu) the "
+                    "consumer named stream %lld to __dlpack__", (unsigned long long)log->side,
+                    log->named);
   if (refused && log->refused_kw > 0 && log->calls == log->refused_kw &&
       PyErr_ExceptionMatches(PyExc_TypeError))
     dlc_oracle_fail("VER-06", "an old producer's __dlpack__ raised TypeError for new keywords "

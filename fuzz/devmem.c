@@ -96,6 +96,53 @@ PyObject *dlc_devmem_init(const char *consumer) {
   return entry;
 }
 
+/* The side-stream context's factory (a callable giving a new context manager) and its
+ * stream, or NULL. */
+static PyObject *side_factory;
+static uintptr_t side_stream;
+
+void dlc_devmem_side_init(const char *consumer) {
+  if (rt.Malloc == NULL) return;
+  PyObject *mod = PyImport_ImportModule("dlconform.fuzz.devmem");
+  PyObject *got = mod ? PyObject_CallMethod(mod, "side_stream", "s", consumer) : NULL;
+  Py_XDECREF(mod);
+  if (got != NULL && PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2) {
+    side_stream = (uintptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(got, 1));
+    if (!PyErr_Occurred()) side_factory = Py_NewRef(PyTuple_GET_ITEM(got, 0));
+  }
+  if (PyErr_Occurred()) {
+    fprintf(stderr, "dlconform-fuzz: no side-stream context for %s: ", consumer);
+    PyErr_Print();
+  }
+  Py_XDECREF(got);
+}
+
+PyObject *dlc_devmem_side_enter(uintptr_t *stream) {
+  *stream = 0;
+  if (side_factory == NULL) return NULL;
+  PyObject *ctx = PyObject_CallNoArgs(side_factory);
+  PyObject *entered = ctx ? PyObject_CallMethod(ctx, "__enter__", NULL) : NULL;
+  if (entered == NULL) {
+    PyErr_Clear();
+    Py_XDECREF(ctx);
+    return NULL;
+  }
+  Py_DECREF(entered);
+  *stream = side_stream;
+  return ctx;
+}
+
+void dlc_devmem_side_exit(PyObject *ctx) {
+  if (ctx == NULL) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject *r = PyObject_CallMethod(ctx, "__exit__", "OOO", Py_None, Py_None, Py_None);
+  if (r == NULL) PyErr_Clear();
+  Py_XDECREF(r);
+  Py_DECREF(ctx);
+  PyErr_Restore(type, value, tb);
+}
+
 int dlc_devmem_active(void) { return rt.Malloc != NULL; }
 
 int dlc_devmem_backs(const dlc_record *r, const dlc_plan *p) {

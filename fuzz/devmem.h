@@ -34,6 +34,20 @@
  * cannot run. */
 PyObject *dlc_devmem_init(const char *consumer);
 
+/* Once, from the consumer target's initialisation, in the CUDA mode: the side-stream context
+ * of the consumer's library that DLC_KW_SIDE_STREAM runs from_dlpack in
+ * (dlconform.fuzz.devmem.side_stream: ref, pyref, torch, cupy; none for another library). A
+ * failure is the harness's: one line, and the bit is ignored. */
+void dlc_devmem_side_init(const char *consumer);
+
+/* Enters a new side-stream context: the context (a new reference, for dlc_devmem_side_exit)
+ * with *stream its DLPack int, or NULL (no context for this consumer, or entering failed: its
+ * error cleared) with *stream 0. */
+PyObject *dlc_devmem_side_enter(uintptr_t *stream);
+
+/* Leaves the context, keeping the exception set (the import's refusal) as it was. */
+void dlc_devmem_side_exit(PyObject *ctx);
+
 /* 1 when the CUDA mode is on. */
 int dlc_devmem_active(void);
 

@@ -148,11 +148,15 @@ int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result
   if (r->kw & DLC_KW_OLD_PRODUCER) dlc_producer_set_old(producer);
   if (r->kw & DLC_KW_STRICT_PRODUCER) dlc_producer_set_strict(producer);
   if (f->device != NULL && f->pending) dlc_producer_set_order(producer, dlc_devmem_order);
+  uintptr_t side = 0; /* DLC_KW_SIDE_STREAM: inside the library's side-stream context */
+  PyObject *ctx = (r->kw & DLC_KW_SIDE_STREAM) ? dlc_devmem_side_enter(&side) : NULL;
   dlc_xapi_begin(r); /* the offer's tables judge and count calls from here (xapi_offer.h) */
   *result = dlc_call_consumer(producer, copy, (r->kw & DLC_KW_DL_DEVICE) != 0,
                               r->kw_dev_type, r->kw_dev_id);
   dlc_xapi_end();
+  dlc_devmem_side_exit(ctx);
   *log = *dlc_producer_log_of(producer);
+  log->side = side;
   Py_DECREF(producer);
   return 0;
 }

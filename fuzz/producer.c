@@ -87,6 +87,13 @@ static void log_call(Producer *self, PyObject *kwargs) {
                                              : DLC_FWD_TRUE;
   log->minus_one = stream != NULL && PyLong_Check(stream) && PyLong_AsLong(stream) == -1;
   if (PyErr_Occurred()) PyErr_Clear();
+  log->named_int = stream != NULL && PyLong_Check(stream) && !PyBool_Check(stream);
+  log->named = log->named_int ? PyLong_AsLongLong(stream) : 0;
+  if (PyErr_Occurred()) { /* past long long: no handle of this process */
+    PyErr_Clear();
+    log->named = -2;
+  }
+  log->named_host = dl_device != NULL && is_cpu_device(dl_device);
   log->max_major = -1;
   if (mv != NULL && PyTuple_Check(mv) && PyTuple_GET_SIZE(mv) >= 1) {
     log->max_major = PyLong_AsLong(PyTuple_GET_ITEM(mv, 0));
@@ -116,7 +123,8 @@ static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwar
     }
   }
   if (kwargs != NULL) log_call(self, kwargs);
-  else self->log.max_major = -1, self->log.minus_one = 0;
+  else self->log.max_major = -1, self->log.minus_one = 0, self->log.named_int = 0,
+       self->log.named_host = 0;
   if (self->strict && kwargs != NULL) {
     /* DEV-05: a producer that cannot export to the requested device raises BufferError */
     PyObject *dl_device = PyDict_GetItem(kwargs, k_dl_device); /* borrowed */

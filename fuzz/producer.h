@@ -35,6 +35,11 @@ typedef struct {
   int cpu_ask_unguarded;  /* some call passed dl_device=(1, 0) without copy=False: the
                              producer may copy (CPY-07 when the consumer was told copy=False) */
   int minus_one;          /* the last call passed stream=-1: no synchronisation (STR-03) */
+  int named_int;          /* the last call passed an int stream (not a bool), held in named */
+  long long named;
+  int named_host;         /* the last call asked for dl_device=(kDLCPU, 0) */
+  uintptr_t side;         /* set by dlc_exchange: the stream current inside the side-stream
+                             context the call ran in (DLC_KW_SIDE_STREAM), 0 for none */
 } dlc_producer_log;
 
 /* What a producer over pending device memory does per __dlpack__ call (devmem.h's

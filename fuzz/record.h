@@ -42,6 +42,9 @@
                                      TypeError for other keywords (VER-06) */
 #define DLC_KW_STRICT_PRODUCER 0x20u /* the producer raises BufferError for a dl_device other
                                        than its own (DEV-05), rather than ignoring it */
+#define DLC_KW_SIDE_STREAM 0x40u /* consumer target, CUDA mode: from_dlpack runs inside a side
+                                   stream context of the consumer's library, where dlconform
+                                   knows one (devmem.h); ignored elsewhere */
 #define DLC_KW_PASSED 0x0fu       /* the bits that pass a keyword */
 
 /* Byte 67, "offer": the DLPackExchangeAPI the producer offers as __dlpack_c_exchange_api__
@@ -72,7 +75,7 @@ typedef struct {
   int8_t ndim;        /* DLTensor.ndim, -128..127 */
   uint8_t code;       /* DLDataType.code */
   uint8_t bits;       /* DLDataType.bits */
-  uint8_t kw;         /* DLC_KW_* bits; bits 6..7 reserved and kept */
+  uint8_t kw;         /* DLC_KW_* bits; bit 7 reserved and kept */
   uint16_t lanes;     /* DLDataType.lanes */
   int32_t device_type;
   int32_t device_id;

@@ -89,6 +89,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   dlc_pyhost_init();
   PyObject *entry = dlc_devmem_init(dlc_py.consumer); /* the CUDA mode's import, or NULL */
   if (entry != NULL) Py_SETREF(dlc_py.from_dlpack, entry);
+  dlc_devmem_side_init(dlc_py.consumer);
   if (dlc_producer_type_init() != 0 || dlc_xapi_offer_init() != 0) {
     PyErr_Print();
     abort();

@@ -44,6 +44,8 @@ int main(int argc, char **argv) {
 
   base(&r, 2, s23, 2, 32);
   emit("legacy-float32-2x3", &r);
+  r.kind = DLC_REC_DELETER_NULL; /* OWN-01: a consumer must not call a NULL deleter */
+  emit("legacy-float32-2x3-null-deleter", &r);
 
   base(&r, 1, s4, 0, 64);
   r.kind = DLC_REC_STRIDES_NULL;
@@ -133,6 +135,8 @@ int main(int argc, char **argv) {
   r.kw = DLC_KW_MAX_VERSION | DLC_KW_STREAM, r.kw_max_major = 1, r.kw_max_minor = 3;
   r.kw_stream_kind = DLC_STREAM_INT, r.kw_stream = 7;
   emit("versioned-max-version-stream-handle", &r);
+  r.kw_stream = 0; /* STR-08: 0 is ambiguous on CUDA, a producer should refuse it */
+  emit("versioned-max-version-stream-zero", &r);
 
   base(&r, 1, s4, 2, 32);
   r.kw = DLC_KW_OLD_PRODUCER; /* an old producer: __dlpack__(stream) only (VER-06) */
@@ -166,5 +170,17 @@ int main(int argc, char **argv) {
   base(&r, 2, s23, 2, 32);
   r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.offer = DLC_OFFER_TYPE;
   emit("versioned-cuda-offer-type", &r);
+  /* the consumer target's CUDA mode: from_dlpack(copy=True) inside a side-stream context of the
+   * consumer's library (STR-07: it names that stream; STR-01: it copies there) */
+  base(&r, 2, s23, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.kw = DLC_KW_COPY | DLC_KW_SIDE_STREAM, r.kw_copy = DLC_COPY_TRUE;
+  emit("versioned-cuda-2x3-copy-side-stream", &r);
+  /* the consumer target's CUDA mode: a device export whose first element sits past data
+   * (LAY-03 on the device) */
+  base(&r, 2, s23, 2, 32);
+  r.device_type = 2, r.kind = DLC_REC_VERSIONED, r.version_major = 1, r.version_minor = 3;
+  r.byte_offset = 8;
+  emit("versioned-cuda-2x3-offset", &r);
   return 0;
 }

@@ -147,6 +147,10 @@ def check_calls(b, rec, copy, log, error, refused, must_refuse):
     """dlc_check_calls."""
     if log.stream_clause is not None:
         b.fail(log.stream_clause, log.stream_msg)
+    if (log.side and rec["device"][0] == R.CUDA and log.calls > 0 and log.named_int and not log.named_host
+            and log.named not in (-1, 0) and log.named % (1 << 64) != log.side):
+        b.fail("STR-07", "inside a side-stream context of its library (stream %d) the consumer named stream %d to "
+               "__dlpack__" % (log.side, log.named))
     if refused and log.refused_kw > 0 and log.calls == log.refused_kw and isinstance(error, TypeError):
         b.fail("VER-06", "an old producer's __dlpack__ raised TypeError for new keywords %d time(s), and the "
                          "consumer never retried without them" % log.refused_kw)

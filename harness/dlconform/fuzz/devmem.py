@@ -105,6 +105,48 @@ def slow_fill_address(rt):
     return ctypes.cast(fn, ctypes.c_void_p).value if isinstance(fn, ctypes._CFuncPtr) else 0
 
 
+class _RefStream:
+    """ref's side-stream context: cuda_set_stream(handle) for the block, the stream before it
+    set back after."""
+
+    def __init__(self, ref, handle):
+        self.ref, self.handle, self.before = ref, handle, None
+
+    def __enter__(self):
+        self.before = self.ref.cuda_set_stream(self.handle)
+        return self.handle
+
+    def __exit__(self, *exc):
+        self.ref.cuda_set_stream(self.before)
+        return False
+
+
+def side_stream(consumer):
+    """(a callable giving a new context manager that makes a non-blocking stream the consumer
+    library's current one, that stream's DLPack int), made once, for DLC_KW_SIDE_STREAM
+    (fuzz/devmem.h); None for a library whose stream context dlconform does not know. ref:
+    cuda_set_stream; dlconform.pyref: cuda_stream; torch: torch.cuda.stream; cupy: its Stream."""
+    import importlib
+
+    if consumer == "ref":
+        ref = importlib.import_module("dlconform._ref")
+        handle = runtime().stream().handle
+        return (lambda: _RefStream(ref, handle)), handle
+    if consumer == "dlconform.pyref":
+        pyref = importlib.import_module("dlconform.pyref")
+        handle = runtime().stream().handle
+        return (lambda: pyref.cuda_stream(handle)), handle
+    if consumer == "torch":
+        torch = importlib.import_module("torch")
+        s = torch.cuda.Stream()
+        return (lambda: torch.cuda.stream(s)), s.cuda_stream
+    if consumer == "cupy":
+        cupy = importlib.import_module("cupy")
+        s = cupy.cuda.Stream(non_blocking=True)
+        return (lambda: s), s.ptr
+    return None
+
+
 def backs(rec, p):
     """dlc_devmem_backs: whether the mode puts this record's buffer in device memory."""
     return mode() == "cuda" and rec["device"] == (R.CUDA, 0) and p["mode"] == "buffer"

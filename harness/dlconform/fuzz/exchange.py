@@ -21,6 +21,7 @@ Where the twin differs from the C target:
 - A deleter called with a foreign pointer is not detected.
 """
 import ctypes as C
+import os
 import mmap
 
 from . import devmem
@@ -168,6 +169,9 @@ class Log:
         self.copy_forwarded = FWD_ABSENT  # copy= of the first call that passed it
         self.cpu_ask_unguarded = False  # some call passed dl_device=(1, 0) without copy=False
         self.minus_one = False  # the last call passed stream=-1 (STR-03)
+        self.named_int, self.named = False, 0  # the last call's stream, where it was an int
+        self.named_host = False  # the last call asked for dl_device=(1, 0)
+        self.side = 0  # set by exchange(): the stream of the side-stream context it ran in
         self.kwargs = []  # every call's keywords, for the reproducer's output
 
     def copy(self):
@@ -260,6 +264,9 @@ class Producer:
             log.copy_forwarded = FWD_NONE if c is None else FWD_FALSE if c is False else FWD_TRUE
         stream = kw.get("stream")
         log.minus_one = isinstance(stream, int) and stream == -1
+        log.named_int = isinstance(stream, int) and not isinstance(stream, bool)
+        log.named = (int(stream) if -(1 << 63) <= stream < 1 << 63 else -2) if log.named_int else 0
+        log.named_host = _is_cpu_device(kw.get("dl_device"))
         log.max_major = -1
         mv = kw.get("max_version")
         if isinstance(mv, tuple) and len(mv) >= 1:
@@ -442,6 +449,31 @@ def producer_for(rec, capsule, export=None):
     return p
 
 
+_side = {}  # per consumer module: devmem.side_stream's answer
+
+
+def _side_enter(rec):
+    """dlc_devmem_side_enter for a record with kw side_stream in the CUDA mode: (the entered
+    context, its stream), or (None, 0)."""
+    if not rec["kw"] & R.KW["side_stream"] or devmem.mode() != "cuda":
+        return None, 0
+    consumer = os.environ.get("DLCONFORM_FUZZ_CONSUMER", "numpy")
+    if consumer not in _side:
+        try:
+            _side[consumer] = devmem.side_stream(consumer)
+        except Exception:  # the C target says so once and ignores the bit
+            _side[consumer] = None
+    if _side[consumer] is None:
+        return None, 0
+    factory, stream = _side[consumer]
+    try:
+        ctx = factory()
+        ctx.__enter__()
+    except Exception:
+        return None, 0
+    return ctx, stream
+
+
 def pending_order(export):
     """devmem.order for a producer of export when its device bytes are pending, else None."""
     return devmem.order if export is not None and export.device is not None and export.device.pending else None
@@ -475,6 +507,9 @@ def exchange(export, rec, copy, from_dlpack, breaches, say=None):
             say("in flight: dltensor_from_py_object_no_sync is NULL, so a SIGSEGV before from_dlpack "
                 "returns is XAPI-11")
     out = Outcome()
+    ctx, side = _side_enter(rec)
+    if say is not None and ctx is not None:
+        say("inside: the consumer library's side-stream context (stream %d)" % side)
     XAPI.begin(rec["offer"], breaches)
     try:
         out.result, out.error = from_dlpack(producer, **kwargs), None
@@ -482,7 +517,10 @@ def exchange(export, rec, copy, from_dlpack, breaches, say=None):
         out.result, out.error = None, e
         _forget_frames(e)
     XAPI.end()
+    if ctx is not None:
+        ctx.__exit__(None, None, None)
     out.log = producer.log.copy()
+    out.log.side = side
     out.calls, out.handouts, out.views, out.called = XAPI.calls, XAPI.handouts, XAPI.views, list(XAPI.called)
     out.silent_failures = XAPI.silent_failures
     del producer

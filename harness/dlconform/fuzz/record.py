@@ -13,7 +13,7 @@ HEAD = struct.Struct("<BBbBBBHiiIIQQiiiiqBBBB")
 KIND = {"versioned": 0x01, "strides_null": 0x02, "shape_null": 0x04, "deleter_null": 0x08,
         "data_null": 0x10, "dangling": 0x20, "used": 0x40}
 KW = {"max_version": 0x01, "copy": 0x02, "dl_device": 0x04, "stream": 0x08, "old_producer": 0x10,
-      "strict_producer": 0x20}
+      "strict_producer": 0x20, "side_stream": 0x40}
 KW_PASSED = 0x0F
 # byte 67 (DLC_OFFER_*): the kind in bits 0..2, bit 3 the major-0 variant of "major"
 OFFERS = ("none", "type", "instance", "major", "null_dltensor", "chained", "shadowed", "minor")

@@ -24,6 +24,7 @@ CONSUMERS = {"numpy": ("import numpy", "numpy.from_dlpack"),
 DEVICE_LINES = """\
 import os
 os.environ[{env!r}] = {device!r}  # the CUDA mode (fuzz/devmem.h): a CUDA runtime and device, or DLCONFORM_CUDART
+os.environ['DLCONFORM_FUZZ_CONSUMER'] = {consumer!r}  # whose side-stream context kw bit 6 enters
 from dlconform.fuzz import devmem"""
 
 
@@ -36,7 +37,7 @@ def consumer_lines(target):
     else:
         imp, call = "import importlib\nconsumer = importlib.import_module(%r)" % consumer, "consumer.from_dlpack"
     if device:
-        imp = DEVICE_LINES.format(env=devmem.ENV, device=device) + "\n" + imp
+        imp = DEVICE_LINES.format(env=devmem.ENV, device=device, consumer=consumer) + "\n" + imp
         call = "(devmem.consumer_entry(%r) or %s)" % (consumer, call)
     return imp, call
 
