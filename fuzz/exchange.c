@@ -157,6 +157,8 @@ int dlc_exchange(dlc_forged *f, const dlc_record *r, int copy, PyObject **result
   dlc_devmem_side_exit(ctx);
   *log = *dlc_producer_log_of(producer);
   log->side = side;
+  /* the producer still holds the capsule it handed out: its name is the consumer's doing */
+  log->unrenamed = log->calls > 0 && dlc_forged_capsule_unconsumed(dlc_producer_capsule(producer));
   Py_DECREF(producer);
   return 0;
 }

@@ -112,6 +112,12 @@ PyObject *dlc_forged_capsule(dlc_forged *f) {
   return PyCapsule_New(&f->legacy, f->used ? kUsedLegacyName : kLegacyName, capsule_destructor);
 }
 
+int dlc_forged_capsule_unconsumed(PyObject *capsule) {
+  const char *name = capsule ? PyCapsule_GetName(capsule) : NULL;
+  if (name == NULL) PyErr_Clear();
+  return name != NULL && (name_is(name, kLegacyName) || name_is(name, kVersionedName));
+}
+
 DLTensor dlc_forged_tensor(const dlc_forged *f, const dlc_record *r) {
   DLTensor t = f->mem.t;
   if (t.shape != NULL) t.shape = (int64_t *)r->shape;

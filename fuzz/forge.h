@@ -49,6 +49,10 @@ dlc_forged *dlc_forged_new_plan(const dlc_record *r, const dlc_plan *plan);
  * prefix when the record asks for an already consumed capsule). */
 PyObject *dlc_forged_capsule(dlc_forged *f);
 
+/* 1 when capsule (one of dlc_forged_capsule's) still has its unconsumed name: no consumer
+ * renamed it used_* (CAP-03). */
+int dlc_forged_capsule_unconsumed(PyObject *capsule);
+
 /* The exported DLTensor with shape and strides read from r, the record f was made from. The
  * first deleter call frees f's own arrays; r's live as long as the caller's record, so an
  * oracle that goes on after an early deleter call (a breach set aside) still reads them. */

@@ -40,6 +40,8 @@ typedef struct {
   int named_host;         /* the last call asked for dl_device=(kDLCPU, 0) */
   uintptr_t side;         /* set by dlc_exchange: the stream current inside the side-stream
                              context the call ran in (DLC_KW_SIDE_STREAM), 0 for none */
+  int unrenamed;          /* set by dlc_exchange: __dlpack__ handed out the capsule and it
+                             still has its unconsumed name after from_dlpack (CAP-03) */
 } dlc_producer_log;
 
 /* What a producer over pending device memory does per __dlpack__ call (devmem.h's

@@ -10,8 +10,10 @@
  *     RuntimeError, AssertionError ...). DLCONFORM_FUZZ_ALLOW_EXC adds classes.
  *   - OWN-03: the deleter ran while a zero-copy result is alive, ran more than once, ran
  *     with a foreign pointer, or had not run once the result (or the refusal) was dropped.
- *   - CAP-03: the capsule died unconsumed (its destructor called the deleter) while the
- *     zero-copy result is alive: the consumer kept the memory without taking ownership.
+ *   - CAP-03: an accepted import left the capsule __dlpack__ handed out unrenamed (the producer
+ *     still holds it, so its name is read without changing its lifetime), or the capsule died
+ *     unconsumed (its destructor called the deleter) while the zero-copy result is alive: the
+ *     consumer kept the memory without taking ownership.
  *   - LAY-09 / LAY-10 / VER-09 / VER-08 / LAY-01: the consumer accepted what it must refuse:
  *     an invalid extent, an overflowing one, a dtype or device type unknown to DLPack 1.3, a
  *     major version other than 1, NULL data for a non-empty tensor.
@@ -296,15 +298,22 @@ static void check_pending_view(const dlc_forged *f, int how) {
 
 /* Oracles on an accepted result, while it is alive. view_only: the consumer got the tensor
  * only as a dltensor_from_py_object_no_sync view (no __dlpack__ call, no owning hand-out).
- * how: ORDER_*, how the import was ordered after pending device bytes. */
+ * how: ORDER_*, how the import was ordered after pending device bytes. unrenamed: the capsule
+ * __dlpack__ handed out still has its unconsumed name. */
 static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result,
-                         int view_only, int how) {
+                         int view_only, int how, int unrenamed) {
   char msg[160];
   const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
   /* a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version, so
    * VER-08 judges only a DLManagedTensorVersioned the consumer received (capsule, hand-out) */
   if (breach && !(view_only && strcmp(breach, "VER-08") == 0))
     dlc_oracle_fail(breach, "%s", msg);
+  /* CAP-03: a consumer takes ownership by renaming the capsule; one that imported without it
+   * leaves the producer's destructor to delete under it (seen below when the result views
+   * the memory) or, with a NULL deleter, nothing that would show it but the name */
+  if (unrenamed && !f->used)
+    dlc_oracle_fail("CAP-03", "the consumer imported the tensor but left its capsule named %s",
+                    f->versioned ? "dltensor_versioned" : "dltensor");
   const dlc_plan *p = &f->mem.plan;
   Py_buffer view;
   int have_view;
@@ -472,7 +481,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int how = log.calls > 0 ? (log.minus_one ? ORDER_MINUS_ONE : ORDER_NAMED)
               : x->views > 0 || x->handouts > 0 ? ORDER_TABLE
                                                 : ORDER_NAMED;
-    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how);
+    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how,
+                 log.unrenamed);
     Py_DECREF(result);
   }
   if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();

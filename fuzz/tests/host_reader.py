@@ -1,5 +1,6 @@
 """A test consumer for test_fuzz_py.py: it takes any export's data for host memory, as a CPU
-library that never asks __dlpack_device__ would, and returns a copy of its first byte. Over
+library that never asks __dlpack_device__ would, and returns a copy of its first byte (taking
+the capsule: renamed used_*, its deleter called once, CAP-03, OWN-03). Over
 the CUDA mode's device memory (fuzz/devmem.h) that read faults, as it would on a GPU."""
 import ctypes
 
@@ -10,6 +11,14 @@ _name.restype, _name.argtypes = ctypes.c_char_p, (ctypes.py_object,)
 # DLTensor.data: first in DLManagedTensor; after version, manager_ctx, deleter and flags (32
 # bytes) in DLManagedTensorVersioned
 DATA_AT = {b"dltensor": 0, b"dltensor_versioned": 32}
+# the deleter: after DLTensor (48 bytes) and manager_ctx in DLManagedTensor, after version and
+# manager_ctx in DLManagedTensorVersioned
+DELETER_AT = {b"dltensor": 56, b"dltensor_versioned": 16}
+# the names it renames the capsule to once it took the tensor (CAP-03); module constants, so
+# the names outlive every capsule (CAP-09)
+USED = {b"dltensor": b"used_dltensor", b"dltensor_versioned": b"used_dltensor_versioned"}
+_set_name = ctypes.pythonapi.PyCapsule_SetName
+_set_name.restype, _set_name.argtypes = ctypes.c_int, (ctypes.py_object, ctypes.c_char_p)
 
 
 def from_dlpack(x, *, device=None, copy=None):
@@ -20,4 +29,10 @@ def from_dlpack(x, *, device=None, copy=None):
     data = ctypes.c_void_p.from_address(_get(capsule, name) + DATA_AT[name]).value
     if not data:
         raise BufferError("NULL data")
-    return bytearray(ctypes.string_at(data, 1))
+    got = bytearray(ctypes.string_at(data, 1))
+    _set_name(capsule, USED[name])  # taken (CAP-03): the consumer deletes the tensor, once (OWN-03)
+    managed = _get(capsule, USED[name])
+    deleter = ctypes.c_void_p.from_address(managed + DELETER_AT[name]).value
+    if deleter:
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(deleter)(managed)
+    return got

@@ -585,13 +585,17 @@ def check_pending_view(b, export, stream, how):
                    stream, on[k], ext["lo"] + k, idle[k]))
 
 
-def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED):
-    """check_result: the oracles on an accepted result, while it lives. how: ORDER_*."""
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED, unrenamed=False):
+    """check_result: the oracles on an accepted result, while it lives. how: ORDER_*.
+    unrenamed: the capsule __dlpack__ handed out still has its unconsumed name."""
     p = export.plan
     breach = refusal_clause(rec, p)
     # a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version
     if breach and not (view_only and breach[0] == "VER-08"):
         b.fail(*breach)
+    if unrenamed and not export.used:
+        b.fail("CAP-03", "the consumer imported the tensor but left its capsule named %s"
+               % ("dltensor_versioned" if export.versioned else "dltensor"))
     addr, view = result_address(result)
     aliases = p["mode"] == "buffer" and addr is not None and 0 <= addr - export.base <= p["size"]
     if aliases and isinstance(view, CudaView) and export.device is not None and export.device.pending \
@@ -685,7 +689,7 @@ def judge(data, from_dlpack, say=None):
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
         how = (ORDER_MINUS_ONE if log.minus_one else ORDER_NAMED) if log.calls > 0 else \
             ORDER_TABLE if out.views > 0 or out.handouts > 0 else ORDER_NAMED
-        check_result(b, rec, copy, export, result, view_only, from_dlpack, how)
+        check_result(b, rec, copy, export, result, view_only, from_dlpack, how, out.unrenamed)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()

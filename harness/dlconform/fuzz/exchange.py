@@ -520,6 +520,8 @@ def exchange(export, rec, copy, from_dlpack, breaches, say=None):
     if ctx is not None:
         ctx.__exit__(None, None, None)
     out.log = producer.log.copy()
+    # dlc_exchange: the name of the capsule the producer handed out, still held by it (CAP-03)
+    out.unrenamed = out.log.calls > 0 and _py.PyCapsule_GetName(id(producer._capsule)) in UNCONSUMED
     out.log.side = side
     out.calls, out.handouts, out.views, out.called = XAPI.calls, XAPI.handouts, XAPI.views, list(XAPI.called)
     out.silent_failures = XAPI.silent_failures
