@@ -56,7 +56,7 @@ static int poisoned(const uint8_t *have, Py_ssize_t n) {
 }
 
 void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream, const char *stale_clause) {
+                           uintptr_t stream, const char *stale_clause, const char *stale_why) {
   const dlc_extent *e = &p->ext;
   if (p->mode != DLC_DATA_BUFFER || e->status != DLC_EXTENT_OK || e->zero_size ||
       e->numel > DLC_COPY_CHECK_MAX || r->lanes != 1 || (r->kind & DLC_REC_SHAPE_NULL) ||
@@ -99,12 +99,7 @@ void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buff
       if (stale_clause != NULL && poisoned(have, item))
         return dlc_oracle_fail(stale_clause, "the copy's element %llu holds the export's bytes "
                                "from before the producer's stream wrote them (0x%02x): %s",
-                               (unsigned long long)k, DLC_DEVMEM_POISON,
-                               strcmp(stale_clause, "XAPI-19") == 0
-                                   ? "imported through the exchange table's *_no_sync functions, "
-                                     "it did not copy on current_work_stream's stream"
-                                   : "the consumer copied on a stream it did not name, or passed "
-                                     "stream=-1 and did not synchronise");
+                               (unsigned long long)k, DLC_DEVMEM_POISON, stale_why);
       Py_ssize_t j = 0;
       while (have[j] == expect[j]) ++j;
       return dlc_oracle_fail("LAY-11", "the copy's element %llu holds byte %u at %lld, the export's "

@@ -36,9 +36,10 @@
 
 /* LAY-11 through dlc_oracle_fail when the copy viewed by v holds other elements than the export
  * of r (planned p); stale_clause for poison when the export's bytes were pending (STR-01, or
- * XAPI-19 for an import through an exchange table), NULL when they were not. on_device: v's
- * buf is a device address, read after `stream` (0: none). */
+ * XAPI-19 for an import through an exchange table), NULL when they were not, with stale_why
+ * saying how the consumer ordered its copy. on_device: v's buf is a device address, read after
+ * `stream` (0: none). */
 void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream, const char *stale_clause);
+                           uintptr_t stream, const char *stale_clause, const char *stale_why);
 
 #endif /* DLCONFORM_FUZZ_COPY_VALUES_H */

@@ -259,6 +259,22 @@ enum { ORDER_NAMED, ORDER_MINUS_ONE, ORDER_TABLE };
  * table. */
 static const char *stale_clause(int how) { return how == ORDER_TABLE ? "XAPI-19" : "STR-01"; }
 
+/* How the consumer ordered a copy found stale, in words, into buf. */
+static const char *stale_why(int how, const dlc_producer_log *log, char *buf, size_t n) {
+  if (how == ORDER_TABLE)
+    return "imported through the exchange table's *_no_sync functions, it did not copy on the "
+           "stream current_work_stream names";
+  if (how == ORDER_MINUS_ONE)
+    return "the consumer passed stream=-1 (no synchronisation) and did not synchronise itself";
+  if (log->named_int)
+    snprintf(buf, n, "the consumer named stream %lld to __dlpack__, which the producer made wait, "
+             "and copied on another", log->named);
+  else
+    snprintf(buf, n, "the consumer named no stream to __dlpack__ (the legacy default stream, "
+             "which the producer made wait) and copied on another");
+  return buf;
+}
+
 /* STR-01 / XAPI-19 on a device view of pending data imported with stream=-1 or through an
  * exchange table: ordering its reads was the consumer's own to do. What it reads on the stream
  * its view names (CUDA array interface v3; none: the legacy default stream) must then be the
@@ -298,10 +314,11 @@ static void check_pending_view(const dlc_forged *f, int how) {
 
 /* Oracles on an accepted result, while it is alive. view_only: the consumer got the tensor
  * only as a dltensor_from_py_object_no_sync view (no __dlpack__ call, no owning hand-out).
- * how: ORDER_*, how the import was ordered after pending device bytes. unrenamed: the capsule
- * __dlpack__ handed out still has its unconsumed name. */
+ * how: ORDER_*, how the import was ordered after pending device bytes, and why, the same in
+ * words (stale_why). unrenamed: the capsule __dlpack__ handed out still has its unconsumed
+ * name. */
 static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result,
-                         int view_only, int how, int unrenamed) {
+                         int view_only, int how, int unrenamed, const char *why) {
   char msg[160];
   const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
   /* a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version, so
@@ -355,7 +372,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   }
   if (!aliases && have_view && addr != NULL) /* a copy: it holds the export's elements */
     dlc_check_copy_values(r, p, &view, have_view == 2, have_view == 2 ? dlc_cai_stream : 0,
-                          f->device != NULL && f->pending ? stale_clause(how) : NULL);
+                          f->device != NULL && f->pending ? stale_clause(how) : NULL, why);
   dlc_check_result_extra(r, copy, f, result, have_view == 1 ? &view : NULL, have_view != 0,
                          aliases, addr, view_only);
   if (have_view == 1) PyBuffer_Release(&view);
@@ -481,8 +498,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int how = log.calls > 0 ? (log.minus_one ? ORDER_MINUS_ONE : ORDER_NAMED)
               : x->views > 0 || x->handouts > 0 ? ORDER_TABLE
                                                 : ORDER_NAMED;
+    char why[160];
     check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how,
-                 log.unrenamed);
+                 log.unrenamed,
+                 f->device != NULL && f->pending ? stale_why(how, &log, why, sizeof why) : "");
     Py_DECREF(result);
   }
   if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();

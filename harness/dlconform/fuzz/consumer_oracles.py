@@ -388,12 +388,13 @@ def _same_element(have, expect, part, bfloat):
     return True
 
 
-def check_copy_values(b, rec, p, view, stale_clause=None):
+def check_copy_values(b, rec, p, view, stale_clause=None, stale_why=""):
     """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
     size, of an integer or IEEE float dtype and at most COPY_CHECK_MAX elements, holds the
     export's elements, a NaN part for a NaN part (LAY-11); the export's bytes follow from the
     fill pattern. stale_clause: the export's device bytes were pending, and a first wrong
-    element of poison is that clause's (copied before the producer's stream wrote it)."""
+    element of poison is that clause's (copied before the producer's stream wrote it), with
+    stale_why saying how the consumer ordered its copy."""
     ext, (code, bits, lanes) = p["ext"], rec["dtype"]
     part = _float_part(code, bits)
     if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
@@ -430,11 +431,7 @@ def check_copy_values(b, rec, p, view, stale_clause=None):
         if not _same_element(have, expect, part, code == 4):
             if stale_clause and have == bytes([devmem.POISON]) * item:
                 return b.fail(stale_clause, "the copy's element %d holds the export's bytes from before the producer's "
-                              "stream wrote them (0x%02x): %s" % (k, devmem.POISON, (
-                                  "imported through the exchange table's *_no_sync functions, it did not copy on "
-                                  "current_work_stream's stream" if stale_clause == "XAPI-19" else
-                                  "the consumer copied on a stream it did not name, or passed stream=-1 and did not "
-                                  "synchronise")))
+                              "stream wrote them (0x%02x): %s" % (k, devmem.POISON, stale_why))
             j = next(j for j in range(item) if have[j] != expect[j])
             return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
                           "%d)" % (k, have[j], j, expect[j], off + j))
@@ -560,6 +557,20 @@ def stale_clause(how):
     return "XAPI-19" if how == ORDER_TABLE else "STR-01"
 
 
+def stale_why(how, log):
+    """target_consumer.c's stale_why: how the consumer ordered a copy found stale."""
+    if how == ORDER_TABLE:
+        return ("imported through the exchange table's *_no_sync functions, it did not copy on the stream "
+                "current_work_stream names")
+    if how == ORDER_MINUS_ONE:
+        return "the consumer passed stream=-1 (no synchronisation) and did not synchronise itself"
+    if log.named_int:
+        return ("the consumer named stream %d to __dlpack__, which the producer made wait, and copied on another"
+                % log.named)
+    return ("the consumer named no stream to __dlpack__ (the legacy default stream, which the producer made wait) "
+            "and copied on another")
+
+
 def check_pending_view(b, export, stream, how):
     """target_consumer.c's check_pending_view: after stream=-1 or through a table, a device view
     of pending bytes read on its own stream (`stream`, 0: the legacy default stream) holds what
@@ -585,7 +596,8 @@ def check_pending_view(b, export, stream, how):
                    stream, on[k], ext["lo"] + k, idle[k]))
 
 
-def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED, unrenamed=False):
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED, unrenamed=False,
+                 log=None):
     """check_result: the oracles on an accepted result, while it lives. how: ORDER_*.
     unrenamed: the capsule __dlpack__ handed out still has its unconsumed name."""
     p = export.plan
@@ -619,7 +631,8 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=
             check_view(b, export, view)
     if not aliases and view is not None and addr is not None:  # a copy: it holds the export's elements
         check_copy_values(b, rec, p, view,
-                          stale_clause(how) if export.device is not None and export.device.pending else None)
+                          stale_clause(how) if export.device is not None and export.device.pending else None,
+                          stale_why(how, log) if log is not None else "")
     check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack)
     if view is not None:
         view.release()
@@ -689,7 +702,7 @@ def judge(data, from_dlpack, say=None):
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
         how = (ORDER_MINUS_ONE if log.minus_one else ORDER_NAMED) if log.calls > 0 else \
             ORDER_TABLE if out.views > 0 or out.handouts > 0 else ORDER_NAMED
-        check_result(b, rec, copy, export, result, view_only, from_dlpack, how, out.unrenamed)
+        check_result(b, rec, copy, export, result, view_only, from_dlpack, how, out.unrenamed, log)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()
