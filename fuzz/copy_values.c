@@ -55,36 +55,36 @@ static int poisoned(const uint8_t *have, Py_ssize_t n) {
   return 1;
 }
 
-void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream, const char *stale_clause, const char *stale_why) {
+long long dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v,
+                                int on_device, uintptr_t stream, int pending) {
   const dlc_extent *e = &p->ext;
   if (p->mode != DLC_DATA_BUFFER || e->status != DLC_EXTENT_OK || e->zero_size ||
       e->numel > DLC_COPY_CHECK_MAX || r->lanes != 1 || (r->kind & DLC_REC_SHAPE_NULL) ||
       v->buf == NULL)
-    return;
+    return -1;
   int part = float_part(r->code, r->bits), bfloat = r->code == kDLBfloat;
-  if (part < 0) return;
+  if (part < 0) return -1;
   int n = dlc_rec_dims(r);
   Py_ssize_t item = (Py_ssize_t)(r->bits / 8);
-  if (v->ndim != n || v->itemsize != item) return;
+  if (v->ndim != n || v->itemsize != item) return -1;
   /* the result: the export's shape, compact row-major (a dim of extent 1 has any stride) */
   Py_ssize_t want = item;
   for (int i = n - 1; i >= 0; --i) {
-    if (v->shape[i] != r->shape[i]) return;
-    if (v->shape[i] > 1 && v->strides[i] != want) return;
+    if (v->shape[i] != r->shape[i]) return -1;
+    if (v->shape[i] > 1 && v->strides[i] != want) return -1;
     want *= v->shape[i];
   }
   size_t bytes = (size_t)e->numel * (size_t)item;
   const uint8_t *got = v->buf;
   if (on_device) {
-    if (dlc_devmem_download(device_bytes, v->buf, bytes, stream) != 0) return; /* ours: no verdict */
+    if (dlc_devmem_download(device_bytes, v->buf, bytes, stream) != 0) return -1; /* ours: no verdict */
     got = device_bytes;
   }
   /* the export's strides in elements: its own, or row-major for NULL (LAY-06) */
   int64_t rm[DLC_REC_MAX_NDIM];
   const int64_t *strides = r->strides;
   if (r->kind & DLC_REC_STRIDES_NULL) {
-    if (dlc_row_major_strides(r->ndim, r->shape, rm) != 0) return;
+    if (dlc_row_major_strides(r->ndim, r->shape, rm) != 0) return -1;
     strides = rm;
   }
   int64_t idx[DLC_REC_MAX_NDIM] = {0};
@@ -96,19 +96,18 @@ void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buff
     for (Py_ssize_t j = 0; j < item; ++j) expect[j] = (uint8_t)((uint64_t)(off + j) * 131u + r->fill_seed);
     const uint8_t *have = got + k * (uint64_t)item;
     if (!same_element(have, expect, (int)item, part, bfloat)) {
-      if (stale_clause != NULL && poisoned(have, item))
-        return dlc_oracle_fail(stale_clause, "the copy's element %llu holds the export's bytes "
-                               "from before the producer's stream wrote them (0x%02x): %s",
-                               (unsigned long long)k, DLC_DEVMEM_POISON, stale_why);
+      if (pending && poisoned(have, item)) return (long long)k;
       Py_ssize_t j = 0;
       while (have[j] == expect[j]) ++j;
-      return dlc_oracle_fail("LAY-11", "the copy's element %llu holds byte %u at %lld, the export's "
-                             "%u (buffer offset %lld)", (unsigned long long)k, have[j], (long long)j,
-                             expect[j], (long long)(off + j));
+      dlc_oracle_fail("LAY-11", "the copy's element %llu holds byte %u at %lld, the export's "
+                      "%u (buffer offset %lld)", (unsigned long long)k, have[j], (long long)j,
+                      expect[j], (long long)(off + j));
+      return -1;
     }
     for (int i = n - 1; i >= 0; --i) { /* the next row-major index */
       if (++idx[i] < r->shape[i]) break;
       idx[i] = 0;
     }
   }
+  return -1;
 }

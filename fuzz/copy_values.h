@@ -16,11 +16,10 @@
  *     numel * itemsize bytes from its first element. A device view is read after the stream
  *     its interface names (CUDA array interface v3) through devmem.h.
  * A copy of an export whose bytes were pending on the producer's stream (devmem.h) whose first
- * wrong element is all DLC_DEVMEM_POISON copied the block before the producer's stream wrote
- * it: the consumer did not read on the stream it named, or named -1 and did not synchronise
- * itself (STR-01), or imported through an exchange table's *_no_sync functions and did not read
- * on its current_work_stream (XAPI-19), rather than a copy of the wrong elements (once written, no byte of the
- * block is poison: the pending copy writes all of it).
+ * wrong element is all DLC_DEVMEM_POISON copied the block before the producer's stream wrote it
+ * (once written, no byte of the block is poison): that is the consumer's stream order, not a
+ * copy of the wrong elements, and the caller names the clause (STR-01 through __dlpack__,
+ * XAPI-19 through an exchange table's *_no_sync functions).
  * The Python twin is dlconform.fuzz.consumer_oracles.check_copy_values. */
 #ifndef DLCONFORM_FUZZ_COPY_VALUES_H
 #define DLCONFORM_FUZZ_COPY_VALUES_H
@@ -35,11 +34,11 @@
 #define DLC_COPY_CHECK_MAX 4096
 
 /* LAY-11 through dlc_oracle_fail when the copy viewed by v holds other elements than the export
- * of r (planned p); stale_clause for poison when the export's bytes were pending (STR-01, or
- * XAPI-19 for an import through an exchange table), NULL when they were not, with stale_why
- * saying how the consumer ordered its copy. on_device: v's buf is a device address, read after
- * `stream` (0: none). */
-void dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v, int on_device,
-                           uintptr_t stream, const char *stale_clause, const char *stale_why);
+ * of r (planned p). on_device: v's buf is a device address, read after `stream` (0: none).
+ * pending: the export's bytes were pending; a first wrong element that is all poison is then
+ * no LAY-11: its index is returned, for the caller's stream clause (STR-01, or XAPI-19 through
+ * an exchange table). Otherwise -1. */
+long long dlc_check_copy_values(const dlc_record *r, const dlc_plan *p, const Py_buffer *v,
+                                int on_device, uintptr_t stream, int pending);
 
 #endif /* DLCONFORM_FUZZ_COPY_VALUES_H */

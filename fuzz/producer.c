@@ -85,8 +85,6 @@ static void log_call(Producer *self, PyObject *kwargs) {
     log->copy_forwarded = copy == Py_None    ? DLC_FWD_NONE
                           : copy == Py_False ? DLC_FWD_FALSE
                                              : DLC_FWD_TRUE;
-  log->minus_one = stream != NULL && PyLong_Check(stream) && PyLong_AsLong(stream) == -1;
-  if (PyErr_Occurred()) PyErr_Clear();
   log->named_int = stream != NULL && PyLong_Check(stream) && !PyBool_Check(stream);
   log->named = log->named_int ? PyLong_AsLongLong(stream) : 0;
   if (PyErr_Occurred()) { /* past long long: no handle of this process */
@@ -123,8 +121,7 @@ static PyObject *producer_dlpack(PyObject *self_, PyObject *args, PyObject *kwar
     }
   }
   if (kwargs != NULL) log_call(self, kwargs);
-  else self->log.max_major = -1, self->log.minus_one = 0, self->log.named_int = 0,
-       self->log.named_host = 0;
+  else self->log.max_major = -1, self->log.named_int = 0, self->log.named_host = 0;
   if (self->strict && kwargs != NULL) {
     /* DEV-05: a producer that cannot export to the requested device raises BufferError */
     PyObject *dl_device = PyDict_GetItem(kwargs, k_dl_device); /* borrowed */

@@ -11,7 +11,8 @@
  *   - whether any call asked for dl_device=(kDLCPU, 0) (DEV-06);
  *   - the copy value forwarded by the first call that carried one (CPY-06, CPY-07);
  *   - max_version[0] of the last call (VER-02);
- *   - whether the last call passed stream=-1 (STR-01: the consumer then orders its reads);
+ *   - the last call's stream where it was an int (-1: the consumer then orders its reads,
+ *     STR-01), and whether it asked for a host copy;
  *   - for an old producer (VER-06), the calls refused with TypeError for new keywords.
  * Besides the plain type, xapi_offer.c makes one type per exchange-API offer with
  * dlc_producer_type_new (the attribute __dlpack_c_exchange_api__ is per type, XAPI-01);
@@ -34,8 +35,8 @@ typedef struct {
   int copy_forwarded;     /* DLC_FWD_*: copy= of the first call that passed it */
   int cpu_ask_unguarded;  /* some call passed dl_device=(1, 0) without copy=False: the
                              producer may copy (CPY-07 when the consumer was told copy=False) */
-  int minus_one;          /* the last call passed stream=-1: no synchronisation (STR-03) */
-  int named_int;          /* the last call passed an int stream (not a bool), held in named */
+  int named_int;          /* the last call passed an int stream (not a bool), held in named
+                             (-1: no synchronisation, STR-03) */
   long long named;
   int named_host;         /* the last call asked for dl_device=(kDLCPU, 0) */
   uintptr_t side;         /* set by dlc_exchange: the stream current inside the side-stream

@@ -314,11 +314,10 @@ static void check_pending_view(const dlc_forged *f, int how) {
 
 /* Oracles on an accepted result, while it is alive. view_only: the consumer got the tensor
  * only as a dltensor_from_py_object_no_sync view (no __dlpack__ call, no owning hand-out).
- * how: ORDER_*, how the import was ordered after pending device bytes, and why, the same in
- * words (stale_why). unrenamed: the capsule __dlpack__ handed out still has its unconsumed
- * name. */
+ * how: ORDER_*, how the import was ordered after pending device bytes. log: the producer's
+ * (its unrenamed: the capsule __dlpack__ handed out still has its unconsumed name). */
 static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *result,
-                         int view_only, int how, int unrenamed, const char *why) {
+                         int view_only, int how, const dlc_producer_log *log) {
   char msg[160];
   const char *breach = refusal_clause(r, &f->mem.plan, msg, sizeof msg);
   /* a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version, so
@@ -328,7 +327,7 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
   /* CAP-03: a consumer takes ownership by renaming the capsule; one that imported without it
    * leaves the producer's destructor to delete under it (seen below when the result views
    * the memory) or, with a NULL deleter, nothing that would show it but the name */
-  if (unrenamed && !f->used)
+  if (log->unrenamed && !f->used)
     dlc_oracle_fail("CAP-03", "the consumer imported the tensor but left its capsule named %s",
                     f->versioned ? "dltensor_versioned" : "dltensor");
   const dlc_plan *p = &f->mem.plan;
@@ -370,9 +369,16 @@ static void check_result(const dlc_record *r, const dlc_forged *f, PyObject *res
                       (unsigned long long)f->mem.t.byte_offset);
     if (have_view) check_view(r, f, &view);
   }
-  if (!aliases && have_view && addr != NULL) /* a copy: it holds the export's elements */
-    dlc_check_copy_values(r, p, &view, have_view == 2, have_view == 2 ? dlc_cai_stream : 0,
-                          f->device != NULL && f->pending ? stale_clause(how) : NULL, why);
+  if (!aliases && have_view && addr != NULL) { /* a copy: it holds the export's elements */
+    long long stale = dlc_check_copy_values(r, p, &view, have_view == 2,
+                                            have_view == 2 ? dlc_cai_stream : 0,
+                                            f->device != NULL && f->pending);
+    char why[160];
+    if (stale >= 0)
+      dlc_oracle_fail(stale_clause(how), "the copy's element %lld holds the export's bytes from "
+                      "before the producer's stream wrote them (0x%02x): %s", stale,
+                      DLC_DEVMEM_POISON, stale_why(how, log, why, sizeof why));
+  }
   dlc_check_result_extra(r, copy, f, result, have_view == 1 ? &view : NULL, have_view != 0,
                          aliases, addr, view_only);
   if (have_view == 1) PyBuffer_Release(&view);
@@ -495,13 +501,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     ++n_accepted;
     const dlc_xapi_log *x = dlc_xapi_log_now();
-    int how = log.calls > 0 ? (log.minus_one ? ORDER_MINUS_ONE : ORDER_NAMED)
+    int minus_one = log.named_int && log.named == -1;
+    int how = log.calls > 0 ? (minus_one ? ORDER_MINUS_ONE : ORDER_NAMED)
               : x->views > 0 || x->handouts > 0 ? ORDER_TABLE
                                                 : ORDER_NAMED;
-    char why[160];
-    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how,
-                 log.unrenamed,
-                 f->device != NULL && f->pending ? stale_why(how, &log, why, sizeof why) : "");
+    check_result(&r, f, result, x->views > 0 && x->handouts == 0 && log.calls == 0, how, &log);
     Py_DECREF(result);
   }
   if (dlc_forged_has_deleter(f) && f->deleter_calls == 0 && !f->used) PyGC_Collect();

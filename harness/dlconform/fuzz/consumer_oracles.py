@@ -388,13 +388,12 @@ def _same_element(have, expect, part, bfloat):
     return True
 
 
-def check_copy_values(b, rec, p, view, stale_clause=None, stale_why=""):
+def check_copy_values(b, rec, p, view, pending=False):
     """fuzz/copy_values.c: a copy with a compact row-major view of the export's shape and item
     size, of an integer or IEEE float dtype and at most COPY_CHECK_MAX elements, holds the
     export's elements, a NaN part for a NaN part (LAY-11); the export's bytes follow from the
-    fill pattern. stale_clause: the export's device bytes were pending, and a first wrong
-    element of poison is that clause's (copied before the producer's stream wrote it), with
-    stale_why saying how the consumer ordered its copy."""
+    fill pattern. pending: the export's device bytes were pending, and a first wrong element
+    of poison is no LAY-11: its index is returned, for the caller's stream clause. Else None."""
     ext, (code, bits, lanes) = p["ext"], rec["dtype"]
     part = _float_part(code, bits)
     if (p["mode"] != "buffer" or ext["status"] != "ok" or ext["zero_size"] or ext["numel"] > COPY_CHECK_MAX
@@ -429,9 +428,8 @@ def check_copy_values(b, rec, p, view, stale_clause=None, stale_why=""):
         expect = bytes(((off + j) * 131 + rec["seed"]) & 0xFF for j in range(item))
         have = bytes(got[k * item:(k + 1) * item])
         if not _same_element(have, expect, part, code == 4):
-            if stale_clause and have == bytes([devmem.POISON]) * item:
-                return b.fail(stale_clause, "the copy's element %d holds the export's bytes from before the producer's "
-                              "stream wrote them (0x%02x): %s" % (k, devmem.POISON, stale_why))
+            if pending and have == bytes([devmem.POISON]) * item:
+                return k
             j = next(j for j in range(item) if have[j] != expect[j])
             return b.fail("LAY-11", "the copy's element %d holds byte %d at %d, the export's %d (buffer offset "
                           "%d)" % (k, have[j], j, expect[j], off + j))
@@ -596,16 +594,16 @@ def check_pending_view(b, export, stream, how):
                    stream, on[k], ext["lo"] + k, idle[k]))
 
 
-def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED, unrenamed=False,
-                 log=None):
-    """check_result: the oracles on an accepted result, while it lives. how: ORDER_*.
-    unrenamed: the capsule __dlpack__ handed out still has its unconsumed name."""
+def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=ORDER_NAMED, log=None):
+    """check_result: the oracles on an accepted result, while it lives. how: ORDER_*. log: the
+    producer's (its unrenamed: the capsule __dlpack__ handed out still has its unconsumed
+    name)."""
     p = export.plan
     breach = refusal_clause(rec, p)
     # a dltensor_from_py_object_no_sync view is a bare DLTensor: it carries no version
     if breach and not (view_only and breach[0] == "VER-08"):
         b.fail(*breach)
-    if unrenamed and not export.used:
+    if log is not None and log.unrenamed and not export.used:
         b.fail("CAP-03", "the consumer imported the tensor but left its capsule named %s"
                % ("dltensor_versioned" if export.versioned else "dltensor"))
     addr, view = result_address(result)
@@ -630,9 +628,10 @@ def check_result(b, rec, copy, export, result, view_only, from_dlpack=None, how=
         if view is not None:
             check_view(b, export, view)
     if not aliases and view is not None and addr is not None:  # a copy: it holds the export's elements
-        check_copy_values(b, rec, p, view,
-                          stale_clause(how) if export.device is not None and export.device.pending else None,
-                          stale_why(how, log) if log is not None else "")
+        stale = check_copy_values(b, rec, p, view, export.device is not None and export.device.pending)
+        if stale is not None:
+            b.fail(stale_clause(how), "the copy's element %d holds the export's bytes from before the producer's "
+                   "stream wrote them (0x%02x): %s" % (stale, devmem.POISON, stale_why(how, log)))
     check_result_extra(b, rec, copy, export, result, view, aliases, addr, view_only, from_dlpack)
     if view is not None:
         view.release()
@@ -700,9 +699,9 @@ def judge(data, from_dlpack, say=None):
         del error
     else:
         view_only = out.views > 0 and out.handouts == 0 and log.calls == 0
-        how = (ORDER_MINUS_ONE if log.minus_one else ORDER_NAMED) if log.calls > 0 else \
+        how = (ORDER_MINUS_ONE if log.named_int and log.named == -1 else ORDER_NAMED) if log.calls > 0 else \
             ORDER_TABLE if out.views > 0 or out.handouts > 0 else ORDER_NAMED
-        check_result(b, rec, copy, export, result, view_only, from_dlpack, how, out.unrenamed, log)
+        check_result(b, rec, copy, export, result, view_only, from_dlpack, how, log)
         del result
     if export.has_deleter and export.deleter_calls == 0 and not export.used:
         gc.collect()

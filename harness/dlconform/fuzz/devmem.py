@@ -164,14 +164,11 @@ class _Pending:
     device staging block the pending copy reads."""
 
     def __init__(self, rt):
-        from ..kit import cuda
-
         self.stream = rt.stream(non_blocking=True).handle
         self.event = rt.event().handle
         self.spin_byte = rt.malloc(1)
         self.cycles = int(os.environ.get(PENDING_CYCLES_ENV) or 200000)
         self.fill = rt.slow_fill if slow_fill_address(rt) and self.cycles > 0 else None
-        self.cuda = cuda
         self.rt, self.staging, self.staging_n = rt, 0, 0
 
     def stage(self, data):
@@ -242,6 +239,8 @@ def work_stream():
 
 def order(stream, host_copy):
     """dlc_devmem_order: the producer's answer to a __dlpack__ call over pending bytes."""
+    from ..kit import cuda
+
     rt = runtime()
     pend = _pend(rt)
     if pend is None:
@@ -262,5 +261,5 @@ def order(stream, host_copy):
             if v >= 1 << 64:
                 return  # PyLong_AsVoidPtr overflows: nothing waited for
         rt.wait(v, pend.event)
-    except pend.cuda.CudaError:  # a handle the runtime does not know: no verdict here
+    except cuda.CudaError:  # a handle the runtime does not know: no verdict here
         return

@@ -168,10 +168,10 @@ class Log:
         self.cpu_dl_device = False  # some call passed dl_device=(1, 0)
         self.copy_forwarded = FWD_ABSENT  # copy= of the first call that passed it
         self.cpu_ask_unguarded = False  # some call passed dl_device=(1, 0) without copy=False
-        self.minus_one = False  # the last call passed stream=-1 (STR-03)
         self.named_int, self.named = False, 0  # the last call's stream, where it was an int
         self.named_host = False  # the last call asked for dl_device=(1, 0)
         self.side = 0  # set by exchange(): the stream of the side-stream context it ran in
+        self.unrenamed = False  # set by exchange(): the capsule handed out kept its unconsumed name
         self.kwargs = []  # every call's keywords, for the reproducer's output
 
     def copy(self):
@@ -263,7 +263,6 @@ class Producer:
             c = kw["copy"]
             log.copy_forwarded = FWD_NONE if c is None else FWD_FALSE if c is False else FWD_TRUE
         stream = kw.get("stream")
-        log.minus_one = isinstance(stream, int) and stream == -1
         log.named_int = isinstance(stream, int) and not isinstance(stream, bool)
         log.named = (int(stream) if -(1 << 63) <= stream < 1 << 63 else -2) if log.named_int else 0
         log.named_host = _is_cpu_device(kw.get("dl_device"))
@@ -521,7 +520,7 @@ def exchange(export, rec, copy, from_dlpack, breaches, say=None):
         ctx.__exit__(None, None, None)
     out.log = producer.log.copy()
     # dlc_exchange: the name of the capsule the producer handed out, still held by it (CAP-03)
-    out.unrenamed = out.log.calls > 0 and _py.PyCapsule_GetName(id(producer._capsule)) in UNCONSUMED
+    out.log.unrenamed = out.log.calls > 0 and _py.PyCapsule_GetName(id(producer._capsule)) in UNCONSUMED
     out.log.side = side
     out.calls, out.handouts, out.views, out.called = XAPI.calls, XAPI.handouts, XAPI.views, list(XAPI.called)
     out.silent_failures = XAPI.silent_failures
