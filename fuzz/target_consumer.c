@@ -142,9 +142,9 @@ static const char *refusal_clause(const dlc_record *r, const dlc_plan *p, char *
       return FMT( "accepted dtype (%u, %u, %u) of item size 0", r->code, r->bits,
                       r->lanes), "DT-10";
     default:
-      return FMT( "accepted ndim %d / shape %s with extent status %d",
+      return FMT( "accepted ndim %d / shape %s with extent status %s",
                       (int)r->ndim, (r->kind & DLC_REC_SHAPE_NULL) ? "NULL" : "set",
-                      (int)p->ext.status), "LAY-09";
+                      dlc_extent_status_name(p->ext.status)), "LAY-09";
   }
   dlc_dtype_info dt = dlc_dtype_classify(dtype, 1, 3);
   if (!dt.valid)

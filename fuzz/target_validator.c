@@ -140,8 +140,8 @@ static void check_report_shape(const dlc_report *r, int returned, const char *wh
 /* A tensor accepted with no violation at all must be one a consumer can use. */
 static void accepted_means_usable(const DLTensor *t, const dlc_extent *e, const char *who) {
   if (e->status != DLC_EXTENT_OK)
-    dlc_oracle_fail("LAY-09", "%s accepted a tensor whose extent status is %d", who,
-                    (int)e->status);
+    dlc_oracle_fail("LAY-09", "%s accepted a tensor whose extent status is %s", who,
+                    dlc_extent_status_name(e->status));
   if (!dlc_dtype_classify(t->dtype, 1, 3).valid)
     dlc_oracle_fail("DT-01", "%s accepted dtype (%u, %u, %u)", who, t->dtype.code,
                     t->dtype.bits, t->dtype.lanes);

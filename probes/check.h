@@ -106,6 +106,10 @@ typedef struct {
  * arithmetic is checked and reports DLC_EXTENT_OVERFLOW. byte_offset is not added. */
 dlc_extent dlc_extent_of(const DLTensor *t);
 
+/* The status's name, as the reports, the probe module and the fuzz targets' oracle messages
+ * spell it ("ok", "bad_ndim", ...): one spelling, so fuzz keys match on both sides. */
+const char *dlc_extent_status_name(dlc_extent_status s);
+
 /* Compact row-major strides (in elements) for shape; returns 0, or -1 on overflow. */
 int dlc_row_major_strides(int32_t ndim, const int64_t *shape, int64_t *strides_out);
 

@@ -107,3 +107,15 @@ overflow:
   e.status = DLC_EXTENT_OVERFLOW;
   return e;
 }
+
+const char *dlc_extent_status_name(dlc_extent_status s) {
+  switch (s) {
+    case DLC_EXTENT_OK: return "ok";
+    case DLC_EXTENT_BAD_NDIM: return "bad_ndim";
+    case DLC_EXTENT_NULL_SHAPE: return "null_shape";
+    case DLC_EXTENT_NEG_SHAPE: return "neg_shape";
+    case DLC_EXTENT_OVERFLOW: return "overflow";
+    case DLC_EXTENT_BAD_ITEMSIZE: return "bad_itemsize";
+  }
+  return "unknown";
+}

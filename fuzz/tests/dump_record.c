@@ -45,8 +45,8 @@ static void dump(const char *path) {
   printf("]\n  kw 0x%x: max_version (%d, %d) copy %u dl_device (%d, %d) stream kind %u value %lld\n",
          r.kw, r.kw_max_major, r.kw_max_minor, r.kw_copy % 3, r.kw_dev_type, r.kw_dev_id,
          r.kw_stream_kind % 3, (long long)r.kw_stream);
-  printf("  plan: extent status %d zero_size %d numel %llu lo %lld hi %lld; data %s%s%s size %llu pad %llu%s\n",
-         (int)p.ext.status, p.ext.zero_size, (unsigned long long)p.ext.numel,
+  printf("  plan: extent status %s zero_size %d numel %llu lo %lld hi %lld; data %s%s%s size %llu pad %llu%s\n",
+         dlc_extent_status_name(p.ext.status), p.ext.zero_size, (unsigned long long)p.ext.numel,
          (long long)p.ext.lo, (long long)p.ext.hi, modes[p.mode], p.why ? " because " : "",
          p.why ? p.why : "", (unsigned long long)p.size, (unsigned long long)p.pad,
          p.readonly ? " read-only" : "");

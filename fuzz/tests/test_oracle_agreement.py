@@ -2,7 +2,8 @@
 
 For every seed of fuzz/corpus/seeds and a fixed set of mutants of them, the C target and
 the Python reproducer that dlconform.fuzz.repro writes give one verdict (verdicts.py): no
-finding, the same clause, or both a plain crash.
+finding, the same finding key (clause and message, numbers as N: what fuzz/known/ files list,
+so a reproducer sets aside what fuzz-ci does), or both a plain crash.
 - Consumer: against ref clean and against each consumer-side fault of ref that the
   consumer target can reach (fuzz/ci/unfuzzable.txt lists the others); in the CUDA mode
   (ref@cuda, dlconform.pyref@cuda) against the faults of their imports of CUDA memory.
@@ -114,8 +115,8 @@ def compare(target, configs):
     with tempfile.TemporaryDirectory(prefix="agreement-") as tmp:
         paths = inputs(tmp)
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
-            jobs = [(fault, pool.submit(V.c_verdicts, target, V.env(target, fault), paths, tmp),
-                     pool.submit(V.py_verdicts, target, V.env(target, fault), paths)) for fault in configs]
+            jobs = [(fault, pool.submit(V.c_verdicts, target, V.env(target, fault), paths, tmp, keys=True),
+                     pool.submit(V.py_verdicts, target, V.env(target, fault), paths, keys=True)) for fault in configs]
             for fault, c_job, py_job in jobs:
                 c, py = c_job.result(), py_job.result()
                 if fault and all(v == V.NO_FINDING for v in c.values()):

@@ -3,8 +3,11 @@ test_oracle_agreement.py and test_fuzz_py.py. Importing it puts this checkout's 
 on sys.path, for them and test_fuzz_ci_env.py to import dlconform from.
 
 A verdict is the clause of the first oracle breach, NO_FINDING, or PLAIN_CRASH (a signal or
-sanitizer report without an oracle line). Inputs go in batches: one process takes a whole
-list and a new one starts after the input that ended it (an oracle abort, a crash).
+sanitizer report without an oracle line). With keys=True a breach's verdict is its dedup key
+instead, "CLAUSE: message" with numbers as N (dlconform.fuzz.triage.oracle_key): the key fuzz-ci
+files a finding under and fuzz/known/ lists, so both sides must spell each message alike.
+Inputs go in batches: one process takes a whole list and a new one starts after the input that
+ended it (an oracle abort, a crash).
 - C: build/fuzz/consumer.asan or producer.asan in replay mode (-runs=1, triage on), going on
   after a breach (DLCONFORM_FUZZ_KEEP_GOING): the first oracle line of an input is its verdict.
 - Python: the script dlconform.fuzz.repro writes for the input, run by exec in one process;
@@ -21,10 +24,14 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "harness"))
+from dlconform.fuzz.triage import oracle_key  # noqa: E402  (harness/ first)
 BUILD = os.path.join(ROOT, "build", "fuzz")
 TESTS = os.path.join(ROOT, "fuzz", "tests")
 NO_FINDING, PLAIN_CRASH = "no finding", "plain crash"
 XAPI11 = "in flight: dltensor_from_py_object_no_sync is NULL"
+# the C guard's oracle line for that fault (fuzz/xapi_guard.c), as a key
+XAPI11_KEY = oracle_key("XAPI-11", "from_dlpack called dltensor_from_py_object_no_sync, which the exchange table "
+                        "leaves NULL (an optional pointer)")
 # ASan reports no Python reproducer can see: it runs without a sanitizer, and the deleter
 # leaves the buffer mapped (dlconform/fuzz/exchange.py). A read after the deleter, or before
 # the buffer's start, is one of these in the C target and nothing in Python.
@@ -59,7 +66,7 @@ def binary(target):
     return os.path.join(BUILD, ("producer" if target.startswith("producer-") else "consumer") + ".asan")
 
 
-def c_verdicts(target, env, paths, workdir):
+def c_verdicts(target, env, paths, workdir, keys=False):
     """{path: verdict} of the C target; a plain crash that is an UNSEEN report reads
     "plain crash (KIND)"."""
     verdicts, rest = {}, list(paths)
@@ -72,9 +79,9 @@ def c_verdicts(target, env, paths, workdir):
         for line in log.splitlines():
             if line.startswith("Running: "):
                 current = line[len("Running: "):]
-            m = re.match(r"dlconform-oracle: ([^:]+): ", line)
+            m = re.match(r"dlconform-oracle: ([^:]+): (.*)$", line)
             if m and current and current not in verdicts:
-                verdicts[current] = m.group(1)
+                verdicts[current] = oracle_key(m.group(1), m.group(2)) if keys else m.group(1)
             if line.startswith("Executed ") and current and current not in verdicts:
                 verdicts[current] = NO_FINDING
         if current is None:
@@ -98,6 +105,7 @@ for path in sys.argv[2:]:
         exec(compile(text, path, "exec"), {"__name__": "__main__"})
         verdict = "no finding"
     except AssertionError as e:
+        print("key: " + str(e).replace("\n", " "), flush=True)
         verdict = str(e).split(":", 1)[0]
     except BaseException as e:
         verdict = "reproducer error: %s: %s" % (type(e).__name__, e)
@@ -105,18 +113,21 @@ for path in sys.argv[2:]:
 """
 
 
-def py_verdicts(target, env, paths):
+def py_verdicts(target, env, paths, keys=False):
     """{path: verdict} of the Python reproducers."""
     verdicts, rest = {}, list(paths)
     while rest:
         p = subprocess.run([sys.executable, "-u", "-c", RUNNER, target] + rest, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        current, armed = None, False
+        current, armed, key = None, False, None
         for line in p.stdout.decode("utf-8", "replace").splitlines():
             if line.startswith("replay: "):
-                current, armed = line[len("replay: "):], False
+                current, armed, key = line[len("replay: "):], False, None
+            elif line.startswith("key: "):
+                clause, _, msg = line[len("key: "):].partition(": ")
+                key = oracle_key(clause, msg)
             elif line.startswith("verdict: "):
-                verdicts[current] = line[len("verdict: "):]
+                verdicts[current] = key if keys and key else line[len("verdict: "):]
             elif line.startswith(XAPI11):
                 armed = True
             elif line.startswith(("accepted: ", "refused: ")):
@@ -124,7 +135,8 @@ def py_verdicts(target, env, paths):
         if current is None:
             raise AssertionError("the reproducer batch did not start:\n" + p.stdout.decode()[-3000:])
         if current not in verdicts:
-            verdicts[current] = "XAPI-11" if armed and p.returncode == -signal.SIGSEGV else PLAIN_CRASH
+            xapi11 = XAPI11_KEY if keys else "XAPI-11"
+            verdicts[current] = xapi11 if armed and p.returncode == -signal.SIGSEGV else PLAIN_CRASH
         rest = rest[rest.index(current) + 1:]
     return verdicts
 

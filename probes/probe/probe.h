@@ -82,7 +82,6 @@ PyObject *probe_inspect(PyObject *self, PyObject *obj);
 
 /* dlc_extent_of with the ndim cap applied first. */
 dlc_extent probe_extent(const DLTensor *t);
-const char *probe_extent_status_str(dlc_extent_status s);
 PyObject *probe_extent_dict(const dlc_extent *e);
 
 /* ---- validate.c -------------------------------------------------------------------- */

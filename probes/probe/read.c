@@ -64,7 +64,7 @@ PyObject *probe_read_tensor(const DLTensor *t) {
   dlc_extent e = probe_extent(t);
   if (e.status != DLC_EXTENT_OK) {
     PyErr_Format(PyExc_ValueError, "cannot read elements: extent status %s (LAY-09)",
-                 probe_extent_status_str(e.status));
+                 dlc_extent_status_name(e.status));
     return NULL;
   }
   /* LAY-04: a zero-size tensor has no element to read, whatever data is. */

@@ -2,18 +2,6 @@
  * check.h applied to a capsule's struct. */
 #include "probe.h"
 
-const char *probe_extent_status_str(dlc_extent_status s) {
-  switch (s) {
-    case DLC_EXTENT_OK: return "ok";
-    case DLC_EXTENT_BAD_NDIM: return "bad_ndim";
-    case DLC_EXTENT_NULL_SHAPE: return "null_shape";
-    case DLC_EXTENT_NEG_SHAPE: return "neg_shape";
-    case DLC_EXTENT_OVERFLOW: return "overflow";
-    case DLC_EXTENT_BAD_ITEMSIZE: return "bad_itemsize";
-  }
-  return "unknown";
-}
-
 /* An ndim above PROBE_MAX_NDIM is reported as bad_ndim before dlc_extent_of would walk
  * ndim entries of a producer's shape array (LAY-09). */
 dlc_extent probe_extent(const DLTensor *t) {
@@ -30,7 +18,7 @@ dlc_extent probe_extent(const DLTensor *t) {
 PyObject *probe_extent_dict(const dlc_extent *e) {
   PyObject *d = PyDict_New();
   if (d == NULL) return NULL;
-  if (probe_put(d, "status", PyUnicode_FromString(probe_extent_status_str(e->status))) < 0 ||
+  if (probe_put(d, "status", PyUnicode_FromString(dlc_extent_status_name(e->status))) < 0 ||
       probe_put(d, "zero_size", PyBool_FromLong(e->zero_size)) < 0 ||
       probe_put(d, "numel", PyLong_FromUnsignedLongLong(e->numel)) < 0 ||
       probe_put(d, "itemsize", PyLong_FromUnsignedLongLong(e->itemsize)) < 0 ||

@@ -42,9 +42,10 @@ def refusal_clause(rec, p):
         return "LAY-09", "accepted ndim %d / shape %s with extent status %s" % (
             rec["ndim"], "NULL" if rec["kind"] & R.KIND["shape_null"] else "set", status)
     # check's own dtype and device rules at 1.3 (dlc_dtype_classify, dlc_is_known_device)
-    found = {c for c, _ in _probe.check(R.metadata_capsule(rec), spec=(1, 3))}
-    if any(c.startswith("DT-") for c in found):
-        return "VER-09", "accepted dtype (%d, %d, %d), invalid in DLPack 1.3" % rec["dtype"]
+    found = [c for c, _ in _probe.check(R.metadata_capsule(rec), spec=(1, 3))]
+    dt = [c for c in found if c.startswith("DT-")]
+    if dt:  # the message names the dtype rule, as dlc_dtype_classify's clause
+        return "VER-09", "accepted dtype (%d, %d, %d), invalid in DLPack 1.3 (%s)" % (rec["dtype"] + (dt[0],))
     if "DEV-01" in found:
         return "VER-09", "accepted device type %d, unknown in DLPack 1.3" % rec["device"][0]
     if p["mode"] == "null" and not p["ext"]["zero_size"]:
