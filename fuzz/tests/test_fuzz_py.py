@@ -96,6 +96,55 @@ def test_reproducer_runs_without_the_fuzzer():
     assert rc == 0 and "accepted: Tensor" in out and "done: no oracle breached" in out, out
 
 
+def test_reproducer_sets_aside_what_the_known_file_lists():
+    """A reproducer raises the finding's clause when it shows (REPRODUCED, exit 1); when it does
+    not, the first breach its known-findings file does not list (by key or bare clause, as
+    fuzz-ci) ends it UNDETERMINED (exit 3); with only listed breaches left it ends "done" and
+    exits 0, so a maintainer who fixed the finding sees so.
+    ref's consumer_no_rename breaks CAP-03 three times, then OWN-03, on this input."""
+    seed = _seed("legacy-uint8-negstride-offset")
+    tmp = tempfile.mkdtemp(prefix="known-")
+    known = os.path.join(tmp, "known.txt")
+
+    def run(finding, lines, path=None):
+        with open(known, "w") as f:
+            f.write("# a comment\n\n" + "".join(line + "\n" for line in lines))
+        return _run_script(repro.reproducer(seed, "ref", finding, "x", path or known), "ref", "consumer_no_rename")
+
+    rc, out = run("LAY-03: gone", ["CAP-03", "OWN-03: deleter ran N times once the result was dropped"])
+    done = "done: no new breach; 4 known one(s) set aside by %s (the finding was LAY-03)" % known
+    assert rc == 0 and done in out, out
+    assert out.count("breach (known, set aside by %s): " % known) == 4, out
+    rc, out = run("LAY-03: gone", ["CAP-03"])  # another breach, unlisted: exit 3, as dlconform recheck reads it
+    assert rc == 3 and "UNDETERMINED LAY-03: the finding's clause does not show, another breach does: OWN-03: " \
+        "deleter ran 2 times once the result was dropped" in out, out
+    rc, out = run("CAP-03: x", ["CAP-03"])  # the finding itself is raised, listed or not
+    assert rc == 1 and "AssertionError: CAP-03: the consumer imported the tensor" in out, out
+    rc, out = run("", [], os.path.join(tmp, "missing.txt"))
+    assert rc == 1 and "is not there: no breach is set aside" in out and "AssertionError: CAP-03" in out, out
+    rc, out = _run_script(repro.reproducer(seed, "ref", "", "x"), "ref", "consumer_no_rename")
+    assert rc == 1 and "known: none" in repro.reproducer(seed, "ref") and "AssertionError: CAP-03" in out, out
+    shutil.rmtree(tmp)
+
+
+def test_fuzz_repro_takes_the_known_file_of_fuzz_ci():
+    """dlconform fuzz-repro writes the known file fuzz-ci would use (fuzz/known/TARGET.txt) into
+    the script, or the one named; a named file that is not there is one line and status 2."""
+    seed = os.path.join(V.ROOT, "fuzz", "corpus", "seeds", "legacy-float32-2x3")
+
+    def fuzz_repro(*args):
+        p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-repro", seed] + list(args), cwd=V.ROOT,
+                           env=V.env("ref"), capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, out, _ = fuzz_repro("--target", "torch")
+    assert rc == 0 and "known=%r" % os.path.join(V.ROOT, "fuzz", "known", "torch.txt") in out, out
+    rc, out, _ = fuzz_repro("--target", "torch", "--known", "")
+    assert rc == 0 and "known=None" in out, out
+    rc, out, err = fuzz_repro("--target", "ref", "--known", "/nonexistent/known.txt")
+    assert rc == 2 and not out and err == "fuzz-repro: no known-findings file /nonexistent/known.txt\n", err
+
+
 def test_reproducer_forges_every_record_ndim():
     """A record's ndim goes up to 127 (int8): the reproducer forges it (fuzz/record.h) rather
     than stopping at ref's own 64-dim limit; ref as consumer then refuses it."""

@@ -27,6 +27,12 @@ is run with its output folder one of ours (and RERUN_FACTOR times the limit), an
 where that run records a finding on the same test and clause; a record of the run rather than
 of a test (`<before TEST>`: a death between tests) where it records one like it again.
 
+A fuzz finding (test `fuzz:TARGET:...`, merged into results.json by fuzz-ci) carries its Python
+reproducer (fuzz/README.md, "Reproducers"), which ends the same way: an oracle's breach printed as
+`REPRODUCED` reproduces the target's crash (its abort); a crash the sanitizer build reported and
+the script, run without one, did not show is `unsupported`; the validator target's findings carry
+a replay command, `unsupported` here too.
+
 Exit status: 0 every finding reproduced; 1 some did not (each is listed); 2 a reproducer was
 broken, or bad input (a results file that cannot be read, a bad flag).
 """
@@ -52,6 +58,8 @@ from .targets.loader import describe_status
 
 #: what a run showed that reproduces a finding, and the verdicts each reproduces by kind
 REPRODUCING = {"finding": ("fail", "warn"), "died": ("crash",), "timed out": ("timeout",)}
+#: the test name of a fuzz finding's record (fuzz/README.md): fuzz:TARGET:KEYHASH
+FUZZ_TEST = "fuzz:"
 #: the seconds a reproducer may run (a timeout finding reproduces by running past them)
 DEFAULT_TIMEOUT = 60.0
 #: a rerun command runs the target's checks on a clause (or all of them) in a run of its own:
@@ -80,6 +88,8 @@ class Outcome:
             return "not reproduced"
         if self.finding.verdict in REPRODUCING[self.seen]:
             return "reproduced"
+        if self.seen == "finding" and self.finding.test.startswith(FUZZ_TEST):
+            return "reproduced"  # the fuzz target's crash is its oracle's abort: the script prints the breach
         return "reproduced as %s" % self.seen
 
     def as_dict(self):
@@ -202,6 +212,8 @@ def run_one(finding, folder, timeout, standalone=False):
     if not text.startswith(_repro.RUN_PREFIX):
         if standalone:
             return Outcome(finding, "broken", "a rerun command, not a script: nothing stands alone", 0.0)
+        if _RERUN_OUT not in text and finding.test.startswith(FUZZ_TEST):  # the validator target's
+            return Outcome(finding, "unsupported", "a replay command, not a script: %s" % _last_line(text), 0.0)
         if _RERUN_OUT not in text:
             return Outcome(finding, "broken", "not a reproducer recheck can run: %s" % _last_line(text), 0.0)
         command = text.replace(_RERUN_OUT, "--out %s" % shlex.quote(os.path.join(folder, "out")))
@@ -227,7 +239,7 @@ def run_one(finding, folder, timeout, standalone=False):
         assigned.pop("PYTHONPATH", None)  # dlconform must not be importable: the script stands alone
     env.update(assigned)
     env["PYTHONPATH"] = _search_path(assigned.get("PYTHONPATH"), standalone)
-    path = os.path.join(folder, "repro.py")
+    path = os.path.join(folder, _repro.script_name(argv))
     atomic_write(path, text)
     rc, out, err, secs = _execute(argv, env, folder, timeout)
     seen, detail = _judge_script(finding, rc, out, err, timeout)

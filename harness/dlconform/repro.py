@@ -45,16 +45,23 @@ class NotReproducible(Exception):
 CALLERS_PATH = "${PYTHONPATH:+:$PYTHONPATH}"
 
 
-def run_header(python=None, standalone=False, env=None):
+def run_header(python=None, standalone=False, env=None, name="repro.py"):
     """`# run: [NAME=value ...] PYTHONPATH=<harness>:<suites>[:caller's] <python> repro.py`: how
-    to run a script saved as repro.py."""
+    to run a script saved as `name` (a plain file name) in the current folder."""
     python = shlex.quote(python or sys.executable)
     assignments = "".join("%s=%s " % (k, shlex.quote(str(v))) for k, v in sorted((env or {}).items()))
     if standalone:
-        return "%s%s%s repro.py" % (RUN_PREFIX, assignments, python)
-    return '%s%sPYTHONPATH=%s"%s" %s repro.py' % (RUN_PREFIX, assignments,
-                                                 shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))),
-                                                 CALLERS_PATH, python)
+        return "%s%s%s %s" % (RUN_PREFIX, assignments, python, shlex.quote(name))
+    return '%s%sPYTHONPATH=%s"%s" %s %s' % (RUN_PREFIX, assignments,
+                                           shlex.quote(os.pathsep.join((HARNESS_DIR, SUITES_DIR))),
+                                           CALLERS_PATH, python, shlex.quote(name))
+
+
+def script_name(argv):
+    """The file a run line's command runs: its last word ending in .py, as a plain file name
+    (repro.py when there is none)."""
+    names = [os.path.basename(w) for w in argv if w.endswith(".py")]
+    return names[-1] if names else "repro.py"
 
 
 def run_line(text):
@@ -369,6 +376,8 @@ def standalone_problem(text, library=None, native_ok=None):
     or None."""
     if AT_EXIT_MARK in text:
         return "it is judged at interpreter exit, which the standalone form's embedded modules change: run it linked"
+    if IMPORTS_MARK not in text:  # a fuzz reproducer: one call into dlconform.fuzz, no check of its own
+        return "it runs dlconform's fuzz oracles (dlconform.fuzz), not a check written out: run it with dlconform"
     _, native, third = _bundle(text)
     third.discard(library)
     native.discard(native_ok)

@@ -191,3 +191,50 @@ def test_make_recheck_reruns_the_findings_of_out(tmp_path):
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "1 findings: 1 reproduced" in p.stdout, p.stdout + p.stderr
     assert (tmp_path / "recheck" / "recheck.md").exists()
+
+
+@needs_ref
+def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
+    """fuzz-ci merges its findings into results.json with their Python reproducers
+    (dlconform.fuzz.repro), which end as a check's script does: an oracle breach reproduces the
+    target's crash (its abort); a sanitizer crash the script cannot show is unsupported; a
+    finding whose clause no longer shows is undetermined when another breach does, and passes
+    when only breaches the known file lists do; the validator's replay command is unsupported.
+    ref's consumer_no_rename breaks CAP-03 and OWN-03 on an import, nothing on a used capsule's
+    refusal. Their bug reports say why they do not stand alone."""
+    from dlconform.fuzz import repro as fuzz_repro
+
+    seeds = fr.REPO / "fuzz" / "corpus" / "seeds"
+    bad, clean = (seeds / "legacy-uint8-negstride-offset").read_bytes(), (seeds / "legacy-used-capsule").read_bytes()
+    known = tmp_path / "known.txt"
+    known.write_text("CAP-03\nOWN-03: deleter ran N times once the result was dropped\n")
+
+    def fuzz(key, clause, text):
+        return _record("fuzz:ref:" + key, "crash", text, clause=clause, target="ref")
+
+    records = [
+        fuzz("oracle", "CAP-03", fuzz_repro.script(bad, "ref", "CAP-03: left its capsule named dltensor", "a")),
+        fuzz("asan", "LAY-11", fuzz_repro.script(clean, "ref", "LAY-11: heap-buffer-overflow on an input", "b",
+                                                 sanitizer="heap-buffer-overflow")),
+        fuzz("other", "LAY-03", fuzz_repro.script(bad, "ref", "LAY-03: result starts at data+N", "c")),
+        fuzz("known", "LAY-03", fuzz_repro.script(bad, "ref", "LAY-03: result starts at data+N", "d", str(known))),
+        fuzz("validator", "LAY-09", "build/fuzz/dump_record X; make fuzz-replay TARGET=validator FILE=X"),
+    ]
+    results = _results(tmp_path, records)
+    p = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", str(results), "--out",
+                        str(tmp_path / "out")], env=fr._env(DLCONFORM_REF_FAULT="consumer_no_rename"),
+                       capture_output=True, text=True, timeout=300)
+    got = {f["test"].split(":")[2]: (f["recheck"], f["seen"], f["detail"])
+           for f in json.loads((tmp_path / "out" / "recheck.json").read_text())["findings"]}
+    assert p.returncode == 1 and "1 reproduced, 4 not reproduced, 0 broken" in p.stdout, p.stdout + p.stderr
+    assert got["oracle"][:2] == ("reproduced", "finding") and got["oracle"][2].startswith("REPRODUCED CAP-03: "), got
+    assert got["asan"][1] == "unsupported" and "make fuzz-replay FILE=b" in got["asan"][2], got
+    assert got["other"][1] == "undetermined" and "another breach does: CAP-03" in got["other"][2], got
+    assert got["known"][1] == "passed" and got["known"][2].startswith("done: no new breach; 4 known"), got
+    assert got["validator"][1] == "unsupported", got
+    out = tmp_path / "bugs"
+    p = subprocess.run([sys.executable, "-m", "dlconform", "report", str(out), "--results", str(results),
+                        "--all-findings", "-q"], env=fr._env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    text = "".join(f.read_text() for f in sorted(out.iterdir()))
+    assert text.count("No standalone reproducer: it runs dlconform's fuzz oracles") == 4, text[:3000]

@@ -34,6 +34,7 @@ from ..records import Record
 from ..runner import kill_group
 from ..kit.check import breach
 from .triage import triage_log
+from .breaches import read_known
 from . import devmem
 
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
@@ -89,10 +90,7 @@ class Fuzz:
         self.prefix = os.path.join(self.dir, args.target + "-")
         self.ignore = os.path.join(self.dir, args.target + ".ignore")
         self.log = os.path.join(self.dir, args.target + ".log")
-        self.known = set()
-        if args.known and os.path.exists(args.known):
-            with open(args.known, encoding="utf-8") as f:
-                self.known = {l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")}
+        self.known = read_known(args.known)
         self.set_aside = list(self.known)
         self.findings = {}  # key -> finding dict
         self.execs = 0
@@ -286,7 +284,9 @@ class Fuzz:
         finding = "%s: %s" % (f["clause"], f["message"])
         target = "producer-" + self.a.producer if self.a.producer else self.a.consumer or self.a.target
         try:
-            text = repro.script(data, target, finding, os.path.basename(path))
+            known = os.path.abspath(self.a.known) if self.a.known and os.path.exists(self.a.known) else None
+            text = repro.script(data, target, finding, os.path.basename(path), known,
+                                None if f["kind"] == "oracle" else f["kind"])
         except Exception as e:  # a reproducer that cannot be written is reported, not fatal
             text = "# no reproducer: %s: %s\n" % (type(e).__name__, e)
         with open(f["repro_file"], "w", encoding="utf-8") as fh:

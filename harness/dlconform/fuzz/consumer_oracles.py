@@ -711,8 +711,9 @@ def judge(data, from_dlpack, say=None):
     return b
 
 
-def reproduce(data, from_dlpack, finding=""):
-    """The reproducer's body: judge one input with its steps printed, then conclude."""
+def reproduce(data, from_dlpack, finding="", known=None, sanitizer=None, name="input"):
+    """The reproducer's body: judge one input with its steps printed, then conclude (breaches.py:
+    the known-findings file `known`, the kind of a sanitizer crash, the input's name)."""
     rec = R.apply_offer(R.decode(data))
     say("dlconform-input: " + triage_line(rec, R.plan(rec)))
-    conclude(judge(data, from_dlpack, say), finding)
+    conclude(judge(data, from_dlpack, say), finding, known, sanitizer, name)

@@ -331,6 +331,7 @@ def judge(data, producer, say=lambda line: None):
     return b
 
 
-def reproduce(data, producer, finding=""):
-    """The reproducer's body: judge one input with its steps printed, then conclude."""
-    conclude(judge(data, producer, say), finding)
+def reproduce(data, producer, finding="", known=None, sanitizer=None, name="input"):
+    """The reproducer's body: judge one input with its steps printed, then conclude (breaches.py:
+    the known-findings file `known`, the kind of a sanitizer crash, the input's name)."""
+    conclude(judge(data, producer, say), finding, known, sanitizer, name)

@@ -8,10 +8,14 @@ script that replays the input without the fuzzer.
   (dlconform.fuzz.consumer_oracles, held to the C ones by fuzz/tests/test_oracle_agreement.py).
 - Producer target (TARGET producer-NAME): the same view of NAME's tensor, its __dlpack__ with
   the record's keywords, then the producer target's checks.
-A script fails with AssertionError "CLAUSE: message": the finding's clause when it shows,
-else the first breach. It ends with "done" when nothing shows.
+Its first line is a run line, as a suite reproducer's (dlconform.repro.run_header), and it ends
+as one does (breaches.conclude): REPRODUCED and AssertionError "CLAUSE: message" (exit 1) for
+the finding's clause, UNDETERMINED (exit 3) for another breach its known-findings file (the one
+fuzz-ci used, fuzz/known/TARGET.txt by default) does not list, UNSUPPORTED for a sanitizer
+crash it cannot show, else "done"; so `dlconform recheck` reruns fuzz findings too.
 """
 import os
+import sys
 
 from . import devmem
 from . import record as R
@@ -64,9 +68,10 @@ def describe(rec, p):
 
 
 TEMPLATE = '''\
-# dlconform fuzz reproducer (consumer target), record format 2: {name}
+{run_line}
+# dlconform fuzz reproducer (consumer target), record format 2: {name}; needs dlconform._ref and _probe built
 # finding: {finding}
-# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._ref and _probe built: make build)
+# known: {known_line}
 #
 {description}
 {consumer_import}
@@ -74,26 +79,43 @@ from dlconform.fuzz import consumer_oracles
 
 RECORD = bytes.fromhex(
 {record})
-consumer_oracles.reproduce(RECORD, {from_dlpack}, finding={finding_arg!r})
+consumer_oracles.reproduce(RECORD, {from_dlpack}, finding={finding_arg!r}, known={known!r}{crash})
 '''
 
 
-def reproducer(data, target="numpy", finding="", name="input"):
-    """The reproducer script (str) of one consumer-target input."""
+def _known_line(known):
+    return ("%s: a breach it lists is printed, not raised" % known if known else
+            "none: every breach is raised")
+
+
+def _ending(name, known, sanitizer):
+    """The template fields of how the script ends (breaches.conclude) and how it is run: saved
+    as NAME.py beside the input, by the Python that wrote it, as `dlconform recheck` runs it."""
+    from ..repro import run_header
+
+    return {"run_line": run_header(name=os.path.basename(name) + ".py"), "known": known,
+            "known_line": _known_line(known),
+            "crash": ", sanitizer=%r, name=%r" % (sanitizer, name) if sanitizer else ""}
+
+
+def reproducer(data, target="numpy", finding="", name="input", known=None, sanitizer=None):
+    """The reproducer script (str) of one consumer-target input; `known`: the path of a
+    known-findings file whose breaches it sets aside; `sanitizer`: the kind of crash the
+    finding is, where the fuzz target's sanitizer reported it (not an oracle breach)."""
     rec = R.apply_offer(R.decode(data))
     p = R.plan(rec)
     R.drop_giant_copies(rec, p)
     imp, call = consumer_lines(target)
     return TEMPLATE.format(name=name, finding=finding or "(none recorded)", consumer_import=imp,
                            description="\n".join("# " + line for line in describe(rec, p)), record=_hex_lines(data),
-                           from_dlpack=call, finding_arg=finding)
+                           from_dlpack=call, finding_arg=finding, **_ending(name, known, sanitizer))
 
 
-def script(data, target, finding="", name="input"):
+def script(data, target, finding="", name="input", known=None, sanitizer=None):
     """The reproducer of an input for TARGET: producer-NAME, or a consumer."""
     if target.startswith("producer-"):
-        return producer_reproducer(data, target[len("producer-"):], finding, name)
-    return reproducer(data, target, finding, name)
+        return producer_reproducer(data, target[len("producer-"):], finding, name, known, sanitizer)
+    return reproducer(data, target, finding, name, known, sanitizer)
 
 
 def main(argv):
@@ -105,6 +127,8 @@ def main(argv):
     ap.add_argument("--target", default=None, help="consumer or producer-NAME (default: the file name's prefix, "
                     "else numpy)")
     ap.add_argument("--finding", default="", help='"CLAUSE: message" to check for')
+    ap.add_argument("--known", default=None, help="known-findings file whose breaches the script prints and does "
+                    "not raise (default fuzz/known/TARGET.txt when there is one, as fuzz-ci; '' for none)")
     args = ap.parse_args(argv)
     base = os.path.basename(args.file)
     target = args.target or base.split("-", 1)[0]
@@ -112,15 +136,23 @@ def main(argv):
         target = "-".join(base.split("-")[:2])
     if target in ("crash", "leak", "timeout", "oom", "validator", ""):
         target = "numpy"
+    known = args.known
+    if known is None:
+        known = os.path.join("fuzz", "known", target + ".txt")
+        known = known if os.path.exists(known) else ""
+    elif known and not os.path.exists(known):
+        print("fuzz-repro: no known-findings file %s" % known, file=sys.stderr)
+        return 2
     with open(args.file, "rb") as f:
-        print(script(f.read(), target, args.finding, base), end="")
+        print(script(f.read(), target, args.finding, base, os.path.abspath(known) if known else None), end="")
     return 0
 
 
 PRODUCER_TEMPLATE = '''\
-# dlconform fuzz reproducer (producer target), record format 2: {name}
+{run_line}
+# dlconform fuzz reproducer (producer target), record format 2: {name}; needs dlconform._probe built
 # finding: {finding}
-# run: PYTHONPATH=harness /usr/bin/python3 THIS_FILE   (needs dlconform._probe built: make build)
+# known: {known_line}
 #
 # view     {producer} tensor of dtype {dtype}, shape {shape!r}, element strides {strides!r}, element offset
 #          {offset} into a {base}-element base{readonly}, byte i of the base (i * 131 + {seed}) & 0xff
@@ -129,7 +161,7 @@ from dlconform.fuzz import producer_oracles
 
 RECORD = bytes.fromhex(
 {record})
-producer_oracles.reproduce(RECORD, {producer!r}, finding={finding_arg!r})
+producer_oracles.reproduce(RECORD, {producer!r}, finding={finding_arg!r}, known={known!r}{crash})
 '''
 
 
@@ -138,7 +170,7 @@ def _hex_lines(data):
     return "\n".join("    %r" % raw[i:i + 32].hex() for i in range(0, len(raw), 32)) or "    ''"
 
 
-def producer_reproducer(data, producer="numpy", finding="", name="input"):
+def producer_reproducer(data, producer="numpy", finding="", name="input", known=None, sanitizer=None):
     """The reproducer script (str) of one producer-target input."""
     from .producer_oracles import BASE_ELEMENTS, dlpack_kwargs, view_parameters
     from .producer_views import DTYPES
@@ -156,4 +188,4 @@ def producer_reproducer(data, producer="numpy", finding="", name="input"):
         name=name, finding=finding or "(none recorded)", producer=producer, dtype=DTYPES[idx][0], shape=shape,
         strides=strides, offset=offset, base=BASE_ELEMENTS, readonly=", read-only" if readonly else "", seed=seed,
         kwargs=", ".join("%s=%r" % kv for kv in dlpack_kwargs(rec).items()), record=_hex_lines(data),
-        finding_arg=finding)
+        finding_arg=finding, **_ending(name, known, sanitizer))
