@@ -129,7 +129,8 @@ def test_reproducer_sets_aside_what_the_known_file_lists():
 
 def test_fuzz_repro_takes_the_known_file_of_fuzz_ci():
     """dlconform fuzz-repro writes the known file fuzz-ci would use (fuzz/known/TARGET.txt) into
-    the script, or the one named; a named file that is not there is one line and status 2."""
+    the script, or the one named; a named file that is not there, or an input that cannot be read,
+    is one line and status 2."""
     seed = os.path.join(V.ROOT, "fuzz", "corpus", "seeds", "legacy-float32-2x3")
 
     def fuzz_repro(*args):
@@ -143,6 +144,9 @@ def test_fuzz_repro_takes_the_known_file_of_fuzz_ci():
     assert rc == 0 and "known=None" in out, out
     rc, out, err = fuzz_repro("--target", "ref", "--known", "/nonexistent/known.txt")
     assert rc == 2 and not out and err == "fuzz-repro: no known-findings file /nonexistent/known.txt\n", err
+    seed = "/nonexistent/input"  # an input that cannot be read: one line too
+    rc, out, err = fuzz_repro()
+    assert rc == 2 and not out and err == "fuzz-repro: cannot read %s: No such file or directory\n" % seed, err
 
 
 def test_reproducer_forges_every_record_ndim():
@@ -506,6 +510,22 @@ def test_fuzz_ci_counts_executions_through_a_noisy_library():
     with tempfile.TemporaryDirectory() as tmp:
         rc, summary, _ = fake_fuzz_ci(tmp, noise=True)
         assert summary["rounds"] >= 2 and summary["executions"] == 7 * summary["rounds"], summary
+
+
+def test_fuzz_ci_says_a_library_cannot_be_imported_however_short_the_run():
+    """A consumer module that cannot be imported is one clear line and exit 2, also with a
+    budget shorter than a round (before, a run under a second ran no round and exited 0 with
+    "0 execs"); a budget of no seconds is a usage error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for seconds in ("0.5", "3"):
+            p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "no_such_lib_x",
+                                "--seconds", seconds, "--out", tmp, "--no-merge"], cwd=V.ROOT, env=V.env("ref"),
+                               capture_output=True, text=True, timeout=120)
+            assert p.returncode == 2 and "cannot import the consumer module (consumer 'no_such_lib_x')" in p.stderr, \
+                (seconds, p.stdout, p.stderr)
+        p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "ref", "--seconds", "0",
+                            "--out", tmp], cwd=V.ROOT, env=V.env("ref"), capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and p.stderr.strip().endswith("--seconds must be above 0 and --max-rounds at least 1")
 
 
 def test_fuzz_ci_sets_aside_each_must_refuse_clause_a_known_plain_crash_comes_with():

@@ -200,8 +200,8 @@ class Fuzz:
         seen, start, rounds, repeats, last = set(), time.time(), 0, 0, None
         while True:
             left = self.a.seconds - (time.time() - start)
-            if left < 1 or rounds >= self.a.max_rounds:
-                break
+            if (rounds and left < 1) or rounds >= self.a.max_rounds:
+                break  # the first round always runs: a target that cannot start says so
             rounds += 1
             rc = self.round(left)
             new = [p for p in self.artifacts() if p not in seen]
@@ -410,6 +410,8 @@ def parse(argv):
     ap.add_argument("--max-rounds", type=int, default=16)
     ap.add_argument("--no-merge", action="store_true", help="do not touch results.json")
     a = ap.parse_args(argv)
+    if not a.seconds > 0 or a.max_rounds < 1:
+        ap.error("--seconds must be above 0 and --max-rounds at least 1")
     if a.target != "validator":
         try:
             devmem.split_target(a.producer or a.consumer or a.target)

@@ -143,8 +143,13 @@ def main(argv):
     elif known and not os.path.exists(known):
         print("fuzz-repro: no known-findings file %s" % known, file=sys.stderr)
         return 2
-    with open(args.file, "rb") as f:
-        print(script(f.read(), target, args.finding, base, os.path.abspath(known) if known else None), end="")
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print("fuzz-repro: cannot read %s: %s" % (args.file, e.strerror or e), file=sys.stderr)
+        return 2
+    print(script(data, target, args.finding, base, os.path.abspath(known) if known else None), end="")
     return 0
 
 
