@@ -325,17 +325,12 @@ def main(argv=None):
     if args.timeout <= 0 or args.jobs < 1:
         parser.error("--timeout and --jobs must be positive")
     try:
-        with open(args.results, encoding="utf-8") as f:
-            results = json.load(f)
-        found = _bugreport.findings(results, args.target, args.clause)
-        if args.test:
-            found = [f for f in found if fnmatch.fnmatchcase(f.test, args.test)]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        why = "a record has no %s" % e if isinstance(e, KeyError) else str(e)
-        print("dlconform recheck: cannot read findings from %s: %s%s" % (
-            args.results, why, "" if isinstance(e, OSError) else " (not a results.json of dlconform run?)"),
-            file=sys.stderr)
+        results, found = _bugreport.read_findings(args.results, args.target, args.clause)
+    except _bugreport.BadResults as e:
+        print("dlconform recheck: %s" % e, file=sys.stderr)
         return 2
+    if args.test:
+        found = [f for f in found if fnmatch.fnmatchcase(f.test, args.test)]
     if args.target and not any(r.get("target") == args.target for r in results["results"]):
         known = sorted({r.get("target") for r in results["results"]})
         print("dlconform recheck: %s has no target %r (its targets: %s)"

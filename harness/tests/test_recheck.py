@@ -238,3 +238,25 @@ def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     text = "".join(f.read_text() for f in sorted(out.iterdir()))
     assert text.count("No standalone reproducer: it runs dlconform's fuzz oracles") == 4, text[:3000]
+
+
+@pytest.mark.parametrize("command", ["recheck", "report"])
+@pytest.mark.parametrize("content, says", [
+    (b'{"results": [', "not JSON (Expecting value"),
+    (b"\xd0\xcf\x11\xe0 binary", "not JSON ('utf-8' codec can't decode"),
+    (b"[]", "list indices must be integers"),
+    (b'{"results": [{"target": 1}]}', "a record has no 'verdict'"),
+])
+def test_a_results_file_that_is_not_one_is_one_line_for_recheck_and_report(tmp_path, command, content, says):
+    """dlconform recheck and dlconform report read results.json alike (bugreport.read_findings):
+    a file that is not one, however it is not, is one line and exit 2 (before, report died with
+    a KeyError or TypeError traceback, and both with a JSONDecodeError one)."""
+    path = tmp_path / "results.json"
+    path.write_bytes(content)
+    args = ["--results", str(path)] + (["--out", str(tmp_path / "o")] if command == "recheck" else
+                                       [str(tmp_path / "o"), "--all-findings"])
+    p = subprocess.run([sys.executable, "-m", "dlconform", command] + args, env=fr._env(), capture_output=True,
+                       text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and says in lines[0], p.stderr
+    assert lines[0].startswith("dlconform %s: cannot read findings from %s: " % (command, path)), lines

@@ -60,6 +60,28 @@ def findings(results, target=None, clause=None):
     return [Finding(recs) for recs in groups.values()]
 
 
+class BadResults(Exception):
+    """A results file that cannot be read, or is not a results.json of dlconform run: one line."""
+
+
+def read_findings(path, target=None, clause=None):
+    """(results.json's document, its findings as findings() selects them), or BadResults
+    saying why not (a file that cannot be read, not JSON, records missing a field)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            results = json.load(f)
+    except OSError as e:
+        raise BadResults("cannot read findings from %s: %s" % (path, e.strerror or e)) from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise BadResults("cannot read findings from %s: not JSON (%s)" % (path, e)) from None
+    try:
+        return results, findings(results, target, clause)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        why = "a record has no %s" % e if isinstance(e, KeyError) else str(e)
+        raise BadResults("cannot read findings from %s: %s (not a results.json of dlconform run?)"
+                         % (path, why)) from None
+
+
 def _versions(results, target):
     env = results.get("environment", {})
     info = results.get("targets", {}).get(target, {})
@@ -229,10 +251,9 @@ def main(argv=None):
     if not args.all_findings and not (args.target and args.clause):
         parser.error("name a finding with --target T --clause C, or give --all-findings")
     try:
-        with open(args.results, encoding="utf-8") as f:
-            results = json.load(f)
-    except (OSError, ValueError) as e:
-        print("dlconform report: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+        results, _ = read_findings(args.results, args.target, args.clause)
+    except BadResults as e:
+        print("dlconform report: %s" % e, file=sys.stderr)
         return 2
     paths = write(results, args.out_dir, args.target, args.clause)
     if not args.quiet:
