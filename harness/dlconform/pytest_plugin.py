@@ -383,7 +383,10 @@ class _State:
         self._target_error = None
         self._frozen = False  # _freeze_heap ran
         path = config.getoption("--dlc-results")
-        self._out = open(path, "a", encoding="utf-8") if path else None
+        try:
+            self._out = open(path, "a", encoding="utf-8") if path else None
+        except OSError as e:
+            raise pytest.UsageError("dlconform: cannot write --dlc-results %s: %s" % (path, e.strerror or e))
         self.globs = [g.strip() for arg in config.getoption("--dlc-clause") for g in arg.split(",") if g.strip()]
         self.exclude = set()
         ex = config.getoption("--dlc-exclude-file")
@@ -394,6 +397,10 @@ class _State:
             except OSError as e:
                 raise pytest.UsageError("dlconform: cannot read --dlc-exclude-file %s: %s" % (ex, e))
         self.catalogue = self._load_catalogue(config)
+        unmatched = [g for g in self.globs if len(self.catalogue) and not self.catalogue.matching(g)]
+        if unmatched:  # as `dlconform run --clause` says it: a typo must not pass as "no tests"
+            raise pytest.UsageError("dlconform: --dlc-clause %s matches no clause of the catalogue (ids look like "
+                                    "CAP-01; suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         self.claims = config.getoption("--dlc-claims")
         self.lane = str(config.getoption("--dlc-lane"))
         try:

@@ -218,6 +218,22 @@ def test_unknown_target_is_usage_error(tmp_path):
     assert events == []
 
 
+@pytest.mark.parametrize("extra, says", [
+    (["--dlc-clause", "M-0[1-3],NOPE-*"], "--dlc-clause 'NOPE-*' matches no clause of the catalogue"),
+    (["--dlc-results", "/nonexistent/dir/results.jsonl"],
+     "cannot write --dlc-results /nonexistent/dir/results.jsonl: No such file or directory"),
+    (["--dlc-exclude-file", "/nonexistent/exclude.txt"], "cannot read --dlc-exclude-file /nonexistent/exclude.txt"),
+    (["--dlc-lanes", "x"], "--dlc-lanes takes a count, not 'x'"),
+])
+def test_bad_options_are_usage_errors(tmp_path, extra, says):
+    """A bad option is one line and pytest's usage status (4), never a run: a clause glob that
+    matches nothing in the catalogue (before: every test deselected, status 5, as if there were
+    none), a results file that cannot be written (before: an INTERNALERROR traceback)."""
+    proc, events = run_child(tmp_path, extra=extra)
+    assert proc.returncode == 4 and says in (proc.stderr + proc.stdout).decode(), proc.stderr + proc.stdout
+    assert b"Traceback" not in proc.stderr + proc.stdout and events == []
+
+
 def test_catalogue_lookup(tmp_path):
     from dlconform import catalogue
     from fakes import write_catalogue
