@@ -33,6 +33,8 @@
  *   - SEM-01: the values read through the export differ from the view's, or the export
  *     copies though copy was not True. The expected bytes come from the view parameters,
  *     not from the library. CPY-01: copy=True exported the view's own memory.
+ *   - LAY-05: such a SEM-01 that the strides explain once divided by the item size (strides
+ *     counted in bytes, not elements).
  *   - OWN-03 (ASan): the deleter faults or double-frees; it is called once, as a consumer
  *     would.
  * Exchange API: managed_tensor_from_py_object_no_sync(view) gets the same metadata, value and
@@ -265,8 +267,45 @@ static int in_source(const DLTensor *t, const dlc_extent *e) {
   return first + (uintptr_t)e->lo >= src_base && first + (uintptr_t)e->hi <= src_base + src_nbytes;
 }
 
+/* LAY-05 (strides count elements, not bytes): 1 when t's strides `st`, each divided by the item
+ * size, describe the tensor, where as given they do not (the caller is about to fail SEM-01):
+ * every stride of a dimension of extent > 1 is a whole number of items (item size > 1, not all
+ * 0), the view so described lies in [base, base + nbytes) when base is not 0 (the tensor's
+ * memory, which the export as given leaves), and its elements, read there (on the device once
+ * it ran what it holds), are the tensor's values `want`. Reading is safe: the view so described
+ * lies within the export's own extent, which the caller reads too (divided strides reach less
+ * far on either side of the first element). */
+static int strides_in_bytes(const DLTensor *t, const int64_t *st, uint64_t itemsize, int device,
+                            uintptr_t base, long nbytes, const char *want) {
+  if (itemsize < 2 || t->ndim > 8) return 0;
+  int64_t el[8];
+  int moves = 0;
+  for (int d = 0; d < t->ndim; ++d) {
+    if (t->shape[d] > 1 && st[d] % (int64_t)itemsize != 0) return 0;
+    el[d] = st[d] / (int64_t)itemsize;
+    moves |= t->shape[d] > 1 && el[d] != 0;
+  }
+  if (!moves) return 0;
+  DLTensor u = *t;
+  u.strides = el;
+  dlc_extent e = dlc_extent_of(&u);
+  const uint8_t *first = (const uint8_t *)t->data + t->byte_offset;
+  uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
+  if (e.status != DLC_EXTENT_OK || e.zero_size || (base != 0 && (lo < base || hi > base + (uintptr_t)nbytes)))
+    return 0;
+  int unreadable = 0;
+  uint8_t *bytes = device ? device_copy(first, &e, 0, &unreadable) : NULL;
+  if (device && bytes == NULL) return 0;
+  int same = first_difference(&u, el, &e, bytes ? bytes : first + e.lo, want) < 0;
+  free(bytes);
+  return same;
+}
+
+#define LAY05_MSG "%s: the strides count bytes, not elements: divided by the item size they describe the tensor"
+
 /* SEM-01 (values), zero-copy and copy oracles on an exported tensor; check first. In the CUDA
- * mode the export's device comes first (producer_cuda.h): it says where the elements are. */
+ * mode the export's device comes first (producer_cuda.h): it says where the elements are. A
+ * SEM-01 that strides counted in bytes explain is LAY-05 (strides_in_bytes). */
 static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int versioned,
                          const dlc_record *r, PyObject *expected, uintptr_t base, long nbytes) {
   dlc_report rep;
@@ -297,18 +336,23 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
   if (st == NULL && (t->ndim > 8 || dlc_row_major_strides(t->ndim, t->shape, rm) != 0)) return;
   if (st == NULL) st = rm;
   const uint8_t *first = (const uint8_t *)t->data + t->byte_offset;
+  const char *want = PyBytes_AsString(expected);
+  Py_ssize_t want_n = PyBytes_Size(expected);
+  int device = where == DLC_PCUDA_READ_DEVICE;
   /* the view's memory (base 0: unknown, a library that does not say where its array lies); a
    * host copy of a CUDA view (dl_device=(1, 0)) is a copy by definition */
-  if (base != 0 && (!dlc_pcuda_active() || where == DLC_PCUDA_READ_DEVICE)) {
+  if (base != 0 && (!dlc_pcuda_active() || device)) {
     uintptr_t lo = (uintptr_t)(first + e.lo), hi = (uintptr_t)(first + e.hi);
     int inside = lo >= base && hi <= base + (uintptr_t)nbytes;
     if (copy == DLC_COPY_TRUE && inside)
       dlc_oracle_fail("CPY-01", "%s: copy=True exported the view's own memory", via);
-    if (copy != DLC_COPY_TRUE && !inside && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED))
+    if (copy != DLC_COPY_TRUE && !inside && !(flags & DLPACK_FLAG_BITMASK_IS_COPIED)) {
+      if (want != NULL && (uint64_t)want_n == e.numel * e.itemsize &&
+          strides_in_bytes(t, st, e.itemsize, device, base, nbytes, want))
+        return dlc_oracle_fail("LAY-05", LAY05_MSG, via);
       dlc_oracle_fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)", via);
+    }
   }
-  const char *want = PyBytes_AsString(expected);
-  Py_ssize_t want_n = PyBytes_Size(expected);
   if (want == NULL || (uint64_t)want_n != e.numel * e.itemsize) {
     PyErr_Clear();
     return dlc_oracle_fail("SEM-01", "%s: %llu elements of %llu bytes exported, the view has %zd bytes",
@@ -316,17 +360,19 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
   }
   /* a device export is read first as the consumer reads it, on the stream it named (STR-01): a
    * difference there that a read after the whole device is gone is the stream order's */
-  uintptr_t on = where == DLC_PCUDA_READ_DEVICE && !strcmp(via, "__dlpack__") ? dlc_pcuda_read_stream(r) : 0;
+  uintptr_t on = device && !strcmp(via, "__dlpack__") ? dlc_pcuda_read_stream(r) : 0;
   int unreadable = 0;
-  uint8_t *copy_of = where == DLC_PCUDA_READ_DEVICE ? device_copy(first, &e, on, &unreadable) : NULL;
+  uint8_t *copy_of = device ? device_copy(first, &e, on, &unreadable) : NULL;
   if (unreadable && on) { /* the stream is gone (dlc_pcuda_after's STR-11): read without it */
     on = 0;
     copy_of = device_copy(first, &e, 0, &unreadable);
   }
+  if (unreadable && strides_in_bytes(t, st, e.itemsize, 1, 0, 0, want))
+    return dlc_oracle_fail("LAY-05", LAY05_MSG, via);
   if (unreadable) /* the runtime reads any live device memory: the export names none */
     return dlc_oracle_fail("SEM-01", "%s: the export's elements (%lld bytes from data + byte_offset %+lld) are "
                            "no device memory the runtime can read", via, (long long)(e.hi - e.lo), (long long)e.lo);
-  if (where == DLC_PCUDA_READ_DEVICE && copy_of == NULL) return; /* no host memory: not the producer's */
+  if (device && copy_of == NULL) return; /* no host memory: not the producer's */
   long long bad = first_difference(t, st, &e, copy_of ? copy_of : first + e.lo, want);
   free(copy_of);
   if (bad >= 0 && on) {
@@ -338,6 +384,8 @@ static void check_tensor(const char *via, const DLTensor *t, uint64_t flags, int
                              "returned differs at element %lld from what the tensor holds once its stream ran: it "
                              "did not make that stream wait (STR-01)", via, bad);
   }
+  if (bad >= 0 && strides_in_bytes(t, st, e.itemsize, device, 0, 0, want))
+    return dlc_oracle_fail("LAY-05", LAY05_MSG, via);
   if (bad >= 0)
     dlc_oracle_fail("SEM-01", "%s: element %lld differs from the tensor's value", via, bad);
 }

@@ -602,6 +602,21 @@ def _producer_record(stream=None, dl_device=None, copy=None, readonly=False):
     return R.encode(rec)
 
 
+def test_strides_counted_in_bytes_are_lay05():
+    """Strides in bytes break LAY-05, not just SEM-01: where the values differ, or the export
+    leaves the tensor's memory, or names device memory the runtime cannot read, and the strides
+    divided by the item size describe the tensor, the producer target and its twin say LAY-05: a
+    view (ref's byte_strides), a copy (copy=True), a CUDA tensor's (cuda_strides_in_bytes). Values
+    wrong for another reason stay SEM-01 (pyref's byteswap_in_place)."""
+    rec2 = R.decode(_producer_record())
+    rec2.update(ndim=2, shape=(2, 3), strides=(3, 1))
+    for data in (_producer_record(), _producer_record(copy=True), R.encode(rec2)):
+        assert V.pair("producer-ref", data) == (V.NO_FINDING, V.NO_FINDING)
+        assert V.pair("producer-ref", data, "byte_strides") == ("LAY-05", "LAY-05")
+    assert V.pair("producer-ref@cuda", R.encode(rec2), "cuda_strides_in_bytes") == ("LAY-05", "LAY-05")
+    assert V.pair("producer-dlconform.pyref", R.encode(rec2), "byteswap_in_place") == ("SEM-01", "SEM-01")
+
+
 def _run_producer_target(producer, rec, fault=None):
     binary = os.path.join(ROOT, "build", "fuzz", "producer.asan")
     env = {k: v for k, v in os.environ.items() if k != "DLCONFORM_REF_FAULT"}

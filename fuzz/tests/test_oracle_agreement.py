@@ -199,7 +199,7 @@ PYREF_CUDA_PRODUCER_FAULTS = ("cuda_stream_zero_accepted", "cuda_stream_type_unc
 
 def test_producer_cuda_mode_reproducers_agree_with_the_producer_target():
     """The producer target's CUDA mode on the simulated runtime: ref's CudaTensor clean, with its
-    cuda_* producer faults (strides in bytes is found, as SEM-01; the rest act on the exchange
+    cuda_* producer faults (strides in bytes is found, as LAY-05; the rest act on the exchange
     table's streams: they must agree on no finding) and with version_wrong (its capsules are
     ref's); pyref's DeviceArray clean and with PYREF_CUDA_PRODUCER_FAULTS, each found."""
     _assert_agree("producer-ref@cuda", [None] + [f for f in faults("producer") if f.startswith("cuda_")] +

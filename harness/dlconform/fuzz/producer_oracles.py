@@ -126,9 +126,38 @@ def _in_source(rec, t, e):
     return first + e["lo"] >= src[0] and first + e["hi"] <= src[0] + src[1]
 
 
+LAY05 = "%s: the strides count bytes, not elements: divided by the item size they describe the tensor"
+
+
+def _strides_in_bytes(mode, info, strides, size, device, expected, base=0, nbytes=0):
+    """target_producer.c's strides_in_bytes: whether the strides, each divided by the item size,
+    describe the tensor (in [base, base + nbytes) when base is not 0), where as given they do not:
+    LAY-05 rather than SEM-01."""
+    import ctypes
+
+    from ..kit.capsules import layout_extent
+
+    shape = info["shape"] or ()
+    if size < 2 or info["ndim"] > 8 or any(n > 1 and st % size for n, st in zip(shape, strides)):
+        return False
+    el = [st // size for st in strides]
+    if not any(n > 1 and st for n, st in zip(shape, el)):
+        return False
+    e = layout_extent(info["ndim"], shape, el, info["dtype"])
+    first = info["data"] + info["byte_offset"]
+    if e["status"] != "ok" or e["zero_size"] or (base and not (first + e["lo"] >= base and
+                                                               first + e["hi"] <= base + nbytes)):
+        return False
+    if device:
+        got = _device_elements(mode, first, e, shape, el, 0)
+    else:  # within the export's own extent, which check_tensor reads too
+        got = _gather(ctypes.string_at(first + e["lo"], e["hi"] - e["lo"]), e, shape, el)
+    return got is not None and _first_difference(got, expected, size, e["numel"]) is None
+
+
 def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
     """check_tensor: check's report, the CUDA mode's device oracles, the flag oracles, then
-    zero-copy and values."""
+    zero-copy and values; a SEM-01 that strides counted in bytes explain is LAY-05."""
     from .. import _probe
 
     for clause, msg in _probe.check(t.capsule, spec=(1, 3)):
@@ -156,15 +185,18 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
         if strides is None:
             return
     first = info["data"] + info["byte_offset"]
+    size, device = e["itemsize"], where == PC.READ_DEVICE
     # base 0: a library that does not say where its array lies; a host copy of a CUDA view is
     # a copy by definition
-    if base and (not mode or where == PC.READ_DEVICE):
+    if base and (not mode or device):
         inside = first + e["lo"] >= base and first + e["hi"] <= base + nbytes
         if copy == R.COPY_TRUE and inside:
             b.fail("CPY-01", "%s: copy=True exported the view's own memory" % via)
         if copy != R.COPY_TRUE and not inside and not t.flags & R.IS_COPIED:
+            if len(expected) == e["numel"] * size and _strides_in_bytes(mode, info, strides, size, device, expected,
+                                                                         base, nbytes):
+                return b.fail("LAY-05", LAY05 % via)
             b.fail("SEM-01", "%s: the export does not view the tensor's memory (copy not asked)" % via)
-    size = e["itemsize"]
     if len(expected) != e["numel"] * size:
         return b.fail("SEM-01", "%s: %d elements of %d bytes exported, the view has %d bytes" % (
             via, e["numel"], size, len(expected)))
@@ -175,6 +207,8 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
         if got is None and on:  # the stream is gone (mode.after's STR-11): read without it
             on = 0
             got = _device_elements(mode, first, e, info["shape"], strides, 0)
+        if got is None and _strides_in_bytes(mode, info, strides, size, True, expected):
+            return b.fail("LAY-05", LAY05 % via)
         if got is None:  # the runtime reads any live device memory: the export names none
             return b.fail("SEM-01", "%s: the export's elements (%d bytes from data + byte_offset %+d) are no device "
                           "memory the runtime can read" % (via, e["hi"] - e["lo"], e["lo"]))
@@ -187,6 +221,8 @@ def check_tensor(b, via, t, rec, expected, base, nbytes, mode=None):
             return b.fail(mode.stream_clause(rec), "%s: what the consumer's stream reads right after it returned "
                           "differs at element %d from what the tensor holds once its stream ran: it did not make "
                           "that stream wait (STR-01)" % (via, bad))
+    if bad is not None and _strides_in_bytes(mode, info, strides, size, device, expected):
+        return b.fail("LAY-05", LAY05 % via)
     if bad is not None:
         b.fail("SEM-01", "%s: element %d differs from the tensor's value" % (via, bad))
 
@@ -202,12 +238,16 @@ def _device_elements(mode, first, e, shape, strides, stream):
     """The elements of a device export in row-major order, read through its strides from a copy
     of its extent (check_tensor's device_copy): on `stream`, or settled for 0; None when the
     runtime refused the read."""
-    import itertools
-
     n = e["hi"] - e["lo"]
     raw = mode.read_on(stream, first + e["lo"], n) if stream else mode.settled(first + e["lo"], n)
-    if raw is None:
-        return None
+    return None if raw is None else _gather(raw, e, shape, strides)
+
+
+def _gather(raw, e, shape, strides):
+    """The elements in row-major order of a view whose extent's bytes are `raw` (raw[0] is the
+    byte at first + lo)."""
+    import itertools
+
     size, out = e["itemsize"], bytearray()
     for idx in itertools.product(*(range(n) for n in shape or ())):
         off = sum(i * st for i, st in zip(idx, strides)) * size - e["lo"]
