@@ -143,6 +143,8 @@ FLOW_BACK = {
                "test_layout.py::test_consumer_zero_size_null_data"],
     "STR-10": ["test_stream.py::test_cpu_producer_refuses_int_streams",
                "test_keywords.py::test_producer_refuses_bad_keywords_in_every_combination"],
+    "STR-14": ["test_stream.py::test_consumer_stream_keywords_for_stream_devices",
+               "test_fuzz_seeds.py::test_consumer_shared_fuzz_seed"],
     "VER-06": ["test_versioning.py::test_consumer_retries_for_every_keyword"],
     "VER-08": ["test_versioning.py::test_consumer_refuses_other_major",
                "test_refusals.py::test_consumer_refusal_and_deleter"],
