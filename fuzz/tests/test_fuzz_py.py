@@ -127,6 +127,36 @@ def test_reproducer_sets_aside_what_the_known_file_lists():
     shutil.rmtree(tmp)
 
 
+def test_a_sanitizer_finding_is_replayed_by_the_sanitizer_build():
+    """A finding only the sanitizer build shows (ref's consumer_delete_early: a heap-use-after-free
+    on the seed offer-minor, which the Python twin cannot see): its reproducer replays the input
+    with build/fuzz/consumer.asan, REPRODUCED (exit 1) while the fault is there, done (exit 0)
+    once it is gone, UNDETERMINED (exit 3) when the build crashes another way; without such a
+    build it says UNSUPPORTED with the replay command."""
+    from dlconform.fuzz import breaches
+
+    seed = _seed("offer-minor")
+
+    def run(fault, kind="heap-use-after-free"):
+        text = repro.reproducer(seed, "ref", "OWN-03: %s on an input" % kind, "offer-minor", None, kind)
+        return _run_script(text, "ref", fault)
+
+    rc, out = run("consumer_delete_early")
+    assert rc == 1 and "REPRODUCED OWN-03: heap-use-after-free again in %s" % V.binary("ref") in out, out
+    rc, out = run(None)
+    assert rc == 0 and "ran the input through (exit 0): the heap-use-after-free is gone" in out, out
+    rc, out = run("consumer_delete_early", "heap-buffer-overflow")
+    assert rc == 3 and "replayed the input to another finding: heap-use-after-free in" in out, out
+    lines = []
+    say, breaches.say = breaches.say, lines.append
+    try:
+        breaches.conclude([], "OWN-03: x", sanitizer="SEGV", name="in", replay=lambda: None)
+    finally:
+        breaches.say = say
+    assert lines == ["UNSUPPORTED: the finding is a SEGV in the sanitizer build, unseen here without one; make "
+                     "fuzz-replay FILE=in (the input beside this script) replays it"], lines
+
+
 def test_fuzz_repro_takes_the_known_file_of_fuzz_ci():
     """dlconform fuzz-repro writes the known file fuzz-ci would use (fuzz/known/TARGET.txt) into
     the script, or the one named; a named file that is not there, or an input that cannot be read,

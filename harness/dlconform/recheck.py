@@ -30,8 +30,9 @@ of a test (`<before TEST>`: a death between tests) where it records one like it 
 A fuzz finding (test `fuzz:TARGET:...`, merged into results.json by fuzz-ci) carries its Python
 reproducer (fuzz/README.md, "Reproducers"), which ends the same way: an oracle's breach printed as
 `REPRODUCED` reproduces the target's crash (its abort); a crash the sanitizer build reported and
-the script, run without one, did not show is `unsupported`; the validator target's findings carry
-a replay command, `unsupported` here too.
+the script, run without one, did not show is replayed by that build where this dlconform is a
+clone that has it (fuzz/replay.py), else `unsupported`; the validator target's findings carry a
+replay command, `unsupported` here too.
 
 Exit status: 0 every finding reproduced; 1 some did not (each is listed); 2 a reproducer was
 broken, or bad input (a results file that cannot be read, a bad flag).

@@ -197,12 +197,13 @@ def test_make_recheck_reruns_the_findings_of_out(tmp_path):
 def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
     """fuzz-ci merges its findings into results.json with their Python reproducers
     (dlconform.fuzz.repro), which end as a check's script does: an oracle breach reproduces the
-    target's crash (its abort); a sanitizer crash the script cannot show is unsupported; a
+    target's crash (its abort); a sanitizer crash the script cannot show is the sanitizer
+    build's to replay (fuzz/tests/test_fuzz_py.py), and unsupported without one; a
     finding whose clause no longer shows is undetermined when another breach does, and passes
     when only breaches the known file lists do; the validator's replay command is unsupported.
     ref's consumer_no_rename breaks CAP-03 and OWN-03 on an import, nothing on a used capsule's
     refusal. Their bug reports say why they do not stand alone."""
-    from dlconform.fuzz import repro as fuzz_repro
+    from dlconform.fuzz import replay, repro as fuzz_repro
 
     seeds = fr.REPO / "fuzz" / "corpus" / "seeds"
     bad, clean = (seeds / "legacy-uint8-negstride-offset").read_bytes(), (seeds / "legacy-used-capsule").read_bytes()
@@ -228,7 +229,10 @@ def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
            for f in json.loads((tmp_path / "out" / "recheck.json").read_text())["findings"]}
     assert p.returncode == 1 and "1 reproduced, 4 not reproduced, 0 broken" in p.stdout, p.stdout + p.stderr
     assert got["oracle"][:2] == ("reproduced", "finding") and got["oracle"][2].startswith("REPRODUCED CAP-03: "), got
-    assert got["asan"][1] == "unsupported" and "make fuzz-replay FILE=b" in got["asan"][2], got
+    if replay.binary_of("ref"):  # the sanitizer build replays it: it runs through
+        assert got["asan"][1] == "passed" and "ran the input through" in got["asan"][2], got
+    else:
+        assert got["asan"][1] == "unsupported" and "make fuzz-replay FILE=b" in got["asan"][2], got
     assert got["other"][1] == "undetermined" and "another breach does: CAP-03" in got["other"][2], got
     assert got["known"][1] == "passed" and got["known"][2].startswith("done: no new breach; 4 known"), got
     assert got["validator"][1] == "unsupported", got

@@ -25,6 +25,16 @@ def say(line):
     print(line, flush=True)
 
 
+def replayer(data, target, known):
+    """conclude()'s `replay` for an input `data` of the fuzz target TARGET: its sanitizer build's
+    answer (replay.sanitizer_replay), asked only when needed."""
+    def replay():
+        from .replay import sanitizer_replay
+
+        return sanitizer_replay(data, target, known)
+    return replay
+
+
 def read_known(path):
     """The entries of a known-findings file (fuzz/known/): dedup keys, bare clauses and input
     classes, one a line; comments (#) and blank lines left out. A missing file has none."""
@@ -34,7 +44,7 @@ def read_known(path):
         return {line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")}
 
 
-def conclude(breaches, finding, known=None, sanitizer=None, name="input"):
+def conclude(breaches, finding, known=None, sanitizer=None, name="input", replay=None):
     """How a reproducer ends, as dlconform.kit.check.reproduce does (so `dlconform recheck` reads
     it): every breach printed, then
     - the finding's clause shows, or no finding is named and a breach shows that the
@@ -42,7 +52,10 @@ def conclude(breaches, finding, known=None, sanitizer=None, name="input"):
       fuzz-ci does: `REPRODUCED CLAUSE: message`, then AssertionError (exit 1);
     - the finding's clause does not show but such a breach does: `UNDETERMINED`, exit 3;
     - the finding is a crash of the sanitizer build (`sanitizer`: its kind) that this script, run
-      without one, did not show: `UNSUPPORTED`, with the replay command of the input `name`;
+      without one, did not show: the input replayed by that build (`replay`: a call giving
+      replay.sanitizer_replay's answer): REPRODUCED (exit 1) when it crashes so again,
+      UNDETERMINED on another finding, "done" when it runs through; where this dlconform has no
+      such build, `UNSUPPORTED`, with the replay command of the input `name`;
     - else `done` (exit 0): fixed, or only breaches the maintainers already listed."""
     from .triage import oracle_key
 
@@ -65,6 +78,18 @@ def conclude(breaches, finding, known=None, sanitizer=None, name="input"):
         say("UNDETERMINED %s: the finding's clause does not show, another breach does: %s: %s"
             % ((clause,) + tuple(new[0])))
         raise SystemExit(EXIT_UNDETERMINED)
+    if sanitizer and clause and replay is not None:
+        got = replay()
+        if got is not None:
+            binary, rc, t = got
+            if t is not None and t["kind"] == sanitizer:
+                say("%s %s: %s again in %s (%s)" % (MARK, clause, sanitizer, binary, t["key"]))
+                raise AssertionError("%s: %s again in %s" % (clause, sanitizer, binary))
+            if t is not None:
+                say("UNDETERMINED %s: %s replayed the input to another finding: %s" % (clause, binary, t["key"]))
+                raise SystemExit(EXIT_UNDETERMINED)
+            say("done: %s ran the input through (exit %s): the %s is gone" % (binary, rc, sanitizer))
+            return
     if sanitizer and clause:
         say("UNSUPPORTED: the finding is a %s in the sanitizer build, unseen here without one; "
             "make fuzz-replay FILE=%s (the input beside this script) replays it" % (sanitizer, name))

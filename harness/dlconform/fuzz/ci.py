@@ -35,6 +35,7 @@ from ..runner import kill_group
 from ..kit.check import breach
 from .triage import triage_log
 from .breaches import read_known
+from .replay import target_env
 from . import devmem
 
 ARTIFACT_KINDS = ("crash", "leak", "timeout", "oom", "slow-unit")
@@ -99,22 +100,7 @@ class Fuzz:
         self.fuzz_seconds = 0.0
 
     def env(self, ignore_file=None, triage=False):
-        e = dict(os.environ)
-        consumer, device = devmem.split_target(self.a.consumer or self.a.target)
-        e.update(ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:handle_abort=1",
-                 UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=consumer)
-        if device:  # NAME@cuda: the consumer target's CUDA mode (fuzz/devmem.h)
-            e[devmem.ENV] = device
-            # the CUDA driver maps memory where ASan's shadow gap would be protected
-            e["ASAN_OPTIONS"] += ":protect_shadow_gap=0"
-        if self.a.producer:
-            e["DLCONFORM_FUZZ_PRODUCER"] = self.a.producer
-        if sys.prefix != sys.base_prefix:  # a virtualenv: the target embeds its python3 (fuzz/pyhost.h)
-            e.setdefault("DLCONFORM_FUZZ_PYTHON", sys.executable)
-        e["DLCONFORM_FUZZ_IGNORE_FILE"] = ignore_file or self.ignore
-        if triage:
-            e["DLCONFORM_FUZZ_TRIAGE"] = "1"
-        return e
+        return target_env(self.a.consumer or self.a.target, self.a.producer, ignore_file or self.ignore, triage)
 
     def write_ignore(self, path, entries):
         with open(path, "w", encoding="utf-8") as f:

@@ -20,7 +20,7 @@ from . import devices
 from . import devmem
 from . import exchange as X
 from . import record as R
-from .breaches import Breaches, allowed_exceptions, conclude, say
+from .breaches import Breaches, allowed_exceptions, conclude, replayer, say
 
 
 # ---- the export (target_consumer.c) ------------------------------------------------------
@@ -711,9 +711,11 @@ def judge(data, from_dlpack, say=None):
     return b
 
 
-def reproduce(data, from_dlpack, finding="", known=None, sanitizer=None, name="input"):
+def reproduce(data, from_dlpack, finding="", known=None, sanitizer=None, name="input", target=None):
     """The reproducer's body: judge one input with its steps printed, then conclude (breaches.py:
-    the known-findings file `known`, the kind of a sanitizer crash, the input's name)."""
+    the known-findings file `known`, the kind of a sanitizer crash, the input's name, and the fuzz
+    target `target` whose sanitizer build replays such a crash)."""
     rec = R.apply_offer(R.decode(data))
     say("dlconform-input: " + triage_line(rec, R.plan(rec)))
-    conclude(judge(data, from_dlpack, say), finding, known, sanitizer, name)
+    conclude(judge(data, from_dlpack, say), finding, known, sanitizer, name,
+             replayer(data, target, known) if sanitizer and target else None)

@@ -14,7 +14,7 @@ import ctypes as C
 from . import devmem
 from . import producer_cuda as PC
 from . import record as R
-from .breaches import Breaches, allowed_exceptions, conclude, say
+from .breaches import Breaches, allowed_exceptions, conclude, replayer, say
 
 BASE_ELEMENTS = 64
 # DLDeviceType values of DLPack 1.3 other than kDLCPU (dlc_is_known_device)
@@ -371,7 +371,9 @@ def judge(data, producer, say=lambda line: None):
     return b
 
 
-def reproduce(data, producer, finding="", known=None, sanitizer=None, name="input"):
+def reproduce(data, producer, finding="", known=None, sanitizer=None, name="input", target=None):
     """The reproducer's body: judge one input with its steps printed, then conclude (breaches.py:
-    the known-findings file `known`, the kind of a sanitizer crash, the input's name)."""
-    conclude(judge(data, producer, say), finding, known, sanitizer, name)
+    the known-findings file `known`, the kind of a sanitizer crash, the input's name, and the fuzz
+    target `target` whose sanitizer build replays such a crash)."""
+    conclude(judge(data, producer, say), finding, known, sanitizer, name,
+             replayer(data, target, known) if sanitizer and target else None)

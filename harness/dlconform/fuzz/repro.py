@@ -11,8 +11,9 @@ script that replays the input without the fuzzer.
 Its first line is a run line, as a suite reproducer's (dlconform.repro.run_header), and it ends
 as one does (breaches.conclude): REPRODUCED and AssertionError "CLAUSE: message" (exit 1) for
 the finding's clause, UNDETERMINED (exit 3) for another breach its known-findings file (the one
-fuzz-ci used, fuzz/known/TARGET.txt by default) does not list, UNSUPPORTED for a sanitizer
-crash it cannot show, else "done"; so `dlconform recheck` reruns fuzz findings too.
+fuzz-ci used, fuzz/known/TARGET.txt by default) does not list, a sanitizer crash it cannot
+show replayed by the sanitizer build (replay.py; UNSUPPORTED without one), else "done"; so
+`dlconform recheck` reruns fuzz findings too.
 """
 import os
 import sys
@@ -88,14 +89,14 @@ def _known_line(known):
             "none: every breach is raised")
 
 
-def _ending(name, known, sanitizer):
+def _ending(name, known, sanitizer, target):
     """The template fields of how the script ends (breaches.conclude) and how it is run: saved
     as NAME.py beside the input, by the Python that wrote it, as `dlconform recheck` runs it."""
     from ..repro import run_header
 
     return {"run_line": run_header(name=os.path.basename(name) + ".py"), "known": known,
             "known_line": _known_line(known),
-            "crash": ", sanitizer=%r, name=%r" % (sanitizer, name) if sanitizer else ""}
+            "crash": ", sanitizer=%r, name=%r, target=%r" % (sanitizer, name, target) if sanitizer else ""}
 
 
 def reproducer(data, target="numpy", finding="", name="input", known=None, sanitizer=None):
@@ -108,7 +109,7 @@ def reproducer(data, target="numpy", finding="", name="input", known=None, sanit
     imp, call = consumer_lines(target)
     return TEMPLATE.format(name=name, finding=finding or "(none recorded)", consumer_import=imp,
                            description="\n".join("# " + line for line in describe(rec, p)), record=_hex_lines(data),
-                           from_dlpack=call, finding_arg=finding, **_ending(name, known, sanitizer))
+                           from_dlpack=call, finding_arg=finding, **_ending(name, known, sanitizer, target))
 
 
 def script(data, target, finding="", name="input", known=None, sanitizer=None):
@@ -193,4 +194,4 @@ def producer_reproducer(data, producer="numpy", finding="", name="input", known=
         name=name, finding=finding or "(none recorded)", producer=producer, dtype=DTYPES[idx][0], shape=shape,
         strides=strides, offset=offset, base=BASE_ELEMENTS, readonly=", read-only" if readonly else "", seed=seed,
         kwargs=", ".join("%s=%r" % kv for kv in dlpack_kwargs(rec).items()), record=_hex_lines(data),
-        finding_arg=finding, **_ending(name, known, sanitizer))
+        finding_arg=finding, **_ending(name, known, sanitizer, "producer-" + producer))
