@@ -558,6 +558,29 @@ def test_fuzz_ci_says_a_library_cannot_be_imported_however_short_the_run():
         assert p.returncode == 2 and p.stderr.strip().endswith("--seconds must be above 0 and --max-rounds at least 1")
 
 
+def test_fuzz_ci_findings_are_rechecked_by_the_line_it_prints():
+    """fuzz-ci ends, when it found something, with the recheck command of its findings (as
+    dlconform run does); run, it reproduces each of them while the bug is there (ref's
+    consumer_ignores_byte_offset), and none once it is gone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = V.env("ref", "consumer_ignores_byte_offset")
+        p = subprocess.run([sys.executable, "-m", "dlconform", "fuzz-ci", "--target", "ref", "--seconds", "4",
+                            "--minimize-seconds", "1", "--minimize-total", "2", "--out", tmp,
+                            "--corpus", os.path.join(tmp, "corpus"), "--known", ""], cwd=V.ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+        hint = [line for line in p.stdout.splitlines() if "each finding's reproducer, run again: " in line]
+        assert p.returncode == 1 and len(hint) == 1, p.stdout + p.stderr
+        command = hint[0].split("run again: ", 1)[1]
+        assert command.endswith(" --test 'fuzz:ref:*'"), command
+        again = subprocess.run(["sh", "-c", command + " -q"], cwd=V.ROOT, env=env, capture_output=True, text=True,
+                               timeout=300)
+        n = len(json.load(open(os.path.join(tmp, "fuzz", "ref-summary.json")))["findings"])
+        assert again.returncode == 0 and "%d findings: %d reproduced" % (n, n) in again.stdout, again.stdout
+        fixed = subprocess.run(["sh", "-c", command + " -q"], cwd=V.ROOT, env=V.env("ref"), capture_output=True,
+                               text=True, timeout=300)
+        assert fixed.returncode == 1 and "0 reproduced, %d not reproduced, 0 broken" % n in fixed.stdout, fixed.stdout
+
+
 def test_fuzz_ci_sets_aside_each_must_refuse_clause_a_known_plain_crash_comes_with():
     with tempfile.TemporaryDirectory() as tmp:
         rc, summary, ignore = fake_fuzz_ci(tmp, plain=True)
