@@ -95,7 +95,7 @@ def c_verdicts(target, env, paths, workdir, keys=False):
 
 
 RUNNER = r"""
-import os, sys
+import gc, os, sys
 from dlconform.fuzz import repro
 target = sys.argv[1]
 for path in sys.argv[2:]:
@@ -110,6 +110,11 @@ for path in sys.argv[2:]:
     except BaseException as e:
         verdict = "reproducer error: %s: %s" % (type(e).__name__, e)
     print("verdict: " + verdict, flush=True)
+    # as if each input ran in a process of its own, as a reproducer does: the garbage one input
+    # leaves (pyref's device arrays live in reference cycles) is freed now, not by a collection
+    # in the middle of a later input, where its cudaFree would synchronise the device and hide
+    # that input's pending stream work (STR-01, STR-04)
+    gc.collect()
 """
 
 
