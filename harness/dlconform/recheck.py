@@ -211,10 +211,10 @@ def run_one(finding, folder, timeout, standalone=False):
     if not text:
         return Outcome(finding, "broken", "the finding has no reproducer", 0.0)
     if not text.startswith(_repro.RUN_PREFIX):
-        if standalone:
-            return Outcome(finding, "broken", "a rerun command, not a script: nothing stands alone", 0.0)
         if _RERUN_OUT not in text and finding.test.startswith(FUZZ_TEST):  # the validator target's
             return Outcome(finding, "unsupported", "a replay command, not a script: %s" % _last_line(text), 0.0)
+        if standalone:
+            return Outcome(finding, "broken", "a rerun command, not a script: nothing stands alone", 0.0)
         if _RERUN_OUT not in text:
             return Outcome(finding, "broken", "not a reproducer recheck can run: %s" % _last_line(text), 0.0)
         command = text.replace(_RERUN_OUT, "--out %s" % shlex.quote(os.path.join(folder, "out")))
@@ -231,8 +231,9 @@ def run_one(finding, folder, timeout, standalone=False):
     env = dict(os.environ)
     if standalone:
         script, why = _bugreport.standalone_script_of(finding, _bugreport.library_of(finding.target))
-        if script is None:
-            return Outcome(finding, "broken", "no standalone script: %s" % why, 0.0)
+        if script is None:  # a fuzz reproducer runs dlconform's oracles: it has no standalone form
+            seen = "unsupported" if finding.test.startswith(FUZZ_TEST) else "broken"
+            return Outcome(finding, seen, "no standalone script: %s" % why, 0.0)
         problem = _native_beside(_bugreport.library_of(finding.target), folder)
         if problem:
             return Outcome(finding, "broken", problem, 0.0)

@@ -236,6 +236,10 @@ def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
     assert got["other"][1] == "undetermined" and "another breach does: CAP-03" in got["other"][2], got
     assert got["known"][1] == "passed" and got["known"][2].startswith("done: no new breach; 4 known"), got
     assert got["validator"][1] == "unsupported", got
+    p = subprocess.run([sys.executable, "-m", "dlconform", "recheck", "--results", str(results), "--standalone",
+                        "--out", str(tmp_path / "alone")], env=fr._env(), capture_output=True, text=True, timeout=300)
+    alone = json.loads((tmp_path / "alone" / "recheck.json").read_text())["findings"]
+    assert p.returncode == 1 and {f["seen"] for f in alone} == {"unsupported"}, p.stdout + p.stderr
     out = tmp_path / "bugs"
     p = subprocess.run([sys.executable, "-m", "dlconform", "report", str(out), "--results", str(results),
                         "--all-findings", "-q"], env=fr._env(), capture_output=True, text=True, timeout=120)

@@ -18,10 +18,10 @@ from .triage import triage_log
 ASAN_OPTIONS = "detect_leaks=0:allocator_may_return_null=1:handle_abort=1"
 
 
-def target_env(target, producer=None, ignore_file=None, triage=False, base=None):
+def target_env(target, producer=None, ignore_file=None, triage=False):
     """The environment a fuzz target's binary runs in: TARGET a consumer module (NAME@cuda: its
     CUDA mode), or producer-NAME with `producer` NAME; `ignore_file` the keys set aside."""
-    e = dict(os.environ if base is None else base)
+    e = dict(os.environ)
     consumer, device = devmem.split_target(target)
     e.update(ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS="print_stacktrace=1", DLCONFORM_FUZZ_CONSUMER=consumer)
     if device:  # NAME@cuda: the target's CUDA mode (fuzz/devmem.h, fuzz/producer_cuda.h)
