@@ -184,6 +184,7 @@ endif
 
 fuzz-replay:
 	@test -n "$(FILE)" || { echo "usage: make fuzz-replay FILE=path [TARGET=name]"; exit 2; }
+	@test -f "$(FILE)" || { echo "fuzz-replay: no input file $(FILE)"; exit 2; }
 	@t="$(if $(filter command line,$(origin TARGET)),$(TARGET),$(firstword $(subst -, ,$(notdir $(FILE)))))"; \
 	[ "$$t" = producer ] && t=$$(basename "$(FILE)" | cut -d- -f1-2); \
 	case "$$t" in validator) b=$(FUZZ_DIR)/validator.asan ;; producer-*) b=$(FUZZ_DIR)/producer.asan ;; \

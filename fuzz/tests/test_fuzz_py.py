@@ -581,6 +581,14 @@ def test_fuzz_ci_findings_are_rechecked_by_the_line_it_prints():
         assert fixed.returncode == 1 and "0 reproduced, %d not reproduced, 0 broken" % n in fixed.stdout, fixed.stdout
 
 
+def test_fuzz_replay_of_a_missing_input_is_one_line():
+    """make fuzz-replay FILE=... of an input that is not there: one line and status 2 (before,
+    libFuzzer's 'required directory does not exist' and the Python reproducer's command)."""
+    p = subprocess.run(["make", "--no-print-directory", "-C", V.ROOT, "fuzz-replay", "FILE=/nonexistent/ref-crash-x"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout.strip() == "fuzz-replay: no input file /nonexistent/ref-crash-x", p.stdout
+
+
 def test_fuzz_ci_sets_aside_each_must_refuse_clause_a_known_plain_crash_comes_with():
     with tempfile.TemporaryDirectory() as tmp:
         rc, summary, ignore = fake_fuzz_ci(tmp, plain=True)
