@@ -140,6 +140,11 @@ class Catalogue:
     def matching(self, pattern):
         return [cid for cid in self._by_id if fnmatch.fnmatchcase(cid, pattern)]
 
+    def unmatched(self, globs):
+        """The clause globs that match no clause id here (none for an empty catalogue: nothing
+        to check against)."""
+        return [g for g in globs if len(self) and not self.matching(g)]
+
     def text(self, clause_id):
         entry = self._by_id.get(clause_id)
         return entry.text if entry is not None else ""

@@ -129,7 +129,7 @@ def _positive(text):
     return v
 
 
-def _recheck_line(results):
+def recheck_line(results):
     """The command that reruns the findings' reproducers of `results` (dlconform recheck); from a
     checkout it names the harness folder, as an installed dlconform needs not."""
     from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
@@ -243,10 +243,7 @@ def _seed(text):
 def _unmatched_clauses(suites, globs):
     """The --clause globs that match no clause id of the suites' catalogue (none when the
     catalogue is absent: nothing to check against)."""
-    cat = _catalogue.Catalogue.load(os.path.join(suites, "clauses.json"))
-    if not len(cat):
-        return []
-    return [g for g in globs if not cat.matching(g)]
+    return _catalogue.Catalogue.load(os.path.join(suites, "clauses.json")).unmatched(globs)
 
 
 #: what the children's interpreter must import, and what to do when it cannot
@@ -449,7 +446,7 @@ def cmd_run(args):
         if not args.quiet:
             print("dlconform: wrote %s" % ", ".join(_display(p) for p in paths.values()))
             if lines:
-                print("dlconform: each finding's reproducer, run again: %s" % _recheck_line(paths["json"]))
+                print("dlconform: each finding's reproducer, run again: %s" % recheck_line(paths["json"]))
         return code
 
     if not runnable:

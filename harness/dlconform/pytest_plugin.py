@@ -397,7 +397,7 @@ class _State:
             except OSError as e:
                 raise pytest.UsageError("dlconform: cannot read --dlc-exclude-file %s: %s" % (ex, e))
         self.catalogue = self._load_catalogue(config)
-        unmatched = [g for g in self.globs if len(self.catalogue) and not self.catalogue.matching(g)]
+        unmatched = self.catalogue.unmatched(self.globs)
         if unmatched:  # as `dlconform run --clause` says it: a typo must not pass as "no tests"
             raise pytest.UsageError("dlconform: --dlc-clause %s matches no clause of the catalogue (ids look like "
                                     "CAP-01; suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))

@@ -27,7 +27,10 @@ def say(line):
 
 def replayer(data, target, known):
     """conclude()'s `replay` for an input `data` of the fuzz target TARGET: its sanitizer build's
-    answer (replay.sanitizer_replay), asked only when needed."""
+    answer (replay.sanitizer_replay), asked only when needed; None without a target."""
+    if not target:
+        return None
+
     def replay():
         from .replay import sanitizer_replay
 

@@ -325,10 +325,10 @@ class Fuzz:
             self.a.target, self.execs, self.fuzz_seconds, summary["exec_per_s"], self.rounds,
             len(self.findings), len(new), os.path.join(self.dir, self.a.target + "-summary.md")))
         if self.findings and not self.a.no_merge:  # as dlconform run says it
-            from ..cli import _recheck_line
+            from ..cli import recheck_line
 
             print("fuzz-ci: %s: each finding's reproducer, run again: %s --test %s" % (
-                self.a.target, _recheck_line(os.path.join(self.a.out, "results.json")),
+                self.a.target, recheck_line(os.path.join(self.a.out, "results.json")),
                 shlex.quote("fuzz:%s:*" % self.a.target)))
         return 1 if new else 0
 

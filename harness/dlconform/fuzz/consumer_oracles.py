@@ -717,5 +717,4 @@ def reproduce(data, from_dlpack, finding="", known=None, sanitizer=None, name="i
     target `target` whose sanitizer build replays such a crash)."""
     rec = R.apply_offer(R.decode(data))
     say("dlconform-input: " + triage_line(rec, R.plan(rec)))
-    conclude(judge(data, from_dlpack, say), finding, known, sanitizer, name,
-             replayer(data, target, known) if sanitizer and target else None)
+    conclude(judge(data, from_dlpack, say), finding, known, sanitizer, name, replayer(data, target, known))

@@ -133,8 +133,6 @@ def _strides_in_bytes(mode, info, strides, size, device, expected, base=0, nbyte
     """target_producer.c's strides_in_bytes: whether the strides, each divided by the item size,
     describe the tensor (in [base, base + nbytes) when base is not 0), where as given they do not:
     LAY-05 rather than SEM-01."""
-    import ctypes
-
     from ..kit.capsules import layout_extent
 
     shape = info["shape"] or ()
@@ -151,7 +149,7 @@ def _strides_in_bytes(mode, info, strides, size, device, expected, base=0, nbyte
     if device:
         got = _device_elements(mode, first, e, shape, el, 0)
     else:  # within the export's own extent, which check_tensor reads too
-        got = _gather(ctypes.string_at(first + e["lo"], e["hi"] - e["lo"]), e, shape, el)
+        got = _gather(C.string_at(first + e["lo"], e["hi"] - e["lo"]), e, shape, el)
     return got is not None and _first_difference(got, expected, size, e["numel"]) is None
 
 
@@ -375,5 +373,4 @@ def reproduce(data, producer, finding="", known=None, sanitizer=None, name="inpu
     """The reproducer's body: judge one input with its steps printed, then conclude (breaches.py:
     the known-findings file `known`, the kind of a sanitizer crash, the input's name, and the fuzz
     target `target` whose sanitizer build replays such a crash)."""
-    conclude(judge(data, producer, say), finding, known, sanitizer, name,
-             replayer(data, target, known) if sanitizer and target else None)
+    conclude(judge(data, producer, say), finding, known, sanitizer, name, replayer(data, target, known))
