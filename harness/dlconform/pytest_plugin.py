@@ -91,7 +91,8 @@ class _EntryPoint:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config):
-        asked = requested_target(config) or any("dlconform.suites" in str(a) for a in config.args or ())
+        # `pytest --help` configures before the command line's paths are parsed: no config.args
+        asked = requested_target(config) or any("dlconform.suites" in str(a) for a in getattr(config, "args", None) or ())
         if asked and not config.pluginmanager.has_plugin(__name__):
             config.pluginmanager.import_plugin(__name__)
 

@@ -325,3 +325,21 @@ def test_after(check):
                      "test_after": {"dlconform:M-03": "fail"}}, proc.stdout + proc.stderr
     assert "M-02 crash (MUST): killed by SIGSEGV" in proc.stdout
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["-q", "-p", "no:cacheprovider", "{dir}"]])
+def test_the_entry_point_leaves_other_pytest_runs_alone(tmp_path, args):
+    """What pip's pytest11 entry point registers in every pytest run of an environment where
+    dlconform is installed: `pytest --help` (configured before any path is parsed: before, an
+    AttributeError on config.args and status 1 for every project in the environment), and an
+    unrelated project's run, which sees none of dlconform's fixtures."""
+    (tmp_path / "test_theirs.py").write_text("def test_theirs(request):\n"
+                                             "    assert 'target' not in request.fixturenames\n")
+    code = ("import sys, pytest\nfrom dlconform.pytest_plugin import entry\n"
+            "sys.exit(pytest.main(%r, plugins=[entry]))" % [a.format(dir=tmp_path) for a in args])
+    env = dict(child_env(), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")  # the entry point only as `plugins` gives it
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    if args == ["--help"]:
+        assert "--dlconform-target" in proc.stdout
