@@ -92,7 +92,8 @@ class _EntryPoint:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config):
         # `pytest --help` configures before the command line's paths are parsed: no config.args
-        asked = requested_target(config) or any("dlconform.suites" in str(a) for a in getattr(config, "args", None) or ())
+        paths = getattr(config, "args", None) or ()
+        asked = requested_target(config) or any("dlconform.suites" in str(a) for a in paths)
         if asked and not config.pluginmanager.has_plugin(__name__):
             config.pluginmanager.import_plugin(__name__)
 
@@ -480,16 +481,16 @@ class _State:
     def levels(self, st, clauses):
         return {c: self.level(c) for c in clauses if c not in (UNMARKED, SESSION)}
 
-    def script(self, item, st, case, focus=None):
-        """The reproducer of `case` ((function, arguments)), about `focus`; a rerun command where
-        the case cannot be written out."""
+    def script(self, item, st, case, focus=None, verdict=None):
+        """The reproducer of `case` ((function, arguments)), about `focus` and its `verdict`; a
+        rerun command where the case cannot be written out."""
         fn, args, env = case
         runtime = os.environ.get("DLCONFORM_CUDART")  # kit.cuda.ENV: the CUDA runtime this run used
         if runtime:
             env = dict(env or {}, DLCONFORM_CUDART=runtime)
         try:
             return _repro.script(fn, args, self.spec, focus=focus, levels=self.levels(st, st.clauses),
-                                 feeds=st.check.feeds, where=item.nodeid, env=env)
+                                 feeds=st.check.feeds, where=item.nodeid, env=env, verdict=verdict)
         except _repro.NotReproducible as e:
             return _repro.run_command(self.spec, focus or "*", item.nodeid) + "\n# (no script: %s)" % e
 
@@ -836,7 +837,8 @@ class _State:
                 verdict, msg = kind, message
             repro = ""
             if verdict != "pass":
-                repro = (self.script(item, st, self.case_of(item, st, clause), focus=clause) if clause != UNMARKED
+                repro = (self.script(item, st, self.case_of(item, st, clause), focus=clause, verdict=verdict)
+                         if clause != UNMARKED
                          else _repro.run_command(self.spec, "*", item.nodeid))
             out.append(self._record(item.nodeid, clause, st.role, verdict, truncate(msg), repro, duration,
                                     peer=st.check.peer, input=st.check.feeds if st.check.feeds != "valid" else None,

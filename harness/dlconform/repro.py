@@ -24,6 +24,7 @@ import shlex
 import sys
 
 from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
+from .kit.check import GRADED
 
 #: the first words of a script's run line
 RUN_PREFIX = "# run: "
@@ -245,14 +246,17 @@ def target_lines(spec):
     return construction(spec)
 
 
-def script(fn, args, spec, focus=None, levels=None, feeds="valid", python=None, where=None, env=None):
+def script(fn, args, spec, focus=None, levels=None, feeds="valid", python=None, where=None, env=None, verdict=None):
     """The reproducer of fn(target, check, **args) against the target `spec`, about the clause
-    `focus` (every clause when None). `levels`: {clause: level} of the check's clauses; `where`:
-    the test it comes from, for the header; `env`: variables its run line sets."""
+    `focus` (every clause when None) and its finding's `verdict` (a lesser finding of the
+    clause does not reproduce it: kit.check.reproduce). `levels`: {clause: level} of the
+    check's clauses; `where`: the test it comes from, for the header; `env`: variables its run
+    line sets."""
     body, helpers, imports, eager = _closure(fn)
     target_imports, target_expr = target_lines(spec)
     call = ["reproduce(%s, target, %s," % (fn.__name__, literal(dict(args or {}))),
-            "          focus=%s, levels=%s, feeds=%r)" % (literal(focus), literal(dict(levels or {})), feeds)]
+            "          focus=%s, levels=%s, feeds=%r%s)" % (literal(focus), literal(dict(levels or {})), feeds,
+                                                     ", verdict=%r" % verdict if verdict in GRADED else "")]
     head = [run_header(python, env=env),
             "# dlconform reproducer%s: %s of the target %s, as the check %s runs it." % (
                 "" if focus is None else " of %s" % focus, "the check's findings" if focus is None else focus,

@@ -121,6 +121,33 @@ def test_linked_and_standalone_scripts_exit_as_the_check_finds(sample, tmp_path,
         assert (code, line in out) == (rc, True), (standalone, out)
 
 
+@pytest.mark.parametrize("fixed, rc, line", [
+    (False, 1, "REPRODUCED A-01: the fail"),
+    (True, 0, "not reproduced: no fail on A-01 (what remains of it is a warn)"),
+])
+def test_a_fail_is_reproduced_by_a_fail_not_by_a_warn_of_its_clause(tmp_path, fixed, rc, line):
+    """A check's cases may find a warn and a fail on one clause (a refusal of a valid capsule of
+    one dtype, byte_offset ignored for another); the fail's script is about the fail. Before, it
+    stopped at the warn, so the fixed library's script still said REPRODUCED (and recheck called
+    the fail reproduced)."""
+    text = textwrap.dedent('''
+        from dlconform.kit import reproduce
+        def check_fn(target, check, fixed):
+            check.record("A-01", "warn", "a warn first")
+            if not fixed:
+                check.record("A-01", "fail", "the fail")
+        reproduce(check_fn, None, {"fixed": %r}, focus="A-01", verdict="fail")
+    ''' % fixed)
+    code, out = _run(text, tmp_path)
+    assert code == rc and line in out and "ALSO A-01: a warn first (a warn, not the fail" in out, out
+
+
+def test_the_script_carries_the_findings_grade(sample):
+    for verdict, says in (("fail", ", verdict='fail')"), ("warn", ", verdict='warn')"), ("crash", "feeds='valid')")):
+        text = R.script(sample.test_sample, {"bug": "one"}, "ref", focus="SAMPLE-01", verdict=verdict)
+        assert says in text, (verdict, text[-300:])
+
+
 def test_a_finding_on_another_clause_then_an_exception_is_undetermined(tmp_path):
     text = textwrap.dedent('''
         from dlconform.kit import reproduce

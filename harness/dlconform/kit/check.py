@@ -264,6 +264,8 @@ EXIT_FINDING = 1
 MARK = "REPRODUCED"
 #: the exit status of a script that stopped before it reached its clause
 EXIT_UNDETERMINED = 3
+#: the verdicts a check records, whose reproducer reproduces its own grade (reproduce: verdict)
+GRADED = ("warn", "fail")
 
 
 def _say(text):
@@ -282,19 +284,26 @@ def _parameters(fn):
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
+def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid", verdict=None):
     """Runs the check fn(target=, check=, **args) as a reproducer (target and check go to the
-    parameters of those names it has): exits EXIT_FINDING at the first
-    finding on `focus` (any clause when None), EXIT_UNDETERMINED when an exception stops it
-    after a finding on another clause, and returns when the check runs through."""
-    also = []
+    parameters of those names it has): exits EXIT_FINDING at the first finding on `focus` (any
+    clause when None) at least as grave as `verdict`, the finding's (any finding when None),
+    EXIT_UNDETERMINED when an exception stops it after a finding on another clause, and returns
+    when the check runs through. A lesser finding on `focus` (a warn of a fail's clause: a case
+    of the check other than the one that failed) prints `ALSO` and does not stop it: once the
+    fail is fixed, the script says so, whatever else the clause still shows."""
+    also, lesser = [], []
 
-    def stop(clause, verdict, message):
-        if verdict not in FINDINGS:
+    def stop(clause, found, message):
+        if found not in FINDINGS:
             return
         if focus is not None and clause != focus:
             also.append(clause)
             _say("ALSO %s: %s (another clause of this check; going on)" % (clause, message))
+            return
+        if verdict in GRADED and rank(found) < rank(verdict):
+            lesser.append(found)
+            _say("ALSO %s: %s (a %s, not the %s this script is about; going on)" % (clause, message, found, verdict))
             return
         _say("%s %s: %s" % (MARK, clause, message))
         os._exit(EXIT_FINDING)
@@ -320,4 +329,7 @@ def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid"):
             os._exit(EXIT_UNDETERMINED)
         what = "assertion" if isinstance(e, AssertionError) else "unexpected exception"
         stop(focus or "*", "fail", "%s %s" % (what, describe(e)))
-    _say("not reproduced: the check of %s passes" % (focus or "every clause"))
+    if lesser:
+        _say("not reproduced: no %s on %s (what remains of it is a %s)" % (verdict, focus, worst(lesser)))
+    else:
+        _say("not reproduced: the check of %s passes" % (focus or "every clause"))
