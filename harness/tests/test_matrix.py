@@ -511,3 +511,34 @@ def test_device_is_a_dimension_of_the_columns(fixture_matrix):
     assert matrix_view.device_kind("/x/a@b/lib.py:attr") == "cpu"              # an @ in a path is no device
     assert matrix_view.device_kind("pyref@cuda:fault=cuda_no_wait") == "cuda"
     assert 'id="f-device"' in open(paths["html"], encoding="utf-8").read()
+
+
+def test_one_library_version_is_one_row_whatever_the_run(tmp_path):
+    """A library's version reads the same from the run that tested it (its adapter says
+    torch.__version__, '1.13.0a0') and from runs where it was only a peer (the environment's
+    '1.13.0a0+gitunknown'); ref's from a run without ref is dlconform's own: one row each. A device
+    column's label carries no machine-local path (the runtime's path stays in the Runs table)."""
+    env_libs = {"numpy": "1.24.2", "torch": "1.13.0a0+gitunknown"}
+    a = results_doc({"numpy": "1.24.2"}, [rec("numpy", "INT-01", "pass", peer="torch", role="producer"),
+                                          rec("numpy", "INT-01", "pass", peer="ref", role="consumer")])
+    a["environment"]["libraries"] = dict(env_libs)
+    b = results_doc({"torch": "1.13.0a0"}, [rec("torch", "INT-01", "pass", peer="ref", role="producer"),
+                                            rec("torch", "INT-01", "pass", peer="numpy", role="consumer")])
+    b["environment"]["libraries"] = dict(env_libs)
+    sim = "/tmp/somewhere/build/cuda/sim/libcudart.so (simulated)"
+    c = results_doc({}, [rec("ref@cuda", "INT-02", "pass", peer="ref@cuda", role="consumer")])
+    c["targets"]["ref@cuda"] = {"status": "ran", "reason": "", "roles": ["consumer", "producer"],
+                                "versions": {"dlconform._ref": "0.1.0", "cuda runtime": sim}}
+    c["environment"]["libraries"] = dict(env_libs)
+    doc, errors = merge.merge(["host@laptop=" + write(tmp_path, "a", a), "host@laptop=" + write(tmp_path, "b", b),
+                               "host@sim=" + write(tmp_path, "c", c)])
+    assert errors == []
+    view = matrix_view.build(doc)
+    (t,) = view["interop"]
+    labels = t["producers"] + t["consumers"]
+    assert sorted(set(labels)) == ["numpy 1.24.2", "ref 0.1.0", "ref@cuda 0.1.0", "torch 1.13.0a0+gitunknown"]
+    md = matrix_md.render(doc, view)
+    runs = md.split("## Runs and provenance")[1]
+    assert "torch 1.13.0a0+gitunknown" in runs and "torch 1.13.0a0," not in runs and "torch 1.13.0a0 " not in runs
+    assert "/tmp/somewhere" not in md.split("## Runs and provenance")[0]
+    assert sim in runs                                  # the run's details keep where its runtime was

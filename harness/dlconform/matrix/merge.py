@@ -126,20 +126,45 @@ def _read_json(path):
     return doc, hashlib.sha256(raw).hexdigest()
 
 
+def _canonical_version(lib, environment):
+    """The one spelling of library `lib`'s version in a run, or None: the environment's, which
+    every run measures the same way (importlib.metadata, whichever targets ran; an adapter's own
+    `__version__` may spell it otherwise: torch 1.13.0a0 for 1.13.0a0+gitunknown); for ref, which
+    is dlconform's own _ref module, dlconform's version (targets/ref.py)."""
+    if not isinstance(environment, dict):
+        return None
+    libs = environment.get("libraries")
+    v = libs.get(lib) if isinstance(libs, dict) else None
+    if not v and lib == "ref":
+        own = environment.get("dlconform")
+        v = own.get("version") if isinstance(own, dict) else None
+    return str(v) if v else None
+
+
+def _no_path(value):
+    """A version entry without machine-local paths (a CUDA runtime's /tmp/.../libcudart.so: its
+    file name stays), for labels and anchors; the run's `targets` keep the full entry."""
+    return " ".join(os.path.basename(w) if w.startswith("/") else w for w in str(value).split(" "))
+
+
 def _version_label(versions, target, environment):
+    lib = target.split(":", 1)[0].split("@", 1)[0]
+    # the same label whether the run tested the library or met it only as a peer
+    canonical = _canonical_version(lib, environment)
+    if canonical:
+        return canonical
     versions = versions if isinstance(versions, dict) else {}
     # the library's own version (an adapter may list what it needs too, e.g. pyarrow: numpy), also
     # for the library's device variant (torch@cuda: torch's version; the device is in the name)
-    own = versions.get(target.split(":", 1)[0].split("@", 1)[0])
+    own = versions.get(lib)
     if own:
-        return str(own)
-    vals = [(k, v) for k, v in versions.items() if v]
+        return _no_path(own)
+    vals = [(k, _no_path(v)) for k, v in versions.items() if v]
     if len(vals) == 1:
-        return str(vals[0][1])
+        return vals[0][1]
     if vals:
         return ", ".join("%s %s" % kv for kv in vals)
-    lib = (environment.get("libraries") or {}).get(target.split(":", 1)[0]) if isinstance(environment, dict) else None
-    return str(lib) if lib else "?"
+    return "?"
 
 
 def _guess_tier(path, doc):
@@ -187,8 +212,9 @@ def _results_source(path, doc, digest, tier, machine):
     for name, info in targets.items():
         for lib, v in (info.get("versions") or {}).items():
             versions.setdefault(lib, v)
-    for lib, v in libs.items():
-        versions.setdefault(lib, v)
+    for lib, v in libs.items():  # the environment's spelling wins, as in the labels (_canonical_version)
+        if v or lib not in versions:
+            versions[lib] = v
     source = {
         "kind": "results",
         "file": path,
