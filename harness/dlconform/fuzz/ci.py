@@ -317,7 +317,8 @@ class Fuzz:
         with open(os.path.join(self.dir, self.a.target + "-summary.md"), "w", encoding="utf-8") as fh:
             fh.write(render_md(summary))
         if not self.a.no_merge:
-            merge_results(self.a.out, self.a.target, records)
+            spec = None if self.a.target == "validator" else self.a.producer or self.a.consumer or self.a.target
+            merge_results(self.a.out, self.a.target, records, spec)
         for f in summary["findings"]:
             print("fuzz-ci: %s: %s %s [%s] %s" % (self.a.target, "NEW  " if f["new"] else "known", f["clause"],
                                                   f["kind"], f["key"]))
@@ -366,8 +367,10 @@ def render_md(s):
     return "\n".join(lines) + "\n"
 
 
-def merge_results(out, target, records):
-    """Replaces target's fuzz records in OUT/results.json (creating it when absent)."""
+def merge_results(out, target, records, spec=None):
+    """Replaces target's fuzz records in OUT/results.json (creating it when absent). Its
+    `environment`, and the target's `versions` from dlconform target `spec` (None: no library,
+    the validator), are read as `dlconform run` reads them, in subprocesses, when absent."""
     from ..report import json_report, write_all
 
     path = os.path.join(out, "results.json")
@@ -378,10 +381,25 @@ def merge_results(out, target, records):
     else:
         results, targets, environment, run = [], {}, {}, {"argv": sys.argv[1:]}
     results += records
-    targets.setdefault(target, {"status": "ran", "reason": "fuzz-ci", "roles": sorted({r["role"] for r in records}) or
-                                ["consumer"], "versions": {}})
+    info = targets.setdefault(target, {"status": "ran", "reason": "fuzz-ci", "roles": sorted(
+        {r["role"] for r in records}) or ["consumer"], "versions": {}})
+    if not environment or (spec and not info.get("versions")):
+        environment, versions = _described(spec, environment)
+        info["versions"] = info.get("versions") or versions
     doc = json_report.build(targets, results, environment, run)
     write_all(out, doc)
+
+
+def _described(spec, environment):
+    """(environment, versions of spec) as cli.run reads them: environment.collect and the
+    target's probe, each in a subprocess of this interpreter; `environment` kept when given."""
+    from .. import environment as _environment
+    from ..runner import child_env
+    from ..targets.loader import probe
+
+    env = child_env()
+    versions = (probe(spec, env=env).get("versions") or {}) if spec else {}
+    return environment or _environment.collect(env=env), versions
 
 
 def parse(argv):
