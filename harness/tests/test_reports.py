@@ -88,6 +88,19 @@ def test_write_all_is_atomic(tmp_path, doc, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["results.json", "results.junit.xml", "results.md"]  # no tmp left
 
 
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)])
+def test_reports_honour_the_umask(tmp_path, doc, umask, mode):
+    """Report files get the mode a plain open() gives (0666 less the umask), as results.jsonl
+    does; a temporary file's private 0600 must not survive the rename."""
+    old = os.umask(umask)
+    try:
+        paths = report.write_all(str(tmp_path), doc)
+    finally:
+        os.umask(old)
+    for p in paths.values():
+        assert os.stat(p).st_mode & 0o777 == mode, p
+
+
 def test_json_roundtrip_with_odd_values(tmp_path):
     d = json_report.build({}, [rec("t", "X-01", "fail", message="\u2603 \x00")], {})
     path = report.atomic_write(str(tmp_path / "r.json"), json_report.dumps(d))

@@ -3,16 +3,27 @@
 The JSON schema is documented in reports/README.md.
 """
 import os
-import tempfile
+import secrets
 
 from . import json_report, junit, markdown
 
 
+def _create_beside(path):
+    """(fd, name) of a new file next to path, created as open() creates one: mode 0666 less the
+    umask (and the folder's default ACL), which mkstemp's 0600 is not; O_EXCL: never another's."""
+    d, base = os.path.split(os.path.abspath(path))
+    while True:
+        tmp = os.path.join(d, ".%s.%s.tmp" % (base, secrets.token_hex(6)))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+
+
 def atomic_write(path, text):
     """Writes text to path through a temporary file in the same folder and os.replace."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
