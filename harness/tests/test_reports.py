@@ -101,6 +101,14 @@ def test_reports_honour_the_umask(tmp_path, doc, umask, mode):
         assert os.stat(p).st_mode & 0o777 == mode, p
 
 
+@pytest.mark.parametrize("n, words", [(1, "1 finding is listed in known.txt and does not"),
+                                      (2, "2 findings are listed in known.txt and do not")])
+def test_known_failures_line_agrees_in_number(n, words):
+    results = [dict(rec("numpy", "CAP-0%d" % (i + 1), "fail", repro="r"), known=True) for i in range(n)]
+    d = json_report.build({}, results, {}, {"argv": [], "known": {"file": "known.txt", "used": [], "fixed": []}})
+    assert "%s fail the run." % words in markdown.render(d)
+
+
 def test_json_roundtrip_with_odd_values(tmp_path):
     d = json_report.build({}, [rec("t", "X-01", "fail", message="\u2603 \x00")], {})
     path = report.atomic_write(str(tmp_path / "r.json"), json_report.dumps(d))

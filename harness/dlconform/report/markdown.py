@@ -119,6 +119,7 @@ def render(doc):
     if known:
         n = sum(1 for r in results if r.get("known"))
         lines += ["## Known failures", "",
+                  ("1 finding is listed in %s and does not fail the run." % known["file"]) if n == 1 else
                   "%d findings are listed in %s and do not fail the run." % (n, known["file"]), ""]
         if known.get("fixed"):
             lines += ["Fixed: these lines match no finding any more; remove them from the file:", ""]
