@@ -725,6 +725,27 @@ def test_producer_target_stream_oracles():
     assert line is None and rc == 0 and "Executed " in out, out[-2000:]
 
 
+def test_consumer_accepting_invalid_metadata_is_a_warn():
+    """The consumer target's "accepted ..." findings of malformed metadata (an extent that
+    overflows or is negative, an item size of 0, NULL data for elements) are warns, as the suites
+    grade an import of invalid input (test_layout.py: LAY-09, LAY-10 with feeds="invalid");
+    before, a crash verdict for numpy's import of an overflowing shape that the suite warns on.
+    The refusals a clause names (VER-08, VER-09, CAP-04) keep their level. The messages are the
+    twin's (held to target_consumer.c by test_oracle_agreement.py)."""
+    import inspect
+    from dlconform.fuzz import consumer_oracles
+
+    source = inspect.getsource(consumer_oracles.refusal_clause)
+    for clause, message, level in (("LAY-10", "accepted a tensor whose size overflows int64", "SHOULD"),
+                                   ("LAY-09", "accepted ndim 1 / shape set with extent status negative", "SHOULD"),
+                                   ("DT-10", "accepted dtype (2, 0, 1) of item size 0", "SHOULD"),
+                                   ("VER-08", "accepted a versioned capsule of version 2.0", "MUST"),
+                                   ("CAP-04", "accepted a capsule already named used_*", "MUST"),
+                                   ("VER-09", "accepted device type 99, unknown in DLPack 1.3", "MUST")):
+        assert '"%s"' % clause in source and message.split(" ")[1] in source, clause
+        assert ci.finding_level(clause, message, "MUST") == level, (clause, message)
+
+
 def test_producer_target_device_refusal_class():
     """dl_device=(kDLCUDA, 0) for a CPU tensor: the clean ref refuses with BufferError, no
     finding; ref's fault dl_device_valueerror refuses with ValueError: DEV-05 (MUST BufferError),

@@ -67,9 +67,17 @@ AMBIGUOUS = "(ambiguous: "  # fuzz/oracle.h DLC_AMBIGUOUS
 INVALID_ARGUMENT = "(invalid argument: "  # fuzz/oracle.h DLC_INVALID_ARGUMENT
 
 
+#: the clauses whose "accepted ..." finding is malformed metadata imported (the consumer target's
+#: refusal_clause: an extent that overflows or is negative, an item size of 0, NULL data for
+#: elements). The suites feed such input as invalid and warn when it is imported (feeds="invalid",
+#: suites/README.md, Grading): no clause says a consumer must refuse it, and dying on it is a
+#: crash (a signal, not this finding). VER-08, VER-09 and CAP-04 name refusals: their level holds.
+INVALID_INPUT = ("LAY-01", "LAY-09", "LAY-10", "DT-10")
+
+
 def finding_level(clause, message, catalogue_level):
     """The level a finding is reported at: the clause's own (MUST when the catalogue has none),
-    with two fuzz-specific exceptions below."""
+    with three fuzz-specific exceptions below."""
     if clause == "EXC" and not EXC_BROKEN.search(message):
         # EXC is the fuzz label for a refusal's exception class (fuzz/README.md). The array
         # API phrases a Raises section's classes as a should (design_topics/exceptions.rst), so
@@ -82,6 +90,8 @@ def finding_level(clause, message, catalogue_level):
         # argument accepted (DLC_INVALID_ARGUMENT: another stream for a CPU tensor); the
         # suites warn for such cases too (suites/README.md, Grading)
         return "SHOULD"
+    if clause in INVALID_INPUT and message.startswith("accepted "):
+        return "SHOULD"  # invalid input accepted, as the suites grade it (INVALID_INPUT)
     return catalogue_level or "MUST"
 
 
