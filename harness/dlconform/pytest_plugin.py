@@ -807,6 +807,9 @@ class _State:
         explicit = {}
         for clause, verdict, message in st.check.records:
             explicit.setdefault(clause, []).append((verdict, message))
+        for clause, why in st.check.unreached.items():  # no case reached it: unsupported, with the reasons
+            if clause not in explicit:
+                explicit[clause] = [("unsupported", "; ".join(dict.fromkeys(why)))]
         clauses = list(st.clauses) + [c for c in explicit if c not in st.clauses]
         if st.forced:
             kind, message, warn_clause = st.forced[0], st.forced[1], None

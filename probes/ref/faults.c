@@ -231,7 +231,7 @@ const ref_fault_info ref_fault_table[FAULT_COUNT] = {
     [FAULT_CONSUMER_IGNORES_BYTE_OFFSET] = {"consumer_ignores_byte_offset", "LAY-03", C, 0,
         "from_dlpack ignores byte_offset"},
     [FAULT_CONSUMER_REJECTS_NULL_STRIDES] = {"consumer_rejects_null_strides", "LAY-07", C, 0,
-        "from_dlpack rejects NULL strides in legacy capsules"},
+        "from_dlpack rejects NULL strides in legacy capsules, and in 0-d tensors (LAY-08)"},
     [FAULT_CONSUMER_READS_MAJOR2] = {"consumer_reads_major2", "VER-08", C, 0,
         "from_dlpack imports a tensor whose version.major is not 1"},
     [FAULT_CONSUMER_NULL_DELETER_CALL] = {"consumer_null_deleter_call", "OWN-01", C, 0,

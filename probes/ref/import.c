@@ -78,6 +78,9 @@ static refusal layout_refusal(ref_import *im, uintptr_t *lo, uintptr_t *hi) {
   DLTensor *dl = &im->dl;
   for (int32_t i = 0; i < dl->ndim; i++)
     if (im->shape[i] < 0) return (refusal){"LAY-09", "negative extent", NULL};
+  /* LAY-08: a 0-d tensor may have NULL strides (the fault refuses them, not 0-d tensors) */
+  if (!dl->strides && dl->ndim == 0 && ref_fault_is(FAULT_CONSUMER_REJECTS_NULL_STRIDES))
+    return (refusal){"LAY-08", "NULL strides of a 0-d tensor", NULL};
   if (!dl->strides && dl->ndim > 0) {
     /* LAY-07: NULL strides are compact row-major (legacy and pre-1.2); a 1.2+ producer
      * breaks LAY-06 with them, which is the producer's fault: accepted the same way. */

@@ -206,6 +206,14 @@ def plain_lifetime(target):
     return _PLAIN_LIFETIME[key]
 
 
+def over_deletes(target):
+    """The deleter calls of the consumer's plain import once it died, when more than one (its
+    OWN-03 finding), else 0: a check that hands such a consumer a peer library's tensor would
+    see the peer's deleter run twice, and die there for the consumer's bug."""
+    plain = plain_lifetime(target)
+    return plain["after"] if plain is not None and plain["after"] > 1 else 0
+
+
 def copy_breach(target, copies=None):
     """(verdict, reading) for a consumer result that copied where the producer's memory could be
     viewed (SEM-01; CPY-06 with copy=None): fail when the consumer's plain import views the
@@ -366,9 +374,15 @@ def null_data_refused(check, att, shape, control):
 def ndim0_refused(check, att, null_shape):
     """LAY-08 for the refusal att of a 0-d tensor with NULL strides (and NULL shape where
     `null_shape`): a fail, but for a clean refusal of a NULL shape in a legacy capsule, which only
-    v1.2 sanctions."""
+    v1.2 sanctions, and for a consumer that refuses 0-d tensors with a shape and strides too
+    (plain_refusal: no 0-d tensor reaches LAY-08)."""
     why = check.unclean(att)
-    if not null_shape:
+    other = None if why else plain_refusal(att)
+    if other is not None:
+        check.not_reached("LAY-08", "0-d tensor with NULL %s refused (%s), and so is one with a shape and strides "
+                                    "(%s): the consumer takes no 0-d tensor, which says nothing of LAY-08"
+                          % ("shape" if null_shape else "strides", att.refusal(), other))
+    elif not null_shape:
         check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % (why or att.refusal()))
     elif why or att.producer.last_kind == "versioned":
         check.record("LAY-08", "fail", "0-d versioned 1.3 capsule with NULL shape refused: %s" % (why or att.refusal()))
@@ -406,10 +420,35 @@ def expect_refusal(target, check, clause, forge, what):
     return att.exc is not None
 
 
+def plain_refusal(att):
+    """For a forged attempt refused cleanly: the refusal of its control, the same dtype and
+    shape in a plain layout (row-major strides, non-NULL even for 0-d; byte_offset 0; data at
+    the start of a buffer of its own; a deleter), when the consumer refuses that cleanly too;
+    else None (it imports the control, or att was not made by forged()). A consumer that refuses
+    the control lacks the tensor (a dtype or a rank: DT-12's reading, LAY-11), not the feature
+    the case is about."""
+    kw = att.forge_kwargs
+    if kw is None:
+        return None
+    shape = tuple(kw.get("shape", (4,)))
+    plain = dict(shape=shape, strides=row_major_strides(shape), **{k: kw[k] for k in ("dtype",) if k in kw})
+    ctl = forged(att.target, plain)
+    refusal = ctl.refusal() if ctl.refused and not kit.check.unclean(ctl.exc) else None
+    ctl.settle()
+    return refusal
+
+
 def record_refused(check, clause, att, what, clean="warn"):
     """A valid capsule was refused: `clean` (warn by default) for a clean refusal, fail for an
-    unclean one (check.unclean)."""
+    unclean one (check.unclean); a case that does not reach the clause when the plain control
+    is refused too (plain_refusal: check.not_reached)."""
     why = check.unclean(att)
+    other = None if why else plain_refusal(att)
+    if other is not None:
+        check.not_reached(clause, "%s refused (%s), and so is the same dtype and shape in a plain layout (%s): "
+                                  "the consumer does not take this tensor at all, which says nothing of %s"
+                          % (what, att.refusal(), other, clause))
+        return
     check.record(clause, "fail" if why else clean, "%s refused: %s" % (what, why or att.refusal()))
 
 

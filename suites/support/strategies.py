@@ -31,6 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from dlconform.kit.check import Unsupported
+
 
 def shapes(min_ndim=0, max_ndim=4, max_side=5, allow_zero=True, max_numel=512):
     """Shapes, 0-d and zero-size included; the element count stays under max_numel."""
@@ -195,13 +197,22 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
     calls it with the example's arguments as literals. `seed` fixes the examples drawn. The
     examples run at the recursion limit of the process: hypothesis raises it while it draws, and
     the library under test must see the process as it is."""
+    unsupported, ran = [], []
+
     @settings_bounded(max_examples)
     @given(strategy)
     def body(drawn):
         args = dict(fixed, **drawn)
         check.set_case(case, args)
         sub = check.child()
-        case(target, sub, **args)
+        try:
+            case(target, sub, **args)
+        except Unsupported as e:  # this example only (a shape the adapter cannot make): the others go on
+            unsupported.append(str(e))
+            return
+        ran.append(True)
+        for clause, why in sub.unreached.items():
+            check.unreached.setdefault(clause, []).extend(why)
         if any(v in ("fail", "crash") for _, v, _ in sub.records):
             raise Finding(sub.records, args)
         for rec in sub.records:
@@ -220,3 +231,5 @@ def explore(check, case, target, strategy, max_examples=20, seed=None, **fixed):
             check.record(*rec)
         return
     check.set_case(None)
+    if unsupported and not ran:  # no example could be made: the check does not apply
+        raise Unsupported(unsupported[0])

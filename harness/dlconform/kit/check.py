@@ -163,6 +163,7 @@ class Check:
         self.feeds = feeds
         self._on_record, self._on_case = on_record, on_case
         self.records = []
+        self.unreached = {}  # {clause: [why]}: not_reached()
         self.peer = None
         self.case = None
         self.found, self._found_rank = {}, {}
@@ -188,6 +189,13 @@ class Check:
         self.case = None if fn is None else (fn, dict(args or {}), dict(env or {}))
         if self._on_case is not None:
             self._on_case(self.case, crash_as)
+
+    def not_reached(self, clause, message):
+        """A case of the check that could not reach `clause`: the library refuses the tensor
+        whatever the case's point (a dtype or a rank it lacks, refused in a plain layout too).
+        The clause is `unsupported` with these reasons unless another case records a verdict on
+        it (the plugin: unreached)."""
+        self.unreached.setdefault(str(clause), []).append(truncate(message))
 
     def record(self, clause, verdict, message=""):
         check_verdict(verdict)
