@@ -32,7 +32,9 @@ def _fields(target, v, info, path, dtype, own_version):
     """(clause, message) for each field of one export (an inspect() dict) that breaks its rule."""
     out = []
     name = info.get("name")
-    if path == "legacy" and name != pycap.LEGACY:
+    # a versioned capsule, named as one, for a call without max_version is VER-02's finding
+    # (test_versioning.py): what it holds has the right name
+    if path == "legacy" and name not in (pycap.LEGACY, pycap.VERSIONED):
         out.append(("CAP-01", "the legacy capsule is named %r" % (name,)))
     if path == "versioned" and name != pycap.VERSIONED:
         out.append(("CAP-02", "the versioned capsule is named %r" % (name,)))

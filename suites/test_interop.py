@@ -101,6 +101,11 @@ def test_interop_round_trip(target, check, case):
                               % (spec, layout, dtype, tries.describe_exc(e)))
     if x is None:
         raise kit.Unsupported("producer %s has no %s view" % (spec, layout))
+    extra = tries.over_deletes(target)
+    if extra:
+        raise kit.Unsupported("the consumer calls a plain import's deleter %d times (OWN-03, test_ownership.py's "
+                              "finding): %s's tensor would be freed twice by its own deleter, a death that is "
+                              "OWN-03's, not this check's" % (extra, spec))
     expected = producer.expected(x)
     native = tns.native_ptr(producer, x)
     exporter = _Exporter(x)

@@ -34,12 +34,46 @@ def copy_refused(exc):
     return "fail", "copy=True raised %s" % describe_exc(exc)
 
 
+def strides_in_bytes(info):
+    """Whether an export's strides (a kit.inspect() dict) count bytes (LAY-05): divided by the
+    item size they lay the shape out compactly (row-major in some order of the dimensions of
+    extent > 1), which they themselves do not. False where nothing tells (no strides, items of
+    one byte, no dimension of extent > 1)."""
+    strides, shape = info.get("strides"), tuple(info.get("shape") or ())
+    size = kit.abi.itemsize(tuple(info["dtype"])) if info.get("dtype") else 0
+    if strides is None or size <= 1 or not any(n > 1 for n in shape):
+        return False
+
+    def compact(steps):
+        step = 1
+        for s, n in sorted((s, n) for s, n in zip(steps, shape) if n > 1):
+            if s != step:
+                return False
+            step *= n
+        return True
+
+    return (all(s % size == 0 for s in strides) and compact([s // size for s in strides])
+            and not compact(strides))
+
+
 def copy_values(check, clause, cap, expected, what, plain=None):
     """`clause` on the values of an export that is a copy: `expected`. The layout the copy
     describes is the layout checks' to judge on every export (LAY-05, LAY-09, LAY-10), not the
     copy's clause: where it cannot be read (kit.read_elements: ValueError), or where the copy
     reads as the library's plain export of the same tensor does (plain(): that capsule), both
-    wrong alike, the copy's values are unsupported here."""
+    wrong alike, the copy's values are unsupported here. A copy whose strides look counted in
+    bytes (strides_in_bytes) is read that way first, within the compact extent the reading
+    gives: holding `expected` so, it is LAY-05's finding (read as elements, its strides would
+    reach past the copy's memory); otherwise it is read as it says."""
+    info = kit.inspect(cap)
+    if info.get("readable", True) and info.get("data") and strides_in_bytes(info):
+        size = kit.abi.itemsize(tuple(info["dtype"]))
+        steps = tuple(s // size for s in info["strides"])
+        if kit.gather(info["data"] + info["byte_offset"], tuple(info["shape"]), steps, size) == expected:
+            check.record("LAY-05", "fail", "%s: the copy's strides %r count bytes: as element strides %r they read "
+                         "the tensor's values" % (what, tuple(info["strides"]), steps))
+            check.record(clause, "unsupported", "%s: its strides count bytes (LAY-05's finding)" % what)
+            return
     try:
         got = kit.read_elements(cap)
     except ValueError as e:

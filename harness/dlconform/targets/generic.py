@@ -22,6 +22,7 @@ Each role is judged with the other role's part done by something trusted (issue 
   finding: the next reader is tried, and where none can read the result, `unsupported`.
 """
 import ctypes
+import gc
 import importlib
 
 from . import _views
@@ -30,7 +31,7 @@ from .base import Target, TargetError
 from ..kit import Unsupported, abi, inspect, read_elements
 from . import dtypes as _dtypes
 from .dtypes import EXTENDED_FLOATS, STANDARD_DTYPES, row_major_strides
-from ..kit import HostTensor
+from ..kit import HostTensor, RecordingProducer, forges
 
 
 class _Py_buffer(ctypes.Structure):
@@ -116,6 +117,7 @@ class GenericTarget(Target):
         self._dtypes = None
         self._round_trips = None  # _round_trip_findings(), once asked
         self._died = None  # _deaths(), once asked
+        self._deletes = None  # _deleter_calls(), once asked
         roles = {"consumer"}
         try:
             probe = module.from_dlpack(HostTensor("float32", (2,)))
@@ -169,6 +171,11 @@ class GenericTarget(Target):
         writable data are read-only (numpy 1.x) has no writable tensor to judge the producer on:
         a read-only one may be refused on the legacy path (FLG-02), which is no producer's fault
         here."""
+        extra = self._deleter_calls()
+        if extra:
+            raise Unsupported("cannot judge the producer on %s: %s's from_dlpack calls an import's deleter %d times "
+                              "(OWN-03, the consumer checks' finding), and every tensor of the generic target is such "
+                              "an import, whose memory it would free twice" % (what, self.library, extra))
         if any(s < 0 for s in host.strides) and _FLIPPED in self._deaths():
             raise Unsupported("cannot judge the producer on %s: %s's from_dlpack kills the process on negative "
                               "strides (the consumer checks' crash)" % (what, self.library))
@@ -183,6 +190,20 @@ class GenericTarget(Target):
                               "data, and the generic target has no other way to make the library's tensors (an "
                               "adapter with its own constructors judges the producer)" % (what, self.library))
         return y
+
+    def _deleter_calls(self):
+        """The deleter calls of a plain import once it died, when more than one (else 0): a
+        library that frees what it imports twice cannot hold the generic target's tensors."""
+        if self._deletes is None:
+            p = RecordingProducer(forges(shape=(2, 3)))
+            try:
+                self.module.from_dlpack(p)  # the result dies at once
+            except Exception:  # refused: the consumer checks judge that
+                pass
+            gc.collect()
+            calls = sum(f.deleter_calls for f in p.forges.values())
+            self._deletes = calls if calls > 1 else 0
+        return self._deletes
 
     def make(self, dtype, shape, values):
         return self._made(HostTensor(dtype, tuple(shape), bytes(values)), "a %s %s tensor" % (dtype, tuple(shape)))
@@ -219,6 +240,14 @@ class GenericTarget(Target):
 
     def expected(self, x):
         return self._ref_of(x).tobytes()
+
+    def native_layout(self, x):
+        """(shape, element strides, first-element address) of a tensor of the library as its own
+        reader sees it (its __array_interface__ or buffer: the reader its import was verified
+        with), so that the producer checks hold the export's strides and byte_offset to it (LAY-05,
+        LAY-03); None without one. Never read through __dlpack__: that is what is judged."""
+        d = self._independent(x)
+        return None if d is None else (tuple(d["shape"]), tuple(d["strides"]), int(d["ptr"]))
 
     def from_dlpack(self, obj, **kw):
         return self.module.from_dlpack(obj, **kw)
