@@ -404,7 +404,9 @@ def cmd_run(args):
             runnable.append(spec)
         else:
             reason = info.get("reason") or "unavailable"
-            targets[spec] = {"status": "skipped", "reason": reason, "roles": [], "versions": {}}
+            # a target the command line named is not a quiet skip: "not loaded" (the run exits 2)
+            targets[spec] = {"status": "not loaded" if explicit else "skipped", "reason": reason, "roles": [],
+                             "versions": {}}
             if explicit or spec == "ref" or args.device:  # a device run says why a device target did not
                 _say("target %r: %s" % (spec, reason))
                 rec = Record.session(spec, "<target>", "skip", reason,
@@ -452,10 +454,9 @@ def cmd_run(args):
     if not runnable:
         _say("error: no target can be run")
         return finish(EXIT_USAGE)
-    unloadable = [spec for spec in specs if explicit and targets[spec]["status"] == "skipped"]
-    if unloadable:  # a CI job that names a library expects it tested: never a quiet skip
-        _say("error: %s cannot be loaded (said above); nothing was run" % ", ".join(map(repr, unloadable)))
-        return finish(EXIT_USAGE)
+    # a CI job that names a library expects it tested: never a quiet skip, though the targets
+    # that load run (their results are not lost) and the run exits 2 once they did
+    unloadable = [spec for spec in specs if targets[spec]["status"] == "not loaded"]
 
     progress = None if args.quiet else _Progress()
     queue = [(spec, lane) for spec in runnable for lane in range(lanes[spec])]
@@ -557,7 +558,10 @@ def cmd_run(args):
     errors = [r for r in results if r["verdict"] == HARNESS_ERROR]
     for r in errors[:10]:
         _say("harness error (the suite, not %s): %s %s: %s" % (r["target"], r["test"], r["clause"], r["message"]))
-    code = (EXIT_USAGE if errors else EXIT_FAIL if any(r["verdict"] in FAILING for r in results) else EXIT_OK)
+    if unloadable:
+        _say("error: %s cannot be loaded (said above); the other targets ran" % ", ".join(map(repr, unloadable)))
+    code = (EXIT_USAGE if errors or unloadable else EXIT_FAIL if any(r["verdict"] in FAILING for r in results)
+            else EXIT_OK)
     return finish(code)
 
 
