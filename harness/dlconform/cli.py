@@ -130,14 +130,15 @@ def _positive(text):
 
 
 def recheck_line(results):
-    """The command that reruns the findings' reproducers of `results` (dlconform recheck); from a
-    checkout it names the harness folder, as an installed dlconform needs not."""
+    """The command that reruns the findings' reproducers of `results` (dlconform recheck), from
+    any folder: absolute paths; from a checkout it puts the harness folder before the caller's
+    PYTHONPATH (where the library may be), as an installed dlconform needs not."""
     from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
 
     checkout = not SUITES_DIR.startswith(PACKAGE_DIR + os.sep)
     return "%s%s -m dlconform recheck --results %s" % (
-        "PYTHONPATH=%s " % shlex.quote(_display(HARNESS_DIR)) if checkout else "", shlex.quote(sys.executable),
-        shlex.quote(_display(results)))
+        "PYTHONPATH=%s\"%s\" " % (shlex.quote(os.path.abspath(HARNESS_DIR)), _repro.CALLERS_PATH) if checkout else "",
+        shlex.quote(sys.executable), shlex.quote(os.path.abspath(results)))
 
 
 def _display(path):

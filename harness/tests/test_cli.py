@@ -1,6 +1,7 @@
 """`python3 -m dlconform run`: exit codes, skipped targets, output files."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -163,6 +164,7 @@ def test_bad_jobs_value_is_a_usage_error(tmp_path):
 
 DEPTH = '''
 import os
+import shlex
 import pytest
 
 @pytest.mark.clause("T-01")
@@ -377,3 +379,25 @@ def test_the_command_finds_a_module_beside_the_caller(tmp_path):
         assert p.returncode == code, p.stdout + p.stderr
     assert "cannot import module 'no_such_lib_here' (ModuleNotFoundError)" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 2, p.stderr
+
+
+def test_the_recheck_line_works_from_any_folder(tmp_path, monkeypatch):
+    """The line a run with findings prints names absolute paths (it is copied into other
+    folders, CI steps), and an installed dlconform (its suites inside the package) needs no
+    PYTHONPATH."""
+    import dlconform
+    from dlconform.cli import recheck_line
+
+    monkeypatch.chdir(tmp_path)
+    line = recheck_line(os.path.join("out", "results.json"))
+    assert line.startswith("PYTHONPATH=%s\"${PYTHONPATH:+:$PYTHONPATH}\" " % dlconform.HARNESS_DIR), line
+    assert line.endswith(" -m dlconform recheck --results %s" % (tmp_path / "out" / "results.json")), line
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(["sh", "-c", line + " --help"], cwd=str(elsewhere), env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "--results" in p.stdout, p.stderr
+    monkeypatch.setattr(dlconform, "SUITES_DIR", os.path.join(dlconform.PACKAGE_DIR, "suites"))
+    assert recheck_line("r.json").startswith(shlex.quote(sys.executable) + " -m dlconform recheck"), \
+        recheck_line("r.json")
