@@ -337,9 +337,11 @@ def outcome_for_pytest(item, records, rep=None):
 def isolate_items(session, state):
     """Runs the session's items file by file through the runner (one child per file, restarted
     after a crash), then reports each item from its records."""
+    import contextlib
     import tempfile
 
     from _pytest.reports import TestReport
+    from _pytest.warnings import catch_warnings_for_item
 
     from .runner import Runner
 
@@ -359,7 +361,11 @@ def isolate_items(session, state):
                 recs = records.get(nodeid) or [
                     Record(target=state.spec, clause=SESSION, verdict=HARNESS_ERROR, test=nodeid,
                            message="the isolated run gave no result for this test", catalogue=state.catalogue)]
-                outcome, longrepr = outcome_for_pytest(item, recs)
+                # a warn becomes a DlconformWarning of the test's, in pytest's warnings summary
+                # and count, as pytest's own protocol catches it in a run in this process
+                with (catch_warnings_for_item(item.config, item.ihook, "runtest", item)
+                      if item.config.pluginmanager.has_plugin("warnings") else contextlib.nullcontext()):
+                    outcome, longrepr = outcome_for_pytest(item, recs)
                 duration = sum(r["duration"] for r in recs[:1])
                 for when in ("setup", "call", "teardown"):
                     rep = TestReport(item.nodeid, item.location, {}, outcome if when == "call" else "passed",

@@ -343,3 +343,34 @@ def test_the_entry_point_leaves_other_pytest_runs_alone(tmp_path, args):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     if args == ["--help"]:
         assert "--dlconform-target" in proc.stdout
+
+
+WARNS = '''
+import pytest
+
+@pytest.mark.clause("M-01")
+def test_fine(check):
+    check.that(True, "M-01", "fine")
+
+@pytest.mark.clause("S-01")
+def test_should(check):
+    check.that(False, "S-01", "a SHOULD breach")
+'''
+
+
+@pytest.mark.parametrize("isolate", ["0", "1"])
+def test_a_warn_is_in_pytest_s_warnings_summary_isolated_or_not(tmp_path, isolate):
+    """--dlconform-isolate (DLCONFORM_ISOLATE=1) reports a warn as a run in this process does:
+    a DlconformWarning in pytest's warnings summary, counted in its last line (before: printed
+    raw amid the progress dots, no summary, no count)."""
+    suite = write_suite(str(tmp_path / "suite"), {"test_w.py": WARNS}, LEVELS)
+    env = dict(child_env(), DLCONFORM_ISOLATE=isolate)
+    proc = subprocess.run([sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-p", "dlconform.pytest_plugin",
+                           "-p", "no:cacheprovider", "--dlc-target", FAKE], capture_output=True, text=True, env=env,
+                          cwd=suite, timeout=120)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    summary = out.split("warnings summary", 1)[-1]
+    assert "test_w.py::test_should\n" in summary and "DlconformWarning: S-01 warn (SHOULD): a SHOULD breach" in summary
+    assert "DlconformWarning" not in out.split("warnings summary", 1)[0], out
+    assert "2 passed, 1 warning in" in out.strip().splitlines()[-1], out
