@@ -1,5 +1,6 @@
 """The pytest plugin in a child pytest: outcome mapping, roles, check, repro, filtering."""
 import json
+import os
 import subprocess
 import sys
 
@@ -374,3 +375,28 @@ def test_a_warn_is_in_pytest_s_warnings_summary_isolated_or_not(tmp_path, isolat
     assert "test_w.py::test_should\n" in summary and "DlconformWarning: S-01 warn (SHOULD): a SHOULD breach" in summary
     assert "DlconformWarning" not in out.split("warnings summary", 1)[0], out
     assert "2 passed, 1 warning in" in out.strip().splitlines()[-1], out
+
+
+def test_a_single_module_outside_the_rootdir_keeps_its_file_name(tmp_path):
+    """`pytest --pyargs dlconform.suites.test_layout` from a project's folder: pytest names a
+    module outside the rootdir relative to itself (""), so the node ids were `::test_x` and
+    JUnit's classname "". They keep the file's name, as in a run of the whole suites."""
+    import xml.etree.ElementTree as ET
+
+    write_suite(str(tmp_path / "pkg" / "dlcsuite"), {"__init__.py": "", "test_w.py": WARNS}, LEVELS)
+    (tmp_path / "elsewhere").mkdir()
+    junit = tmp_path / "junit.xml"
+    env = child_env()
+    env["PYTHONPATH"] += os.pathsep + str(tmp_path / "pkg")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "dlcsuite.test_w", "-rA", "-p",
+                           "dlconform.pytest_plugin", "-p", "no:cacheprovider", "--dlc-target", FAKE,
+                           # --opt=VALUE: a path given as its own word would take part in pytest's
+                           # choice of the rootdir
+                           "--dlc-catalogue=%s" % (tmp_path / "pkg" / "dlcsuite" / "clauses.json"),
+                           "--dlc-results=%s" % (tmp_path / "results.jsonl"),
+                           "--junitxml=%s" % junit], capture_output=True, text=True, env=env,
+                          cwd=str(tmp_path / "elsewhere"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")] == ["test_w", "test_w"], proc.stdout
+    tests = [json.loads(line).get("test") for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert set(tests) - {None} == {"test_w.py::test_fine", "test_w.py::test_should"}, tests
