@@ -401,3 +401,28 @@ def test_the_recheck_line_works_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(dlconform, "SUITES_DIR", os.path.join(dlconform.PACKAGE_DIR, "suites"))
     assert recheck_line("r.json").startswith(shlex.quote(sys.executable) + " -m dlconform recheck"), \
         recheck_line("r.json")
+
+
+def test_fuzz_repro_refuses_an_unknown_target_in_one_line(tmp_path):
+    """`dlconform fuzz-repro --target nosuch FILE` wrote a script that imports nosuch (exit 0).
+    A target fuzz-ci could not run (a module that cannot be found, a device without a fuzz
+    mode) is one line and exit 2; a built-in consumer, a module that can be found (without
+    importing it) and producer-NAME are taken; a file name whose prefix is no target gets the
+    default, numpy, said in one line."""
+    seed = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "fuzz", "corpus", "seeds", "legacy-float32-2x3")
+    (tmp_path / "mylib_xyz.py").write_text("raise SystemExit('imported')\n")  # found, never imported
+    for target, says in (("nosuch", "target 'nosuch': cannot import module 'nosuch' (ModuleNotFoundError)"),
+                         ("producer-nosuch", "target 'producer-nosuch': cannot import module 'nosuch' "
+                                             "(ModuleNotFoundError)"),
+                         ("nosuch@cuda", "target 'nosuch@cuda': cannot import module 'nosuch' (ModuleNotFoundError)"),
+                         ("ref@tpu", "ref@tpu: the fuzz targets' device modes are cuda (NAME@cuda)")):
+        p = dlc("fuzz-repro", "--target", target, seed, cwd=str(tmp_path))
+        assert (p.returncode, p.stdout, p.stderr) == (2, "", "fuzz-repro: %s\n" % says), p.stderr
+    for target in ("ref", "numpy", "producer-ref", "ref@cuda", "mylib_xyz", "producer-mylib_xyz"):
+        p = dlc("fuzz-repro", "--target", target, seed, cwd=str(tmp_path))
+        assert p.returncode == 0 and p.stdout.startswith("# run: ") and not p.stderr, (target, p.stderr)
+    p = dlc("fuzz-repro", seed, cwd=str(tmp_path))
+    assert p.returncode == 0 and "numpy.from_dlpack" in p.stdout, p.stderr
+    assert p.stderr == "fuzz-repro: the file name's prefix 'legacy' is no target here: a numpy reproducer " \
+        "(--target names another)\n"

@@ -131,11 +131,34 @@ def main(argv):
     ap.add_argument("--known", default=None, help="known-findings file whose breaches the script prints and does "
                     "not raise (default fuzz/known/TARGET.txt when there is one, as fuzz-ci; '' for none)")
     args = ap.parse_args(argv)
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print("fuzz-repro: cannot read %s: %s" % (args.file, e.strerror or e), file=sys.stderr)
+        return 2
     base = os.path.basename(args.file)
     target = args.target or base.split("-", 1)[0]
     if not args.target and base.startswith("producer-"):
         target = "-".join(base.split("-")[:2])
     if target in ("crash", "leak", "timeout", "oom", "validator", ""):
+        target = "numpy"
+    # fuzz-ci's rule (devmem.split_target: NAME or NAME@MODE, producer-NAME too), NAME a built-in
+    # consumer or a module that can be found: never imported here, as fuzz-ci does not
+    from ..targets.loader import _not_found
+
+    try:
+        name = devmem.split_target(target[len("producer-"):] if target.startswith("producer-") else target)[0]
+        why = None if name in CONSUMERS else _not_found(name.split(".")[0], name)
+        why = why and "target %r: %s" % (target, why)
+    except devmem.Unavailable as e:
+        why = str(e)
+    if why and args.target:
+        print("fuzz-repro: %s" % why, file=sys.stderr)
+        return 2
+    if why:  # a name of the file's own, not a fuzz-ci output's TARGET-...: the default target
+        print("fuzz-repro: the file name's prefix %r is no target here: a numpy reproducer (--target names "
+              "another)" % target, file=sys.stderr)
         target = "numpy"
     known = args.known
     if known is None:
@@ -143,12 +166,6 @@ def main(argv):
         known = known if os.path.exists(known) else ""
     elif known and not os.path.exists(known):
         print("fuzz-repro: no known-findings file %s" % known, file=sys.stderr)
-        return 2
-    try:
-        with open(args.file, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        print("fuzz-repro: cannot read %s: %s" % (args.file, e.strerror or e), file=sys.stderr)
         return 2
     print(script(data, target, args.finding, base, os.path.abspath(known) if known else None), end="")
     return 0
