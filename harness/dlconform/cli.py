@@ -48,7 +48,7 @@ def build_parser():
                         "target that can be imported.")
     r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
     r.add_argument("--clause", action="append", default=None, metavar="GLOB",
-                   help="only clauses matching this glob (e.g. 'CAP-*'); repeat or separate with commas")
+                   help="only clauses matching this glob (e.g. 'CAP-*', in any case); repeat or separate with commas")
     r.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
                    help="per-test limit (default 30, and 30 per 20 examples with --examples)")
     r.add_argument("--examples", type=_examples, default=None, metavar="N",
@@ -350,14 +350,15 @@ def cmd_run(args):
     examples, seed = depth["DLCONFORM_EXAMPLES"], depth["DLCONFORM_SEED"]
     timeout = args.timeout or 30.0 * max(1.0, (examples or 0) / 20.0)
     started = time.time()
-    globs = [g.strip() for arg in (args.clause or ()) for g in arg.split(",") if g.strip()]
+    # clause ids are upper case (CAP-01): a glob is taken in any case
+    globs = [g.strip().upper() for arg in (args.clause or ()) for g in arg.split(",") if g.strip()]
     unmatched = _unmatched_clauses(suites, globs)
     if unmatched:
         _say("error: --clause %s matches no clause of the catalogue (ids look like CAP-01; "
              "suites/clauses.md lists them)" % ", ".join(repr(g) for g in unmatched))
         return EXIT_USAGE
     specs = list(dict.fromkeys(args.target)) if args.target else list(BUILTIN)
-    clause = ",".join(args.clause) if args.clause else None
+    clause = ",".join(globs) or None
     jobs = args.jobs or min(os.cpu_count() or 1, 4)
     # A target's run is split in lanes, one a worker, that share its tests (Runner.run_target,
     # `claims`): the workers go through the targets together, so no core idles while the

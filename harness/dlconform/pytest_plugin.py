@@ -405,7 +405,9 @@ class _State:
             self._out = open(path, "a", encoding="utf-8") if path else None
         except OSError as e:
             raise pytest.UsageError("dlconform: cannot write --dlc-results %s: %s" % (path, e.strerror or e))
-        self.globs = [g.strip() for arg in config.getoption("--dlc-clause") for g in arg.split(",") if g.strip()]
+        # clause ids are upper case (CAP-01): a glob is taken in any case
+        self.globs = [g.strip().upper() for arg in config.getoption("--dlc-clause") for g in arg.split(",")
+                      if g.strip()]
         self.exclude = set()
         ex = config.getoption("--dlc-exclude-file")
         if ex:

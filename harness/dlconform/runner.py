@@ -777,7 +777,7 @@ class Runner:
         suites' files, paid again by each child after a death, and by each of the hundreds of
         clause runs of the faults' calibration). A resumed lane starts with the file of its
         last begun test, where it was working, and wraps around."""
-        globs = [g.strip() for g in (self.clause or "").split(",") if g.strip()]
+        globs = [g.strip().upper() for g in (self.clause or "").split(",") if g.strip()]
         theirs = set()
         if run.claims and resumed:
             try:

@@ -82,7 +82,7 @@ def test_a_named_target_that_cannot_load_is_exit_2_even_beside_others(tmp_path):
 
 
 def test_a_clause_filter_that_matches_nothing_is_exit_2(tmp_path):
-    for glob in ("NOPE-*", "t-01"):
+    for glob in ("NOPE-*", "T-9?"):
         p = dlc("run", "--target", FAKE, "--suites", suite(tmp_path, PASSING), "--clause", glob,
                 "--out", str(tmp_path / "out"))
         assert p.returncode == 2
@@ -426,3 +426,13 @@ def test_fuzz_repro_refuses_an_unknown_target_in_one_line(tmp_path):
     assert p.returncode == 0 and "numpy.from_dlpack" in p.stdout, p.stderr
     assert p.stderr == "fuzz-repro: the file name's prefix 'legacy' is no target here: a numpy reproducer " \
         "(--target names another)\n"
+
+
+def test_a_clause_glob_is_taken_in_any_case(tmp_path):
+    """Clause ids are upper case (CAP-01); `--clause cap-01` was refused as matching nothing.
+    A glob in any case is taken, as its upper-case self."""
+    out = tmp_path / "out"
+    p = dlc("run", "--target", FAKE, "--suites", suite(tmp_path, PASSING), "--clause", "t-0[2-9]", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert [r["clause"] for r in doc["results"]] == ["T-02"] and doc["run"]["clause"] == "T-0[2-9]"

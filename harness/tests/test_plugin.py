@@ -204,10 +204,11 @@ def test_missing_role_is_unsupported_without_running(tmp_path):
     assert r["M-13"]["verdict"] == "unsupported"
 
 
-def test_clause_glob_and_exclude_file(tmp_path):
+@pytest.mark.parametrize("glob", ["M-0[1-3]", "m-0[1-3]"])  # clause ids are upper case; a glob is taken in any
+def test_clause_glob_and_exclude_file(tmp_path, glob):
     exclude = tmp_path / "exclude.txt"
     exclude.write_text("test_m.py::test_pass\n")
-    _, events = run_child(tmp_path, extra=["--dlc-clause", "M-0[1-3]", "--dlc-exclude-file", str(exclude)])
+    _, events = run_child(tmp_path, extra=["--dlc-clause", glob, "--dlc-exclude-file", str(exclude)])
     tests = [e["test"] for e in events if e["event"] == "begin"]
     assert tests == ["test_m.py::test_assert_must", "test_m.py::test_unsupported"]
 
