@@ -95,7 +95,8 @@ include probes/tsan.mk
 include probes/nanobind/nanobind.mk
 
 # `make conformance` exits with dlconform's own status: 0 clean (or only known findings), 1
-# findings, 2 when it could not run. A recipe cannot do that (make exits 2 whenever a recipe
+# findings, 2 when its run cannot be trusted (README: a usage error, a target that cannot load, an
+# error verdict...). A recipe cannot do that (make exits 2 whenever a recipe
 # fails), so the run (conformance-run) happens while make reads this file, its output on
 # stderr, and its status, read back from $(OUT)/exit-status, becomes make's: 1 through make's
 # question mode (-q), 2 through $(error).
@@ -107,7 +108,7 @@ CONFORMANCE_STATUS := $(shell $(MAKE) --no-print-directory conformance-run \
 ifeq ($(CONFORMANCE_STATUS),1)
 MAKEFLAGS += -q
 else ifneq ($(CONFORMANCE_STATUS),0)
-$(error dlconform could not run (exit status $(CONFORMANCE_STATUS)); the lines above say why)
+$(error dlconform exit status $(CONFORMANCE_STATUS): the run cannot be trusted, the lines above say why (reports in $(OUT)))
 endif
 endif
 .PHONY: conformance conformance-run
