@@ -21,6 +21,7 @@ import pytest
 
 from . import PACKAGE_DIR, SUITES_DIR
 from . import catalogue as _catalogue
+from . import known as _known
 from . import repro as _repro
 from .device_files import DEVICE_TESTS
 from .kit.check import FAILING, FEEDS, HARNESS_ERROR, Check, Unsupported, Warn, breach, truncate, worst
@@ -85,6 +86,9 @@ class _EntryPoint:
         group.addoption("--dlconform-target", default=None, metavar="SPEC",
                         help="run the dlconform suites against this target (also DLCONFORM_TARGET): ref, "
                              "numpy, torch, a module with from_dlpack, module:attr or path/file.py:attr")
+        group.addoption("--dlconform-known", default=None, metavar="FILE",
+                        help="a known-failures file (as `dlconform run --known`; also DLCONFORM_KNOWN): a fail, "
+                             "crash or timeout it lists is reported as xfailed, and does not fail the session")
         group.addoption("--dlconform-isolate", action="store_true", default=False,
                         help="run each test file in child processes, as `dlconform run` does, so that a "
                              "crash costs one check instead of the session (also DLCONFORM_ISOLATE=1)")
@@ -325,10 +329,13 @@ def outcome_for_pytest(item, records, rep=None):
     XML: any fail, crash, timeout or error fails it with 'CLAUSE verdict (LEVEL): message'; a
     test whose clauses are all unsupported or skip is skipped with the reasons; otherwise it
     passes, and each warn becomes a DlconformWarning naming its clause. Every clause's verdict
-    becomes a test property (dlconform:CLAUSE)."""
+    becomes a test property (dlconform:CLAUSE). A finding a known file lists (`known`, marked
+    by known_findings) does not fail the test: with no other, it is xfailed (xfail_reason)."""
     for r in records:
         item.user_properties.append(("dlconform:" + r["clause"], r["verdict"]))
-    bad = [r for r in records if r["verdict"] in FAILING or r["verdict"] == HARNESS_ERROR]
+    bad = [r for r in records if (r["verdict"] in FAILING and not r.get("known")) or r["verdict"] == HARNESS_ERROR]
+    if not bad and xfail_reason(records):
+        return "skipped", None
     if bad:
         lines = ["%s %s (%s): %s" % (r["clause"], r["verdict"], r["level"], r["message"]) for r in bad]
         if rep is not None and rep.failed and rep.longrepr is not None:
@@ -342,6 +349,26 @@ def outcome_for_pytest(item, records, rep=None):
         if r["verdict"] == "warn":
             item.warn(DlconformWarning("%s warn (%s): %s" % (r["clause"], r["level"], r["message"])))
     return "passed", None
+
+
+def xfail_reason(records):
+    """What a test's known findings say, as pytest's xfail reason; "" when it has none."""
+    return "; ".join("known: %s %s (%s)" % (r["clause"], r["verdict"], r["message"][:200])
+                     for r in records if r.get("known"))
+
+
+def known_findings(entries, records, version):
+    """Marks `known` the findings (fail, crash, timeout) of `records` that a line of the known
+    file names (dlconform.known), as `dlconform run --known` does. A test is named as the
+    runner names it, by its file's name (the node id of a plain pytest run may have a folder)."""
+    for r in records:
+        if r["verdict"] not in FAILING:
+            continue
+        path, sep, rest = r["test"].partition("::")
+        as_run = dict(r, test=os.path.basename(path) + sep + rest)
+        if any(e.names(as_run, version) for e in entries):
+            r["known"] = True
+    return records
 
 
 def isolate_items(session, state):
@@ -375,12 +402,14 @@ def isolate_items(session, state):
                 # and count, as pytest's own protocol catches it in a run in this process
                 with (catch_warnings_for_item(item.config, item.ihook, "runtest", item)
                       if item.config.pluginmanager.has_plugin("warnings") else contextlib.nullcontext()):
-                    outcome, longrepr = outcome_for_pytest(item, recs)
+                    outcome, longrepr = outcome_for_pytest(item, state.mark_known(recs))
                 duration = sum(r["duration"] for r in recs[:1])
                 for when in ("setup", "call", "teardown"):
                     rep = TestReport(item.nodeid, item.location, {}, outcome if when == "call" else "passed",
                                      longrepr if when == "call" else None, when, [],
                                      duration if when == "call" else 0.0, list(item.user_properties))
+                    if when == "call" and outcome == "skipped" and longrepr is None:
+                        rep.wasxfail = xfail_reason(recs)
                     item.ihook.pytest_runtest_logreport(report=rep)
                 item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
             if session.shouldfail or session.shouldstop:
@@ -397,6 +426,11 @@ class _State:
         self.spec = given or "ref"
         self.explicit_target = given is not None
         self.isolate = _option(config, "--dlconform-isolate") or os.environ.get("DLCONFORM_ISOLATE") == "1"
+        known_path = _option(config, "--dlconform-known") or os.environ.get("DLCONFORM_KNOWN") or None
+        try:
+            self.known = _known.parse(known_path) if known_path else []
+        except _known.KnownFileError as e:
+            raise pytest.UsageError("dlconform: %s" % e)
         self._target = None
         self._target_error = None
         self._frozen = False  # _freeze_heap ran
@@ -658,7 +692,20 @@ class _State:
     def _tell_pytest(self, item, st, rep):
         """Makes pytest's own outcome of the test say what its verdicts say (outcome_for_pytest),
         so that plain pytest and its JUnit XML tell the truth."""
-        rep.outcome, rep.longrepr = outcome_for_pytest(item, self.results(item, st), rep)
+        records = self.mark_known(self.results(item, st))
+        rep.outcome, rep.longrepr = outcome_for_pytest(item, records, rep)
+        if rep.outcome == "skipped" and rep.longrepr is None:
+            rep.wasxfail = xfail_reason(records)
+
+    def mark_known(self, records):
+        """known_findings() of the known file given (--dlconform-known), at the target's version."""
+        if not self.known or not records:
+            return records
+        try:
+            versions = self.get_target().versions()
+        except Exception:  # noqa: BLE001 - a target whose versions cannot be read: lines without versions hold
+            versions = {}
+        return known_findings(self.known, records, _known.library_version(self.spec, {"versions": versions}))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):

@@ -401,3 +401,26 @@ def test_a_single_module_outside_the_rootdir_keeps_its_file_name(tmp_path):
     assert [c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")] == ["test_w", "test_w"], proc.stdout
     tests = [json.loads(line).get("test") for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert set(tests) - {None} == {"test_w.py::test_fine", "test_w.py::test_should"}, tests
+
+
+def test_a_known_file_xfails_what_it_lists(tmp_path):
+    """--dlconform-known FILE (a file as `dlconform run --known` reads): a fail, crash or timeout
+    it lists is xfailed with its reason and does not fail the session; one it does not list
+    still fails; a bad file is a usage error. Before, a library's own pytest run had no way to
+    set aside what its CI already knows."""
+    proc, events = run_child(tmp_path / "first")
+    findings = [e for e in events if e["event"] == "result" and e["verdict"] in ("fail", "crash", "timeout")]
+    assert proc.returncode == 1 and findings
+    must = [e for e in findings if e["clause"] == "M-02"][0]
+    known = tmp_path / "known.txt"
+    known.write_text("# one of them\n%s %s M-02 %s\n" % (must["target"], must["role"], must["test"]))
+    proc, _ = run_child(tmp_path / "one", extra=["-rxf", "--dlconform-known", str(known)])
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "XFAIL" in out and "known: M-02 fail" in out, out[-3000:]
+    assert "FAILED test_m.py::test_explicit_wins" in out and "FAILED test_m.py::test_assert_must" not in out
+    known.write_text("".join("%s %s %s %s\n" % (e["target"], e["role"], e["clause"], e["test"]) for e in findings))
+    proc, _ = run_child(tmp_path / "all", extra=["--dlconform-known", str(known)])
+    assert proc.returncode == 0, proc.stdout.decode()[-3000:]
+    known.write_text("not a line\n")
+    proc, _ = run_child(tmp_path / "bad", extra=["--dlconform-known", str(known)])
+    assert proc.returncode == 4 and b"known file" in proc.stderr + proc.stdout
