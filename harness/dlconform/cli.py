@@ -48,7 +48,8 @@ def build_parser():
                         "target that can be imported.")
     r.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help="output folder (default: reports/out)")
     r.add_argument("--clause", action="append", default=None, metavar="GLOB",
-                   help="only clauses matching this glob (e.g. 'CAP-*', in any case); repeat or separate with commas")
+                   help="only the checks of a clause matching this glob (e.g. 'CAP-*', in any case; a check selected "
+                        "still records every clause it judges); repeat or separate with commas")
     r.add_argument("--timeout", type=_positive, default=None, metavar="SECONDS",
                    help="per-test limit (default 30, and 30 per 20 examples with --examples)")
     r.add_argument("--examples", type=_examples, default=None, metavar="N",
