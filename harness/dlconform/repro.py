@@ -24,7 +24,7 @@ import shlex
 import sys
 
 from . import HARNESS_DIR, PACKAGE_DIR, SUITES_DIR
-from .kit.check import GRADED
+from .kit.check import EXIT_NOT_RUN, GRADED, NOT_RUN
 
 #: the first words of a script's run line
 RUN_PREFIX = "# run: "
@@ -285,6 +285,75 @@ def _module_file(name):
     return None
 
 
+def _absolute(node, package):
+    """The absolute module name of an ImportFrom's module (its level resolved against `package`)."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".") if package else []
+        base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+    return base
+
+
+class _Unit:
+    """Code that runs as one piece: a module's top level, or a function's body (with the
+    functions nested in it): the names it reads, the modules it imports (`from X import y` also
+    as X.y: y may be a module) and whether it imports a module named at run time."""
+
+    def __init__(self):
+        self.names, self.imports, self.dynamic = set(), [], False
+
+
+def _units(source, name, is_package):
+    """(the top-level _Unit, [(names that must be read for it to run, _Unit)]) of a module's
+    source: each function defined at its top level needs its name read; each method of a class
+    there, its class's name and its own (a dunder method, its class's only). A function defined
+    inside a function belongs to that function's unit: it may run whenever that one does."""
+    package = name if is_package else name.rpartition(".")[0]
+    top, funcs = _Unit(), []
+
+    def visit(node, unit, cls, nested):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and not nested:
+                for part in child.decorator_list + child.args.defaults + child.args.kw_defaults:
+                    if part is not None:
+                        visit(ast.Expression(part), unit, cls, nested)
+                body = _Unit()
+                dunder = child.name.startswith("__") and child.name.endswith("__")
+                funcs.append((frozenset(([] if cls is None else [cls]) + ([] if dunder and cls else [child.name])),
+                              body))
+                visit(child, body, None, True)
+                continue
+            if isinstance(child, ast.ClassDef) and not nested:
+                visit(child, unit, child.name, nested)
+                continue
+            if isinstance(child, ast.Import):
+                unit.imports.extend(a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = _absolute(child, package)
+                unit.imports.extend([base] + [base + "." + a.name for a in child.names])
+            elif isinstance(child, ast.Name):
+                unit.names.add(child.id)
+            elif isinstance(child, ast.Attribute):
+                unit.names.add(child.attr)
+            elif isinstance(child, ast.Call) and _called(child.func) == "getattr" and len(child.args) > 1:
+                name_arg = child.args[1]
+                if isinstance(name_arg, ast.Constant) and isinstance(name_arg.value, str):
+                    unit.names.add(name_arg.value)
+            elif isinstance(child, ast.Call) and _called(child.func) == "import_module":
+                if child.args and isinstance(child.args[0], ast.Constant) and isinstance(child.args[0].value, str):
+                    unit.imports.append(child.args[0].value)
+                else:
+                    unit.dynamic = True
+            visit(child, unit, cls, nested)
+
+    visit(ast.parse(source), top, None, False)
+    return top, funcs
+
+
+def _called(func):
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
 def _imports_of(source, name, is_package):
     """[(absolute module name, eager)] of the import statements in a module's source, each
     `from X import y` also as X.y (y may be a module); eager: run when the module is imported
@@ -296,10 +365,7 @@ def _imports_of(source, name, is_package):
         if isinstance(node, ast.Import):
             out.extend((a.name, eager) for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            base = _absolute(node, package)
             out.append((base, eager))
             out.extend((base + "." + a.name, eager) for a in node.names)
         lazy = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
@@ -314,16 +380,18 @@ _PARSED = {}
 
 
 def _parsed(path, name, is_package):
-    """(source, _imports_of(source)) of one of our module files, parsed once per process and
-    again only when the file changes (a report writes hundreds of scripts from the same modules)."""
+    """(source, _imports_of(source), _units(source)) of one of our module files, parsed once per
+    process and again only when the file changes (a report writes hundreds of scripts from the
+    same modules)."""
     st = os.stat(path)
     key = (path, name, is_package)
     hit = _PARSED.get(key)
     if hit is None or hit[0] != (st.st_mtime_ns, st.st_size):
         with open(path, encoding="utf-8") as f:
             src = f.read()
-        hit = _PARSED[key] = ((st.st_mtime_ns, st.st_size), src, _imports_of(src, name, is_package))
-    return hit[1], hit[2]
+        hit = _PARSED[key] = ((st.st_mtime_ns, st.st_size), src, _imports_of(src, name, is_package),
+                              _units(src, name, is_package))
+    return hit[1:]
 
 
 def _dynamic():
@@ -339,17 +407,14 @@ _DYNAMIC = _dynamic()
 
 
 def _bundle(text):
-    """({module: (source, is_package)} of our modules the script reaches, {native modules} and
-    {third-party modules} imported as the script starts (at module level, all the way down)."""
-    sources, native, third = {}, set(), set()
+    """({module: (source, is_package)} of our modules the script reaches, {native modules} it
+    may import as it runs (_native_needs) and {third-party modules} imported as the script starts
+    (at module level, all the way down)."""
+    sources, units, third = {}, {}, set()
     todo = [(m, True) for m, _ in _imports_of(text, "__main__", False)]  # the main block runs
     while todo:
         name, eager = todo.pop()
-        if name in sources:
-            continue
-        if name in NATIVE:
-            if eager:
-                native.add(name)
+        if name in sources or name in NATIVE:
             continue
         found = _module_file(name)
         if found is None:
@@ -360,13 +425,66 @@ def _bundle(text):
                 third.add(top)
             continue
         path, is_package = found
-        src, imports = _parsed(path, name, is_package)
+        src, imports, units[name] = _parsed(path, name, is_package)
         sources[name] = (src, is_package)
         parts = name.split(".")
         todo += [(".".join(parts[:i]), eager) for i in range(1, len(parts))]  # parent packages
         todo += [(m, eager and lvl) for m, lvl in imports]
         todo += [(m, False) for m in _DYNAMIC.get(name, ())]
-    return sources, native, third
+    units["__main__"] = _units(text, "__main__", False)
+    return sources, _native_needs(units), third
+
+
+def _native_needs(units):
+    """The native modules of dlconform that the code a script may run imports, at module level
+    or in a function (`from .. import _ref` where it is used). What may run: the script's top
+    level, the top level of each module that code imports, and the functions of those modules
+    whose names it reads anywhere (a method: its class's name too; _units): a function whose
+    name no such code reads is never called, the one thing this shows statically."""
+    read, loaded, native, dynamic = set(), set(), set(), set()
+    waiting, todo = {}, []
+
+    def wait_or_run(mod, needs, unit):
+        missing = set(needs) - read
+        if missing:
+            item = [mod, missing, unit]
+            for n in missing:
+                waiting.setdefault(n, []).append(item)
+        else:
+            todo.append((mod, unit))
+
+    def load(name, dynamic=False):
+        parts = name.split(".")
+        for mod in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
+            if mod in units and mod not in loaded:
+                loaded.add(mod)
+                top, funcs = units[mod]
+                todo.append((mod, top))
+                for needs, unit in funcs:
+                    wait_or_run(mod, needs, unit)
+        if dynamic and name in units:  # its classes are used by names read at run time: all of it may run
+            todo.extend((name, unit) for _, unit in units[name][1])
+
+    load("__main__")  # {module: _units()} holds the script as __main__
+    while todo:
+        mod, unit = todo.pop()
+        for n in unit.names - read:
+            read.add(n)
+            for item in waiting.pop(n, ()):
+                item[1].discard(n)
+                if not item[1]:
+                    todo.append((item[0], item[2]))
+        for name in unit.imports:
+            if name in NATIVE:
+                native.add(name)
+            else:
+                load(name)
+        if unit.dynamic:
+            for name in _DYNAMIC.get(mod, ()):
+                if name not in dynamic:
+                    dynamic.add(name)
+                    load(name, dynamic=True)
+    return native
 
 
 #: begins the docstring of a case judged by how its interpreter exits (suites/test_ownership.py)
@@ -417,12 +535,21 @@ class _Embedded:
                 where = _os.path.join(here, name.rpartition(".")[2] + suffix)
                 if _os.path.exists(where):
                     return _util.spec_from_file_location(name, where)
+            return _util.spec_from_loader(name, self)  # missing: exec_module says so
+        if self.sources.get(name.partition(".")[0], (None, False))[1]:
+            return _util.spec_from_loader(name, self)  # in an embedded package, but not embedded
         return None
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
+        if module.__name__ not in self.sources:  # never read as the library's finding
+            _sys.stderr.flush()
+            print("%(not_run)s: %%s: dlconform's module %%s is not %%s (dlconform's problem, not the library's)"
+                  %% (_os.path.basename(__file__), module.__name__,
+                      "beside this script" if module.__name__ in %(native)r else "embedded in it"), flush=True)
+            _os._exit(%(exit)d)
         source, package = self.sources[module.__name__]
         module.__file__ = "<embedded %%s>" %% module.__name__
         if package:
@@ -453,7 +580,7 @@ def standalone(text, python=None):
     main = lines.index(IMPORTS_MARK)
     entries = ",\n".join("    %r: (%s, %r)" % (name, _source_literal(src), pkg)
                          for name, (src, pkg) in sorted(sources.items()))
-    hook = _HOOK % {"native": NATIVE, "sources": entries}
+    hook = _HOOK % {"native": NATIVE, "sources": entries, "not_run": NOT_RUN, "exit": EXIT_NOT_RUN}
     return "\n".join(lines[:main]).rstrip("\n") + "\n\n" + hook + "\n\n" + "\n".join(lines[main:]) + "\n"
 
 

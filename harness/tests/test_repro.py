@@ -182,6 +182,67 @@ def sample_function_using_ref(target, check):
     check.that(_ref is not None, "X-01")
 
 
+def _handmade(*lines):
+    """A script in reproducer form (run line, the imports mark) of `lines`."""
+    return "\n".join([R.run_header(), R.IMPORTS_MARK] + list(lines)) + "\n"
+
+
+def test_a_native_module_imported_in_a_function_that_runs_is_needed():
+    """seedrules.judge calls build, whose `from dlconform import _ref` runs for a seed that offers
+    a table: the script cannot stand alone (it printed a false REPRODUCED of that ImportError)."""
+    text = _handmade("from support import seedrules as sr", "", 'if __name__ == "__main__":',
+                     "    sr.judge({}, None)")
+    assert R.standalone_problem(text) == "it needs dlconform's native module dlconform._ref"
+    assert R.standalone_problem(text, native_ok="dlconform._ref") is None
+
+
+LAZY = '''
+def used():
+    return helper()
+
+
+def helper():
+    from dlconform import _ref
+    return _ref
+
+
+def never_called():
+    from dlconform import _probe
+    return _probe
+
+
+class Holder:
+    def __init__(self):
+        from dlconform import _nanobind
+
+
+class Unused:
+    def __init__(self):
+        from dlconform import _probe
+'''
+
+
+def test_a_native_import_counts_where_its_function_may_run(tmp_path, monkeypatch):
+    """A function whose name nothing that runs reads is never called: its imports are not needed;
+    a method's class must be read too (a dunder method needs its class's name only)."""
+    (tmp_path / "lazy_natives.py").write_text(LAZY)
+    monkeypatch.setattr(R, "_ROOTS", R._ROOTS + ((str(tmp_path), ""),))
+    text = _handmade("import lazy_natives", "", 'if __name__ == "__main__":', "    lazy_natives.used()")
+    assert R.standalone_problem(text) == "it needs dlconform's native module dlconform._ref"
+    text = _handmade("import lazy_natives", "", 'if __name__ == "__main__":', "    lazy_natives.Holder()")
+    assert R.standalone_problem(text) == "it needs dlconform's native module dlconform._nanobind"
+
+
+def test_a_standalone_script_without_its_native_module_says_it_did_not_run(tmp_path):
+    """Where a native module the script imports is not beside it, the script says NOT RUN and
+    exits EXIT_NOT_RUN: never REPRODUCED (an ImportError read as the library's finding)."""
+    text = R.script(sample_function_using_ref, {}, "pyref", focus="X-01")
+    code, out = _run(R.standalone(text), tmp_path, standalone=True)
+    assert code == kit.check.EXIT_NOT_RUN, out
+    assert "NOT RUN: repro.py: dlconform's module dlconform._ref is not beside this script" in out
+    assert "REPRODUCED" not in out
+
+
 def test_what_cannot_be_written_out_says_so(sample):
     with pytest.raises(R.NotReproducible, match="nested"):
         R.script(sample.test_nested(None, None), {}, "ref")

@@ -274,6 +274,11 @@ MARK = "REPRODUCED"
 EXIT_UNDETERMINED = 3
 #: the verdicts a check records, whose reproducer reproduces its own grade (reproduce: verdict)
 GRADED = ("warn", "fail")
+#: the exit status of a script that could not run its check, and the first words of the line it
+#: prints: a module of dlconform's or the suite's that it needs is missing (a standalone script's
+#: native module not beside it); never the library's finding
+EXIT_NOT_RUN = 4
+NOT_RUN = "NOT RUN"
 
 
 def _say(text):
