@@ -13,7 +13,9 @@ showed:
 - `passed`: exit 0, the check ran through (fixed, or the finding was flaky);
 - `unsupported`: exit 0 saying the check does not apply here (another machine, another build);
 - `undetermined`: exit 3, the check stopped on another clause before it reached this one;
-- `broken`: anything else (the script could not run: dlconform's problem, never the library's).
+- `broken`: anything else (the script could not run: dlconform's problem, never the library's),
+  a script that says `NOT RUN` (exit 4: kit.check.EXIT_NOT_RUN) and a finding that is an import
+  of a module of dlconform's or the suite's failing among them.
 The first three reproduce the finding; the verdict is `reproduced` where the kind agrees too
 (a crash that died, a fail that printed its line), `reproduced as KIND` where it does not.
 
@@ -43,6 +45,7 @@ import fnmatch
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -52,7 +55,7 @@ import tempfile
 import time
 
 from . import repro as _repro
-from .kit.check import EXIT_FINDING, EXIT_UNDETERMINED, MARK
+from .kit.check import EXIT_FINDING, EXIT_NOT_RUN, EXIT_UNDETERMINED, MARK
 from .report import atomic_write
 from .report import bugreport as _bugreport
 from .targets.loader import describe_status
@@ -128,6 +131,22 @@ def _last_line(text):
     return lines[-1].strip()[:300] if lines else ""
 
 
+#: the message of a reproducer's finding that is an import failing (kit.check.reproduce:
+#: "unexpected exception TYPE: message"), and the module it names
+_IMPORT_FAILED = re.compile(r"unexpected exception (?:ImportError|ModuleNotFoundError): "
+                            r"(?:cannot import name '([^']*)' from '([^']+)'|No module named '([^']+)')")
+
+
+def _import_of_ours(line):
+    """The module of dlconform's or the suite's whose import failed, where a finding's line says
+    that (the script could not run: never the library's finding), else None."""
+    m = _IMPORT_FAILED.search(line)
+    if m is None:
+        return None
+    name = m.group(3) or "%s.%s" % (m.group(2), m.group(1))
+    return name if _repro._module_file(name.split(".")[0]) else None
+
+
 def _judge_script(finding, rc, out, err, timeout):
     """(seen, detail) of a script's run (the module's docstring)."""
     if isinstance(rc, str):
@@ -138,7 +157,13 @@ def _judge_script(finding, rc, out, err, timeout):
         return "died", "%s%s" % (describe_status(rc), (": " + _last_line(err)) if _last_line(err) else "")
     marks = [ln for ln in out.splitlines() if ln.startswith(MARK + " ")]
     if rc == EXIT_FINDING and marks:
+        ours = _import_of_ours(marks[-1])
+        if ours:
+            return "broken", "it could not import %s (dlconform's problem, not the library's): %s" % (
+                ours, marks[-1][:250])
         return "finding", marks[-1][:300]
+    if rc == EXIT_NOT_RUN:
+        return "broken", _last_line(out) or "exit %d" % rc
     if rc == 0:
         unsupported = [ln for ln in out.splitlines() if ln.startswith("UNSUPPORTED")]
         if unsupported:
@@ -328,16 +353,14 @@ def main(argv=None):
         parser.error("--timeout and --jobs must be positive")
     try:
         results, found = _bugreport.read_findings(args.results, args.target, args.clause)
+        problem = _bugreport.selection_problem(results, args.results, args.target, args.clause)
     except _bugreport.BadResults as e:
-        print("dlconform recheck: %s" % e, file=sys.stderr)
+        problem = str(e)
+    if problem is not None:
+        print("dlconform recheck: %s" % problem, file=sys.stderr)
         return 2
     if args.test:
         found = [f for f in found if fnmatch.fnmatchcase(f.test, args.test)]
-    if args.target and not any(r.get("target") == args.target for r in results["results"]):
-        known = sorted({r.get("target") for r in results["results"]})
-        print("dlconform recheck: %s has no target %r (its targets: %s)"
-              % (args.results, args.target, ", ".join(known)), file=sys.stderr)
-        return 2
     if not found:
         print("dlconform recheck: no findings%s in %s: nothing to rerun" % (
             "" if not (args.target or args.clause or args.test) else " of the selection", args.results))

@@ -39,6 +39,22 @@ def test_report_writes_one_file_per_finding(fault_findings, tmp_path):
     assert p.returncode == 2 and "--all-findings" in p.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--clause", "NOPE-*"], "--clause 'NOPE-*' matches no clause of the catalogue"),
+    (["--clause", "NOPE-*", "--all-findings"], "--clause 'NOPE-*' matches no clause of the catalogue"),
+    (["--target", "nosuch", "--all-findings"], "has no target 'nosuch' (its targets: lib)"),
+    (["--clause", "LAY-*"], "name a finding with --target T too, or give --all-findings"),
+    (["--target", "lib"], "name a finding with --clause C too, or give --all-findings"),
+    ([], "name a finding with --target T and --clause C, or give --all-findings"),
+])
+def test_a_selection_that_names_nothing_is_one_line_and_exit_2(tmp_path, args, says):
+    """As `dlconform run --clause` refuses a glob that matches no clause: one line, exit 2."""
+    record = {"target": "lib", "clause": "LAY-05", "test": "t::a", "verdict": "fail", "message": "x", "repro": ""}
+    p, files = _report(tmp_path, [record], *args)
+    assert p.returncode == 2 and p.stderr.startswith("dlconform report: ") and says in p.stderr, p.stderr
+    assert len(p.stderr.splitlines()) == 1 and not files, p.stderr
+
+
 @pytest.mark.parametrize("library", ["ref", "pyref"])
 def test_standalone_reproducers_of_faults(fault_findings, standalone_runs, tmp_path, library):
     """Each fault's report carries a standalone script: non-zero under the fault, 0 with the fault

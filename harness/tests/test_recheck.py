@@ -49,6 +49,15 @@ SHOWN = [  # (verdict of the finding, what its script does, what recheck says)
     ("fail", 'print("UNDETERMINED LAY-05"); sys.exit(3)', "not reproduced"),
     ("fail", 'raise ImportError("no module named lib")', "broken"),
     ("fail", "sys.exit(1)", "broken"),  # exit 1 without the line: a traceback, not the finding
+    # an import of dlconform's own that failed is never the library's finding; the library's is
+    ("warn", 'print("REPRODUCED OWN-03: unexpected exception ImportError: cannot import name \'_ref\' from '
+             '\'dlconform\' (<embedded dlconform>)"); sys.exit(1)', "broken"),
+    ("fail", 'print("REPRODUCED LAY-05: unexpected exception ModuleNotFoundError: No module named \'support.x\'"); '
+             'sys.exit(1)', "broken"),
+    ("fail", 'print("REPRODUCED LAY-05: unexpected exception ModuleNotFoundError: No module named \'lib.sub\'"); '
+             'sys.exit(1)', "reproduced"),
+    ("fail", 'print("NOT RUN: repro.py: dlconform\'s module dlconform._ref is not beside this script"); sys.exit(4)',
+     "broken"),
 ]
 
 
@@ -66,7 +75,9 @@ def test_each_outcome_of_a_reproducer_is_told_apart(tmp_path):
     assert got["test_x.py::test_env"]["detail"] == "REPRODUCED LAY-05: broken"  # the run line's assignment
     assert "exit 1: ImportError: no module named lib" in got["test_x.py::test_9"]["detail"]
     assert p.returncode == 2, p.stdout + p.stderr  # a broken reproducer is dlconform's error
-    assert "%d findings: 7 reproduced, 3 not reproduced, 2 broken" % (len(SHOWN) + 1) in p.stdout
+    assert "%d findings: 8 reproduced, 3 not reproduced, 5 broken" % (len(SHOWN) + 1) in p.stdout
+    assert "it could not import dlconform._ref (dlconform's problem" in got["test_x.py::test_11"]["detail"]
+    assert got["test_x.py::test_14"]["detail"].startswith("NOT RUN: repro.py: ")
     md = (tmp_path / "out" / "recheck.md").read_text()
     assert "| reproduced as died | lib | LAY-05 | test_x.py::test_4 | fail | died: killed by SIGABRT" in md
     assert (tmp_path / "out" / "runs").is_dir()
@@ -89,6 +100,7 @@ def test_exit_status_says_whether_all_reproduced(tmp_path):
     (["--timeout", "0"], "--timeout and --jobs must be positive"),
     (["--jobs", "x"], "invalid int value"),
     (["--results", "BAD"], "a record has no 'target' (not a results.json of dlconform run?)"),
+    (["--clause", "NOPE-*"], "--clause 'NOPE-*' matches no clause of the catalogue"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
     path = _results(tmp_path, [_record("t::a", "fail", _script("pass"))])

@@ -82,6 +82,21 @@ def read_findings(path, target=None, clause=None):
                          % (path, why)) from None
 
 
+def selection_problem(results, path, target=None, clause=None):
+    """Why --target and --clause name nothing (one line: a usage error), or None: a target the
+    results have no record of; a clause glob that matches no clause of the catalogue nor of the
+    records (as `dlconform run --clause` refuses one)."""
+    records = results["results"]
+    if target is not None and not any(r.get("target") == target for r in records):
+        known = sorted({str(r.get("target")) for r in records})
+        return "%s has no target %r (its targets: %s)" % (path, target, ", ".join(known) or "none")
+    if clause is not None and _catalogue.load().unmatched([clause]) and not any(
+            fnmatch.fnmatchcase(str(r.get("clause")), clause) for r in records):
+        return ("--clause %r matches no clause of the catalogue (ids look like CAP-01; suites/clauses.md "
+                "lists them)" % clause)
+    return None
+
+
 def _versions(results, target):
     env = results.get("environment", {})
     info = results.get("targets", {}).get(target, {})
@@ -248,12 +263,18 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if not args.all_findings and not (args.target and args.clause):
-        parser.error("name a finding with --target T --clause C, or give --all-findings")
     try:
         results, _ = read_findings(args.results, args.target, args.clause)
+        problem = selection_problem(results, args.results, args.target, args.clause)
     except BadResults as e:
-        print("dlconform report: %s" % e, file=sys.stderr)
+        problem = str(e)
+    if problem is None and not args.all_findings and not (args.target and args.clause):
+        missing = " and ".join(flag for flag, given in (("--target T", args.target), ("--clause C", args.clause))
+                               if not given)
+        problem = "name a finding with %s%s, or give --all-findings" % (
+            missing, " too" if args.target or args.clause else "")
+    if problem is not None:
+        print("dlconform report: %s" % problem, file=sys.stderr)
         return 2
     paths = write(results, args.out_dir, args.target, args.clause)
     if not args.quiet:
