@@ -297,10 +297,11 @@ def _absolute(node, package):
 class _Unit:
     """Code that runs as one piece: a module's top level, or a function's body (with the
     functions nested in it): the names it reads, the modules it imports (`from X import y` also
-    as X.y: y may be a module) and whether it imports a module named at run time."""
+    as X.y: y may be a module), whether it imports a module named at run time, and the text
+    literals in it."""
 
     def __init__(self):
-        self.names, self.imports, self.dynamic = set(), [], False
+        self.names, self.imports, self.dynamic, self.strings = set(), [], False, set()
 
 
 def _units(source, name, is_package):
@@ -344,6 +345,8 @@ def _units(source, name, is_package):
                     unit.imports.append(child.args[0].value)
                 else:
                     unit.dynamic = True
+            elif isinstance(child, ast.Constant) and isinstance(child.value, str):
+                unit.strings.add(child.value)
             visit(child, unit, cls, nested)
 
     visit(ast.parse(source), top, None, False)
@@ -394,24 +397,64 @@ def _parsed(path, name, is_package):
     return hit[1:]
 
 
-def _dynamic():
-    """{module: the modules it imports by name at run time}: the loader imports the built-in
-    adapters from its table."""
-    from .targets.loader import BUILTIN, DEVICE_ONLY
-
-    adapters = dict.fromkeys(m for m, _, _ in list(BUILTIN.values()) + list(DEVICE_ONLY.values()))
-    return {"dlconform.targets.loader": tuple(adapters) + ("dlconform.targets.generic",)}
+#: the module whose text literals name every built-in target (its tables, its messages): what it
+#: imports by name comes from the spec it is given, never from those
+_LOADER = "dlconform.targets.loader"
 
 
-_DYNAMIC = _dynamic()
+@functools.lru_cache(maxsize=None)
+def _named(text):
+    """(our pure-Python modules, our native modules) that code importing a module by a name it
+    is given at run time (loader.load, GenericTarget) imports when `text` is that name: the
+    adapter of a built-in target spec ('numpy', 'ref:fault=X', 'pyref@cuda'; loader.BUILTIN,
+    DEVICE_ONLY), or the module of dlconform's that another spec names ('MODULE',
+    'MODULE@DEVICE', 'MODULE:ATTR'); empty for any other text."""
+    from .targets.base import TargetError
+    from .targets.loader import _registered, _split
+
+    try:
+        name, options = _split(text)
+    except TargetError:  # a built-in name with a bad option or device: load() refuses it
+        return (), ()
+    if name is not None:
+        return (_registered(name, options.get("device"))[0],), ()
+    module = text.rpartition(":")[0] if ":" in text else text.partition("@")[0]
+    if module in NATIVE:
+        return (), (module,)
+    if module.startswith("dlconform.") and all(p.isidentifier() for p in module.split(".")) and _module_file(module):
+        return (module,), ()
+    return (), ()
+
+
+def _named_all(strings):
+    """_named() of each of `strings`, merged: (pure-Python modules, native modules)."""
+    pure, native = set(), set()
+    for text in strings:
+        p, n = _named(text)
+        pure.update(p)
+        native.update(n)
+    return pure, native
+
+
+def _literals(name, units):
+    """The text literals of a module's _units() that may name a target spec to import by name:
+    none of the loader's own (_LOADER)."""
+    if name == _LOADER:
+        return set()
+    top, funcs = units
+    return top.strings.union(*(unit.strings for _, unit in funcs))
 
 
 def _bundle(text):
     """({module: (source, is_package)} of our modules the script reaches, {native modules} it
     may import as it runs (_native_needs) and {third-party modules} imported as the script starts
-    (at module level, all the way down)."""
-    sources, units, third = {}, {}, set()
+    (at module level, all the way down). The modules it reaches: those its code imports, and
+    those a text literal of that code names as a target spec (_named): the loader imports the
+    spec's adapter by name."""
+    units = {"__main__": _units(text, "__main__", False)}
+    sources, third = {}, set()
     todo = [(m, True) for m, _ in _imports_of(text, "__main__", False)]  # the main block runs
+    todo += [(m, False) for m in _named_all(_literals("__main__", units["__main__"]))[0]]
     while todo:
         name, eager = todo.pop()
         if name in sources or name in NATIVE:
@@ -430,8 +473,7 @@ def _bundle(text):
         parts = name.split(".")
         todo += [(".".join(parts[:i]), eager) for i in range(1, len(parts))]  # parent packages
         todo += [(m, eager and lvl) for m, lvl in imports]
-        todo += [(m, False) for m in _DYNAMIC.get(name, ())]
-    units["__main__"] = _units(text, "__main__", False)
+        todo += [(m, False) for m in _named_all(_literals(name, units[name]))[0]]
     return sources, _native_needs(units), third
 
 
@@ -440,9 +482,15 @@ def _native_needs(units):
     or in a function (`from .. import _ref` where it is used). What may run: the script's top
     level, the top level of each module that code imports, and the functions of those modules
     whose names it reads anywhere (a method: its class's name too; _units): a function whose
-    name no such code reads is never called, the one thing this shows statically."""
-    read, loaded, native, dynamic = set(), set(), set(), set()
+    name no such code reads is never called, the one thing this shows statically.
+
+    A module imported by a name given at run time (importlib.import_module(name): the loader's
+    adapters, a generic target's library) is one that a text literal of code that may run names
+    as a target spec (_named: the peer of an interop case, the target's own `load('M:A')`): once
+    any such import may run, each module so named may run whole, and each native one is needed."""
+    read, loaded, native, dynamic, strings = set(), set(), set(), set(), set()
     waiting, todo = {}, []
+    by_name = False  # whether an import by a name given at run time may run
 
     def wait_or_run(mod, needs, unit):
         missing = set(needs) - read
@@ -465,6 +513,13 @@ def _native_needs(units):
         if dynamic and name in units:  # its classes are used by names read at run time: all of it may run
             todo.extend((name, unit) for _, unit in units[name][1])
 
+    def by_names(texts):
+        pure, nat = _named_all(texts)
+        native.update(nat)
+        for name in sorted(pure - dynamic):
+            dynamic.add(name)
+            load(name, dynamic=True)
+
     load("__main__")  # {module: _units()} holds the script as __main__
     while todo:
         mod, unit = todo.pop()
@@ -479,11 +534,12 @@ def _native_needs(units):
                 native.add(name)
             else:
                 load(name)
-        if unit.dynamic:
-            for name in _DYNAMIC.get(mod, ()):
-                if name not in dynamic:
-                    dynamic.add(name)
-                    load(name, dynamic=True)
+        fresh = set() if mod == _LOADER else unit.strings - strings
+        strings.update(fresh)
+        if unit.dynamic and not by_name:
+            by_name, fresh = True, strings
+        if by_name:
+            by_names(fresh)
     return native
 
 

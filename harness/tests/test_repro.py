@@ -233,6 +233,49 @@ def test_a_native_import_counts_where_its_function_may_run(tmp_path, monkeypatch
     assert R.standalone_problem(text) == "it needs dlconform's native module dlconform._nanobind"
 
 
+def _loads(expr, imported="from dlconform.targets.loader import load"):
+    return _handmade(imported, "", 'if __name__ == "__main__":', "    " + expr)
+
+
+def test_the_loader_imports_only_the_adapters_that_a_literal_names(tmp_path, monkeypatch):
+    """loader.load imports a built-in target's adapter by the spec it is given, at run time: the
+    adapters a script may import so are those of the specs its code names in a text literal (an
+    interop case's peer), not every adapter of the loader's table (all of them counted made every
+    interop script need nanobind's glue); a spec naming a module of ours does the same."""
+    assert R.standalone_problem(_loads("load('numpy')")) is None
+    assert R.standalone_problem(_loads("load('pyref@cuda')")) is None
+    needs_ref = "it needs dlconform's native module dlconform._ref"
+    assert R.standalone_problem(_loads("load('ref:fault=x')")) == needs_ref
+    assert R.standalone_problem(_loads("load('ref@cuda')")) == needs_ref
+    assert "dlconform._nanobind" in R.standalone_problem(_loads("load('nanobind')"))
+    assert "dlconform._nanobind" in R.standalone_problem(
+        _loads("load('dlconform.targets.nanobind_target:NanobindTarget')"))
+    assert R.standalone_problem(_loads(
+        "GenericTarget('dlconform._nanobind')", "from dlconform.targets.generic import GenericTarget")) == (
+        "it needs dlconform's native module dlconform._nanobind")
+    # a literal of a module the script imports names a spec too (none of the loader's own table)
+    (tmp_path / "peers.py").write_text("PEER = 'ref'\n\n\ndef go():\n    from dlconform.targets.loader import load\n"
+                                       "    return load(PEER)\n")
+    monkeypatch.setattr(R, "_ROOTS", R._ROOTS + ((str(tmp_path), ""),))
+    assert R.standalone_problem(_loads("peers.go()", "import peers")) == needs_ref
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # the plugin registers them in the suites
+@pytest.mark.parametrize("peer, needs", [("numpy", None), ("torch", None), ("pyarrow", None),
+                                         ("ref", "it needs dlconform's native module dlconform._ref")])
+def test_an_interop_script_needs_the_adapter_of_its_peer_alone(peer, needs):
+    """test_interop's peer reaches load() as the case's literal: a pyref finding with numpy as its
+    producer stands alone, with numpy's adapter embedded and no other."""
+    import test_interop
+
+    text = R.script(test_interop.test_interop_round_trip, {"case": (peer, "contiguous", "int32")}, "pyref",
+                    focus="LAY-11")
+    assert R.standalone_problem(text, library="pyref") == needs
+    embedded = R.standalone(text)
+    assert ("'%s': (" % R._named(peer)[0][0]) in embedded
+    assert "'dlconform.targets.nanobind_target': (" not in embedded
+
+
 def test_a_standalone_script_without_its_native_module_says_it_did_not_run(tmp_path):
     """Where a native module the script imports is not beside it, the script says NOT RUN and
     exits EXIT_NOT_RUN: never REPRODUCED (an ImportError read as the library's finding)."""
