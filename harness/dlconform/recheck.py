@@ -22,7 +22,10 @@ The first three reproduce the finding; the verdict is `reproduced` where the kin
 `--standalone` runs the script the finding's bug report carries instead (report/bugreport.py:
 the check's code with dlconform's modules embedded) in a folder where dlconform cannot be
 imported, with dlconform's native module beside it where the target is ours (ref): it checks
-that the report's reproducer stands alone.
+that the report's reproducer stands alone. A finding whose check has no standalone form by
+design (it needs another native module of dlconform's, a module other than the library, or
+its interpreter's exit: repro.standalone_problem; a fuzz finding runs dlconform's oracles) is
+`unsupported`, with that reason; a standalone script that says `NOT RUN` is `broken`.
 
 A reproducer that is a rerun command (a generic target whose check could not be written out)
 is run with its output folder one of ours (and RERUN_FACTOR times the limit), and reproduces
@@ -255,10 +258,9 @@ def run_one(finding, folder, timeout, standalone=False):
     assigned, argv = parsed
     env = dict(os.environ)
     if standalone:
-        script, why = _bugreport.standalone_script_of(finding, _bugreport.library_of(finding.target))
-        if script is None:  # a fuzz reproducer runs dlconform's oracles: it has no standalone form
-            seen = "unsupported" if finding.test.startswith(FUZZ_TEST) else "broken"
-            return Outcome(finding, seen, "no standalone script: %s" % why, 0.0)
+        script, why, by_design = _bugreport.standalone_form(finding, _bugreport.library_of(finding.target))
+        if script is None:  # a check that needs a native module of ours (or fuzz's oracles) has no standalone form
+            return Outcome(finding, "unsupported" if by_design else "broken", "no standalone script: %s" % why, 0.0)
         problem = _native_beside(_bugreport.library_of(finding.target), folder)
         if problem:
             return Outcome(finding, "broken", problem, 0.0)

@@ -205,6 +205,38 @@ def test_make_recheck_reruns_the_findings_of_out(tmp_path):
     assert (tmp_path / "recheck" / "recheck.md").exists()
 
 
+def _checklike(*lines):
+    """A script in a check's reproducer form (the imports mark), whose main block runs `lines`."""
+    return "\n".join([repro.run_header(), repro.IMPORTS_MARK] + list(lines[:-1])
+                     + ['', 'if __name__ == "__main__":', "    " + lines[-1]]) + "\n"
+
+
+def test_standalone_recheck_of_a_check_with_no_standalone_form_is_unsupported(tmp_path):
+    """--standalone: a check that needs a native module of dlconform's (or a module other than the
+    library) has no standalone form by design: `unsupported` with standalone_problem's reason, not
+    `broken` (exit 2, dlconform's own error); a standalone script that says NOT RUN is broken."""
+    records = [
+        _record("t::native", "fail", _checklike("from dlconform import _probe", "print(_probe)"), target="pyref"),
+        _record("t::third", "fail", _checklike("import pytest", "print(pytest)"), target="pyref"),
+        _record("t::not_run", "fail", _checklike("import sys", 'print("NOT RUN: repro.py: x"); sys.exit(4)'),
+                target="pyref"),
+        _record("t::found", "fail", _checklike("import sys", 'print("REPRODUCED LAY-05: x"); sys.exit(1)'),
+                target="pyref"),
+    ]
+    p = _recheck("--results", _results(tmp_path, records), "--standalone", "--out", tmp_path / "out")
+    got = {f["test"]: f for f in json.loads((tmp_path / "out" / "recheck.json").read_text())["findings"]}
+    assert got["t::native"]["seen"] == "unsupported", got["t::native"]
+    assert got["t::native"]["detail"] == "no standalone script: it needs dlconform's native module dlconform._probe"
+    assert (got["t::third"]["seen"], got["t::third"]["detail"]) == ("unsupported", "no standalone script: it imports "
+                                                                                   "pytest")
+    assert got["t::not_run"]["seen"] == "broken" and got["t::not_run"]["detail"].startswith("NOT RUN: ")
+    assert got["t::found"]["recheck"] == "reproduced", got["t::found"]
+    assert p.returncode == 2 and "4 findings: 1 reproduced, 2 not reproduced, 1 broken" in p.stdout, p.stdout
+    del records[2]
+    p = _recheck("--results", _results(tmp_path, records), "--standalone")
+    assert p.returncode == 1 and "3 findings: 1 reproduced, 2 not reproduced, 0 broken" in p.stdout, p.stdout
+
+
 @needs_ref
 def test_fuzz_findings_are_rechecked_through_their_python_reproducers(tmp_path):
     """fuzz-ci merges its findings into results.json with their Python reproducers

@@ -230,15 +230,24 @@ def library_of(target):
 
 def standalone_script_of(finding, library):
     """(the finding's reproducer made standalone, None), or (None, why it has none)."""
+    return standalone_form(finding, library)[:2]
+
+
+def standalone_form(finding, library):
+    """(the finding's reproducer made standalone, None, False), or (None, why it has none,
+    whether it has none by design): a check whose script needs a native module of dlconform's, a
+    module other than the library, dlconform's fuzz oracles or its interpreter's exit
+    (repro.standalone_problem) has no standalone form, whatever dlconform's state; a rerun
+    command or a missing glue source is this dlconform's lack."""
     text = finding.repro
     if not text.startswith(_repro.RUN_PREFIX):
-        return None, "the reproducer is a rerun command, not a script"
+        return None, "the reproducer is a rerun command, not a script", False
     problem = _repro.standalone_problem(text, library=library, native_ok=NATIVE_LIBRARY.get(library))
     if problem is not None:
-        return None, problem
+        return None, problem, True
     if library == "nanobind" and glue() is None:
-        return None, "the nanobind glue's source (probes/nanobind/module.cpp) is not in this installation"
-    return _repro.standalone(text, python="python3"), None
+        return None, "the nanobind glue's source (probes/nanobind/module.cpp) is not in this installation", False
+    return _repro.standalone(text, python="python3"), None, False
 
 
 # ---------------------------------------------------------------------------- the command
