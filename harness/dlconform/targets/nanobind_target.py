@@ -18,7 +18,7 @@ Which behaviour is whose:
   `Buffer` (CPU only: the glue has no device memory, so device checks skip).
 """
 from .base import Target, TargetError
-from .dtypes import STANDARD_DTYPES, SUBBYTE, itemsize, row_major_strides
+from .dtypes import DTYPES, STANDARD_DTYPES, SUBBYTE, row_major_strides
 
 GLUE = "dlconform._nanobind"
 
@@ -39,7 +39,7 @@ class NanobindTarget(Target):
 
     def __init__(self, name=None):
         super().__init__(name or "nanobind")
-        self.nb, self._codes = _glue(), {}
+        self.nb = _glue()
 
     def versions(self):
         return {"nanobind": ".".join(str(n) for n in self.nb.NANOBIND_VERSION)}
@@ -48,13 +48,11 @@ class NanobindTarget(Target):
         return list(STANDARD_DTYPES)
 
     def _code(self, dtype):
-        """(code, bits, lanes) of a dtype name, as the reference tensor spells it."""
-        if dtype not in self._codes:
-            from .. import _ref, kit
-
-            t = _ref.Tensor(dtype, (1,), data=bytes(itemsize(dtype)))
-            self._codes[dtype] = tuple(kit.inspect(t.__dlpack__(max_version=(1, 3)))["dtype"])
-        return self._codes[dtype]
+        """(code, bits, lanes) of a dtype name, as dlpack.h's table has it (kit.abi: the reference
+        tensor spells each the same; asking it made a standalone script need dlconform._ref)."""
+        if dtype not in DTYPES:
+            raise TargetError("nanobind: no dtype %r" % (dtype,))
+        return tuple(DTYPES[dtype])
 
     # ---- producer
     def make(self, dtype, shape, values):
