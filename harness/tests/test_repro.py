@@ -148,6 +148,23 @@ def test_the_script_carries_the_findings_grade(sample):
         assert says in text, (verdict, text[-300:])
 
 
+@pytest.mark.parametrize("module", ["dlconform._no_such_native", "support.no_such_helper"])
+def test_a_missing_module_of_ours_is_not_run_never_reproduced(tmp_path, module):
+    """A check that imports a module of dlconform's that is not there (a native module not
+    built, or not beside a standalone script) could not run: NOT RUN, exit 4, which recheck
+    calls broken. Before, the linked script printed REPRODUCED with the ImportError as the
+    library's unexpected exception, with the library's bug and without it alike."""
+    text = textwrap.dedent('''
+        import importlib
+        from dlconform.kit import reproduce
+        def check_fn(target, check):
+            importlib.import_module(%r)
+        reproduce(check_fn, None, focus="A-01")
+    ''' % module)
+    code, out = _run(text, tmp_path)
+    assert code == kit.check.EXIT_NOT_RUN and "NOT RUN" in out and "REPRODUCED" not in out, out
+
+
 def test_a_finding_on_another_clause_then_an_exception_is_undetermined(tmp_path):
     text = textwrap.dedent('''
         from dlconform.kit import reproduce

@@ -279,6 +279,9 @@ GRADED = ("warn", "fail")
 #: native module not beside it); never the library's finding
 EXIT_NOT_RUN = 4
 NOT_RUN = "NOT RUN"
+#: the top-level names of dlconform's own modules a reproducer imports (the package, the suites'
+#: support package)
+OURS = ("dlconform", "support")
 
 
 def _say(text):
@@ -333,6 +336,11 @@ def reproduce(fn, target, args=None, *, focus=None, levels=None, feeds="valid", 
     except Warn as e:
         stop(focus or e.clause, "warn", e.message or str(e))
     except BaseException as e:  # the check's verdict on any other exception
+        if isinstance(e, ImportError) and (e.name or "").split(".")[0] in OURS:
+            # dlconform's own module missing (a native one not built, or not beside a
+            # standalone script): the script could not run its check, no finding of the library's
+            _say("%s: %s (a module of dlconform's, not of the library)" % (NOT_RUN, describe(e)))
+            os._exit(EXIT_NOT_RUN)
         if also:
             import traceback
 
