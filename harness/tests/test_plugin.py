@@ -94,10 +94,10 @@ LEVELS = {"M-%02d" % i: "MUST" for i in range(1, 18)}
 LEVELS.update({"S-01": "SHOULD", "S-02": "MAY"})
 
 
-def run_child(tmp_path, target=FAKE, extra=(), src=SUITE):
+def run_child(tmp_path, target=FAKE, extra=(), src=SUITE, env=None):
     suite = write_suite(str(tmp_path / "suite"), {"test_m.py": src}, LEVELS)
     results = tmp_path / "results.jsonl"
-    env = child_env()
+    env = dict(child_env(), **(env or {}))
     env["DLC_SENTINEL"] = str(tmp_path / "sentinel")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", suite, "--rootdir", suite, "-q", "-p", "dlconform.pytest_plugin",
@@ -404,23 +404,38 @@ def test_a_single_module_outside_the_rootdir_keeps_its_file_name(tmp_path):
 
 
 def test_a_known_file_xfails_what_it_lists(tmp_path):
-    """--dlconform-known FILE (a file as `dlconform run --known` reads): a fail, crash or timeout
-    it lists is xfailed with its reason and does not fail the session; one it does not list
-    still fails; a bad file is a usage error. Before, a library's own pytest run had no way to
-    set aside what its CI already knows."""
+    """--dlconform-known FILE or DLCONFORM_KNOWN (a file as `dlconform run --known` reads): a
+    fail, crash or timeout it lists is xfailed with its reason and does not fail the session;
+    one it does not list still fails; a bad file is a usage error. Before, a library's own
+    pytest run had no way to set aside what its CI already knows. (The option belongs to the
+    entry point, which an installed dlconform registers: the child here has the plugin by -p,
+    so the variable says it; test_the_known_option_is_the_entry_points says the option.)"""
     proc, events = run_child(tmp_path / "first")
     findings = [e for e in events if e["event"] == "result" and e["verdict"] in ("fail", "crash", "timeout")]
     assert proc.returncode == 1 and findings
     must = [e for e in findings if e["clause"] == "M-02"][0]
     known = tmp_path / "known.txt"
     known.write_text("# one of them\n%s %s M-02 %s\n" % (must["target"], must["role"], must["test"]))
-    proc, _ = run_child(tmp_path / "one", extra=["-rxf", "--dlconform-known", str(known)])
+    proc, _ = run_child(tmp_path / "one", extra=["-rxf"], env={"DLCONFORM_KNOWN": str(known)})
     out = proc.stdout.decode()
     assert proc.returncode == 1 and "XFAIL" in out and "known: M-02 fail" in out, out[-3000:]
     assert "FAILED test_m.py::test_explicit_wins" in out and "FAILED test_m.py::test_assert_must" not in out
     known.write_text("".join("%s %s %s %s\n" % (e["target"], e["role"], e["clause"], e["test"]) for e in findings))
-    proc, _ = run_child(tmp_path / "all", extra=["--dlconform-known", str(known)])
+    proc, _ = run_child(tmp_path / "all", env={"DLCONFORM_KNOWN": str(known)})
     assert proc.returncode == 0, proc.stdout.decode()[-3000:]
     known.write_text("not a line\n")
-    proc, _ = run_child(tmp_path / "bad", extra=["--dlconform-known", str(known)])
+    proc, _ = run_child(tmp_path / "bad", env={"DLCONFORM_KNOWN": str(known)})
     assert proc.returncode == 4 and b"known file" in proc.stderr + proc.stdout
+
+
+def test_the_known_option_is_the_entry_points(tmp_path):
+    """--dlconform-known as an installed dlconform's pytest has it (the pytest11 entry point):
+    a bad file is a usage error naming it."""
+    (tmp_path / "known.txt").write_text("not a line\n")
+    code = ("import sys, pytest\nfrom dlconform.pytest_plugin import entry\n"
+            "sys.exit(pytest.main(['-q', '--dlconform-target', 'ref', '--dlconform-known', %r, %r], "
+            "plugins=[entry]))" % (str(tmp_path / "known.txt"), str(tmp_path)))
+    env = dict(child_env(), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 4 and "known file" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
