@@ -88,9 +88,11 @@ class Outcome:
 
     @property
     def verdict(self):
-        """reproduced, `reproduced as KIND`, not reproduced, or broken."""
-        if self.seen == "broken":
-            return "broken"
+        """reproduced, `reproduced as KIND`, not reproduced, unsupported, undetermined, or broken.
+        Unsupported and undetermined say nothing of a fix: the check did not apply here, or
+        stopped before it reached the finding's clause."""
+        if self.seen in ("broken", "unsupported", "undetermined"):
+            return self.seen
         if not self.reproduced:
             return "not reproduced"
         if self.finding.verdict in REPRODUCING[self.seen]:
@@ -299,15 +301,18 @@ def counts(outcomes):
 
 
 def exit_status(outcomes):
+    """2 when a reproducer could not run, 1 when one no longer reproduces (fixed or flaky),
+    else 0: unsupported and undetermined ones tell neither."""
     if any(o.verdict == "broken" for o in outcomes):
         return 2
-    return 1 if any(not o.reproduced for o in outcomes) else 0
+    return 1 if any(o.verdict == "not reproduced" for o in outcomes) else 0
 
 
 def summary(outcomes):
     c = counts(outcomes)
-    return "%d findings: %d reproduced, %d not reproduced, %d broken" % (
-        len(outcomes), c.get("reproduced", 0), c.get("not reproduced", 0), c.get("broken", 0))
+    told = "".join(", %d %s" % (c[k], k) for k in ("unsupported", "undetermined") if c.get(k))
+    return "%d findings: %d reproduced, %d not reproduced, %d broken%s" % (
+        len(outcomes), c.get("reproduced", 0), c.get("not reproduced", 0), c.get("broken", 0), told)
 
 
 def markdown(outcomes, results_path, standalone):
