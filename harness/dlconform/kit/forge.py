@@ -105,10 +105,16 @@ _DELETER = abi.keep_forever(abi.Deleter(_on_delete))
 _DESTRUCTOR = abi.keep_forever(abi.CapsuleDestructor(_on_destroy))
 
 
+#: Forge's default strides: row-major where NULL would break LAY-06 (a versioned capsule of 1.2
+#: or later with ndim > 0), else NULL; strides=None asks for NULL whatever the capsule
+ROW_MAJOR_FROM_1_2 = "row-major from 1.2"
+
+
 class Forge:
     """Capsules with any metadata: `dtype` (a name of abi.DTYPES or (code, bits, lanes)),
-    `shape`, `strides`, `byte_offset`, `data` ("alloc": a buffer of the layout's extent filled
-    with `fill` or the bytes 0, 1, 2, ...; "null"; or an address), `buffer_size`, `versioned`,
+    `shape`, `strides` (in elements; the default ROW_MAJOR_FROM_1_2), `byte_offset`, `data`
+    ("alloc": a buffer of the layout's extent filled with `fill` or the bytes 0, 1, 2, ...;
+    "null"; or an address), `buffer_size`, `versioned`,
     `version`, `flags`, `device`, `null_deleter`, `ndim` (written as given), `shape_null`,
     `capsule_name`, `manager_ctx`; `owner`: an object the forge keeps alive with its structs (the
     owner of memory given as an address).
@@ -118,11 +124,16 @@ class Forge:
     `expected_elements()`.
     """
 
-    def __init__(self, *, dtype=(2, 32, 1), shape=(4,), strides=None, byte_offset=0, data="alloc", fill=None,
-                 buffer_size=None, versioned=True, version=abi.DLPACK_VERSION, flags=0, device=(1, 0),
+    def __init__(self, *, dtype=(2, 32, 1), shape=(4,), strides=ROW_MAJOR_FROM_1_2, byte_offset=0, data="alloc",
+                 fill=None, buffer_size=None, versioned=True, version=abi.DLPACK_VERSION, flags=0, device=(1, 0),
                  null_deleter=False, ndim=None, shape_null=False, capsule_name=None, manager_ctx=None, owner=None):
         self.dtype = abi.DTYPES[dtype] if isinstance(dtype, str) else tuple(int(v) for v in dtype)
         self.shape = tuple(int(n) for n in shape)
+        if isinstance(strides, str) and strides == ROW_MAJOR_FROM_1_2:
+            # unasked, a forge is valid input: a versioned capsule of 1.2 or later has strides
+            # whenever ndim > 0 (LAY-06); elsewhere NULL strides mean row-major (LAY-07, LAY-08)
+            modern = versioned and tuple(version) >= (1, 2)
+            strides = abi.row_major(self.shape) if modern and self.shape else None
         self.strides = None if strides is None else tuple(int(s) for s in strides)
         if self.strides is not None and len(self.strides) != len(self.shape):
             raise ValueError("strides must have one entry per shape entry")
