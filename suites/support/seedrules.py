@@ -131,7 +131,11 @@ def judge(facts, target):
     if zero_copy and alive:
         out.append(("OWN-03", verdict, "%s: the deleter ran while the result viewed the memory" % WHAT))
     if after != expected:
-        out.append(("OWN-03", verdict, "%s: the deleter ran %d time(s) in all, expected %d" % (WHAT, after, expected)))
+        # the deleter of a used_* capsule belongs to the consumer that renamed it: running it is
+        # CAP-04's breach (as fuzz/README.md's oracle table and test_refusals.py have it)
+        out.append(("CAP-04" if facts["used"] else "OWN-03", verdict, "%s: the deleter ran %d time(s) in all, "
+                    "expected %d%s" % (WHAT, after, expected, " (a used_* capsule: another consumer owns it)"
+                                       if facts["used"] else "")))
     names = [n for n, _ in kept]
     table_used = table is not None and table.calls["managed_tensor_from_py_object_no_sync"] > 0
     if imported and not table_used and not facts["reasons"] and names and names[-1] not in kit.USED_NAMES:
