@@ -38,7 +38,8 @@
  *     only until control returns) outlives the producer's tensor.
  * With DLCONFORM_FUZZ_TRIAGE set, each input first prints "dlconform-input: CLAUSE: why":
  * the clause a plain crash on it breaks. That is its must-refuse clause, DEV-07 for another
- * device, else LAY-11 (a legal export: import it, copy or raise). fuzz-ci uses it.
+ * device, LAY-04 for NULL data of a zero-size tensor, else LAY-11 (a legal export: import it,
+ * copy or raise). fuzz-ci uses it.
  * Writes into a READ_ONLY export fault on their own: the buffer sits on PROT_READ pages.
  * A record with a valid extent whose data is dangling, or whose elements take more than the
  * cap (numel * itemsize: stride-0 giants), never gets copy=True. Nor does it get device=
@@ -454,10 +455,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (triage) {
     /* device memory of the CUDA mode (devmem.h) is a legal export, not another device */
     int other = r.device_type != kDLCPU && !dlc_devmem_backs(&r, &plan);
-    const char *why = breach ? breach : other ? "DEV-07" : "LAY-11";
+    /* LAY-04: NULL data of a zero-size tensor is what a consumer must accept (the suite's
+     * test_consumer_zero_size_null_data blames a death on it there too) */
+    int null_empty = plan.mode == DLC_DATA_NULL && plan.ext.zero_size;
+    const char *why = breach ? breach : other ? "DEV-07" : null_empty ? "LAY-04" : "LAY-11";
     fprintf(stderr, "dlconform-input: %s: %s\n", why,
             breach ? msg : other ? "another device: refuse with BufferError"
-                                 : "a legal export: import, copy or raise");
+                 : null_empty ? "NULL data of a zero-size tensor: import it"
+                              : "a legal export: import, copy or raise");
   }
   dlc_forged *f = dlc_forged_new_plan(&r, &plan);
   if (f == NULL) return 0;

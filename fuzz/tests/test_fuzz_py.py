@@ -68,6 +68,32 @@ def test_normalize():
     assert len(triage.oracle_key("EXC", "x" * 500)) == triage.KEY_MAX
 
 
+def test_triage_lines_of_the_target_and_its_twin_agree():
+    """The clause a plain crash on an input is filed under ("dlconform-input: CLAUSE: why"), as
+    the C consumer target prints it and as its twin writes it (consumer_oracles.triage_line),
+    for every seed: NULL data of a zero-size tensor is LAY-04's, which a consumer must import,
+    as the suite files a death on it (before: LAY-11, "a legal export")."""
+    from dlconform.fuzz import consumer_oracles
+
+    paths = sorted(os.path.join(SEEDS, n) for n in os.listdir(SEEDS))
+    env = dict(V.env("ref"), ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:handle_abort=1",
+               DLCONFORM_FUZZ_TRIAGE="1", DLCONFORM_FUZZ_KEEP_GOING="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([V.binary("ref"), "-runs=1"] + paths, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, cwd=tmp, timeout=300)
+    c_lines, current = {}, None
+    for line in p.stderr.decode("latin-1").splitlines():
+        if line.startswith("Running: "):
+            current = line[len("Running: "):]
+        elif line.startswith("dlconform-input: ") and current and current not in c_lines:
+            c_lines[current] = line[len("dlconform-input: "):]
+    assert len(c_lines) > 20, p.stderr.decode("latin-1")[-3000:]
+    for path, line in c_lines.items():
+        rec = R.apply_offer(R.decode(open(path, "rb").read()))
+        assert consumer_oracles.triage_line(rec, R.plan(rec)) == line, path
+    assert c_lines[os.path.join(SEEDS, "versioned-zero-size-null-data")].startswith("LAY-04: ")
+
+
 def test_triage_log():
     oracle = "dlconform-input: LAY-11: a legal export\ndlconform-oracle: OWN-03: deleter ran 2 times\n"
     t = triage.triage_log(oracle)
@@ -80,6 +106,7 @@ def test_triage_log():
             "    #3 0x7f in LLVMFuzzerTestOneInput /work/fuzz/target_consumer.c:1:1\n")
     t = triage.triage_log(segv)
     assert t["clause"] == "LAY-09" and t["kind"] == "SIGSEGV", t
+    assert t["message"] == "SIGSEGV on an input: accepted ndim 2 / shape NULL", t
     assert t["key"] == "SIGSEGV in PyArray_NewFromDescr_int < from_dlpack", t["key"]
 
 

@@ -662,6 +662,8 @@ def triage_line(rec, p):
         return "%s: %s" % breach
     if rec["device"][0] != R.CPU and not devmem.backs(rec, p):  # device memory is a legal export
         return "DEV-07: another device: refuse with BufferError"
+    if p["mode"] == "null" and p["ext"]["zero_size"]:  # what a consumer must accept (LAY-04)
+        return "LAY-04: NULL data of a zero-size tensor: import it"
     return "LAY-11: a legal export: import, copy or raise"
 
 

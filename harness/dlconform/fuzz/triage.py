@@ -129,6 +129,6 @@ def triage_log(log):
     clause = ctx.group(1) if ctx else "*"
     key = "%s in %s" % (sig, " < ".join(frames) if frames else "?")
     lines = [l for l in log.splitlines() if re.search(r"ERROR:|SUMMARY:|runtime error|^\s*#\d+ |terminate|what\(\)", l)]
-    msg = "%s on an input that %s" % (sig, ctx.group(2) if ctx else "the target could not classify")
+    msg = "%s on an input: %s" % (sig, ctx.group(2) if ctx else "one the target could not classify")
     return {"clause": clause, "message": msg, "key": key[:KEY_MAX], "kind": sig,
             "evidence": "\n".join(lines[:40]), "context": clause}
