@@ -22,8 +22,9 @@ def _verdict(r):
 
 def _cell(text, limit=300):
     text = " ".join(str(text or "").split())
-    if len(text) > limit:
-        text = text[:limit] + "..."
+    if len(text) > limit:  # cut between words, where there is a space to cut at
+        cut = text.rfind(" ", limit // 2, limit + 1)
+        text = text[:cut if cut > 0 else limit] + "..."
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -49,12 +50,12 @@ def _not_checked(results):
         counts = {v: sum(1 for r in recs if r["verdict"] == v) for v in ("unsupported", "skip")}
         reasons = {}
         for r in recs:
-            key = " ".join(str(r.get("message") or "").split())[:120]
+            key = _cell(r.get("message"), 120)
             reasons[key] = reasons.get(key, 0) + 1
         top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
         out.append("- %s: %s; most often: %s" % (
             _cell(target), ", ".join("%d %s" % (n, v) for v, n in counts.items() if n),
-            "; ".join("%s (%d)" % (_cell(m or "no reason given", 120), n) for m, n in top)))
+            "; ".join("%s (%d)" % (m or "no reason given", n) for m, n in top)))
     return out + [""]
 
 

@@ -412,6 +412,10 @@ class GenericTarget(Target):
         d = self._independent(y)
         if d is not None:
             return d
+        if not hasattr(y, "__dlpack__"):  # no reader at all: nothing is wrong, nothing can be read
+            raise Unsupported("cannot read %s's result: it has no __array_interface__, buffer or __dlpack__; an "
+                              "adapter whose describe() reads it lets the consumer checks judge it (harness/README.md, "
+                              "'A consumer-only library')" % self.library)
         wrong = self._round_trip_findings()
         if wrong:
             raise Unsupported("cannot read %s's results: it has no __array_interface__ or buffer, and its own "
