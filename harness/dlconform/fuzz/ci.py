@@ -318,7 +318,8 @@ class Fuzz:
         summary = {"target": self.a.target, "binary": self.a.bin, "seconds": self.a.seconds,
                    "fuzz_seconds": round(self.fuzz_seconds, 1), "rounds": self.rounds, "executions": self.execs,
                    "exec_per_s": round(self.execs / self.fuzz_seconds) if self.fuzz_seconds else 0,
-                   "known_file": self.a.known, "new": len(new),
+                   "known_file": self.a.known if self.a.known and os.path.exists(self.a.known) else None,
+                   "new": len(new),
                    "findings": [{k: f.get(k) for k in ("key", "clause", "level", "kind", "message", "new", "count",
                                                         "found_after", "input", "minimized", "repro_file", "evidence")}
                                 for f in sorted(self.findings.values(), key=lambda x: x["found_after"])]}
