@@ -13,6 +13,7 @@ Planted bugs (TINYARR_BUG, read at call time):
   ignore_offset     the consumer ignores byte_offset (LAY-03)
 """
 import ctypes
+import math
 import os
 import struct
 import threading
@@ -25,36 +26,8 @@ def _bug(name):
 
 
 # ----------------------------------------------------------------------------- DLPack ABI
-class DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class DLManagedTensor(ctypes.Structure):
-    pass
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    pass
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
-DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                                     ("deleter", _DELETER), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+# dlpack.h's structs, as the test libraries declare them once (harness/tests/libs/dlpack_structs.py)
+from dlpack_structs import DELETER as _DELETER, DLManagedTensor, DLManagedTensorVersioned  # noqa: E402
 
 DLPACK_VERSION = (1, 3)
 FLAG_READ_ONLY = 1
@@ -153,16 +126,8 @@ class Array:
     # ---- basics
     itemsize = 4
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
 
     @property
     def address(self):
