@@ -9,6 +9,8 @@ separated by white space:
 - TARGET is the target spec as given to --target (`numpy`, `mylib`, `ref:fault=NAME`), a
   device variant's included (`torch@cuda`, `pyref@cuda:fault=NAME`, `mylib@cuda`): a device
   run's findings are listed under it, and `torch@cuda@>=2.11` limits such a line to versions.
+  An adapter is matched by its module's name and class (`adapter_key`), so a line written with
+  one checkout's path holds in another, or with the adapter named as a module.
 - VERSIONS, when given, limits the line to those versions of the library: `1.24.2` (that
   version), `*` (any), or comparisons joined by commas: `>=2.0,<2.3`. Without it the line holds
   for every version: a release that still has the finding keeps it known.
@@ -77,12 +79,36 @@ class Entry:
 
     def names(self, rec, version):
         """Whether the record is of the check this line names, on a version it covers."""
-        return (rec["target"] == self.target and rec["role"] == self.role and rec["clause"] == self.clause
+        return (same_target(rec["target"], self.target) and rec["role"] == self.role and rec["clause"] == self.clause
                 and self.test in ("*", rec["test"]) and self.covers(version))
 
     def text(self):
         head = self.target + ("@" + self.versions if self.versions else "")
         return "%s %s %s %s" % (head, self.role, self.clause, self.test)
+
+
+_ADAPTER = re.compile(r"^(?P<where>.+?)(?P<py>\.py)?:(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def adapter_key(spec):
+    """(module name, attribute) of an adapter spec, however it was named: `path/to/mylib_adapter.py:T`,
+    `mylib_adapter.py:T` and `pkg.mylib_adapter:T` are all ("mylib_adapter", "T"); None for any
+    other spec (`numpy`, `ref:fault=NAME`, `torch@cuda`)."""
+    m = _ADAPTER.match(spec)
+    if not m:
+        return None
+    where = m.group("where")
+    name = os.path.basename(where) if m.group("py") else where.rpartition(".")[2]
+    return (name, m.group("attr")) if name else None
+
+
+def same_target(a, b):
+    """Whether two target specs name the same target: equal, or the same adapter named from
+    another folder or as a module (a known file written in one checkout holds in another)."""
+    if a == b:
+        return True
+    key = adapter_key(a)
+    return key is not None and key == adapter_key(b)
 
 
 def device_names():

@@ -36,6 +36,24 @@ def test_parse_format_and_errors(tmp_path):
         known.parse(str(f))
 
 
+@pytest.mark.parametrize("line_target, run_target, same", [
+    ("adapter/kern_adapter.py:KernTarget", "/home/ci/checkout/adapter/kern_adapter.py:KernTarget", True),
+    ("kern_adapter.py:KernTarget", "kern_adapter:KernTarget", True),
+    ("kern_adapter.py:KernTarget", "tools.kern_adapter:KernTarget", True),
+    ("kern_adapter.py:KernTarget", "kern_adapter.py:OtherTarget", False),
+    ("other.py:KernTarget", "kern_adapter.py:KernTarget", False),
+    ("ref:fault=readonly_unflagged", "ref:fault=copy_false_copies", False),
+    ("numpy", "numpy", True),
+])
+def test_an_adapter_is_named_by_its_module_and_class(line_target, run_target, same):
+    """A known file names an adapter as the run that wrote it did (an absolute path in one
+    checkout); in another checkout, or named as a module, it is the same adapter. Before, a
+    known file did not carry between checkouts."""
+    e = known.Entry(line_target, "", "consumer", "LAY-03", "*", 1)
+    rec = {"target": run_target, "role": "consumer", "clause": "LAY-03", "test": "test_layout.py::x"}
+    assert e.names(rec, "1.0") is same
+
+
 def test_a_device_variant_is_a_target_not_a_version(tmp_path):
     """A device run's findings are listed under the variant's spec, whose @ names the device:
     `torch@cuda` is the target torch@cuda for every version, `torch@cuda@>=2.11` for some."""
