@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from dlconform import _probe, _ref, pyref
+from dlconform.runner import child_env
 from test_meta import run_dlconform
 
 PYREF_DIR = Path(pyref.__file__).parent
@@ -361,3 +362,30 @@ def test_pyref_stands_alone(tmp_path):
     out = subprocess.run([sys.executable, "-c", _STANDALONE], capture_output=True, text=True,
                          cwd=tmp_path, env={**env, "PYTHONPATH": str(tmp_path)})
     assert (out.returncode, out.stdout.strip(), out.stderr) == (0, "ok", "")
+
+
+def test_pyref_leaves_the_process_s_pythonapi_prototypes_alone():
+    """A library in the same process as dlconform may declare ctypes.pythonapi's prototypes its
+    own way (they are one object per process): pyref, a peer in interop checks, must neither
+    change them nor depend on them. Before, importing pyref reset PyCapsule_GetPointer and four
+    more to take addresses, and a library that had declared them to take objects failed its own
+    imports (an auditor's gpulib: ArgumentError, filed as its fails on LAY-08, CPY-06, ...)."""
+    code = """if True:
+        import ctypes
+        api = ctypes.pythonapi
+        names = ("PyCapsule_New", "PyCapsule_GetPointer", "PyCapsule_GetName", "PyCapsule_SetName",
+                 "PyCapsule_IsValid", "Py_IncRef")
+        for n in names:  # as a library under test might declare them
+            getattr(api, n).argtypes = (ctypes.py_object,) * 3
+            getattr(api, n).restype = ctypes.c_long
+        before = {n: (getattr(api, n).argtypes, getattr(api, n).restype) for n in names}
+        from dlconform import pyref
+        x = pyref.frombuffer(bytes(range(24)), "float32", (2, 3))
+        y = pyref.from_dlpack(x)
+        assert y.tobytes() == x.tobytes() and pyref.from_dlpack(x.__dlpack__(max_version=(1, 3))).size == 6
+        after = {n: (getattr(api, n).argtypes, getattr(api, n).restype) for n in names}
+        assert after == before, (before, after)
+        print("ok")
+    """
+    p = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr

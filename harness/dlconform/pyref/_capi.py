@@ -13,27 +13,16 @@ import ctypes
 from ..kit.abi import CapsuleDestructor
 
 api = ctypes.pythonapi
-
-api.PyCapsule_New.restype = ctypes.py_object
-api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, CapsuleDestructor]
-
-api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-
-api.PyCapsule_GetName.restype = ctypes.c_char_p
-api.PyCapsule_GetName.argtypes = [ctypes.c_void_p]
-
-api.PyCapsule_SetName.restype = ctypes.c_int
-api.PyCapsule_SetName.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-
-api.PyCapsule_IsValid.restype = ctypes.c_int
-api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-
-capsule_new = api.PyCapsule_New
-capsule_get_pointer = api.PyCapsule_GetPointer
-capsule_get_name = api.PyCapsule_GetName
-capsule_set_name = api.PyCapsule_SetName
-capsule_is_valid = api.PyCapsule_IsValid
+# Private prototypes: the function objects of ctypes.pythonapi are shared by the whole process,
+# and a library under test in it may have set their argtypes and restype its own way (or rely
+# on the defaults): dlconform's reference library never touches them.
+_proto = ctypes.PYFUNCTYPE
+capsule_new = _proto(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, CapsuleDestructor)(("PyCapsule_New", api))
+capsule_get_pointer = _proto(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", api))
+capsule_get_name = _proto(ctypes.c_char_p, ctypes.c_void_p)(("PyCapsule_GetName", api))
+capsule_set_name = _proto(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_SetName", api))
+capsule_is_valid = _proto(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", api))
+_incref = _proto(None, ctypes.py_object)(("Py_IncRef", api))
 
 
 def is_capsule(obj):
@@ -43,5 +32,5 @@ def is_capsule(obj):
 def keep_forever(obj):
     """Gives obj a reference that is never dropped, so that it outlives interpreter teardown:
     for what C code may still use after the module is gone (callbacks, capsule names)."""
-    api.Py_IncRef(ctypes.py_object(obj))
+    _incref(obj)
     return obj
