@@ -111,8 +111,9 @@ def test_cuda_consumer_takes_empty_and_0d_tensors(target, check):
     for null_shape in (False, True):
         p, att = _device_attempt(target, cu.device_forges(rt, values, shape=(), strides=None, shape_null=null_shape))
         what = "a 0-d float32 CUDA capsule with NULL %s" % ("shape and strides" if null_shape else "strides")
-        if att.refused:
-            tries.ndim0_refused(check, att, null_shape)
+        if att.refused:  # the control: a 0-d capsule with a shape and (empty) strides
+            tries.ndim0_refused(check, att, null_shape, lambda: _device_attempt(
+                target, cu.device_forges(rt, values, shape=(), strides=()))[1])
         else:
             got, how = cu.read_back(check, dev, att, p, "LAY-08", what)
             if got is not None:

@@ -259,3 +259,13 @@ def test_every_refusal_reason_over_cuda_memory(sim, tmp_path):
         assert len(doc["results"]) >= 2 * 19, doc["results"]  # each reason: its clause and OWN-03
         assert found == expected, (bug, found, p.stderr)
         assert p.returncode == (1 if bug else 0), p.stderr
+
+
+def test_a_consumer_without_0d_arrays_is_not_failed_on_lay08(sim, tmp_path):
+    """A CUDA consumer that refuses every 0-d tensor, with a shape and strides as with NULL ones
+    (cudalib's no_0d: a library without 0-d arrays), lacks the rank, which says nothing of
+    LAY-08: unsupported, as on the CPU. Before, the device check had no control and failed it
+    (an auditor's gpulib)."""
+    p, doc, seen = _run(tmp_path / "no0d", bug="no_0d", files=("test_cuda_layout.py",))
+    verdict, message = seen["LAY-08"]
+    assert verdict == "unsupported" and "takes no 0-d tensor" in message, (verdict, message, p.stdout[-2000:])

@@ -371,13 +371,14 @@ def null_data_refused(check, att, shape, control):
         ctl.settle()
 
 
-def ndim0_refused(check, att, null_shape):
+def ndim0_refused(check, att, null_shape, control=None):
     """LAY-08 for the refusal att of a 0-d tensor with NULL strides (and NULL shape where
     `null_shape`): a fail, but for a clean refusal of a NULL shape in a legacy capsule, which only
     v1.2 sanctions, and for a consumer that refuses 0-d tensors with a shape and strides too
-    (plain_refusal: no 0-d tensor reaches LAY-08)."""
+    (plain_refusal, with `control` where att is a device capsule's: no 0-d tensor reaches
+    LAY-08)."""
     why = check.unclean(att)
-    other = None if why else plain_refusal(att)
+    other = None if why else plain_refusal(att, control)
     if other is not None:
         check.not_reached("LAY-08", "0-d tensor with NULL %s refused (%s), and so is one with a shape and strides "
                                     "(%s): the consumer takes no 0-d tensor, which says nothing of LAY-08"
@@ -420,19 +421,23 @@ def expect_refusal(target, check, clause, forge, what):
     return att.exc is not None
 
 
-def plain_refusal(att):
+def plain_refusal(att, control=None):
     """For a forged attempt refused cleanly: the refusal of its control, the same dtype and
     shape in a plain layout (row-major strides, non-NULL even for 0-d; byte_offset 0; data at
     the start of a buffer of its own; a deleter), when the consumer refuses that cleanly too;
-    else None (it imports the control, or att was not made by forged()). A consumer that refuses
-    the control lacks the tensor (a dtype or a rank: DT-12's reading, LAY-11), not the feature
-    the case is about."""
+    else None (it imports the control, or there is none: att was not made by forged() and no
+    `control`, a function giving the control's Attempt, was given: a device capsule's). A
+    consumer that refuses the control lacks the tensor (a dtype or a rank: DT-12's reading,
+    LAY-11), not the feature the case is about."""
     kw = att.forge_kwargs
-    if kw is None:
+    if control is not None:
+        ctl = control()
+    elif kw is None:
         return None
-    shape = tuple(kw.get("shape", (4,)))
-    plain = dict(shape=shape, strides=row_major_strides(shape), **{k: kw[k] for k in ("dtype",) if k in kw})
-    ctl = forged(att.target, plain)
+    else:
+        shape = tuple(kw.get("shape", (4,)))
+        plain = dict(shape=shape, strides=row_major_strides(shape), **{k: kw[k] for k in ("dtype",) if k in kw})
+        ctl = forged(att.target, plain)
     refusal = ctl.refusal() if ctl.refused and not kit.check.unclean(ctl.exc) else None
     ctl.settle()
     return refusal

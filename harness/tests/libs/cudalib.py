@@ -13,7 +13,8 @@ orders after), keeping its strides. Whole-byte dtypes only, and compact tensors 
 views (BufferError for others). The runtime is the libcudart CUDALIB_CUDART names (default
 libcudart.so).
 
-Bugs can be planted with CUDALIB_BUG=name[,name...]:
+Bugs can be planted with CUDALIB_BUG=name[,name...] (and one limit that is no bug: `no_0d`,
+a library without 0-d arrays, which refuses 0-d tensors whatever their layout):
   no_wait         the work stream does not wait for the stream it named: the copy may run
                   before the producer's data is there
   stream_zero     names stream 0 to the producer
@@ -243,6 +244,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
         t = m.dl_tensor
         if "trusts_header" not in BUGS:
             _check_header(m, t)
+        if t.ndim == 0 and "no_0d" in BUGS:
+            raise BufferError("cudalib: no 0-d arrays")
         shape = tuple(int(t.shape[i]) for i in range(t.ndim))
         item = t.dtype.bits * t.dtype.lanes // 8
         compact, step = True, 1
