@@ -271,11 +271,17 @@ def test_cuda_consumer_names_the_stream_it_reads_on(target, check):
                     unreadable = str(why)
         for stream in streams:
             check.that(stream != 0, "STR-08", "%s: the consumer passed stream=0" % where)
-            if expected is not None and stream not in (None, -1, 0):  # 0: STR-08; -1, None: the read decides
+            if stream is None:  # a CUDA producer reads it as the legacy default stream (STR-04)
+                check.warn("STR-14", "%s: the consumer passed stream=None; STR-14 (SHOULD): for the legacy default "
+                           "stream it sends 1 on CUDA, not None" % where)
+            if expected is not None and stream not in (-1, 0) and (stream is not None or expected != 1):
+                # 0: STR-08; -1: the read decides; None names the legacy stream, not a context's
                 clause = _STREAM_CLAUSE.get(expected, "STR-07")
                 compared.add(clause)
-                check.equal(stream, expected, clause, "%s: the stream passed (the consumer's current stream is %d)"
-                            % (where, expected))
+                check.equal(1 if stream is None else stream, expected, clause, "%s: the stream passed%s (the "
+                            "consumer's current stream is %d)" % (
+                                where, " (None: the legacy default stream, 1, to a CUDA producer: STR-04)"
+                                if stream is None else "", expected))
         if e is not None:
             if check.found:  # the producer refused a stream it was wrongly given
                 check.record("STR-01", "unsupported", "%s: nothing was imported to read (%s)"

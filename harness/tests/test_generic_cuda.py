@@ -269,3 +269,14 @@ def test_a_consumer_without_0d_arrays_is_not_failed_on_lay08(sim, tmp_path):
     p, doc, seen = _run(tmp_path / "no0d", bug="no_0d", files=("test_cuda_layout.py",))
     verdict, message = seen["LAY-08"]
     assert verdict == "unsupported" and "takes no 0-d tensor" in message, (verdict, message, p.stdout[-2000:])
+
+
+def test_a_consumer_naming_none_warns_str14(sim, tmp_path):
+    """A CUDA consumer that names stream=None (the legacy default stream to a CUDA producer,
+    STR-04) instead of 1: STR-14's warn (SHOULD), and nothing fails while it orders its read
+    after that stream. Before, the device run judged None nowhere (an auditor's gpulib);
+    inside a stream context of a library whose current stream is known, None is compared as
+    the legacy stream it names (STR-07, as pyref's cuda_consumer_ignores_context)."""
+    p, doc, seen = _run(tmp_path / "none", bug="stream_none", files=("test_cuda_stream.py",))
+    assert seen["STR-14"][0] == "warn" and "passed stream=None" in seen["STR-14"][1], seen.get("STR-14")
+    assert not {c for c, v in seen.items() if v[0] == "fail"} and p.returncode == 0, seen

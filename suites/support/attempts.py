@@ -371,18 +371,37 @@ def null_data_refused(check, att, shape, control):
         ctl.settle()
 
 
+_MAKES_0D = {}
+
+
+def makes_0d(target):
+    """Whether the library makes 0-d arrays of its own (a producer whose adapter makes a float32
+    of shape ()), cached per target: one that does and imports no 0-d tensor has no rank to lack."""
+    if target.name not in _MAKES_0D:
+        try:
+            made = "producer" in target.roles and target.make("float32", (), bytes(4)) is not None
+        except Exception:  # noqa: BLE001 - cannot make one: the library has no 0-d arrays to speak of
+            made = False
+        _MAKES_0D[target.name] = made
+    return _MAKES_0D[target.name]
+
+
 def ndim0_refused(check, att, null_shape, control=None):
     """LAY-08 for the refusal att of a 0-d tensor with NULL strides (and NULL shape where
     `null_shape`): a fail, but for a clean refusal of a NULL shape in a legacy capsule, which only
     v1.2 sanctions, and for a consumer that refuses 0-d tensors with a shape and strides too
-    (plain_refusal, with `control` where att is a device capsule's: no 0-d tensor reaches
-    LAY-08)."""
+    (plain_refusal, with `control` where att is a device capsule's) and has none of its own
+    (makes_0d): no 0-d tensor reaches LAY-08. A library with 0-d arrays that imports none fails."""
     why = check.unclean(att)
     other = None if why else plain_refusal(att, control)
-    if other is not None:
+    if other is not None and not makes_0d(att.target):
         check.not_reached("LAY-08", "0-d tensor with NULL %s refused (%s), and so is one with a shape and strides "
                                     "(%s): the consumer takes no 0-d tensor, which says nothing of LAY-08"
                           % ("shape" if null_shape else "strides", att.refusal(), other))
+    elif other is not None:  # a library with 0-d arrays of its own that imports none
+        check.record("LAY-08", "fail", "0-d tensor with NULL %s refused (%s), as is every 0-d tensor (%s), though "
+                     "the library makes 0-d arrays itself" % ("shape" if null_shape else "strides", att.refusal(),
+                                                              other))
     elif not null_shape:
         check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % (why or att.refusal()))
     elif why or att.producer.last_kind == "versioned":

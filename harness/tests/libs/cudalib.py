@@ -18,6 +18,8 @@ a library without 0-d arrays, which refuses 0-d tensors whatever their layout):
   no_wait         the work stream does not wait for the stream it named: the copy may run
                   before the producer's data is there
   stream_zero     names stream 0 to the producer
+  stream_none     names stream=None (the legacy default stream) to the producer, whatever its
+                  current stream, and orders its copy after the legacy stream
   minus_one       names -1 (no synchronisation), then copies without synchronising
   export_no_wait  (CUDALIB_READER=dlpack) __dlpack__(stream=S) does not make S wait for the
                   work stream
@@ -233,7 +235,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     view = VIEW and copy is not True
     if tuple(x.__dlpack_device__()) != (kDLCUDA, 0):
         raise BufferError("cudalib: CUDA memory on device 0 only")
-    named = 0 if "stream_zero" in BUGS else -1 if "minus_one" in BUGS else current_stream()
+    named = (0 if "stream_zero" in BUGS else -1 if "minus_one" in BUGS else None if "stream_none" in BUGS
+             else current_stream())
     try:
         cap = x.__dlpack__(stream=named, max_version=(1, 3))
     except TypeError:
@@ -264,13 +267,13 @@ def from_dlpack(x, /, *, device=None, copy=None):
         if "as_bytes" in BUGS:
             shape, dtype, strides = (step * item,), (1, 8, 1), None
         if view:
-            y = kind(shape, dtype, step * item, (address, m), named if named > 0 else None, view=source,
+            y = kind(shape, dtype, step * item, (address, m), named if named and named > 0 else None, view=source,
                      strides=strides)
             return y
         y = kind(shape, dtype, step * item, (address, m), _work_stream())
         work = _work_stream()
         if named not in (-1, 0) and "no_wait" not in BUGS:
-            _order(work, named)
+            _order(work, 1 if named is None else named)
         if step * item:
             _ok(_rt.cudaMemcpyAsync(y.ptr, source, step * item, _D2D, work), "cudaMemcpyAsync")
         return y
