@@ -290,10 +290,14 @@ def _device_run(device, targets, tests):
     specs = []
     for spec in targets or able:
         name, colon, rest = spec.partition(":")
+        if colon and name not in BUILTIN and "=" not in rest:
+            specs.append(spec)  # an adapter (FILE.py:Class, module:Class): the device target it makes itself
+            continue
         if "@" not in name:
-            if name not in able and (name in BUILTIN or colon):  # a module's own: MODULE@DEVICE, generic
-                return None, None, "--device %s: target %r has no %s variant (targets that have one: %s, and any " \
-                    "module with from_dlpack as a consumer)" % (device, spec, device, ", ".join(able))
+            if name not in able and name in BUILTIN:  # a module's own: MODULE@DEVICE, generic
+                return None, None, "--device %s: target %r has no %s variant (targets that have one: %s, any " \
+                    "module with from_dlpack as a consumer, and an adapter of its own)" % (
+                        device, spec, device, ", ".join(able))
             spec = "%s@%s%s%s" % (name, device, colon, rest)
         specs.append(spec)
     return specs, tests or list(DEVICE_TESTS[device]), None

@@ -37,9 +37,11 @@ def test_reference_at_cuda_without_a_runtime_is_unavailable(tmp_path, spec):
     assert "\n" not in found["reason"]
 
 
-def _device_run(out, cudart, *args):
+def _device_run(out, cudart, *args, **extra):
     env = dict(os.environ, DLCONFORM_CUDART=str(cudart))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "harness"), extra.pop("PYTHONPATH", None),
+                                                      env.get("PYTHONPATH")]))
+    env.update(extra)
     return subprocess.run([sys.executable, "-m", "dlconform", "run", "--device", "cuda", "--out", str(out), *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
@@ -57,7 +59,30 @@ def test_device_run_refuses_a_target_without_that_device(sim, tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
         "dlconform: error: --device cuda: target 'numpy' has no cuda variant (targets that have one: cupy, jax, pyref, "
-        "ref, torch, and any module with from_dlpack as a consumer)"]
+        "ref, torch, any module with from_dlpack as a consumer, and an adapter of its own)"]
+
+
+ADAPTER = """
+from dlconform.targets.generic_cuda import GenericCudaTarget
+
+
+class CudalibTarget(GenericCudaTarget):  # a CUDA library's own adapter: its device target
+    def __init__(self):
+        super().__init__("cudalib@cuda")
+"""
+
+
+def test_device_run_takes_an_adapter_as_its_device_target(sim, tmp_path):
+    """--device cuda --target FILE.py:Class: the adapter is the device target it makes itself (a
+    CUDA library's own, naming its streams), run on the device files. Before, 'has no cuda
+    variant', exit 2: an auditor had to list the device files by hand without --device."""
+    (tmp_path / "cudalib_adapter.py").write_text(ADAPTER)
+    libs = str(REPO / "harness" / "tests" / "libs")
+    p = _device_run(tmp_path / "out", sim, "--target", "%s:CudalibTarget" % (tmp_path / "cudalib_adapter.py"),
+                    "--tests", "test_cuda_layout.py", CUDALIB_CUDART=str(sim), PYTHONPATH=libs)
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert any(r["verdict"] == "pass" and r["device"] == "cuda:0" for r in doc["results"]), doc["summary"]
 
 
 @pytest.fixture(scope="module")
