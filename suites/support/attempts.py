@@ -375,15 +375,17 @@ _MAKES_0D = {}
 
 
 def makes_0d(target):
-    """Whether the library makes 0-d arrays of its own (a producer whose adapter makes a float32
-    of shape ()), cached per target: one that does and imports no 0-d tensor has no rank to lack."""
-    if target.name not in _MAKES_0D:
+    """Whether the library makes 0-d arrays of its own (its adapter makes a float32 of shape (),
+    whatever roles the run judges: `role=consumer` limits the checks, not the library), cached
+    per target spec: one that does and imports no 0-d tensor has no rank to lack."""
+    key = getattr(target, "spec", None) or target.name
+    if key not in _MAKES_0D:
         try:
-            made = "producer" in target.roles and target.make("float32", (), bytes(4)) is not None
+            made = target.make("float32", (), bytes(4)) is not None
         except Exception:  # noqa: BLE001 - cannot make one: the library has no 0-d arrays to speak of
             made = False
-        _MAKES_0D[target.name] = made
-    return _MAKES_0D[target.name]
+        _MAKES_0D[key] = made
+    return _MAKES_0D[key]
 
 
 def ndim0_refused(check, att, null_shape, control=None):
