@@ -78,13 +78,21 @@ class Entry:
         return True
 
     def names(self, rec, version):
-        """Whether the record is of the check this line names, on a version it covers."""
+        """Whether the record is of the check this line names, on a version it covers. A test is
+        named as the runner names it, by its file's name (a plain pytest run's node id may carry
+        a folder)."""
         return (same_target(rec["target"], self.target) and rec["role"] == self.role and rec["clause"] == self.clause
-                and self.test in ("*", rec["test"]) and self.covers(version))
+                and self.test in ("*", run_test_id(rec["test"])) and self.covers(version))
 
     def text(self):
         head = self.target + ("@" + self.versions if self.versions else "")
         return "%s %s %s %s" % (head, self.role, self.clause, self.test)
+
+
+def run_test_id(test):
+    """A test's node id as the runner writes it: FILE.py::NAME, without the file's folder."""
+    path, sep, rest = str(test or "").partition("::")
+    return os.path.basename(path) + sep + rest
 
 
 _ADAPTER = re.compile(r"^(?P<where>.+?)(?P<py>\.py)?:(?P<attr>[A-Za-z_][A-Za-z0-9_]*)$")

@@ -330,7 +330,7 @@ def outcome_for_pytest(item, records, rep=None):
     test whose clauses are all unsupported or skip is skipped with the reasons; otherwise it
     passes, and each warn becomes a DlconformWarning naming its clause. Every clause's verdict
     becomes a test property (dlconform:CLAUSE). A finding a known file lists (`known`, marked
-    by known_findings) does not fail the test: with no other, it is xfailed (xfail_reason)."""
+    by _State.mark_known) does not fail the test: with no other, it is xfailed (xfail_reason)."""
     for r in records:
         item.user_properties.append(("dlconform:" + r["clause"], r["verdict"]))
     bad = [r for r in records if (r["verdict"] in FAILING and not r.get("known")) or r["verdict"] == HARNESS_ERROR]
@@ -355,20 +355,6 @@ def xfail_reason(records):
     """What a test's known findings say, as pytest's xfail reason; "" when it has none."""
     return "; ".join("known: %s %s (%s)" % (r["clause"], r["verdict"], r["message"][:200])
                      for r in records if r.get("known"))
-
-
-def known_findings(entries, records, version):
-    """Marks `known` the findings (fail, crash, timeout) of `records` that a line of the known
-    file names (dlconform.known), as `dlconform run --known` does. A test is named as the
-    runner names it, by its file's name (the node id of a plain pytest run may have a folder)."""
-    for r in records:
-        if r["verdict"] not in FAILING:
-            continue
-        path, sep, rest = r["test"].partition("::")
-        as_run = dict(r, test=os.path.basename(path) + sep + rest)
-        if any(e.names(as_run, version) for e in entries):
-            r["known"] = True
-    return records
 
 
 def isolate_items(session, state):
@@ -426,6 +412,7 @@ class _State:
         self.spec = given or "ref"
         self.explicit_target = given is not None
         self.isolate = _option(config, "--dlconform-isolate") or os.environ.get("DLCONFORM_ISOLATE") == "1"
+        self._versions = None  # the target's, once mark_known asks
         known_path = _option(config, "--dlconform-known") or os.environ.get("DLCONFORM_KNOWN") or None
         try:
             self.known = _known.parse(known_path) if known_path else []
@@ -698,14 +685,18 @@ class _State:
             rep.wasxfail = xfail_reason(records)
 
     def mark_known(self, records):
-        """known_findings() of the known file given (--dlconform-known), at the target's version."""
+        """The records, their findings that the known file given (--dlconform-known) lists marked
+        `known` (known.apply, as `dlconform run --known` marks them), at the target's versions
+        (read once)."""
         if not self.known or not records:
             return records
-        try:
-            versions = self.get_target().versions()
-        except Exception:  # noqa: BLE001 - a target whose versions cannot be read: lines without versions hold
-            versions = {}
-        return known_findings(self.known, records, _known.library_version(self.spec, {"versions": versions}))
+        if self._versions is None:
+            try:
+                self._versions = self.get_target().versions()
+            except Exception:  # noqa: BLE001 - a target whose versions cannot be read: lines without versions hold
+                self._versions = {}
+        _known.apply(self.known, records, {self.spec: {"versions": self._versions}})
+        return records
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):

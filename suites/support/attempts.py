@@ -396,14 +396,14 @@ def ndim0_refused(check, att, null_shape, control=None):
     (makes_0d): no 0-d tensor reaches LAY-08. A library with 0-d arrays that imports none fails."""
     why = check.unclean(att)
     other = None if why else plain_refusal(att, control)
-    if other is not None and not makes_0d(att.target):
-        check.not_reached("LAY-08", "0-d tensor with NULL %s refused (%s), and so is one with a shape and strides "
-                                    "(%s): the consumer takes no 0-d tensor, which says nothing of LAY-08"
-                          % ("shape" if null_shape else "strides", att.refusal(), other))
-    elif other is not None:  # a library with 0-d arrays of its own that imports none
-        check.record("LAY-08", "fail", "0-d tensor with NULL %s refused (%s), as is every 0-d tensor (%s), though "
-                     "the library makes 0-d arrays itself" % ("shape" if null_shape else "strides", att.refusal(),
-                                                              other))
+    if other is not None:
+        refused = "0-d tensor with NULL %s refused (%s)" % ("shape" if null_shape else "strides", att.refusal())
+        if makes_0d(att.target):  # a library with 0-d arrays of its own that imports none
+            check.record("LAY-08", "fail", "%s, as is every 0-d tensor (%s), though the library makes 0-d arrays "
+                         "itself" % (refused, other))
+        else:
+            check.not_reached("LAY-08", "%s, and so is one with a shape and strides (%s): the consumer takes no 0-d "
+                                        "tensor, which says nothing of LAY-08" % (refused, other))
     elif not null_shape:
         check.record("LAY-08", "fail", "0-d tensor with NULL strides refused: %s" % (why or att.refusal()))
     elif why or att.producer.last_kind == "versioned":
@@ -457,7 +457,9 @@ def plain_refusal(att, control=None):
         return None
     else:
         shape = tuple(kw.get("shape", (4,)))
-        plain = dict(shape=shape, strides=row_major_strides(shape), **{k: kw[k] for k in ("dtype",) if k in kw})
+        plain = dict(shape=shape, strides=row_major_strides(shape))
+        if "dtype" in kw:
+            plain["dtype"] = kw["dtype"]
         ctl = forged(att.target, plain)
     refusal = ctl.refusal() if ctl.refused and not kit.check.unclean(ctl.exc) else None
     ctl.settle()
